@@ -1,0 +1,60 @@
+# UDS developer entry points. A fresh machine needs Go, Node/npm, Java 17
+# and make; everything else is installed by these targets.
+#
+#   make run     the whole API on http://127.0.0.1:8080 over DynamoDB Local
+#                (data kept in .data/ across restarts)
+#   make test    every test, against a DynamoDB Local it starts and stops
+#   make bench   benchmarks and the DynamoDB capacity table
+#   make build   arm64 Lambda bootstraps and zips under build/
+
+SHELL := /bin/bash
+FUNCTIONS := kv list admin
+GO_BUILD_FLAGS := -tags lambda.norpc -trimpath -buildvcs=false -ldflags='-s -w'
+ENGINE := scripts/with-dynamodb.sh
+UDS_LISTEN_ADDR ?= 127.0.0.1:8080
+export UDS_LISTEN_ADDR
+
+.PHONY: all run test test-go bench capacity build build-zips engine clean
+
+all: test
+
+# npm writes node_modules/.package-lock.json on every install, so it stamps
+# an install that matches package-lock.json.
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+engine: node_modules/.package-lock.json
+
+run: engine
+	$(ENGINE) --db-path .data/dynamodb -- go run ./cmd/uds-local
+
+test: test-go test-infra
+
+test-go: engine
+	$(ENGINE) -- go test -race -count=1 ./...
+
+bench: engine
+	$(ENGINE) -- go test -run '^$$' -bench . -benchmem -count=1 ./...
+	$(ENGINE) -- go test -run '^TestCapacityTable$$' -v -count=1 ./pkg/store/ -capacity-report=docs/capacity.md
+
+capacity: engine
+	$(ENGINE) -- go test -run '^TestCapacityTable$$' -v -count=1 ./pkg/store/ -capacity-report=docs/capacity.md
+
+build: build-zips
+
+build-zips: $(FUNCTIONS:%=build/%.zip)
+
+# Stripped static arm64 binaries for provided.al2023; the pattern rule
+# rebuilds a function whenever any Go source of the module changes.
+GO_SOURCES := $(shell find . -name '*.go' -not -path './infra/*' -not -path './node_modules/*') go.mod go.sum
+build/%/bootstrap: $(GO_SOURCES)
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build $(GO_BUILD_FLAGS) -o $@ ./functions/$*
+
+build/%.zip: build/%/bootstrap
+	go run ./internal/tools/zipbootstrap -o $@ $<
+
+clean:
+	rm -rf build cdk.out
+
+-include mk/*.mk

@@ -1,0 +1,67 @@
+// Command uds-local serves every UDS route group over plain HTTP for local
+// development, against the DynamoDB endpoint in UDS_DYNAMODB_ENDPOINT
+// (`make run` starts DynamoDB Local and sets it). It creates missing tables
+// at start and stops cleanly on Ctrl-C.
+package main
+
+import (
+	"context"
+	"errors"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/server"
+	"github.com/udsproject/uds/pkg/store"
+)
+
+func main() {
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run() error {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	if cfg.Endpoint == "" {
+		return errors.New(config.EnvDynamoDBEndpoint + " is not set; start the server with `make run`")
+	}
+	subject := httpapi.AnonymousSubject
+	if os.Getenv(config.EnvTrustSubjectHeader) == "1" {
+		subject = httpapi.HeaderSubject
+		log.Printf("trusting the %s header for the caller's identity (local testing only)", httpapi.SubjectHeader)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	api, client, err := server.Build(ctx, cfg, httpapi.GroupAll, subject)
+	if err != nil {
+		return err
+	}
+	if err := store.CreateTables(ctx, client, server.StoreTables(cfg)); err != nil {
+		return err
+	}
+	addr := os.Getenv(config.EnvListenAddr)
+	if addr == "" {
+		addr = config.DefaultListenAddr
+	}
+	srv := &http.Server{Addr: addr, Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	log.Printf("UDS listening on http://%s%s (DynamoDB at %s)", addr, httpapi.BasePath, cfg.Endpoint)
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+// Package dynamotest gives tests a real DynamoDB engine: the endpoint in
+// UDS_DYNAMODB_ENDPOINT (DynamoDB Local started by `make test`, dynoxide, or
+// real DynamoDB) and fresh, uniquely named tables per test.
+package dynamotest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/store"
+)
+
+var (
+	clientOnce sync.Once
+	client     *dynamodb.Client
+	clientErr  error
+)
+
+// Client returns a client of the test engine. Without an endpoint the test
+// fails: the suite is meant to run through `make test`, which starts one.
+func Client(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	endpoint := os.Getenv(config.EnvDynamoDBEndpoint)
+	if endpoint == "" {
+		t.Fatalf("%s is not set: run the tests with `make test`, which starts DynamoDB Local, or point it at an engine", config.EnvDynamoDBEndpoint)
+	}
+	clientOnce.Do(func() { client, clientErr = store.NewClient(context.Background(), endpoint) })
+	if clientErr != nil {
+		t.Fatalf("DynamoDB client: %v", clientErr)
+	}
+	return client
+}
+
+// NewTables creates a fresh set of UDS tables with a random prefix and
+// deletes them when the test ends.
+func NewTables(t testing.TB) store.Tables {
+	t.Helper()
+	c := Client(t)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	prefix := "t" + hex.EncodeToString(b) + "_"
+	tables := store.Tables{
+		Data:  prefix + schema.Data.DefaultName,
+		List:  prefix + schema.List.DefaultName,
+		Usage: prefix + schema.Usage.DefaultName,
+		Apps:  prefix + schema.Apps.DefaultName,
+	}
+	if err := store.CreateTables(context.Background(), c, tables); err != nil {
+		t.Fatalf("create tables: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, name := range []string{tables.Data, tables.List, tables.Usage, tables.Apps} {
+			_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		}
+	})
+	return tables
+}

@@ -1,0 +1,124 @@
+// Package config reads the process configuration from the environment once,
+// at start-up. Every knob UDS has is listed here with its default.
+package config
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/udsproject/uds/pkg/schema"
+)
+
+// Environment variables beside the table names (schema.Table.EnvVar).
+const (
+	EnvDynamoDBEndpoint    = "UDS_DYNAMODB_ENDPOINT"
+	EnvSubjectClaim        = "UDS_SUBJECT_CLAIM"
+	EnvCursorSecret        = "UDS_CURSOR_SECRET"
+	EnvDefaultLimitBytes   = "UDS_DEFAULT_LIMIT_BYTES"
+	EnvDefaultLimitItems   = "UDS_DEFAULT_LIMIT_ITEMS"
+	EnvLimitsCacheTTL      = "UDS_LIMITS_CACHE_TTL"
+	EnvDeleteAllBudget     = "UDS_DELETE_ALL_BUDGET"
+	EnvListenAddr          = "UDS_LISTEN_ADDR"
+	EnvTrustSubjectHeader  = "UDS_TRUST_SUBJECT_HEADER"
+	EnvDataDir             = "UDS_DATA_DIR"
+	DefaultListenAddr      = "127.0.0.1:8080"
+	DefaultSubjectClaim    = "sub"
+	DefaultLimitsCacheTTL  = 30 * time.Second
+	DefaultDeleteAllBudget = 25 * time.Second
+)
+
+// Tables holds the physical table names.
+type Tables struct {
+	Data, List, Usage, Apps string
+}
+
+// Config is everything the functions and the local server read from the
+// environment.
+type Config struct {
+	Tables Tables
+	// Endpoint overrides the DynamoDB endpoint (DynamoDB Local, dynoxide).
+	Endpoint string
+	// SubjectClaim is the JWT claim that names the caller.
+	SubjectClaim string
+	// CursorSecret keys the HMAC that makes pagination cursors
+	// tamper-evident. All functions of a deployment must share it.
+	CursorSecret []byte
+	// DefaultLimitBytes and DefaultLimitItems are the global per-user quota
+	// applied when neither the app nor the user has one; 0 is unlimited.
+	DefaultLimitBytes, DefaultLimitItems int64
+	// LimitsCacheTTL bounds how long a limit change takes to be enforced.
+	LimitsCacheTTL time.Duration
+	// DeleteAllBudget is how long one delete-all request may run before it
+	// answers that the list was only partly deleted.
+	DeleteAllBudget time.Duration
+}
+
+// FromEnv reads the configuration. Only malformed values are errors.
+func FromEnv() (Config, error) {
+	c := Config{
+		Tables: Tables{
+			Data:  envOr(schema.Data.EnvVar, schema.Data.DefaultName),
+			List:  envOr(schema.List.EnvVar, schema.List.DefaultName),
+			Usage: envOr(schema.Usage.EnvVar, schema.Usage.DefaultName),
+			Apps:  envOr(schema.Apps.EnvVar, schema.Apps.DefaultName),
+		},
+		Endpoint:     os.Getenv(EnvDynamoDBEndpoint),
+		SubjectClaim: envOr(EnvSubjectClaim, DefaultSubjectClaim),
+	}
+	// Without a configured secret the cursor key is derived from the table
+	// names: cursors still cannot be forged by accident, and every function
+	// of one deployment agrees. Deployments set a real secret.
+	secret := os.Getenv(EnvCursorSecret)
+	if secret == "" {
+		secret = "uds-cursor|" + c.Tables.Data + "|" + c.Tables.List + "|" + c.Tables.Usage
+	}
+	c.CursorSecret = []byte(secret)
+
+	var err error
+	if c.DefaultLimitBytes, err = envInt(EnvDefaultLimitBytes); err != nil {
+		return c, err
+	}
+	if c.DefaultLimitItems, err = envInt(EnvDefaultLimitItems); err != nil {
+		return c, err
+	}
+	if c.LimitsCacheTTL, err = envDuration(EnvLimitsCacheTTL, DefaultLimitsCacheTTL); err != nil {
+		return c, err
+	}
+	if c.DeleteAllBudget, err = envDuration(EnvDeleteAllBudget, DefaultDeleteAllBudget); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+func envInt(name string) (int64, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s: want a non-negative integer, got %q", name, v)
+	}
+	return n, nil
+}
+
+func envDuration(name string, fallback time.Duration) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return fallback, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s: want a duration such as 30s, got %q", name, v)
+	}
+	return d, nil
+}

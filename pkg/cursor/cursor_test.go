@@ -1,0 +1,39 @@
+package cursor
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestSealOpen(t *testing.T) {
+	s := NewSealer([]byte("secret"))
+	c := s.Seal("list|a|b", "2024-01-15T10:30:00Z/x")
+	pos, err := s.Open("list|a|b", c)
+	if err != nil || pos != "2024-01-15T10:30:00Z/x" {
+		t.Fatalf("Open = %q, %v", pos, err)
+	}
+
+	other := NewSealer([]byte("other secret"))
+	// A position swapped under a genuine tag must not verify.
+	forgedPos := "b3RoZXI" + c[strings.Index(c, "."):]
+	for name, tc := range map[string]struct {
+		sealer  *Sealer
+		binding string
+		cursor  string
+	}{
+		"other binding":   {s, "list|a|c", c},
+		"other secret":    {other, "list|a|b", c},
+		"no separator":    {s, "list|a|b", "abc"},
+		"bad base64":      {s, "list|a|b", "!!.!!"},
+		"empty":           {s, "list|a|b", ""},
+		"forged position": {s, "list|a|b", forgedPos},
+		"truncated mac":   {s, "list|a|b", c[:len(c)-2]},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := tc.sealer.Open(tc.binding, tc.cursor); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Open(%q) error = %v, want ErrInvalid", tc.cursor, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,79 @@
+// Package httpapi is the HTTP layer of UDS: routing, request parsing and
+// validation, and the mapping of domain errors to status codes. The same
+// handler serves the Lambda functions (through the API Gateway adapter) and
+// the local server.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/udsproject/uds/pkg/cursor"
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// Store is what the HTTP layer needs from storage; *store.Store has it.
+type Store interface {
+	Get(context.Context, uds.Key) (uds.Item, error)
+	Create(context.Context, uds.Write) (uds.Item, error)
+	Update(context.Context, uds.Write) (uds.Item, error)
+	Delete(context.Context, uds.Key, uds.Precondition) error
+	ListItems(context.Context, store.ListQuery) (store.ListPage, error)
+	DeleteList(context.Context, uds.Key) (int, error)
+}
+
+// SubjectFunc names the caller of a request. It returns ErrUnauthenticated
+// when the request carries no usable identity.
+type SubjectFunc func(*http.Request) (string, error)
+
+// Group is a route group; each Lambda function serves one.
+type Group int
+
+// Route groups.
+const (
+	GroupKV Group = 1 << iota
+	GroupList
+	GroupAdmin
+	GroupAll = GroupKV | GroupList | GroupAdmin
+)
+
+// Config holds what the API needs beside the store.
+type Config struct {
+	Subject      SubjectFunc
+	CursorSecret []byte
+	// DeleteAllBudget bounds the time one delete-all request may take.
+	DeleteAllBudget time.Duration
+	Logger          *slog.Logger
+}
+
+// API serves the UDS routes of its groups.
+type API struct {
+	store   Store
+	groups  Group
+	subject SubjectFunc
+	cursors *cursor.Sealer
+	budget  time.Duration
+	log     *slog.Logger
+}
+
+// New returns the handler for the given route groups.
+func New(st Store, groups Group, c Config) *API {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return &API{
+		store:   st,
+		groups:  groups,
+		subject: c.Subject,
+		cursors: cursor.NewSealer(c.CursorSecret),
+		budget:  c.DeleteAllBudget,
+		log:     c.Logger,
+	}
+}
+
+// maxPageBytes keeps a list page at about 5 MB, under Lambda's 6 MB
+// response limit.
+const maxPageBytes = 5_000_000

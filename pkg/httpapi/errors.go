@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// ErrUnauthenticated is returned by a SubjectFunc when the request carries
+// no identity the API can use.
+var ErrUnauthenticated = errors.New("unauthenticated")
+
+// errorBody is every error response: what went wrong, details where they
+// help, when, and the key fields of the resource concerned.
+type errorBody struct {
+	Error           string `json:"error"`
+	Details         string `json:"details,omitempty"`
+	Timestamp       string `json:"timestamp"`
+	ApplicationUUID string `json:"applicationUuid,omitempty"`
+	Namespace       string `json:"namespace,omitempty"`
+	ID              string `json:"id,omitempty"`
+	SortKey         string `json:"sortKey,omitempty"`
+	// Quota fields, on 403 Quota exceeded.
+	User       string `json:"user,omitempty"`
+	UsedBytes  *int64 `json:"usedBytes,omitempty"`
+	UsedItems  *int64 `json:"usedItems,omitempty"`
+	LimitBytes *int64 `json:"limitBytes,omitempty"`
+	LimitItems *int64 `json:"limitItems,omitempty"`
+	// Deleted counts what a partial delete-all removed.
+	Deleted *int `json:"deleted,omitempty"`
+}
+
+// statusTable maps each domain error to its status and message: the one
+// place where errors become HTTP. The messages for keys and list items are
+// the seed's ("Key not found", "Item not found", ...).
+var statusTable = []struct {
+	err           error
+	status        int
+	key, listItem string
+}{
+	{uds.ErrInvalid, http.StatusBadRequest, "Bad request", "Bad request"},
+	{ErrUnauthenticated, http.StatusUnauthorized, "Unauthenticated", "Unauthenticated"},
+	{uds.ErrQuotaExceeded, http.StatusForbidden, "Quota exceeded", "Quota exceeded"},
+	{uds.ErrNotFound, http.StatusNotFound, "Key not found", "Item not found"},
+	{uds.ErrConflict, http.StatusConflict, "Key already exists", "Item already exists"},
+	{uds.ErrPrecondition, http.StatusPreconditionFailed, "Precondition failed", "Precondition failed"},
+	{uds.ErrTooLarge, http.StatusRequestEntityTooLarge, "Payload too large", "Payload too large"},
+	{uds.ErrIncomplete, http.StatusServiceUnavailable, "List not fully deleted", "List not fully deleted"},
+}
+
+// fail answers err. Domain errors get their status and a message safe to
+// show; anything else is logged and answered 500 without its text.
+func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.Key) {
+	body := errorBody{Timestamp: now()}
+	if key != nil {
+		body.ApplicationUUID, body.Namespace, body.ID, body.SortKey = key.App, key.Namespace, key.ID, key.SortKey
+	}
+	status := http.StatusInternalServerError
+	body.Error = "Internal server error"
+	for _, e := range statusTable {
+		if errors.Is(err, e.err) {
+			status, body.Error = e.status, e.key
+			if key != nil && key.SortKey != "" {
+				body.Error = e.listItem
+			}
+			break
+		}
+	}
+	var invalid *uds.InvalidError
+	var tooLarge *uds.TooLargeError
+	var quota *uds.QuotaError
+	var incomplete *uds.IncompleteError
+	switch {
+	case errors.As(err, &invalid):
+		body.Error = "Invalid " + invalid.Field
+		body.Details = invalid.Reason
+	case errors.As(err, &tooLarge):
+		body.Details = tooLarge.Reason
+	case errors.As(err, &quota):
+		q := quota.Quota
+		body.ApplicationUUID, body.User = q.App, q.User
+		body.UsedBytes, body.UsedItems = &q.Used.Bytes, &q.Used.Items
+		body.LimitBytes, body.LimitItems = limitPtr(q.Limits.Bytes), limitPtr(q.Limits.Items)
+		body.Details = "the write would take the owner past the limit in effect"
+	case errors.As(err, &incomplete):
+		body.Deleted = &incomplete.Deleted
+		body.Details = fmt.Sprintf("deleted %d items before the time budget ran out; repeat the request to delete the rest", incomplete.Deleted)
+		w.Header().Set("Retry-After", "1")
+	case errors.Is(err, uds.ErrPrecondition):
+		body.Details = "If-Match names none of the item's current ETags"
+	case errors.Is(err, ErrUnauthenticated):
+		body.Details = err.Error()
+	case status == http.StatusInternalServerError:
+		a.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	writeJSON(w, status, body)
+}
+
+// limitPtr renders a limit for a response: 0 (unlimited) is null.
+func limitPtr(v int64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
+func now() string { return time.Now().UTC().Format(time.RFC3339) }
+
+// itoa is strconv.Itoa, named for readability at call sites.
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// WriteBadURL answers a request whose URL cannot even be parsed (malformed
+// percent-encoding) with the same 400 body as every other invalid input.
+// Hosts call it when they cannot build an *http.Request at all.
+func WriteBadURL(w http.ResponseWriter, path string) {
+	writeJSON(w, http.StatusBadRequest, errorBody{
+		Error:     "Invalid path",
+		Details:   "malformed percent-encoding in " + strconv.Quote(path),
+		Timestamp: now(),
+	})
+}

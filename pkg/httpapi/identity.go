@@ -1,0 +1,44 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"unicode"
+)
+
+// Anonymous is the subject of callers without an authorizer (seed 002's
+// public mode).
+const Anonymous = "anonymous"
+
+// SubjectHeader carries the subject to the local server when it is started
+// with UDS_TRUST_SUBJECT_HEADER=1. Lambda functions never read it.
+const SubjectHeader = "X-Uds-Subject"
+
+// maxSubjectBytes bounds a subject: it becomes part of DynamoDB keys.
+const maxSubjectBytes = 1024
+
+// AnonymousSubject names every caller anonymous.
+func AnonymousSubject(*http.Request) (string, error) { return Anonymous, nil }
+
+// HeaderSubject takes the subject from SubjectHeader, anonymous without it.
+// It is for local testing only: any client can claim any identity.
+func HeaderSubject(r *http.Request) (string, error) {
+	s := r.Header.Get(SubjectHeader)
+	if s == "" {
+		return Anonymous, nil
+	}
+	return CheckSubject(s)
+}
+
+// CheckSubject validates a subject taken from an identity source.
+func CheckSubject(s string) (string, error) {
+	if len(s) > maxSubjectBytes || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return "", &subjectError{"the caller's identity is longer than 1024 bytes or holds control characters"}
+	}
+	return s, nil
+}
+
+type subjectError struct{ reason string }
+
+func (e *subjectError) Error() string        { return e.reason }
+func (e *subjectError) Is(target error) bool { return target == ErrUnauthenticated }

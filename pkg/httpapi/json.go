@@ -1,0 +1,67 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// itemJSON is an item as the API returns it (seed 002's DataStoreResponse
+// plus className and version).
+type itemJSON struct {
+	ApplicationUUID  string          `json:"applicationUuid"`
+	Namespace        string          `json:"namespace"`
+	ID               string          `json:"id"`
+	SortKey          string          `json:"sortKey,omitempty"`
+	Data             json.RawMessage `json:"data"`
+	ClassName        string          `json:"className,omitempty"`
+	CreatedDate      string          `json:"createdDate,omitempty"`
+	CreatedBySubject string          `json:"createdBySubject,omitempty"`
+	UpdatedDate      string          `json:"updatedDate,omitempty"`
+	UpdatedBySubject string          `json:"updatedBySubject,omitempty"`
+	Version          int64           `json:"version"`
+}
+
+func toJSON(it *uds.Item) itemJSON {
+	j := itemJSON{
+		ApplicationUUID: it.App, Namespace: it.Namespace, ID: it.ID, SortKey: it.SortKey,
+		Data: it.Data, ClassName: it.ClassName,
+		CreatedBySubject: it.CreatedBy, UpdatedBySubject: it.UpdatedBy, Version: it.Version,
+	}
+	// Items written before UDS may lack audit dates; omit rather than
+	// invent them.
+	if !it.CreatedDate.IsZero() {
+		j.CreatedDate = store.FormatTime(it.CreatedDate)
+	}
+	if !it.UpdatedDate.IsZero() {
+		j.UpdatedDate = store.FormatTime(it.UpdatedDate)
+	}
+	return j
+}
+
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// writeJSON encodes v fully before writing, so an encoding failure is still
+// a clean 500 and never a truncated 200. HTML escaping is off: stored JSON
+// goes back byte for byte.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	buf := buffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer buffers.Put(buf)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":"Internal server error","timestamp":"` + now() + `"}` + "\n")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}

@@ -1,0 +1,133 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// List paging limits (seed 002).
+const (
+	defaultLimit = 100
+	maxLimit     = 1000
+	// deleteAllMargin is kept free before the request's own deadline (the
+	// Lambda timeout) to answer in time.
+	deleteAllMargin = 2 * time.Second
+)
+
+// serveList handles /data/{app}/{namespace}/{id}/list.
+func (a *API) serveList(w http.ResponseWriter, r *http.Request, app, namespace, id string) {
+	key, err := uds.NewKey(app, namespace, id)
+	if err != nil {
+		a.fail(w, r, err, &uds.Key{App: app, Namespace: namespace, ID: id})
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		a.listItems(w, r, key)
+	case http.MethodDelete:
+		a.deleteList(w, r, key)
+	default:
+		methodNotAllowed(w, r, "GET, DELETE")
+	}
+}
+
+// listJSON is seed 002's DataStoreListResponse.
+type listJSON struct {
+	List   []itemJSON `json:"list"`
+	Cursor string     `json:"cursor,omitempty"`
+}
+
+func (a *API) listItems(w http.ResponseWriter, r *http.Request, key uds.Key) {
+	q, c, err := parseListQuery(r, key)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
+	binding := listBinding(key, q.Range)
+	if c != "" {
+		if q.After, err = a.cursors.Open(binding, c); err != nil {
+			a.fail(w, r, uds.Invalid("cursor", "was not issued for this list, order and range"), &key)
+			return
+		}
+	}
+	page, err := a.store.ListItems(r.Context(), q)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
+	out := listJSON{List: make([]itemJSON, len(page.Items))}
+	for i := range page.Items {
+		out.List[i] = toJSON(&page.Items[i])
+	}
+	if page.More {
+		out.Cursor = a.cursors.Seal(binding, page.Items[len(page.Items)-1].SortKey)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// parseListQuery validates startKey, endKey, limit and sortOrder, and
+// returns the cursor parameter, still sealed.
+func parseListQuery(r *http.Request, key uds.Key) (store.ListQuery, string, error) {
+	q := store.ListQuery{List: key, Limit: defaultLimit, MaxBytes: maxPageBytes}
+	params, err := query(r)
+	if err != nil {
+		return q, "", err
+	}
+	q.Range.Start, q.Range.End = params.Get("startKey"), params.Get("endKey")
+	for field, v := range map[string]string{"startKey": q.Range.Start, "endKey": q.Range.End} {
+		if v != "" {
+			if err := uds.CheckSortKey(field, v); err != nil {
+				return q, "", err
+			}
+		}
+	}
+	if v := params.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			return q, "", uds.Invalid("limit", "must be a whole number from 1 to %d, got %q", maxLimit, v)
+		}
+		q.Limit = n
+	}
+	switch order := params.Get("sortOrder"); strings.ToUpper(order) {
+	case "", "ASC":
+	case "DESC":
+		q.Range.Descending = true
+	default:
+		return q, "", uds.Invalid("sortOrder", "must be ASC or DESC, got %q", order)
+	}
+	return q, params.Get("cursor"), nil
+}
+
+// listBinding names a list query for its cursors: a cursor only continues
+// the list, order and range it came from.
+func listBinding(key uds.Key, rng uds.Range) string {
+	order := "A"
+	if rng.Descending {
+		order = "D"
+	}
+	return strings.Join([]string{"list", key.DataKey(), order, rng.Start, rng.End}, "\x00")
+}
+
+// deleteList removes every item of a list within the time budget; past it
+// the answer says how far it got (503, Retry-After) instead of claiming
+// success.
+func (a *API) deleteList(w http.ResponseWriter, r *http.Request, key uds.Key) {
+	ctx := r.Context()
+	budget := a.budget
+	if dl, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(dl)-deleteAllMargin)
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	if _, err := a.store.DeleteList(ctx, key); err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,194 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+const (
+	// maxBodyBytes bounds what is read of a request body: 1 MiB of data
+	// plus room for formatting whitespace and className.
+	maxBodyBytes = 2 << 20
+	// maxClassNameBytes bounds className (a type name, not data).
+	maxClassNameBytes = 1024
+)
+
+// writeBody is the body of POST and PUT.
+type writeBody struct {
+	Data      json.RawMessage `json:"data"`
+	ClassName *string         `json:"className"`
+}
+
+// readWrite parses and validates a POST or PUT body into w.
+func readWrite(r *http.Request, w *uds.Write) error {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return &uds.TooLargeError{Reason: "the request body exceeds 2 MiB; data may hold at most 1 MiB of JSON"}
+	}
+	if err != nil {
+		return uds.Invalid("body", "could not be read")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return uds.Invalid("body", `is empty; send {"data": <any JSON value>}`)
+	}
+	if !utf8.Valid(body) {
+		return uds.Invalid("body", "is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var b writeBody
+	if err := dec.Decode(&b); err != nil {
+		return uds.Invalid("body", "is not a JSON object of the form {\"data\": ..., \"className\": ...}: %s", jsonProblem(err))
+	}
+	if dec.More() {
+		return uds.Invalid("body", "has content after the JSON object")
+	}
+	if len(b.Data) == 0 || string(b.Data) == "null" {
+		return uds.Invalid("data", "is required and must not be null")
+	}
+	var compact bytes.Buffer
+	compact.Grow(len(b.Data))
+	if err := json.Compact(&compact, b.Data); err != nil {
+		return uds.Invalid("data", "is not valid JSON")
+	}
+	if compact.Len() > uds.MaxDataBytes {
+		return &uds.TooLargeError{Reason: "data takes " + itoa(compact.Len()) + " bytes of JSON; at most 1 MiB (1048576 bytes) is stored"}
+	}
+	w.Data = compact.Bytes()
+	if b.ClassName != nil {
+		cn := *b.ClassName
+		switch {
+		case len(cn) > maxClassNameBytes:
+			return uds.Invalid("className", "is longer than %d bytes", maxClassNameBytes)
+		case strings.IndexFunc(cn, unicode.IsControl) >= 0:
+			return uds.Invalid("className", "must not contain control characters")
+		}
+		w.ClassName = cn
+	}
+	return nil
+}
+
+// jsonProblem describes a decoding error without echoing Go type names.
+func jsonProblem(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return "syntax error at byte " + itoa(int(syntax.Offset))
+	case errors.As(err, &typ):
+		if typ.Field != "" {
+			return typ.Field + " has the wrong type"
+		}
+		return "expected an object"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected end of input"
+	}
+	return "malformed JSON"
+}
+
+// ifMatch parses the If-Match header.
+func ifMatch(r *http.Request) (uds.Precondition, error) {
+	var p uds.Precondition
+	values := r.Header.Values("If-Match")
+	if len(values) == 0 {
+		return p, nil
+	}
+	tags, err := entityTags(strings.Join(values, ","))
+	if err != nil {
+		return p, uds.Invalid("If-Match", "%s", err)
+	}
+	for _, t := range tags {
+		if t == "*" {
+			p.Any = true
+			continue
+		}
+		if rev, ok := uds.ParseETag(t); ok {
+			p.Revisions = append(p.Revisions, rev)
+		}
+	}
+	if !p.Any && len(p.Revisions) == 0 {
+		// Well-formed tags that UDS never issued match no item; a
+		// revision no item can have keeps the condition false.
+		p.Revisions = []uds.Revision{{Version: -1}}
+	}
+	return p, nil
+}
+
+// maxEntityTags bounds the tags one If-Match may list (each becomes a
+// condition term).
+const maxEntityTags = 16
+
+// entityTags splits an If-Match or If-None-Match value into its tags.
+func entityTags(v string) ([]string, error) {
+	var tags []string
+	for _, t := range strings.Split(v, ",") {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			continue
+		}
+		weak := strings.HasPrefix(t, "W/")
+		body := strings.TrimPrefix(t, "W/")
+		if t != "*" && (len(body) < 2 || body[0] != '"' || body[len(body)-1] != '"' || strings.Contains(body[1:len(body)-1], `"`)) {
+			return nil, errors.New(`each entity tag must be quoted, like "3-lq2x0a", or be *`)
+		}
+		if weak {
+			// A weak tag never matches under the strong comparison
+			// If-Match requires; keep it as a non-UDS tag.
+			t = "W" + body
+		}
+		tags = append(tags, t)
+	}
+	if len(tags) == 0 {
+		return nil, errors.New("is empty")
+	}
+	if len(tags) > maxEntityTags {
+		return nil, errors.New("lists more than " + itoa(maxEntityTags) + " entity tags")
+	}
+	return tags, nil
+}
+
+// noneMatch reports whether If-None-Match names the item's current ETag.
+func noneMatch(r *http.Request, etag string) (bool, error) {
+	values := r.Header.Values("If-None-Match")
+	if len(values) == 0 {
+		return false, nil
+	}
+	tags, err := entityTags(strings.Join(values, ","))
+	if err != nil {
+		return false, uds.Invalid("If-None-Match", "%s", err)
+	}
+	for _, t := range tags {
+		// If-None-Match uses weak comparison: W/"x" matches "x".
+		if t == "*" || t == etag || "W"+etag == t {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// query parses the query string strictly: malformed percent-encoding and
+// repeated parameters are errors.
+func query(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, uds.Invalid("query", "malformed query string: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
+	}
+	for k, v := range q {
+		if len(v) > 1 {
+			return nil, uds.Invalid(k, "is given %d times", len(v))
+		}
+	}
+	return q, nil
+}

@@ -1,0 +1,96 @@
+// Package lambdahost serves the UDS HTTP handler on AWS Lambda behind an
+// API Gateway HTTP API (payload format 2.0).
+package lambdahost
+
+import (
+	"context"
+	"log"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/server"
+)
+
+// HandlerFunc is a Lambda handler for HTTP API events.
+type HandlerFunc func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// Handler adapts h to HTTP API events. A path with malformed
+// percent-encoding cannot become an *http.Request (the adapter would answer
+// with a gateway error), so it is answered 400 here.
+func Handler(h http.Handler) HandlerFunc {
+	adapter := httpadapter.NewV2(h)
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		path := ev.RawPath
+		if path == "" {
+			path = ev.RequestContext.HTTP.Path
+		}
+		if _, err := url.PathUnescape(path); err != nil {
+			w := core.NewProxyResponseWriterV2()
+			httpapi.WriteBadURL(w, path)
+			return w.GetProxyResponse()
+		}
+		return adapter.ProxyWithContext(ctx, ev)
+	}
+}
+
+// Subject names the caller from the API Gateway authorizer: the configured
+// JWT claim under a JWT authorizer, the IAM caller's ARN under IAM
+// authorization, anonymous when the route has no authorizer. Client headers
+// are never consulted.
+func Subject(claim string) httpapi.SubjectFunc {
+	return func(r *http.Request) (string, error) {
+		rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context())
+		if !ok || rc.Authorizer == nil {
+			return httpapi.Anonymous, nil
+		}
+		switch a := rc.Authorizer; {
+		case a.JWT != nil:
+			v := a.JWT.Claims[claim]
+			if v == "" {
+				return "", &missingClaim{claim}
+			}
+			return httpapi.CheckSubject(v)
+		case a.IAM != nil && a.IAM.UserARN != "":
+			return httpapi.CheckSubject(a.IAM.UserARN)
+		}
+		return httpapi.Anonymous, nil
+	}
+}
+
+type missingClaim struct{ claim string }
+
+func (e *missingClaim) Error() string {
+	return "the token has no " + strconv.Quote(e.claim) + " claim to name the caller"
+}
+func (e *missingClaim) Is(target error) bool { return target == httpapi.ErrUnauthenticated }
+
+// New builds the handler of one function from its configuration.
+func New(ctx context.Context, cfg config.Config, group httpapi.Group) (HandlerFunc, error) {
+	api, _, err := server.Build(ctx, cfg, group, Subject(cfg.SubjectClaim))
+	if err != nil {
+		return nil, err
+	}
+	return Handler(api), nil
+}
+
+// Main is a function's whole main: read the configuration once, build the
+// clients at init, and serve events until the runtime stops the process.
+func Main(group httpapi.Group) {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		log.Fatalf("configuration: %v", err)
+	}
+	h, err := New(context.Background(), cfg, group)
+	if err != nil {
+		log.Fatalf("init: %v", err)
+	}
+	lambda.Start(h)
+}

@@ -1,0 +1,153 @@
+// Package schema is the single source of truth for the DynamoDB tables UDS
+// uses: their default names, key attributes, secondary indexes and the
+// environment variables that carry table names to the functions. The store
+// (pkg/store), the local table bootstrapper and the CDK stack (infra/) all
+// read it, so the code and the deployed tables cannot disagree.
+//
+// It has no dependencies on purpose: the CDK module imports it without
+// pulling the AWS SDK, and the Lambda module imports it without pulling CDK.
+package schema
+
+// AttrType is a DynamoDB scalar attribute type used in a key schema.
+type AttrType string
+
+// Key attribute types.
+const (
+	String AttrType = "S"
+	Number AttrType = "N"
+)
+
+// KeyAttr names one key attribute and its type.
+type KeyAttr struct {
+	Name string
+	Type AttrType
+}
+
+// Index describes a global secondary index. NonKeyAttributes lists the
+// attributes projected beside the keys (an INCLUDE projection); an empty list
+// means KEYS_ONLY.
+type Index struct {
+	Name             string
+	Hash             KeyAttr
+	Range            *KeyAttr
+	NonKeyAttributes []string
+}
+
+// Table describes one table: its default name, the environment variable that
+// overrides the name, its key schema and its indexes.
+type Table struct {
+	// ID is a stable identifier used for CDK construct IDs and outputs.
+	ID          string
+	DefaultName string
+	EnvVar      string
+	Hash        KeyAttr
+	Range       *KeyAttr
+	Indexes     []Index
+}
+
+// Attribute names of the data tables. The first group is the seed's
+// (existing data stays readable); the rest are added by UDS.
+const (
+	AttrDataKey          = "dataKey"
+	AttrSortKey          = "sortKey"
+	AttrDataValue        = "dataValue"
+	AttrClassName        = "className"
+	AttrCreatedDate      = "createdDate"
+	AttrCreatedBySubject = "createdBySubject"
+	AttrUpdatedDate      = "updatedDate"
+	AttrUpdatedBySubject = "updatedBySubject"
+
+	// AttrDataValueGzip holds the gzip-compressed JSON when the value is
+	// stored compressed; dataValue is then absent.
+	AttrDataValueGzip = "dataValueGz"
+	// AttrVersion counts writes to an item; it backs ETag and If-Match.
+	AttrVersion = "version"
+	// AttrItemSize is the item's size in the quota byte measure.
+	AttrItemSize = "itemSize"
+	// AttrOwnerKey is "{applicationUuid}|{owner}", the owner index's hash key.
+	AttrOwnerKey = "ownerKey"
+	// AttrSchemaVersion lets later releases migrate items lazily.
+	AttrSchemaVersion = "schemaVersion"
+	// AttrExpiresAt is the TTL attribute (epoch seconds), configured on every
+	// table for later expiry support and not written yet.
+	AttrExpiresAt = "expiresAt"
+)
+
+// Attribute names of the usage and apps tables.
+const (
+	AttrUser       = "user"
+	AttrApp        = "app"
+	AttrAppShard   = "appShard"
+	AttrUsedBytes  = "usedBytes"
+	AttrUsedItems  = "usedItems"
+	AttrLimitBytes = "limitBytes"
+	AttrLimitItems = "limitItems"
+)
+
+// Index names.
+const (
+	IndexByOwner    = "byOwner"
+	IndexByAppShard = "byAppShard"
+)
+
+// AppShards is the number of write shards of the usage table's app index.
+// Changing it strands usage records in shards that are no longer queried, so
+// it is fixed for the life of a deployment.
+const AppShards = 16
+
+// CurrentSchemaVersion is written into every item this release stores.
+const CurrentSchemaVersion = 1
+
+var ownerIndex = Index{
+	Name:             IndexByOwner,
+	Hash:             KeyAttr{AttrOwnerKey, String},
+	Range:            &KeyAttr{AttrDataKey, String},
+	NonKeyAttributes: []string{AttrItemSize},
+}
+
+// Data is the key-value table (seed 002's data_store).
+var Data = Table{
+	ID:          "DataTable",
+	DefaultName: "data_store",
+	EnvVar:      "UDS_TABLE_DATA",
+	Hash:        KeyAttr{AttrDataKey, String},
+	Indexes:     []Index{ownerIndex},
+}
+
+// List is the sorted-list table (seed 002's data_store_list).
+var List = Table{
+	ID:          "ListTable",
+	DefaultName: "data_store_list",
+	EnvVar:      "UDS_TABLE_LIST",
+	Hash:        KeyAttr{AttrDataKey, String},
+	Range:       &KeyAttr{AttrSortKey, String},
+	Indexes:     []Index{ownerIndex},
+}
+
+// Usage holds per (user, app) usage and the per-user limit override. Its hash
+// key is the user, so one query lists a user's apps; the app index is write
+// sharded so no partition carries one app's whole load.
+var Usage = Table{
+	ID:          "UsageTable",
+	DefaultName: "data_usage",
+	EnvVar:      "UDS_TABLE_USAGE",
+	Hash:        KeyAttr{AttrUser, String},
+	Range:       &KeyAttr{AttrApp, String},
+	Indexes: []Index{{
+		Name:             IndexByAppShard,
+		Hash:             KeyAttr{AttrAppShard, String},
+		Range:            &KeyAttr{AttrUser, String},
+		NonKeyAttributes: []string{AttrApp, AttrUsedBytes, AttrUsedItems},
+	}},
+}
+
+// Apps holds each application's default per-user limits (seed 000's apps).
+var Apps = Table{
+	ID:          "AppsTable",
+	DefaultName: "apps",
+	EnvVar:      "UDS_TABLE_APPS",
+	Hash:        KeyAttr{AttrApp, String},
+}
+
+// Tables lists every table UDS uses.
+var Tables = []Table{Data, List, Usage, Apps}

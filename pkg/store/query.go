@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// ListQuery selects one page of a list.
+type ListQuery struct {
+	List  uds.Key // App, Namespace and ID; no SortKey
+	Range uds.Range
+	Limit int
+	// After is the sort key of the last item of the previous page, or "".
+	After string
+	// MaxBytes bounds the page's approximate response size: the page ends
+	// early, after at least one item, once its items pass it.
+	MaxBytes int
+}
+
+// ListPage is one page of list items. More is true when items remain after
+// the last one: a page is never empty while More is true.
+type ListPage struct {
+	Items []uds.Item
+	More  bool
+}
+
+// itemEnvelopeBytes approximates what a list item adds to a response beside
+// its data and keys (field names, dates, subjects, punctuation).
+const itemEnvelopeBytes = 320
+
+// ListItems reads one page of a list in sort key order. DynamoDB's 1 MB
+// query pages are joined until the page holds q.Limit items, the list ends,
+// or the page passes q.MaxBytes; one item beyond the page is read to know
+// whether another page exists.
+func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
+	r := q.Range
+	if r.Start != "" && r.End != "" && r.Start >= r.End {
+		return ListPage{}, nil // [start, end) is empty
+	}
+	if q.After != "" && !inRange(q.After, r) {
+		return ListPage{}, uds.Invalid("cursor", "does not belong to this range")
+	}
+	names := map[string]string{"#k": schema.AttrDataKey}
+	values := map[string]types.AttributeValue{":k": &types.AttributeValueMemberS{Value: q.List.DataKey()}}
+	cond := "#k = :k"
+	// DynamoDB has no half-open range condition: [start, end) is read as
+	// BETWEEN start AND end, and an item whose key is end is skipped.
+	skipEnd := false
+	switch {
+	case r.Start != "" && r.End != "":
+		cond += " AND #s BETWEEN :a AND :b"
+		skipEnd = true
+	case r.Start != "":
+		cond += " AND #s >= :a"
+	case r.End != "":
+		cond += " AND #s < :b"
+	}
+	if r.Start != "" {
+		values[":a"] = &types.AttributeValueMemberS{Value: r.Start}
+	}
+	if r.End != "" {
+		values[":b"] = &types.AttributeValueMemberS{Value: r.End}
+	}
+	if r.Start != "" || r.End != "" {
+		names["#s"] = schema.AttrSortKey
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.tables.List),
+		KeyConditionExpression:    aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+		ScanIndexForward:          aws.Bool(!r.Descending),
+		ConsistentRead:            aws.Bool(true),
+	}
+	if q.After != "" {
+		in.ExclusiveStartKey = keyAV(uds.Key{App: q.List.App, Namespace: q.List.Namespace, ID: q.List.ID, SortKey: q.After})
+	}
+
+	want := q.Limit + 1 // one more than the page, to learn whether more exist
+	items := make([]uds.Item, 0, min(want, 128))
+	bytes := 0
+	// full reports whether enough is read: the page plus one, or, once
+	// past the byte budget, at least two items (the page ends before the
+	// one that passed it, and that one proves more remain).
+	full := func() bool {
+		return len(items) == want || (q.MaxBytes > 0 && bytes > q.MaxBytes && len(items) >= 2)
+	}
+	for !full() {
+		limit := want - len(items)
+		if skipEnd {
+			limit++
+		}
+		in.Limit = aws.Int32(int32(limit))
+		out, err := s.client.Query(ctx, in)
+		if err != nil {
+			return ListPage{}, fmt.Errorf("query %s: %w", q.List.DataKey(), err)
+		}
+		for _, av := range out.Items {
+			sk := str(av, schema.AttrSortKey)
+			if skipEnd && sk == r.End {
+				continue
+			}
+			key := q.List
+			key.SortKey = sk
+			it, err := decodeItem(key, av)
+			if err != nil {
+				return ListPage{}, err
+			}
+			items = append(items, it)
+			bytes += responseBytes(&it)
+			if full() {
+				break
+			}
+		}
+		if out.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	page := ListPage{Items: items}
+	if len(items) > q.Limit {
+		page.Items, page.More = items[:q.Limit], true
+	}
+	if q.MaxBytes > 0 {
+		total := 0
+		for i := range page.Items {
+			total += responseBytes(&page.Items[i])
+			if total > q.MaxBytes && i > 0 {
+				page.Items, page.More = page.Items[:i], true
+				break
+			}
+		}
+	}
+	return page, nil
+}
+
+// responseBytes approximates the bytes an item adds to a list response.
+func responseBytes(it *uds.Item) int {
+	return len(it.Data) + len(it.SortKey) + len(it.ClassName) + itemEnvelopeBytes
+}
+
+func inRange(sk string, r uds.Range) bool {
+	return (r.Start == "" || sk >= r.Start) && (r.End == "" || sk < r.End)
+}

@@ -1,0 +1,59 @@
+// Package store owns every DynamoDB call UDS makes. It speaks the domain of
+// package uds and hides the tables' attribute layout (package schema).
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// Client is the part of the DynamoDB API the store uses. *dynamodb.Client
+// satisfies it; tests wrap it to count calls and consumed capacity.
+type Client interface {
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchWriteItem(context.Context, *dynamodb.BatchWriteItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+}
+
+// Tables names the physical tables.
+type Tables struct {
+	Data, List, Usage, Apps string
+}
+
+// Store is the DynamoDB-backed data store. It is safe for concurrent use.
+type Store struct {
+	client Client
+	tables Tables
+	now    func() time.Time
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock replaces the wall clock (tests).
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// New returns a Store over client.
+func New(client Client, tables Tables, opts ...Option) *Store {
+	s := &Store{client: client, tables: tables, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// table returns the table that holds the item key names: list items have a
+// sort key, key-value items do not.
+func (s *Store) table(key uds.Key) string {
+	if key.SortKey != "" {
+		return s.tables.List
+	}
+	return s.tables.Data
+}

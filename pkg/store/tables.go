@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+)
+
+// TableAdmin is the part of the DynamoDB API that creates tables. Only the
+// local server and the tests create tables; deployed tables come from the
+// CDK stack.
+type TableAdmin interface {
+	CreateTable(context.Context, *dynamodb.CreateTableInput, ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+}
+
+// CreateTables creates every table in schema.Tables under the given names,
+// leaving tables that already exist alone.
+func CreateTables(ctx context.Context, client TableAdmin, names Tables) error {
+	physical := map[string]string{
+		schema.Data.ID: names.Data, schema.List.ID: names.List,
+		schema.Usage.ID: names.Usage, schema.Apps.ID: names.Apps,
+	}
+	for _, t := range schema.Tables {
+		_, err := client.CreateTable(ctx, createTableInput(t, physical[t.ID]))
+		var inUse *types.ResourceInUseException
+		if err != nil && !errors.As(err, &inUse) {
+			return fmt.Errorf("create table %s: %w", physical[t.ID], err)
+		}
+	}
+	return nil
+}
+
+func createTableInput(t schema.Table, name string) *dynamodb.CreateTableInput {
+	attrs := map[string]types.ScalarAttributeType{}
+	keySchema := func(hash schema.KeyAttr, rng *schema.KeyAttr) []types.KeySchemaElement {
+		ks := []types.KeySchemaElement{{AttributeName: aws.String(hash.Name), KeyType: types.KeyTypeHash}}
+		attrs[hash.Name] = types.ScalarAttributeType(hash.Type)
+		if rng != nil {
+			ks = append(ks, types.KeySchemaElement{AttributeName: aws.String(rng.Name), KeyType: types.KeyTypeRange})
+			attrs[rng.Name] = types.ScalarAttributeType(rng.Type)
+		}
+		return ks
+	}
+	in := &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		KeySchema:   keySchema(t.Hash, t.Range),
+	}
+	for _, ix := range t.Indexes {
+		p := &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}
+		if len(ix.NonKeyAttributes) > 0 {
+			p = &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: ix.NonKeyAttributes}
+		}
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
+			IndexName:  aws.String(ix.Name),
+			KeySchema:  keySchema(ix.Hash, ix.Range),
+			Projection: p,
+		})
+	}
+	for name, typ := range attrs {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(name), AttributeType: typ})
+	}
+	return in
+}

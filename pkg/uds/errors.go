@@ -1,0 +1,80 @@
+// Package uds holds the domain of the Universal Data Store: keys, items,
+// usage and limits, and the errors that cross layers. It depends on nothing
+// but the standard library; storage and transport live in subpackages.
+package uds
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Layers wrap them with context; the HTTP layer maps them
+// to status codes in one table (httpapi.statusOf).
+var (
+	// ErrNotFound: the item does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the item already exists.
+	ErrConflict = errors.New("already exists")
+	// ErrPrecondition: an If-Match precondition did not hold.
+	ErrPrecondition = errors.New("precondition failed")
+	// ErrInvalid: the request is malformed; an *InvalidError says how.
+	ErrInvalid = errors.New("invalid input")
+	// ErrTooLarge: the value exceeds what UDS stores.
+	ErrTooLarge = errors.New("too large")
+	// ErrQuotaExceeded: the write would pass the owner's limit; a
+	// *QuotaError carries usage and limit.
+	ErrQuotaExceeded = errors.New("quota exceeded")
+	// ErrIncomplete: a bulk operation ran out of time before finishing.
+	ErrIncomplete = errors.New("incomplete")
+)
+
+// InvalidError names the part of a request that is wrong and why.
+type InvalidError struct {
+	Field  string // e.g. "applicationUuid", "limit", "body"
+	Reason string
+}
+
+func (e *InvalidError) Error() string { return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason) }
+
+// Is makes errors.Is(err, ErrInvalid) hold.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Invalid returns an *InvalidError.
+func Invalid(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// TooLargeError says which size limit was passed.
+type TooLargeError struct {
+	Reason string
+}
+
+func (e *TooLargeError) Error() string { return "too large: " + e.Reason }
+
+// Is makes errors.Is(err, ErrTooLarge) hold.
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
+// QuotaError is returned when a write would take an owner past a limit.
+type QuotaError struct {
+	Quota Quota
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("quota exceeded for user %q in app %s", e.Quota.User, e.Quota.App)
+}
+
+// Is makes errors.Is(err, ErrQuotaExceeded) hold.
+func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
+
+// IncompleteError reports how far a bulk delete got before its time budget
+// ran out.
+type IncompleteError struct {
+	Deleted int
+}
+
+func (e *IncompleteError) Error() string {
+	return fmt.Sprintf("deleted %d items before the time budget ran out", e.Deleted)
+}
+
+// Is makes errors.Is(err, ErrIncomplete) hold.
+func (e *IncompleteError) Is(target error) bool { return target == ErrIncomplete }

