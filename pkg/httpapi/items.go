@@ -7,49 +7,30 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// serveKV handles /data/{app}/{namespace}/{id}.
-func (a *API) serveKV(w http.ResponseWriter, r *http.Request, app, namespace, id string) {
-	key, err := uds.NewKey(app, namespace, id)
+// itemKey validates the key a route captured. On failure it still returns
+// the raw parts, for the error body.
+func itemKey(p params) (uds.Key, error) {
+	raw := uds.Key{App: p.app, Namespace: p.namespace, ID: p.id, SortKey: p.sortKey}
+	key, err := uds.NewKey(p.app, p.namespace, p.id)
 	if err != nil {
-		a.fail(w, r, err, &uds.Key{App: app, Namespace: namespace, ID: id})
-		return
+		return raw, err
 	}
-	a.serveItem(w, r, key)
+	if !p.listItem {
+		return key, nil
+	}
+	if key, err = key.WithSortKey(p.sortKey); err != nil {
+		raw.App = key.App
+		return raw, err
+	}
+	return key, nil
 }
 
-// serveListItem handles /data/{app}/{namespace}/{id}/{sortKey...}.
-func (a *API) serveListItem(w http.ResponseWriter, r *http.Request, app, namespace, id, sortKey string) {
-	list, err := uds.NewKey(app, namespace, id)
+func (a *API) getItem(w http.ResponseWriter, r *http.Request, p params) {
+	key, err := itemKey(p)
 	if err != nil {
-		a.fail(w, r, err, &uds.Key{App: app, Namespace: namespace, ID: id, SortKey: sortKey})
+		a.fail(w, r, err, &key)
 		return
 	}
-	key, err := list.WithSortKey(sortKey)
-	if err != nil {
-		list.SortKey = sortKey
-		a.fail(w, r, err, &list)
-		return
-	}
-	a.serveItem(w, r, key)
-}
-
-// serveItem handles one key-value item or list item; the key says which.
-func (a *API) serveItem(w http.ResponseWriter, r *http.Request, key uds.Key) {
-	switch r.Method {
-	case http.MethodGet:
-		a.getItem(w, r, key)
-	case http.MethodPost:
-		a.writeItem(w, r, key, http.StatusCreated)
-	case http.MethodPut:
-		a.writeItem(w, r, key, http.StatusOK)
-	case http.MethodDelete:
-		a.deleteItem(w, r, key)
-	default:
-		methodNotAllowed(w, r, "GET, POST, PUT, DELETE")
-	}
-}
-
-func (a *API) getItem(w http.ResponseWriter, r *http.Request, key uds.Key) {
 	it, err := a.store.Get(r.Context(), key)
 	if err != nil {
 		a.fail(w, r, err, &key)
@@ -69,10 +50,22 @@ func (a *API) getItem(w http.ResponseWriter, r *http.Request, key uds.Key) {
 	writeJSON(w, http.StatusOK, toJSON(&it))
 }
 
+func (a *API) createItem(w http.ResponseWriter, r *http.Request, p params) {
+	a.writeItem(w, r, p, http.StatusCreated)
+}
+
+func (a *API) updateItem(w http.ResponseWriter, r *http.Request, p params) {
+	a.writeItem(w, r, p, http.StatusOK)
+}
+
 // writeItem creates (POST, 201) or updates (PUT, 200) an item.
-func (a *API) writeItem(w http.ResponseWriter, r *http.Request, key uds.Key, status int) {
+func (a *API) writeItem(w http.ResponseWriter, r *http.Request, p params, status int) {
+	key, err := itemKey(p)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
 	write := uds.Write{Key: key}
-	var err error
 	if write.Subject, err = a.subject(r); err != nil {
 		a.fail(w, r, err, &key)
 		return
@@ -105,7 +98,12 @@ func (a *API) writeItem(w http.ResponseWriter, r *http.Request, key uds.Key, sta
 	writeJSON(w, status, toJSON(&it))
 }
 
-func (a *API) deleteItem(w http.ResponseWriter, r *http.Request, key uds.Key) {
+func (a *API) deleteItem(w http.ResponseWriter, r *http.Request, p params) {
+	key, err := itemKey(p)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
 	pre, err := ifMatch(r)
 	if err == nil {
 		err = a.store.Delete(r.Context(), key, pre)
@@ -119,7 +117,7 @@ func (a *API) deleteItem(w http.ResponseWriter, r *http.Request, key uds.Key) {
 
 // itemPath is the canonical path of an item, for Location headers.
 func itemPath(k uds.Key) string {
-	p := BasePath + "data/" + k.App + "/" + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.ID)
+	p := BasePath + "/data/" + k.App + "/" + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.ID)
 	if k.SortKey != "" {
 		p += "/" + url.PathEscape(k.SortKey)
 	}

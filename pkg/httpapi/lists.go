@@ -20,30 +20,18 @@ const (
 	deleteAllMargin = 2 * time.Second
 )
 
-// serveList handles /data/{app}/{namespace}/{id}/list.
-func (a *API) serveList(w http.ResponseWriter, r *http.Request, app, namespace, id string) {
-	key, err := uds.NewKey(app, namespace, id)
-	if err != nil {
-		a.fail(w, r, err, &uds.Key{App: app, Namespace: namespace, ID: id})
-		return
-	}
-	switch r.Method {
-	case http.MethodGet:
-		a.listItems(w, r, key)
-	case http.MethodDelete:
-		a.deleteList(w, r, key)
-	default:
-		methodNotAllowed(w, r, "GET, DELETE")
-	}
-}
-
 // listJSON is seed 002's DataStoreListResponse.
 type listJSON struct {
 	List   []itemJSON `json:"list"`
 	Cursor string     `json:"cursor,omitempty"`
 }
 
-func (a *API) listItems(w http.ResponseWriter, r *http.Request, key uds.Key) {
+func (a *API) listItems(w http.ResponseWriter, r *http.Request, p params) {
+	key, err := itemKey(p)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
 	q, c, err := parseListQuery(r, key)
 	if err != nil {
 		a.fail(w, r, err, &key)
@@ -117,7 +105,12 @@ func listBinding(key uds.Key, rng uds.Range) string {
 // deleteList removes every item of a list within the time budget; past it
 // the answer says how far it got (503, Retry-After) instead of claiming
 // success.
-func (a *API) deleteList(w http.ResponseWriter, r *http.Request, key uds.Key) {
+func (a *API) deleteList(w http.ResponseWriter, r *http.Request, p params) {
+	key, err := itemKey(p)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
 	ctx := r.Context()
 	budget := a.budget
 	if dl, ok := ctx.Deadline(); ok {

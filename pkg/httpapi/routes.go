@@ -3,25 +3,104 @@ package httpapi
 import (
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 
 	"github.com/udsproject/uds/pkg/uds"
 )
 
 // BasePath prefixes every route.
-const BasePath = "/rest/api/v1/"
+const BasePath = "/rest/api/v1"
+
+// params are the values a route's pattern captured.
+type params struct {
+	app, namespace, id, sortKey, user string
+	// listItem is set by routes that address a list item, so that an empty
+	// sort key is refused rather than taken for a key-value item.
+	listItem bool
+}
+
+type handler func(a *API, w http.ResponseWriter, r *http.Request, p params)
+
+// route is one path pattern of a group and its handlers by method. In a
+// pattern, {name} captures one segment and {name...} the rest of the path.
+type route struct {
+	group   Group
+	pattern string
+	methods map[string]handler
+}
+
+// routes is the dispatch table, tried in order: the first route whose
+// pattern and method match serves the request. The OpenAPI document is
+// checked against this table.
+var routes = []route{
+	{GroupKV, "/data/{applicationUuid}/quota", map[string]handler{
+		http.MethodGet: (*API).ownQuota}},
+	{GroupKV, "/data/{applicationUuid}/{namespace}/{id}", map[string]handler{
+		http.MethodGet: (*API).getItem, http.MethodPost: (*API).createItem,
+		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}},
+	{GroupList, "/data/{applicationUuid}/{namespace}/{id}/list", map[string]handler{
+		http.MethodGet: (*API).listItems, http.MethodDelete: (*API).deleteList}},
+	// The sort key is the rest of the path, so it may contain slashes
+	// whether or not the gateway decoded %2F before the function saw it.
+	// POST and PUT of .../list land here and are refused: "list" is a
+	// reserved sort key.
+	{GroupList, "/data/{applicationUuid}/{namespace}/{id}/{sortKey...}", map[string]handler{
+		http.MethodGet: (*API).getItem, http.MethodPost: (*API).createItem,
+		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}},
+	{GroupAdmin, "/admin/apps/{applicationUuid}/users", map[string]handler{
+		http.MethodGet: (*API).appUsers}},
+	{GroupAdmin, "/admin/users/{user}/apps", map[string]handler{
+		http.MethodGet: (*API).userApps}},
+	{GroupAdmin, "/admin/apps/{applicationUuid}/quota", map[string]handler{
+		http.MethodGet: (*API).getAppLimits, http.MethodPut: (*API).putAppLimits}},
+	{GroupAdmin, "/admin/apps/{applicationUuid}/users/{user}/quota", map[string]handler{
+		http.MethodGet: (*API).userQuota, http.MethodPut: (*API).putUserLimits,
+		http.MethodDelete: (*API).deleteUserLimits}},
+	{GroupAdmin, "/admin/apps/{applicationUuid}/users/{user}/quota/recompute", map[string]handler{
+		http.MethodPost: (*API).recompute}},
+}
+
+// routeSegments holds each route's pattern split into segments.
+var routeSegments = func() [][]string {
+	out := make([][]string, len(routes))
+	for i, rt := range routes {
+		out[i] = strings.Split(strings.TrimPrefix(rt.pattern, "/"), "/")
+	}
+	return out
+}()
+
+// Route is a served method and path pattern, as the OpenAPI document
+// writes it ({sortKey...} becomes {sortKey}).
+type Route struct {
+	Method, Path string
+}
+
+// Routes lists what the given groups serve.
+func Routes(groups Group) []Route {
+	var out []Route
+	for _, rt := range routes {
+		if rt.group&groups == 0 {
+			continue
+		}
+		for m := range rt.methods {
+			out = append(out, Route{m, BasePath + strings.ReplaceAll(rt.pattern, "...}", "}")})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path+out[i].Method < out[j].Path+out[j].Method })
+	return out
+}
 
 // ServeHTTP routes a request. Paths are split on their escaped form so that
 // an encoded slash (%2F) stays inside its segment; each segment is then
 // unescaped. One trailing slash is accepted on every route.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), BasePath)
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), BasePath+"/")
 	if !ok {
 		a.notFound(w, r)
 		return
 	}
-	rest = strings.TrimSuffix(rest, "/")
-	raw := strings.Split(rest, "/")
+	raw := strings.Split(strings.TrimSuffix(rest, "/"), "/")
 	segs := make([]string, len(raw))
 	for i, s := range raw {
 		u, err := url.PathUnescape(s)
@@ -31,22 +110,64 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		segs[i] = u
 	}
-	switch {
-	case segs[0] == "data" && len(segs) == 3 && segs[2] == "quota" && a.groups&GroupKV != 0:
-		a.serveOwnQuota(w, r, segs[1])
-	case segs[0] == "data" && len(segs) == 4 && a.groups&GroupKV != 0:
-		a.serveKV(w, r, segs[1], segs[2], segs[3])
-	case segs[0] == "data" && len(segs) == 5 && segs[4] == uds.ReservedSortKey && a.groups&GroupList != 0 && r.Method != http.MethodPost && r.Method != http.MethodPut:
-		a.serveList(w, r, segs[1], segs[2], segs[3])
-	case segs[0] == "data" && len(segs) >= 5 && a.groups&GroupList != 0:
-		// The sort key is the rest of the path, so it may contain slashes
-		// whether or not the gateway decoded %2F before we saw it.
-		a.serveListItem(w, r, segs[1], segs[2], segs[3], strings.Join(segs[4:], "/"))
-	case segs[0] == "admin" && a.groups&GroupAdmin != 0:
-		a.serveAdmin(w, r, segs[1:])
-	default:
-		a.notFound(w, r)
+	var allow []string
+	for i := range routes {
+		rt := &routes[i]
+		if rt.group&a.groups == 0 {
+			continue
+		}
+		p, ok := match(routeSegments[i], segs)
+		if !ok {
+			continue
+		}
+		if h := rt.methods[r.Method]; h != nil {
+			h(a, w, r, p)
+			return
+		}
+		for m := range rt.methods {
+			allow = append(allow, m)
+		}
 	}
+	if len(allow) > 0 {
+		sort.Strings(allow)
+		methodNotAllowed(w, r, strings.Join(allow, ", "))
+		return
+	}
+	a.notFound(w, r)
+}
+
+// match captures a pattern's parameters from the path segments.
+func match(pat, segs []string) (params, bool) {
+	var p params
+	for i, want := range pat {
+		if i >= len(segs) {
+			return p, false
+		}
+		if !strings.HasPrefix(want, "{") {
+			if segs[i] != want {
+				return p, false
+			}
+			continue
+		}
+		v := segs[i]
+		if strings.HasSuffix(want, "...}") {
+			v = strings.Join(segs[i:], "/")
+			segs = segs[:i+1]
+		}
+		switch strings.Trim(want, "{.}") {
+		case "applicationUuid":
+			p.app = v
+		case "namespace":
+			p.namespace = v
+		case "id":
+			p.id = v
+		case "sortKey":
+			p.sortKey, p.listItem = v, true
+		case "user":
+			p.user = v
+		}
+	}
+	return p, len(segs) == len(pat)
 }
 
 func (a *API) notFound(w http.ResponseWriter, r *http.Request) {

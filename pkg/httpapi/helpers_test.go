@@ -1,0 +1,112 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/udsproject/uds/internal/dynamotest"
+	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/store"
+)
+
+const (
+	app  = "d53065bd-f932-4841-83fb-849717d8df0f"
+	base = "/rest/api/v1/data/" + app
+)
+
+// env is an API over fresh tables in the test engine, served over HTTP.
+type env struct {
+	t      *testing.T
+	srv    *httptest.Server
+	tables store.Tables
+	client *dynamodb.Client
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	tables := dynamotest.NewTables(t)
+	client := dynamotest.Client(t)
+	api := httpapi.New(store.New(client, tables), httpapi.GroupAll, httpapi.Config{
+		Subject:         httpapi.HeaderSubject,
+		CursorSecret:    []byte("test secret"),
+		DeleteAllBudget: 20 * time.Second,
+	})
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return &env{t: t, srv: srv, tables: tables, client: client}
+}
+
+// response is a decoded answer.
+type response struct {
+	status int
+	header http.Header
+	raw    []byte
+	body   map[string]any
+}
+
+// do sends a request; headers come in name, value pairs.
+func (e *env) do(method, path, body string, headers ...string) response {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Add(headers[i], headers[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r := response{status: res.StatusCode, header: res.Header, raw: raw}
+	if len(raw) > 0 {
+		// UseNumber: stored numbers may exceed float64 (1e400).
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&r.body); err != nil {
+			e.t.Fatalf("%s %s: body is not a JSON object: %q", method, path, raw)
+		}
+	}
+	return r
+}
+
+// expect fails the test unless the response has the status.
+func (r response) expect(t *testing.T, status int) response {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d; body %s", r.status, status, r.raw)
+	}
+	return r
+}
+
+// count returns how many items a table holds.
+func (e *env) count(table string) int32 {
+	e.t.Helper()
+	out, err := e.client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), Select: "COUNT", ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out.Count
+}

@@ -1,0 +1,165 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+)
+
+func TestItemEndpoints(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name, path       string
+		notFound, exists string
+		sortKey          string
+	}{
+		{"key-value item", base + "/user-preferences/user123", "Key not found", "Key already exists", ""},
+		{"list item", base + "/user-activities/user123/2024-01-15T10:30:00Z", "Item not found", "Item already exists", "2024-01-15T10:30:00Z"},
+		{"list item with slashes in its sort key", base + "/menu/main-nav/a/b/c", "Item not found", "Item already exists", "a/b/c"},
+		{"list item with an encoded slash", base + "/menu/main-nav/x%2Fy", "Item not found", "Item already exists", "x/y"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e.do("GET", tc.path, "").expect(t, 404)
+			r := e.do("PUT", tc.path, `{"data":{"a":1}}`).expect(t, 404)
+			if r.body["error"] != tc.notFound || r.body["applicationUuid"] != app || r.body["timestamp"] == nil {
+				t.Errorf("404 body = %s", r.raw)
+			}
+
+			created := e.do("POST", tc.path+"/", `{"data":{"theme":"dark"},"className":"com.example.Prefs"}`, "X-Uds-Subject", "alice").expect(t, 201)
+			b := created.body
+			if b["createdBySubject"] != "alice" || b["updatedBySubject"] != "alice" || b["className"] != "com.example.Prefs" ||
+				b["version"] != json.Number("1") || b["applicationUuid"] != app || fmt.Sprint(b["sortKey"]) != fmt.Sprint(orNil(tc.sortKey)) {
+				t.Errorf("201 body = %s", created.raw)
+			}
+			etag := created.header.Get("ETag")
+			if etag == "" || created.header.Get("Location") == "" {
+				t.Errorf("201 headers = %v", created.header)
+			}
+
+			dup := e.do("POST", tc.path, `{"data":1}`).expect(t, 409)
+			if dup.body["error"] != tc.exists {
+				t.Errorf("409 body = %s", dup.raw)
+			}
+
+			got := e.do("GET", tc.path, "").expect(t, 200)
+			if !bytes.Equal(mustField(t, got.raw, "data"), []byte(`{"theme":"dark"}`)) || got.header.Get("ETag") != etag {
+				t.Errorf("GET = %s, ETag %q", got.raw, got.header.Get("ETag"))
+			}
+			e.do("GET", tc.path, "", "If-None-Match", etag).expect(t, 304)
+			e.do("GET", tc.path, "", "If-None-Match", `"0-0"`).expect(t, 200)
+
+			upd := e.do("PUT", tc.path, `{"data":{"theme":"light"}}`, "X-Uds-Subject", "bob", "If-Match", etag).expect(t, 200)
+			if upd.body["createdBySubject"] != "alice" || upd.body["updatedBySubject"] != "bob" || upd.body["version"] != json.Number("2") ||
+				upd.body["createdDate"] != b["createdDate"] || upd.body["className"] != nil {
+				t.Errorf("PUT body = %s", upd.raw)
+			}
+			e.do("PUT", tc.path, `{"data":{"theme":"stale"}}`, "If-Match", etag).expect(t, 412)
+			e.do("DELETE", tc.path, "", "If-Match", etag).expect(t, 412)
+			e.do("DELETE", tc.path, "", "If-Match", upd.header.Get("ETag")).expect(t, 204)
+			e.do("DELETE", tc.path, "").expect(t, 204)
+			e.do("GET", tc.path, "").expect(t, 404)
+		})
+	}
+}
+
+func orNil(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// mustField returns the raw JSON of one top-level field.
+func mustField(t *testing.T, raw []byte, name string) []byte {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m[name]
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	for i, tc := range []struct{ name, data, stored string }{
+		{"big integers", `{"n":123456789012345678901234567890,"m":-9007199254740993}`, ""},
+		{"decimals", `[0.1,1e400,1.000000000000000000001,-0.0,2.50]`, ""},
+		{"key order", `{"z":1,"a":2,"m":{"y":1,"b":2}}`, ""},
+		{"unicode", `{"text":"Grüße 日本 🎉","esc":"\u00e9\n\"<>&"}`, ""},
+		{"whitespace is compacted", "{ \"a\" : [ 1 , 2 ] }", `{"a":[1,2]}`},
+		{"scalar", `"just a string"`, ""},
+		{"false", `false`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := fmt.Sprintf("%s/roundtrip/%d", base, i)
+			e.do("POST", path, `{"data":`+tc.data+`}`).expect(t, 201)
+			got := mustField(t, e.do("GET", path, "").expect(t, 200).raw, "data")
+			want := tc.stored
+			if want == "" {
+				want = tc.data
+			}
+			if string(got) != want {
+				t.Errorf("data came back as %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+func TestConcurrentCreateOfOneKey(t *testing.T) {
+	e := newEnv(t)
+	const writers = 50
+	statuses := make(chan int, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- e.do("POST", base+"/race/one", fmt.Sprintf(`{"data":%d}`, i)).status
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	if count[201] != 1 || count[409] != writers-1 {
+		t.Fatalf("statuses %v, want one 201 and %d 409", count, writers-1)
+	}
+}
+
+func TestConcurrentIfMatchUpdatesLoseNothing(t *testing.T) {
+	e := newEnv(t)
+	path := base + "/counter/c1"
+	e.do("POST", path, `{"data":{"n":0}}`).expect(t, 201)
+	const workers, increments = 8, 5
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for done := 0; done < increments; {
+				got := e.do("GET", path, "")
+				var v struct{ Data struct{ N int } }
+				_ = json.Unmarshal(got.raw, &v)
+				r := e.do("PUT", path, fmt.Sprintf(`{"data":{"n":%d}}`, v.Data.N+1), "If-Match", got.header.Get("ETag"))
+				switch r.status {
+				case http.StatusOK:
+					done++
+				case http.StatusPreconditionFailed:
+				default:
+					t.Errorf("PUT: %d %s", r.status, r.raw)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got := e.do("GET", path, "").expect(t, 200)
+	if string(mustField(t, got.raw, "data")) != fmt.Sprintf(`{"n":%d}`, workers*increments) || got.body["version"] != json.Number(fmt.Sprint(workers*increments+1)) {
+		t.Fatalf("after %d conditional increments: %s", workers*increments, got.raw)
+	}
+}
