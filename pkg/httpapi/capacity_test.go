@@ -1,0 +1,94 @@
+package httpapi_test
+
+import (
+	"flag"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/udsproject/uds/internal/dynamotest"
+	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/store"
+)
+
+var capacityReport = flag.String("capacity-report", "", "write the capacity table as Markdown to this file")
+
+// TestCapacityTable measures, per API operation, the DynamoDB calls made and
+// the capacity they consumed (ReturnConsumedCapacity=INDEXES), and checks
+// the call counts against the floor: one call per single-item operation,
+// one query per 1 MB of list data, ceil(n/25) batch writes for delete-all.
+func TestCapacityTable(t *testing.T) {
+	tables := dynamotest.NewTables(t)
+	counter := dynamotest.NewCounter(dynamotest.Client(t))
+	api := httpapi.New(store.New(counter, tables), httpapi.GroupAll, httpapi.Config{
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: 20 * time.Second,
+	})
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	e := &env{t: t, srv: srv, tables: tables, client: dynamotest.Client(t)}
+
+	kb := func(n int) string { return `{"data":{"s":"` + strings.Repeat("a", n*1000-20) + `"}}` }
+	list := base + "/cap/list"
+	big := base + "/cap/big"
+	type row struct {
+		op     string
+		status int
+		run    func() response
+		calls  map[string]int // the floor
+	}
+	rows := []row{
+		{"POST key-value item (1 KB)", 201, func() response { return e.do("POST", base+"/cap/item", kb(1)) }, map[string]int{"PutItem": 1}},
+		{"GET key-value item (1 KB)", 200, func() response { return e.do("GET", base+"/cap/item", "") }, map[string]int{"GetItem": 1}},
+		{"PUT key-value item, same size", 200, func() response { return e.do("PUT", base+"/cap/item", kb(1)) }, map[string]int{"UpdateItem": 1}},
+		{"PUT key-value item, grows to 3 KB", 200, func() response { return e.do("PUT", base+"/cap/item", kb(3)) }, map[string]int{"UpdateItem": 1}},
+		{"PUT key-value item, shrinks to 1 KB", 200, func() response { return e.do("PUT", base+"/cap/item", kb(1)) }, map[string]int{"UpdateItem": 1}},
+		{"DELETE key-value item", 204, func() response { return e.do("DELETE", base+"/cap/item", "") }, map[string]int{"DeleteItem": 1}},
+		{"POST list item (1 KB)", 201, func() response { return e.do("POST", list+"/k0000", kb(1)) }, map[string]int{"PutItem": 1}},
+		{"GET list item (1 KB)", 200, func() response { return e.do("GET", list+"/k0000", "") }, map[string]int{"GetItem": 1}},
+		{"DELETE list item", 204, func() response { return e.do("DELETE", list+"/k0000", "") }, map[string]int{"DeleteItem": 1}},
+		{"GET list page, 100 items of 1 KB", 200, func() response { return e.do("GET", list+"/list?limit=100", "") }, map[string]int{"Query": 1}},
+		{"GET list page, 1000 items of 1 KB (1 MB)", 200, func() response { return e.do("GET", list+"/list?limit=1000", "") }, map[string]int{"Query": 2}},
+		{"GET list page, 100 items of 20 KB (2 MB)", 200, func() response { return e.do("GET", big+"/list?limit=100", "") }, map[string]int{"Query": 3}},
+		{"DELETE list of 1000 items (delete-all)", 204, func() response { return e.do("DELETE", list+"/list", "") }, map[string]int{"Query": 2, "BatchWriteItem": 40}},
+	}
+	var md strings.Builder
+	md.WriteString("| API operation | DynamoDB calls | RCU | WCU |\n|---|---|---:|---:|\n")
+	for i, r := range rows {
+		if i == 9 { // the list reads need lists
+			keys := make([]string, 1000)
+			for j := range keys {
+				keys[j] = fmt.Sprintf("k%04d", j)
+			}
+			e.fill(list, keys, 1000)
+			e.fill(big, keys[:100], 20000)
+		}
+		counter.Take()
+		r.run().expect(t, r.status)
+		u := counter.Take()
+		fmt.Fprintf(&md, "| %s | %s | %.1f | %.1f |\n", r.op, callList(u.Calls), u.Read, u.Write)
+		for op, n := range u.Calls {
+			if n > r.calls[op] {
+				t.Errorf("%s: %d %s calls, floor %d", r.op, n, op, r.calls[op])
+			}
+		}
+	}
+	t.Logf("\n%s", md.String())
+	if *capacityReport != "" {
+		if err := os.WriteFile(*capacityReport, []byte(md.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func callList(calls map[string]int) string {
+	var parts []string
+	for op, n := range calls {
+		parts = append(parts, fmt.Sprintf("%d %s", n, op))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
