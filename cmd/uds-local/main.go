@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"log"
 	"net/http"
 	"os"
@@ -27,6 +28,8 @@ func main() {
 }
 
 func run() error {
+	initOnly := flag.Bool("init-only", false, "create missing tables and exit")
+	flag.Parse()
 	cfg, err := config.FromEnv()
 	if err != nil {
 		return err
@@ -47,6 +50,9 @@ func run() error {
 	}
 	if err := store.CreateTables(ctx, client, server.StoreTables(cfg)); err != nil {
 		return err
+	}
+	if *initOnly {
+		return nil
 	}
 	addr := os.Getenv(config.EnvListenAddr)
 	if addr == "" {

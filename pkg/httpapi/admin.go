@@ -1,20 +1,295 @@
 package httpapi
 
-import "net/http"
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
 
-// The admin route group and the caller's own quota view are built with the
-// quota feature; until then they answer 501.
+	"github.com/udsproject/uds/pkg/uds"
+)
 
-func (a *API) notYet(w http.ResponseWriter, r *http.Request, _ params) {
-	writeJSON(w, http.StatusNotImplemented, errorBody{Error: "Not implemented", Timestamp: now()})
+// quotaJSON is one owner's usage and limits in an app; a null limit is
+// unlimited.
+type quotaJSON struct {
+	ApplicationUUID string      `json:"applicationUuid"`
+	User            string      `json:"user"`
+	UsedBytes       int64       `json:"usedBytes"`
+	UsedItems       int64       `json:"usedItems"`
+	LimitBytes      *int64      `json:"limitBytes"`
+	LimitItems      *int64      `json:"limitItems"`
+	Drift           *usageDelta `json:"drift,omitempty"`
 }
 
-func (a *API) ownQuota(w http.ResponseWriter, r *http.Request, p params)         { a.notYet(w, r, p) }
-func (a *API) appUsers(w http.ResponseWriter, r *http.Request, p params)         { a.notYet(w, r, p) }
-func (a *API) userApps(w http.ResponseWriter, r *http.Request, p params)         { a.notYet(w, r, p) }
-func (a *API) getAppLimits(w http.ResponseWriter, r *http.Request, p params)     { a.notYet(w, r, p) }
-func (a *API) putAppLimits(w http.ResponseWriter, r *http.Request, p params)     { a.notYet(w, r, p) }
-func (a *API) userQuota(w http.ResponseWriter, r *http.Request, p params)        { a.notYet(w, r, p) }
-func (a *API) putUserLimits(w http.ResponseWriter, r *http.Request, p params)    { a.notYet(w, r, p) }
-func (a *API) deleteUserLimits(w http.ResponseWriter, r *http.Request, p params) { a.notYet(w, r, p) }
-func (a *API) recompute(w http.ResponseWriter, r *http.Request, p params)        { a.notYet(w, r, p) }
+type usageDelta struct {
+	Bytes int64 `json:"bytes"`
+	Items int64 `json:"items"`
+}
+
+func quotaBody(q uds.Quota) quotaJSON {
+	return quotaJSON{
+		ApplicationUUID: q.App, User: q.User, UsedBytes: q.Used.Bytes, UsedItems: q.Used.Items,
+		LimitBytes: limitPtr(q.Limits.Bytes), LimitItems: limitPtr(q.Limits.Items),
+	}
+}
+
+// limitsJSON is the body of PUT .../quota and the app limits view: 0 (or
+// absent) is "not set, the next level decides", -1 is unlimited.
+type limitsJSON struct {
+	ApplicationUUID string `json:"applicationUuid,omitempty"`
+	LimitBytes      int64  `json:"limitBytes"`
+	LimitItems      int64  `json:"limitItems"`
+}
+
+// ownQuota answers the caller's own usage and limits in an app.
+func (a *API) ownQuota(w http.ResponseWriter, r *http.Request, p params) {
+	app, err := uds.ParseApp(p.app)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	user, err := a.subject(r)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	a.answerQuota(w, r, app, user)
+}
+
+func (a *API) userQuota(w http.ResponseWriter, r *http.Request, p params) {
+	app, user, err := appAndUser(p)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	a.answerQuota(w, r, app, user)
+}
+
+func (a *API) answerQuota(w http.ResponseWriter, r *http.Request, app, user string) {
+	q, err := a.store.Quota(r.Context(), app, user)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, quotaBody(q))
+}
+
+func (a *API) getAppLimits(w http.ResponseWriter, r *http.Request, p params) {
+	app, err := uds.ParseApp(p.app)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	l, err := a.store.AppLimits(r.Context(), app)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, limitsJSON{ApplicationUUID: app, LimitBytes: l.Bytes, LimitItems: l.Items})
+}
+
+func (a *API) putAppLimits(w http.ResponseWriter, r *http.Request, p params) {
+	app, err := uds.ParseApp(p.app)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	l, err := readLimits(r)
+	if err == nil {
+		err = a.store.SetAppLimits(r.Context(), app, l)
+	}
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, limitsJSON{ApplicationUUID: app, LimitBytes: l.Bytes, LimitItems: l.Items})
+}
+
+func (a *API) putUserLimits(w http.ResponseWriter, r *http.Request, p params) {
+	app, user, err := appAndUser(p)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	l, err := readLimits(r)
+	if err == nil {
+		err = a.store.SetUserLimits(r.Context(), app, user, l)
+	}
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	a.answerQuota(w, r, app, user)
+}
+
+func (a *API) deleteUserLimits(w http.ResponseWriter, r *http.Request, p params) {
+	app, user, err := appAndUser(p)
+	if err == nil {
+		err = a.store.SetUserLimits(r.Context(), app, user, uds.Limits{})
+	}
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) recompute(w http.ResponseWriter, r *http.Request, p params) {
+	app, user, err := appAndUser(p)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	q, drift, err := a.store.Recompute(r.Context(), app, user)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	body := quotaBody(q)
+	body.Drift = &usageDelta{Bytes: drift.Bytes, Items: drift.Items}
+	writeJSON(w, http.StatusOK, body)
+}
+
+type userRow struct {
+	User  string `json:"user"`
+	Bytes int64  `json:"bytes"`
+	Items int64  `json:"items"`
+}
+
+type appRow struct {
+	ApplicationUUID string `json:"applicationUuid"`
+	Bytes           int64  `json:"bytes"`
+	Items           int64  `json:"items"`
+}
+
+// appUsers lists the users storing data in an app (seed 000's
+// data.admin.users).
+func (a *API) appUsers(w http.ResponseWriter, r *http.Request, p params) {
+	app, err := uds.ParseApp(p.app)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	limit, after, binding, err := a.adminPage(r, "users\x00"+app)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	users, more, err := a.store.AppUsers(r.Context(), app, after, limit)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	out := struct {
+		Users  []userRow `json:"users"`
+		Cursor string    `json:"cursor,omitempty"`
+	}{Users: make([]userRow, len(users))}
+	for i, u := range users {
+		out.Users[i] = userRow{u.User, u.Bytes, u.Items}
+	}
+	if more {
+		out.Cursor = a.cursors.Seal(binding, users[len(users)-1].User)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// userApps lists the apps a user stores data in (seed 000's
+// data.admin.apps).
+func (a *API) userApps(w http.ResponseWriter, r *http.Request, p params) {
+	user, err := uds.ParseUser(p.user)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	limit, after, binding, err := a.adminPage(r, "apps\x00"+user)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	apps, more, err := a.store.UserApps(r.Context(), user, after, limit)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	out := struct {
+		Apps   []appRow `json:"apps"`
+		Cursor string   `json:"cursor,omitempty"`
+	}{Apps: make([]appRow, len(apps))}
+	for i, u := range apps {
+		out.Apps[i] = appRow{u.App, u.Bytes, u.Items}
+	}
+	if more {
+		out.Cursor = a.cursors.Seal(binding, apps[len(apps)-1].App)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// adminPage parses limit and cursor as list reads do.
+func (a *API) adminPage(r *http.Request, binding string) (limit int, after, bind string, err error) {
+	params, err := query(r)
+	if err != nil {
+		return 0, "", "", err
+	}
+	limit = defaultLimit
+	if v := params.Get("limit"); v != "" {
+		limit, err = strconv.Atoi(v)
+		if err != nil || limit < 1 || limit > maxLimit {
+			return 0, "", "", uds.Invalid("limit", "must be a whole number from 1 to %d, got %q", maxLimit, v)
+		}
+	}
+	if c := params.Get("cursor"); c != "" {
+		if after, err = a.cursors.Open(binding, c); err != nil {
+			return 0, "", "", uds.Invalid("cursor", "was not issued for this listing")
+		}
+	}
+	return limit, after, binding, nil
+}
+
+func appAndUser(p params) (string, string, error) {
+	app, err := uds.ParseApp(p.app)
+	if err != nil {
+		return "", "", err
+	}
+	user, err := uds.ParseUser(p.user)
+	return app, user, err
+}
+
+// maxLimitsBody bounds a limits body; it holds two numbers.
+const maxLimitsBody = 4 << 10
+
+// readLimits parses {"limitBytes": n, "limitItems": n}, each -1 or more.
+func readLimits(r *http.Request) (uds.Limits, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxLimitsBody))
+	if err != nil {
+		return uds.Limits{}, uds.Invalid("body", "could not be read or exceeds %d bytes", maxLimitsBody)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var b struct {
+		LimitBytes *json.Number `json:"limitBytes"`
+		LimitItems *json.Number `json:"limitItems"`
+	}
+	if err := dec.Decode(&b); err != nil {
+		return uds.Limits{}, uds.Invalid("body", `is not {"limitBytes": n, "limitItems": n}: %s`, jsonProblem(err))
+	}
+	if dec.More() {
+		return uds.Limits{}, uds.Invalid("body", "has content after the JSON object")
+	}
+	var l uds.Limits
+	for _, f := range []struct {
+		name string
+		in   *json.Number
+		out  *int64
+	}{{"limitBytes", b.LimitBytes, &l.Bytes}, {"limitItems", b.LimitItems, &l.Items}} {
+		if f.in == nil {
+			continue
+		}
+		n, err := strconv.ParseInt(f.in.String(), 10, 64)
+		if err != nil || n < uds.Unlimited {
+			return l, uds.Invalid(f.name, "must be a whole number: 0 (not set), -1 (unlimited) or a positive limit, got %s", f.in.String())
+		}
+		*f.out = n
+	}
+	return l, nil
+}

@@ -23,6 +23,14 @@ type Store interface {
 	Delete(context.Context, uds.Key, uds.Precondition) error
 	ListItems(context.Context, store.ListQuery) (store.ListPage, error)
 	DeleteList(context.Context, uds.Key) (int, error)
+
+	Quota(ctx context.Context, app, user string) (uds.Quota, error)
+	AppLimits(ctx context.Context, app string) (uds.Limits, error)
+	SetAppLimits(ctx context.Context, app string, l uds.Limits) error
+	SetUserLimits(ctx context.Context, app, user string, l uds.Limits) error
+	AppUsers(ctx context.Context, app, after string, limit int) ([]uds.UserUsage, bool, error)
+	UserApps(ctx context.Context, user, after string, limit int) ([]uds.AppUsage, bool, error)
+	Recompute(ctx context.Context, app, user string) (uds.Quota, uds.Usage, error)
 }
 
 // SubjectFunc names the caller of a request. It returns ErrUnauthenticated

@@ -19,8 +19,12 @@ var capacityReport = flag.String("capacity-report", "", "write the capacity tabl
 
 // TestCapacityTable measures, per API operation, the DynamoDB calls made and
 // the capacity they consumed (ReturnConsumedCapacity=INDEXES), and checks
-// the call counts against the floor: one call per single-item operation,
-// one query per 1 MB of list data, ceil(n/25) batch writes for delete-all.
+// the call counts against the floor: one data call per single-item
+// operation plus at most one usage write (and, the first time an owner
+// writes, one read of the limits), one query per 1 MB of list data,
+// ceil(n/25) batch writes and one usage write per owner for delete-all. A
+// growing update costs a refused conditional write more: it learns the old
+// size from it instead of reading first.
 func TestCapacityTable(t *testing.T) {
 	tables := dynamotest.NewTables(t)
 	counter := dynamotest.NewCounter(dynamotest.Client(t))
@@ -41,19 +45,19 @@ func TestCapacityTable(t *testing.T) {
 		calls  map[string]int // the floor
 	}
 	rows := []row{
-		{"POST key-value item (1 KB)", 201, func() response { return e.do("POST", base+"/cap/item", kb(1)) }, map[string]int{"PutItem": 1}},
+		{"POST key-value item (1 KB)", 201, func() response { return e.do("POST", base+"/cap/item", kb(1)) }, map[string]int{"PutItem": 1, "UpdateItem": 1, "BatchGetItem": 1}},
 		{"GET key-value item (1 KB)", 200, func() response { return e.do("GET", base+"/cap/item", "") }, map[string]int{"GetItem": 1}},
 		{"PUT key-value item, same size", 200, func() response { return e.do("PUT", base+"/cap/item", kb(1)) }, map[string]int{"UpdateItem": 1}},
-		{"PUT key-value item, grows to 3 KB", 200, func() response { return e.do("PUT", base+"/cap/item", kb(3)) }, map[string]int{"UpdateItem": 1}},
-		{"PUT key-value item, shrinks to 1 KB", 200, func() response { return e.do("PUT", base+"/cap/item", kb(1)) }, map[string]int{"UpdateItem": 1}},
-		{"DELETE key-value item", 204, func() response { return e.do("DELETE", base+"/cap/item", "") }, map[string]int{"DeleteItem": 1}},
-		{"POST list item (1 KB)", 201, func() response { return e.do("POST", list+"/k0000", kb(1)) }, map[string]int{"PutItem": 1}},
+		{"PUT key-value item, grows to 3 KB", 200, func() response { return e.do("PUT", base+"/cap/item", kb(3)) }, map[string]int{"UpdateItem": 3}},
+		{"PUT key-value item, shrinks to 1 KB", 200, func() response { return e.do("PUT", base+"/cap/item", kb(1)) }, map[string]int{"UpdateItem": 2}},
+		{"DELETE key-value item", 204, func() response { return e.do("DELETE", base+"/cap/item", "") }, map[string]int{"DeleteItem": 1, "UpdateItem": 1}},
+		{"POST list item (1 KB)", 201, func() response { return e.do("POST", list+"/k0000", kb(1)) }, map[string]int{"PutItem": 1, "UpdateItem": 1}},
 		{"GET list item (1 KB)", 200, func() response { return e.do("GET", list+"/k0000", "") }, map[string]int{"GetItem": 1}},
-		{"DELETE list item", 204, func() response { return e.do("DELETE", list+"/k0000", "") }, map[string]int{"DeleteItem": 1}},
+		{"DELETE list item", 204, func() response { return e.do("DELETE", list+"/k0000", "") }, map[string]int{"DeleteItem": 1, "UpdateItem": 1}},
 		{"GET list page, 100 items of 1 KB", 200, func() response { return e.do("GET", list+"/list?limit=100", "") }, map[string]int{"Query": 1}},
 		{"GET list page, 1000 items of 1 KB (1 MB)", 200, func() response { return e.do("GET", list+"/list?limit=1000", "") }, map[string]int{"Query": 2}},
 		{"GET list page, 100 items of 20 KB (2 MB)", 200, func() response { return e.do("GET", big+"/list?limit=100", "") }, map[string]int{"Query": 3}},
-		{"DELETE list of 1000 items (delete-all)", 204, func() response { return e.do("DELETE", list+"/list", "") }, map[string]int{"Query": 2, "BatchWriteItem": 40}},
+		{"DELETE list of 1000 items (delete-all)", 204, func() response { return e.do("DELETE", list+"/list", "") }, map[string]int{"Query": 2, "BatchWriteItem": 40, "UpdateItem": 1}},
 	}
 	var md strings.Builder
 	md.WriteString("| API operation | DynamoDB calls | RCU | WCU |\n|---|---|---:|---:|\n")

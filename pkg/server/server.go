@@ -12,6 +12,7 @@ import (
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // Build returns the API for the given route groups and the DynamoDB client
@@ -21,7 +22,9 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, subject
 	if err != nil {
 		return nil, nil, err
 	}
-	st := store.New(client, StoreTables(cfg))
+	st := store.New(client, StoreTables(cfg),
+		store.WithDefaultLimits(uds.Limits{Bytes: cfg.DefaultLimitBytes, Items: cfg.DefaultLimitItems}),
+		store.WithLimitsTTL(cfg.LimitsCacheTTL))
 	api := httpapi.New(st, groups, httpapi.Config{
 		Subject:         subject,
 		CursorSecret:    cfg.CursorSecret,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -127,15 +128,7 @@ func ownerKey(app, owner string) string { return app + uds.KeyDelimiter + owner 
 // decodeItem turns a DynamoDB item back into a uds.Item. Items written before
 // UDS (the seed's Java service) lack version and size and still decode.
 func decodeItem(key uds.Key, av map[string]types.AttributeValue) (uds.Item, error) {
-	it := uds.Item{
-		Key:       key,
-		ClassName: str(av, schema.AttrClassName),
-		CreatedBy: str(av, schema.AttrCreatedBySubject),
-		UpdatedBy: str(av, schema.AttrUpdatedBySubject),
-		Version:   num(av, schema.AttrVersion),
-	}
-	it.CreatedDate = parseTime(str(av, schema.AttrCreatedDate))
-	it.UpdatedDate = parseTime(str(av, schema.AttrUpdatedDate))
+	it := decodeMeta(key, av)
 	switch v := av[schema.AttrDataValueGzip].(type) {
 	case *types.AttributeValueMemberB:
 		r, err := gzip.NewReader(bytes.NewReader(v.Value))
@@ -151,6 +144,31 @@ func decodeItem(key uds.Key, av map[string]types.AttributeValue) (uds.Item, erro
 		it.Data = json.RawMessage(str(av, schema.AttrDataValue))
 	}
 	return it, nil
+}
+
+// decodeMeta decodes everything but the value.
+func decodeMeta(key uds.Key, av map[string]types.AttributeValue) uds.Item {
+	it := uds.Item{
+		Key:       key,
+		ClassName: str(av, schema.AttrClassName),
+		CreatedBy: str(av, schema.AttrCreatedBySubject),
+		UpdatedBy: str(av, schema.AttrUpdatedBySubject),
+		Version:   num(av, schema.AttrVersion),
+	}
+	it.CreatedDate = parseTime(str(av, schema.AttrCreatedDate))
+	it.UpdatedDate = parseTime(str(av, schema.AttrUpdatedDate))
+	return it
+}
+
+// owner returns whom a stored item's usage is charged to, and whether it is
+// counted at all: items written before UDS carry no owner key and are
+// counted from their first update on.
+func owner(app string, av map[string]types.AttributeValue) (string, bool) {
+	ok := str(av, schema.AttrOwnerKey)
+	if ok == "" {
+		return str(av, schema.AttrCreatedBySubject), false
+	}
+	return strings.TrimPrefix(ok, app+uds.KeyDelimiter), true
 }
 
 func parseTime(s string) time.Time {

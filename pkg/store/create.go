@@ -27,6 +27,12 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 		CreatedDate: now, CreatedBy: w.Subject, UpdatedDate: now, UpdatedBy: w.Subject,
 		Version: 1,
 	}
+	// Reserve the owner's usage first: a crash after it over-counts, which
+	// recompute repairs; a data write before it could pass the limit.
+	charge := uds.Usage{Bytes: v.size, Items: 1}
+	if err := s.reserve(ctx, w.App, w.Subject, charge); err != nil {
+		return uds.Item{}, err
+	}
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                aws.String(s.table(w.Key)),
 		Item:                     encodeItem(&it, v),
@@ -34,9 +40,11 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 		ExpressionAttributeNames: map[string]string{"#k": schema.AttrDataKey},
 	})
 	if isConditionFailed(err) {
-		return uds.Item{}, uds.ErrConflict
+		return uds.Item{}, errors.Join(uds.ErrConflict, s.adjust(ctx, w.App, w.Subject, charge.Negate()))
 	}
 	if err != nil {
+		// Whether the write happened is unknown, so the reservation stays:
+		// over-counting is the safe side.
 		return uds.Item{}, fmt.Errorf("create %s: %w", w.DataKey(), wrapSizeError(err))
 	}
 	return it, nil
@@ -45,7 +53,13 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 // isConditionFailed reports whether a write was refused by its condition.
 func isConditionFailed(err error) bool {
 	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
+	return asCCF(err, &ccf)
+}
+
+// asCCF finds a conditional check failure in err, with the old item
+// DynamoDB returns when asked to.
+func asCCF(err error, target **types.ConditionalCheckFailedException) bool {
+	return err != nil && errors.As(err, target)
 }
 
 // wrapSizeError turns DynamoDB's refusal of an oversized item into

@@ -19,6 +19,9 @@ func (s *Store) Delete(ctx context.Context, key uds.Key, ifMatch uds.Preconditio
 	in := &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.table(key)),
 		Key:       keyAV(key),
+		// The old item names the owner and size to release; returning it
+		// costs no extra capacity.
+		ReturnValues: types.ReturnValueAllOld,
 	}
 	if ifMatch.IsSet() {
 		names := map[string]string{"#k": schema.AttrDataKey}
@@ -29,12 +32,15 @@ func (s *Store) Delete(ctx context.Context, key uds.Key, ifMatch uds.Preconditio
 			in.ExpressionAttributeValues = values
 		}
 	}
-	_, err := s.client.DeleteItem(ctx, in)
+	out, err := s.client.DeleteItem(ctx, in)
 	if isConditionFailed(err) {
 		return uds.ErrPrecondition
 	}
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", key.DataKey(), err)
+	}
+	if who, counted := owner(key.App, out.Attributes); counted {
+		return s.adjust(ctx, key.App, who, uds.Usage{Bytes: -num(out.Attributes, schema.AttrItemSize), Items: -1})
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,26 +36,47 @@ const (
 func (s *Store) DeleteList(ctx context.Context, list uds.Key) (int, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	batches := make(chan []types.WriteRequest, deleteWorkers)
-	var deleted atomic.Int64
-	var wg sync.WaitGroup
+	batches := make(chan deleteBatch, deleteWorkers)
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		deleted int
+		// freed is the usage of deleted items per owner. It is released
+		// once at the end, not per batch: one usage write per owner per
+		// call. A crash before that over-counts, which recompute repairs.
+		freed = map[string]uds.Usage{}
+	)
 	for range deleteWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for batch := range batches {
-				if err := s.writeBatch(ctx, batch); err != nil {
+				if err := s.writeBatch(ctx, batch.requests); err != nil {
 					cancel(err)
 					return
 				}
-				deleted.Add(int64(len(batch)))
+				mu.Lock()
+				deleted += len(batch.requests)
+				for who, u := range batch.usage {
+					f := freed[who]
+					freed[who] = uds.Usage{Bytes: f.Bytes + u.Bytes, Items: f.Items + u.Items}
+				}
+				mu.Unlock()
 			}
 		}()
 	}
 	readErr := s.readKeys(ctx, list, batches)
 	close(batches)
 	wg.Wait()
-	n := int(deleted.Load())
+	n := deleted
+	// Release with a context of its own: the request's may be what ended.
+	release, cancelRelease := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancelRelease()
+	for who, u := range freed {
+		if err := s.adjust(release, list.App, who, u.Negate()); err != nil {
+			return n, fmt.Errorf("delete list %s: release usage: %w", list.DataKey(), err)
+		}
+	}
 	// A failed batch cancels the context with its error as the cause;
 	// report that rather than the cancellation it caused.
 	err := readErr
@@ -73,20 +93,34 @@ func (s *Store) DeleteList(ctx context.Context, list uds.Key) (int, error) {
 	}
 }
 
-// readKeys queries the list's keys and sends them in batches of 25.
-func (s *Store) readKeys(ctx context.Context, list uds.Key, batches chan<- []types.WriteRequest) error {
+// deleteBatch is up to 25 deletes and the usage they hold per owner.
+type deleteBatch struct {
+	requests []types.WriteRequest
+	usage    map[string]uds.Usage
+}
+
+func newDeleteBatch() deleteBatch {
+	return deleteBatch{requests: make([]types.WriteRequest, 0, batchSize), usage: map[string]uds.Usage{}}
+}
+
+// readKeys queries the list's keys, owners and sizes and sends them in
+// batches of 25.
+func (s *Store) readKeys(ctx context.Context, list uds.Key, batches chan<- deleteBatch) error {
 	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(s.tables.List),
-		KeyConditionExpression:    aws.String("#k = :k"),
-		ProjectionExpression:      aws.String("#k, #s"),
-		ExpressionAttributeNames:  map[string]string{"#k": schema.AttrDataKey, "#s": schema.AttrSortKey},
+		TableName:              aws.String(s.tables.List),
+		KeyConditionExpression: aws.String("#k = :k"),
+		ProjectionExpression:   aws.String("#k, #s, #o, #z, #c"),
+		ExpressionAttributeNames: map[string]string{
+			"#k": schema.AttrDataKey, "#s": schema.AttrSortKey, "#o": schema.AttrOwnerKey,
+			"#z": schema.AttrItemSize, "#c": schema.AttrCreatedBySubject,
+		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":k": &types.AttributeValueMemberS{Value: list.DataKey()}},
 	}
-	batch := make([]types.WriteRequest, 0, batchSize)
+	batch := newDeleteBatch()
 	send := func() error {
 		select {
 		case batches <- batch:
-			batch = make([]types.WriteRequest, 0, batchSize)
+			batch = newDeleteBatch()
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -97,9 +131,17 @@ func (s *Store) readKeys(ctx context.Context, list uds.Key, batches chan<- []typ
 		if err != nil {
 			return err
 		}
-		for _, key := range out.Items {
-			batch = append(batch, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key}})
-			if len(batch) == batchSize {
+		for _, it := range out.Items {
+			batch.requests = append(batch.requests, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: map[string]types.AttributeValue{
+				schema.AttrDataKey: it[schema.AttrDataKey], schema.AttrSortKey: it[schema.AttrSortKey],
+			}}})
+			if who, counted := owner(list.App, it); counted {
+				u := batch.usage[who]
+				u.Bytes += num(it, schema.AttrItemSize)
+				u.Items++
+				batch.usage[who] = u
+			}
+			if len(batch.requests) == batchSize {
 				if err := send(); err != nil {
 					return err
 				}
@@ -110,7 +152,7 @@ func (s *Store) readKeys(ctx context.Context, list uds.Key, batches chan<- []typ
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	if len(batch) > 0 {
+	if len(batch.requests) > 0 {
 		return send()
 	}
 	return nil

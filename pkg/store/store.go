@@ -20,6 +20,7 @@ type Client interface {
 	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	BatchWriteItem(context.Context, *dynamodb.BatchWriteItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
 // Tables names the physical tables.
@@ -32,10 +33,23 @@ type Store struct {
 	client Client
 	tables Tables
 	now    func() time.Time
+	limits limitsCache
 }
+
+// DefaultLimitsTTL is how long limits are cached unless WithLimitsTTL says
+// otherwise.
+const DefaultLimitsTTL = 30 * time.Second
 
 // Option configures a Store.
 type Option func(*Store)
+
+// WithDefaultLimits sets the global per-user limits, used where neither the
+// app nor the user sets one (0: unlimited).
+func WithDefaultLimits(l uds.Limits) Option { return func(s *Store) { s.limits.global = l } }
+
+// WithLimitsTTL sets how long limits are cached, and so how long a limit
+// change takes to be enforced.
+func WithLimitsTTL(d time.Duration) Option { return func(s *Store) { s.limits.ttl = d } }
 
 // WithClock replaces the wall clock (tests).
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
@@ -43,6 +57,7 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // New returns a Store over client.
 func New(client Client, tables Tables, opts ...Option) *Store {
 	s := &Store{client: client, tables: tables, now: time.Now}
+	s.limits = limitsCache{ttl: DefaultLimitsTTL, m: map[string]cachedLimits{}}
 	for _, o := range opts {
 		o(s)
 	}

@@ -59,8 +59,10 @@ func TestItemLifecycle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if u := counter.Take(); u.Calls["PutItem"] != 1 || len(u.Calls) != 1 {
-				t.Errorf("Create made calls %v, want one PutItem", u.Calls)
+			// One data write, one usage write, and the first write of an
+			// owner reads the limits.
+			if u := counter.Take(); u.Calls["PutItem"] != 1 || u.Calls["UpdateItem"] != 1 || u.Calls["BatchGetItem"] != 1 || len(u.Calls) != 3 {
+				t.Errorf("Create made calls %v, want PutItem, UpdateItem, BatchGetItem", u.Calls)
 			}
 			if created.Version != 1 || created.CreatedBy != "alice" || created.CreatedDate.IsZero() {
 				t.Errorf("created = %+v", created)
@@ -69,7 +71,7 @@ func TestItemLifecycle(t *testing.T) {
 				t.Fatalf("second Create: %v, want ErrConflict", err)
 			}
 
-			w := write(k, `{"theme":"light"}`)
+			w := write(k, `{"theme":"lite"}`)
 			w.Subject = "bob"
 			w.IfMatch = uds.Precondition{Revisions: []uds.Revision{created.Revision()}}
 			counter.Take()
@@ -77,6 +79,7 @@ func TestItemLifecycle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Same size: one UpdateItem, no usage change, limits cached.
 			if u := counter.Take(); u.Calls["UpdateItem"] != 1 || len(u.Calls) != 1 {
 				t.Errorf("Update made calls %v, want one UpdateItem", u.Calls)
 			}
@@ -91,7 +94,7 @@ func TestItemLifecycle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(got.Data) != `{"theme":"light"}` || got.Version != 2 {
+			if string(got.Data) != `{"theme":"lite"}` || got.Version != 2 {
 				t.Errorf("Get = %s v%d", got.Data, got.Version)
 			}
 			if err := s.Delete(ctx, k, uds.Precondition{Revisions: []uds.Revision{created.Revision()}}); !errors.Is(err, uds.ErrPrecondition) {

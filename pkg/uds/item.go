@@ -70,6 +70,19 @@ type Precondition struct {
 	Revisions []Revision
 }
 
+// Matches reports whether an item at rev satisfies the precondition.
+func (p Precondition) Matches(rev Revision) bool {
+	if p.Any {
+		return true
+	}
+	for _, r := range p.Revisions {
+		if r.Version == rev.Version && r.Created.Equal(rev.Created) {
+			return true
+		}
+	}
+	return !p.IsSet()
+}
+
 // IsSet reports whether the precondition constrains the write.
 func (p Precondition) IsSet() bool { return p.Any || len(p.Revisions) > 0 }
 

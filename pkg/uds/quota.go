@@ -33,11 +33,14 @@ func first(levels []Limits, get func(Limits) int64) int64 {
 	return 0
 }
 
-// Usage is what one owner stores in one app.
+// Usage is what one owner stores in one app, or a change to it.
 type Usage struct {
 	Bytes int64
 	Items int64
 }
+
+// Negate returns the change that undoes u.
+func (u Usage) Negate() Usage { return Usage{Bytes: -u.Bytes, Items: -u.Items} }
 
 // Quota is an owner's usage in an app beside the limits in effect (0 means
 // unlimited).

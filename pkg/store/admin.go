@@ -1,0 +1,325 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// Quota reads an owner's usage and the limits in effect, fresh (not from
+// the write path's cache).
+func (s *Store) Quota(ctx context.Context, app, user string) (uds.Quota, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.Usage), Key: usageKey(app, user), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return uds.Quota{}, fmt.Errorf("read usage of %s in %s: %w", user, app, err)
+	}
+	appLimits, err := s.AppLimits(ctx, app)
+	if err != nil {
+		return uds.Quota{}, err
+	}
+	return uds.Quota{
+		App: app, User: user,
+		Used:   uds.Usage{Bytes: num(out.Item, schema.AttrUsedBytes), Items: num(out.Item, schema.AttrUsedItems)},
+		Limits: uds.Resolve(limitsOf(out.Item), appLimits, s.limits.global),
+	}, nil
+}
+
+// AppLimits reads an app's default per-user limits as configured (0: not
+// set).
+func (s *Store) AppLimits(ctx context.Context, app string) (uds.Limits, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.tables.Apps),
+		Key:            map[string]types.AttributeValue{schema.AttrApp: &types.AttributeValueMemberS{Value: app}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return uds.Limits{}, fmt.Errorf("read limits of app %s: %w", app, err)
+	}
+	return limitsOf(out.Item), nil
+}
+
+// SetAppLimits sets an app's default per-user limits; 0 clears a dimension.
+func (s *Store) SetAppLimits(ctx context.Context, app string, l uds.Limits) error {
+	in := limitsUpdate(l)
+	in.TableName = aws.String(s.tables.Apps)
+	in.Key = map[string]types.AttributeValue{schema.AttrApp: &types.AttributeValueMemberS{Value: app}}
+	if _, err := s.client.UpdateItem(ctx, in); err != nil {
+		return fmt.Errorf("set limits of app %s: %w", app, err)
+	}
+	return nil
+}
+
+// SetUserLimits sets a user's override in an app; 0 clears a dimension.
+// The override lives in the user's usage record.
+func (s *Store) SetUserLimits(ctx context.Context, app, user string, l uds.Limits) error {
+	in := limitsUpdate(l)
+	in.TableName = aws.String(s.tables.Usage)
+	in.Key = usageKey(app, user)
+	if l == (uds.Limits{}) {
+		// Clearing must not create a record that was not there.
+		in.ConditionExpression = aws.String("attribute_exists(#u)")
+		in.ExpressionAttributeNames = map[string]string{"#u": schema.AttrUser}
+	}
+	_, err := s.client.UpdateItem(ctx, in)
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("set limits of %s in %s: %w", user, app, err)
+	}
+	return nil
+}
+
+// limitsUpdate sets the non-zero limits and removes the zero ones.
+func limitsUpdate(l uds.Limits) *dynamodb.UpdateItemInput {
+	in := &dynamodb.UpdateItemInput{ExpressionAttributeValues: map[string]types.AttributeValue{}}
+	var set, remove []string
+	for _, d := range []struct {
+		attr string
+		v    int64
+	}{{schema.AttrLimitBytes, l.Bytes}, {schema.AttrLimitItems, l.Items}} {
+		if d.v == 0 {
+			remove = append(remove, d.attr)
+			continue
+		}
+		set = append(set, d.attr+" = :"+d.attr)
+		in.ExpressionAttributeValues[":"+d.attr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(d.v, 10)}
+	}
+	expr := ""
+	if len(set) > 0 {
+		expr = "SET " + strings.Join(set, ", ")
+	}
+	if len(remove) > 0 {
+		expr += " REMOVE " + strings.Join(remove, ", ")
+	}
+	in.UpdateExpression = aws.String(expr)
+	if len(in.ExpressionAttributeValues) == 0 {
+		in.ExpressionAttributeValues = nil
+	}
+	return in
+}
+
+// AppUsers lists the users storing data in an app, in user order, after
+// the user named by after. The app index is write sharded, so every shard
+// is queried in parallel and the sorted results are merged; each shard is
+// read from after onwards, so one cursor (the last user) serves them all.
+func (s *Store) AppUsers(ctx context.Context, app, after string, limit int) ([]uds.UserUsage, bool, error) {
+	results := make([][]uds.UserUsage, schema.AppShards)
+	errs := make([]error, schema.AppShards)
+	var wg sync.WaitGroup
+	for shard := range schema.AppShards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[shard], errs[shard] = s.queryShard(ctx, app+"#"+strconv.Itoa(shard), after, limit+1)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, false, fmt.Errorf("list users of %s: %w", app, err)
+	}
+	var all []uds.UserUsage
+	for _, r := range results {
+		all = append(all, r...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].User < all[j].User })
+	if len(all) > limit {
+		return all[:limit], true, nil
+	}
+	return all, false, nil
+}
+
+// queryShard reads up to n users of one app shard after the given user.
+func (s *Store) queryShard(ctx context.Context, shard, after string, n int) ([]uds.UserUsage, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(s.tables.Usage),
+		IndexName:                aws.String(schema.IndexByAppShard),
+		KeyConditionExpression:   aws.String("#s = :s"),
+		ExpressionAttributeNames: map[string]string{"#s": schema.AttrAppShard},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":s": &types.AttributeValueMemberS{Value: shard},
+		},
+	}
+	if after != "" {
+		in.KeyConditionExpression = aws.String("#s = :s AND #u > :u")
+		in.ExpressionAttributeNames["#u"] = schema.AttrUser
+		in.ExpressionAttributeValues[":u"] = &types.AttributeValueMemberS{Value: after}
+	}
+	var out []uds.UserUsage
+	err := s.queryAll(ctx, in, n, func(it map[string]types.AttributeValue) {
+		out = append(out, uds.UserUsage{User: str(it, schema.AttrUser), Usage: usageOf(it)})
+	})
+	return out, err
+}
+
+// UserApps lists the apps a user stores data in, in app order, after the
+// app named by after: one query of the user's partition.
+func (s *Store) UserApps(ctx context.Context, user, after string, limit int) ([]uds.AppUsage, bool, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(s.tables.Usage),
+		KeyConditionExpression:   aws.String("#u = :u"),
+		ExpressionAttributeNames: map[string]string{"#u": schema.AttrUser, "#s": schema.AttrAppShard},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":u": &types.AttributeValueMemberS{Value: user},
+		},
+		// Records that only hold a limit override are no usage.
+		FilterExpression: aws.String("attribute_exists(#s)"),
+		ConsistentRead:   aws.Bool(true),
+	}
+	if after != "" {
+		in.KeyConditionExpression = aws.String("#u = :u AND #a > :a")
+		in.ExpressionAttributeNames["#a"] = schema.AttrApp
+		in.ExpressionAttributeValues[":a"] = &types.AttributeValueMemberS{Value: after}
+	}
+	var out []uds.AppUsage
+	err := s.queryAll(ctx, in, limit+1, func(it map[string]types.AttributeValue) {
+		out = append(out, uds.AppUsage{App: str(it, schema.AttrApp), Usage: usageOf(it)})
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list apps of %s: %w", user, err)
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// queryAll runs a query page after page until n items were seen or none
+// remain.
+func (s *Store) queryAll(ctx context.Context, in *dynamodb.QueryInput, n int, each func(map[string]types.AttributeValue)) error {
+	seen := 0
+	for {
+		in.Limit = aws.Int32(int32(n - seen))
+		out, err := s.client.Query(ctx, in)
+		if err != nil {
+			return err
+		}
+		for _, it := range out.Items {
+			each(it)
+			seen++
+		}
+		if seen >= n || out.LastEvaluatedKey == nil {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+func usageOf(av map[string]types.AttributeValue) uds.Usage {
+	return uds.Usage{Bytes: num(av, schema.AttrUsedBytes), Items: num(av, schema.AttrUsedItems)}
+}
+
+// maxRecomputeAttempts bounds how often recompute starts over because a
+// write changed the usage record while the data was being summed.
+const maxRecomputeAttempts = 5
+
+// Recompute rebuilds an owner's usage in an app from the data (the owner
+// index of both data tables) and stores it, returning the corrected quota
+// and the drift: what the record said minus what the data holds. The
+// correction applies only if the record did not change meanwhile, so a
+// concurrent write is never lost; otherwise it starts over.
+func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Quota, uds.Usage, error) {
+	for range maxRecomputeAttempts {
+		before, err := s.Quota(ctx, app, user)
+		if err != nil {
+			return uds.Quota{}, uds.Usage{}, err
+		}
+		actual, err := s.sumOwned(ctx, app, user)
+		if err != nil {
+			return uds.Quota{}, uds.Usage{}, err
+		}
+		drift := uds.Usage{Bytes: before.Used.Bytes - actual.Bytes, Items: before.Used.Items - actual.Items}
+		if drift == (uds.Usage{}) {
+			return before, drift, nil
+		}
+		// The record must still say what was read; a missing record reads
+		// as zero usage.
+		cond := "#b = :ob AND #i = :oi"
+		if before.Used == (uds.Usage{}) {
+			cond = "attribute_not_exists(#b) OR (" + cond + ")"
+		}
+		_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:           aws.String(s.tables.Usage),
+			Key:                 usageKey(app, user),
+			UpdateExpression:    aws.String("SET #b = :b, #i = :i, #s = :s"),
+			ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: map[string]string{
+				"#b": schema.AttrUsedBytes, "#i": schema.AttrUsedItems, "#s": schema.AttrAppShard,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":b":  &types.AttributeValueMemberN{Value: strconv.FormatInt(actual.Bytes, 10)},
+				":i":  &types.AttributeValueMemberN{Value: strconv.FormatInt(actual.Items, 10)},
+				":ob": &types.AttributeValueMemberN{Value: strconv.FormatInt(before.Used.Bytes, 10)},
+				":oi": &types.AttributeValueMemberN{Value: strconv.FormatInt(before.Used.Items, 10)},
+				":s":  &types.AttributeValueMemberS{Value: AppShard(app, user)},
+			},
+		})
+		if isConditionFailed(err) {
+			continue
+		}
+		if err != nil {
+			return uds.Quota{}, uds.Usage{}, fmt.Errorf("store recomputed usage of %s in %s: %w", user, app, err)
+		}
+		before.Used = actual
+		return before, drift, nil
+	}
+	return uds.Quota{}, uds.Usage{}, fmt.Errorf("recompute usage of %s in %s: usage kept changing", user, app)
+}
+
+// sumOwned adds up the sizes of an owner's items in both data tables.
+func (s *Store) sumOwned(ctx context.Context, app, user string) (uds.Usage, error) {
+	var (
+		mu    sync.Mutex
+		total uds.Usage
+		wg    sync.WaitGroup
+		errs  [2]error
+	)
+	for i, table := range []string{s.tables.Data, s.tables.List} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := &dynamodb.QueryInput{
+				TableName:                aws.String(table),
+				IndexName:                aws.String(schema.IndexByOwner),
+				KeyConditionExpression:   aws.String("#o = :o"),
+				ProjectionExpression:     aws.String("#z"),
+				ExpressionAttributeNames: map[string]string{"#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":o": &types.AttributeValueMemberS{Value: ownerKey(app, user)},
+				},
+			}
+			for {
+				out, err := s.client.Query(ctx, in)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				mu.Lock()
+				for _, it := range out.Items {
+					total.Bytes += num(it, schema.AttrItemSize)
+					total.Items++
+				}
+				mu.Unlock()
+				if out.LastEvaluatedKey == nil {
+					return
+				}
+				in.ExclusiveStartKey = out.LastEvaluatedKey
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return uds.Usage{}, fmt.Errorf("sum usage of %s in %s: %w", user, app, err)
+	}
+	return total, nil
+}

@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// maxCachedLimits bounds the limits cache; past it the cache starts over.
+const maxCachedLimits = 10_000
+
+// limitsCache keeps the limits in effect per (app, user) for a short time,
+// so a data write reads them (one BatchGetItem of the app default and the
+// user override) only now and then. Its TTL is how long a limit change can
+// take to be enforced.
+type limitsCache struct {
+	ttl    time.Duration
+	global uds.Limits
+	mu     sync.Mutex
+	m      map[string]cachedLimits
+}
+
+type cachedLimits struct {
+	limits  uds.Limits
+	expires time.Time
+}
+
+func (c *limitsCache) get(ctx context.Context, s *Store, app, user string) (uds.Limits, error) {
+	key := app + "|" + user
+	now := s.now()
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.limits, nil
+	}
+	app0, user0, err := s.readLimits(ctx, app, user, false)
+	if err != nil {
+		return uds.Limits{}, err
+	}
+	lim := uds.Resolve(user0, app0, c.global)
+	c.mu.Lock()
+	if len(c.m) >= maxCachedLimits {
+		c.m = map[string]cachedLimits{}
+	}
+	c.m[key] = cachedLimits{limits: lim, expires: now.Add(c.ttl)}
+	c.mu.Unlock()
+	return lim, nil
+}
+
+// readLimits reads an app's default limits and a user's override in one
+// BatchGetItem.
+func (s *Store) readLimits(ctx context.Context, app, user string, consistent bool) (appLimits, userLimits uds.Limits, err error) {
+	proj := aws.String(schema.AttrLimitBytes + ", " + schema.AttrLimitItems)
+	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+		s.tables.Apps: {
+			Keys:                 []map[string]types.AttributeValue{{schema.AttrApp: &types.AttributeValueMemberS{Value: app}}},
+			ProjectionExpression: proj, ConsistentRead: aws.Bool(consistent),
+		},
+		s.tables.Usage: {
+			Keys:                 []map[string]types.AttributeValue{usageKey(app, user)},
+			ProjectionExpression: proj, ConsistentRead: aws.Bool(consistent),
+		},
+	}}
+	for attempt := 0; ; attempt++ {
+		out, err := s.client.BatchGetItem(ctx, in)
+		if err != nil {
+			return appLimits, userLimits, fmt.Errorf("read limits of %s in %s: %w", user, app, err)
+		}
+		for _, it := range out.Responses[s.tables.Apps] {
+			appLimits = limitsOf(it)
+		}
+		for _, it := range out.Responses[s.tables.Usage] {
+			userLimits = limitsOf(it)
+		}
+		if len(out.UnprocessedKeys) == 0 {
+			return appLimits, userLimits, nil
+		}
+		in.RequestItems = out.UnprocessedKeys
+		if err := sleep(ctx, backoff(attempt)); err != nil {
+			return appLimits, userLimits, err
+		}
+	}
+}
+
+func limitsOf(av map[string]types.AttributeValue) uds.Limits {
+	return uds.Limits{Bytes: num(av, schema.AttrLimitBytes), Items: num(av, schema.AttrLimitItems)}
+}
