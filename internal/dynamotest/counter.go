@@ -121,6 +121,18 @@ func (c *Counter) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteIte
 	return out, err
 }
 
+// BatchGetItem counts.
+func (c *Counter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := c.Client.BatchGetItem(ctx, in, o...)
+	var cc []types.ConsumedCapacity
+	if err == nil {
+		cc = out.ConsumedCapacity
+	}
+	c.add("BatchGetItem", cc...)
+	return out, err
+}
+
 // capacity extracts a single-item call's consumed capacity; failed calls
 // (conditional check failures included) report none to the SDK.
 func capacity[T any](out *T, err error, get func() *types.ConsumedCapacity) []types.ConsumedCapacity {

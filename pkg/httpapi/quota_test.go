@@ -49,7 +49,9 @@ func TestConcurrentWritersNeverPassTheLimit(t *testing.T) {
 			stop := make(chan struct{})
 			// A reader watches usage while the writers race.
 			var maxSeenBytes, maxSeenItems int64
+			watched := make(chan struct{})
 			go func() {
+				defer close(watched)
 				for {
 					select {
 					case <-stop:
@@ -85,6 +87,7 @@ func TestConcurrentWritersNeverPassTheLimit(t *testing.T) {
 			}
 			wg.Wait()
 			close(stop)
+			<-watched
 			bytes, items := e.quota(app, "carol")
 			stored := int64(e.count(e.tables.Data))
 			t.Logf("%d created, %d refused; usage %d bytes / %d items; max seen %d bytes / %d items", created.Load(), refused.Load(), bytes, items, maxSeenBytes, maxSeenItems)
