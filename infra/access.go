@@ -1,0 +1,131 @@
+package main
+
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/udsproject/uds/pkg/schema"
+)
+
+// Function names. Each is also the name of the zip the root Makefile builds
+// (build/<name>.zip) and of the directory under functions/.
+const (
+	fnKV    = "kv"
+	fnList  = "list"
+	fnAdmin = "admin"
+)
+
+// functionSpec sizes one Lambda function.
+//
+// All three get 512 MB: Lambda allocates CPU in proportion to memory, and the
+// work here (JSON parsing and re-encoding, gzip of large values, HMAC of
+// cursors, parallel DynamoDB calls) is CPU-bound rather than memory-bound.
+// At 512 MB an arm64 function answers a 1 MB body several times faster than
+// at 128 MB for little more cost per request.
+type functionSpec struct {
+	Name string
+	// ConstructID names the function in the template (and for
+	// `sam local invoke`).
+	ConstructID string
+	MemoryMB    float64
+	// Timeout is the function's limit. API Gateway gives up on an
+	// integration after 29 seconds whatever the function does, so no
+	// function needs more than that.
+	Timeout     time.Duration
+	Description string
+}
+
+func (f functionSpec) zipPath(assetDir string) string {
+	return filepath.Join(assetDir, f.Name+".zip")
+}
+
+// functionSpecs lists the functions in a fixed order, so the template is
+// stable from one synth to the next.
+var functionSpecs = []functionSpec{
+	{
+		Name: fnKV, ConstructID: "KvFunction", MemoryMB: 512,
+		// A key-value request is a handful of single-item calls; 10 s
+		// leaves room for SDK retries under throttling and still fails
+		// fast when something hangs.
+		Timeout:     10 * time.Second,
+		Description: "UDS key-value items and the caller's quota view",
+	},
+	{
+		Name: fnList, ConstructID: "ListFunction", MemoryMB: 512,
+		// Deleting a whole list runs batched deletes until its budget
+		// (listDeleteAllBudget) is spent, up to API Gateway's 30 s limit.
+		Timeout:     29 * time.Second,
+		Description: "UDS sorted lists",
+	},
+	{
+		Name: fnAdmin, ConstructID: "AdminFunction", MemoryMB: 512,
+		// Recomputing a user's usage reads all of their items, which can
+		// take as long as API Gateway allows.
+		Timeout:     29 * time.Second,
+		Description: "UDS administration: usage listings and quotas",
+	},
+}
+
+// listDeleteAllBudget is how long one DELETE .../list may keep deleting
+// before it answers that the list was only partly deleted. It stays well
+// under the list function's timeout so the answer is always sent.
+const listDeleteAllBudget = 25 * time.Second
+
+// tableAccess grants Actions on one table, or on one of its indexes when
+// Index is set.
+type tableAccess struct {
+	Table   schema.Table
+	Index   string
+	Actions []string
+}
+
+// functionAccess is the complete DynamoDB permission set of the stack:
+// function name → the tables and indexes it may touch, and how. Nothing else
+// in the stack grants DynamoDB access, so this is the one place to adjust
+// when the store starts making a new call.
+//
+// Every function reads the apps and usage tables for the limits in effect
+// (the store caches them, fetching an app's default and a user's override
+// with one BatchGetItem) and updates usage with conditional UpdateItem calls,
+// which is how a quota is never passed under concurrent writers.
+var functionAccess = map[string][]tableAccess{
+	fnKV: {
+		{Table: schema.Data, Actions: []string{
+			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+		}},
+		{Table: schema.Usage, Actions: []string{
+			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem",
+		}},
+		{Table: schema.Apps, Actions: []string{
+			"dynamodb:GetItem", "dynamodb:BatchGetItem",
+		}},
+	},
+	fnList: {
+		{Table: schema.List, Actions: []string{
+			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+			"dynamodb:Query", "dynamodb:BatchWriteItem",
+		}},
+		{Table: schema.Usage, Actions: []string{
+			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem",
+		}},
+		{Table: schema.Apps, Actions: []string{
+			"dynamodb:GetItem", "dynamodb:BatchGetItem",
+		}},
+	},
+	fnAdmin: {
+		// A user's apps are a query on the usage table's hash key; an
+		// app's users are parallel queries on the sharded app index.
+		{Table: schema.Usage, Actions: []string{
+			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+			"dynamodb:Query", "dynamodb:BatchGetItem",
+		}},
+		{Table: schema.Usage, Index: schema.IndexByAppShard, Actions: []string{"dynamodb:Query"}},
+		{Table: schema.Apps, Actions: []string{
+			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem",
+		}},
+		// Recompute reads an owner's items through the owner index of
+		// both data tables and never the items themselves.
+		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
+		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
+	},
+}

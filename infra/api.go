@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// apiBase is the prefix of every route (seed 002).
+const apiBase = "/rest/api/v1"
+
+// apiRoute sends Methods on Path to Function. Admin routes require IAM
+// (SigV4) authorization; the others are the data routes, public or behind
+// the JWT authorizer.
+type apiRoute struct {
+	Methods  []awsapigatewayv2.HttpMethod
+	Path     string
+	Function string
+	Admin    bool
+}
+
+var (
+	methodsReadDelete = []awsapigatewayv2.HttpMethod{
+		awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_DELETE,
+	}
+	methodsItem = []awsapigatewayv2.HttpMethod{
+		awsapigatewayv2.HttpMethod_POST, awsapigatewayv2.HttpMethod_PUT,
+		awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_DELETE,
+	}
+)
+
+// apiRoutes is every route of the API.
+//
+// No route ends in a slash: API Gateway refuses such route keys, and it
+// matches a request whose path ends in a slash against the route without it
+// (the function still sees the slash in rawPath and accepts both forms).
+//
+// When several routes match, API Gateway takes the most specific one, so
+// .../{id}/list (GET, DELETE) wins over the greedy .../{id}/{sortKey+}. The
+// greedy variable lets a sort key contain slashes. POST or PUT on .../list
+// falls through to the greedy route and the list function rejects the
+// reserved sort key. The quota route has one segment fewer than an item
+// route, so the two never overlap.
+var apiRoutes = []apiRoute{
+	{Methods: methodsItem, Path: apiBase + "/data/{app}/{namespace}/{id}", Function: fnKV},
+	{Methods: []awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_GET}, Path: apiBase + "/data/{app}/quota", Function: fnKV},
+	{Methods: methodsReadDelete, Path: apiBase + "/data/{app}/{namespace}/{id}/list", Function: fnList},
+	{Methods: methodsItem, Path: apiBase + "/data/{app}/{namespace}/{id}/{sortKey+}", Function: fnList},
+	{Methods: []awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_ANY}, Path: apiBase + "/admin/{proxy+}", Function: fnAdmin, Admin: true},
+}
+
+// accessLogFormat is one JSON object per request. It names the route and
+// the integration's error and status, which is what tells a gateway problem
+// from a function problem.
+var accessLogFormat = map[string]string{
+	"requestId":          "$context.requestId",
+	"requestTime":        "$context.requestTime",
+	"ip":                 "$context.identity.sourceIp",
+	"userAgent":          "$context.identity.userAgent",
+	"httpMethod":         "$context.httpMethod",
+	"path":               "$context.path",
+	"routeKey":           "$context.routeKey",
+	"protocol":           "$context.protocol",
+	"status":             "$context.status",
+	"responseLength":     "$context.responseLength",
+	"responseLatency":    "$context.responseLatency",
+	"integrationStatus":  "$context.integrationStatus",
+	"integrationLatency": "$context.integrationLatency",
+	"integrationError":   "$context.integrationErrorMessage",
+	"errorMessage":       "$context.error.message",
+	"authorizerError":    "$context.authorizer.error",
+}
+
+// accessLogSettings implements awsapigatewayv2.IAccessLogSettings.
+type accessLogSettings struct {
+	destination awsapigatewayv2.IAccessLogDestination
+	format      awsapigateway.AccessLogFormat
+}
+
+func (a *accessLogSettings) Destination() awsapigatewayv2.IAccessLogDestination {
+	return a.destination
+}
+
+func (a *accessLogSettings) Format() awsapigateway.AccessLogFormat { return a.format }
+
+// defineAPI creates the HTTP API, its default stage and its routes.
+func (s *UdsStack) defineAPI(props *UdsStackProps) {
+	s.API = awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+		ApiName:       s.Stack.StackName(),
+		Description:   jsii.String("UDS, the Universal Data Store"),
+		CorsPreflight: corsOptions(props.CORSOrigins),
+		// The default stage is made below, because the one HttpApi
+		// creates takes neither throttling nor access logs.
+		CreateDefaultStage: jsii.Bool(false),
+	})
+
+	accessLogs := awslogs.NewLogGroup(s.Stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
+		Retention: awslogs.RetentionDays_ONE_MONTH,
+	})
+	format, err := json.Marshal(accessLogFormat)
+	if err != nil {
+		panic(err)
+	}
+	s.Stage = awsapigatewayv2.NewHttpStage(s.Stack, jsii.String("DefaultStage"), &awsapigatewayv2.HttpStageProps{
+		HttpApi:    s.API,
+		StageName:  jsii.String("$default"),
+		AutoDeploy: jsii.Bool(true),
+		// Stage-wide throttling protects the tables and the account's
+		// Lambda concurrency from a single runaway client.
+		Throttle: &awsapigatewayv2.ThrottleSettings{
+			RateLimit:  jsii.Number(props.ThrottleRateLimit),
+			BurstLimit: jsii.Number(props.ThrottleBurstLimit),
+		},
+		AccessLogSettings: &accessLogSettings{
+			destination: awsapigatewayv2.NewLogGroupLogDestination(accessLogs),
+			format:      awsapigateway.AccessLogFormat_Custom(jsii.String(string(format))),
+		},
+	})
+
+	// One integration per function, shared by its routes, so the API has
+	// three integrations however many routes there are. Each route still
+	// gets its own invoke permission, scoped to that route.
+	integrations := map[string]awsapigatewayv2.HttpRouteIntegration{}
+	for _, f := range functionSpecs {
+		integrations[f.Name] = awsapigatewayv2integrations.NewHttpLambdaIntegration(
+			jsii.String(f.ConstructID+"Integration"), s.Functions[f.Name],
+			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
+				PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
+			})
+	}
+
+	var dataAuthorizer awsapigatewayv2.IHttpRouteAuthorizer
+	if props.JWTIssuer != "" {
+		dataAuthorizer = awsapigatewayv2authorizers.NewHttpJwtAuthorizer(
+			jsii.String("JwtAuthorizer"), jsii.String(props.JWTIssuer),
+			&awsapigatewayv2authorizers.HttpJwtAuthorizerProps{
+				JwtAudience: jsii.Strings(props.JWTAudience...),
+			})
+	}
+	adminAuthorizer := awsapigatewayv2authorizers.NewHttpIamAuthorizer()
+
+	for _, r := range apiRoutes {
+		authorizer := dataAuthorizer
+		if r.Admin {
+			authorizer = adminAuthorizer
+		}
+		methods := r.Methods
+		s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path:        jsii.String(r.Path),
+			Methods:     &methods,
+			Integration: integrations[r.Function],
+			Authorizer:  authorizer,
+		})
+	}
+}
+
+// corsOptions allows origins to call the API from a browser, with the
+// conditional-request headers the API uses; nil origins mean no CORS at all,
+// which is right for server-to-server callers.
+func corsOptions(origins []string) *awsapigatewayv2.CorsPreflightOptions {
+	if len(origins) == 0 {
+		return nil
+	}
+	return &awsapigatewayv2.CorsPreflightOptions{
+		AllowOrigins: jsii.Strings(origins...),
+		AllowMethods: &[]awsapigatewayv2.CorsHttpMethod{
+			awsapigatewayv2.CorsHttpMethod_GET, awsapigatewayv2.CorsHttpMethod_POST,
+			awsapigatewayv2.CorsHttpMethod_PUT, awsapigatewayv2.CorsHttpMethod_DELETE,
+			awsapigatewayv2.CorsHttpMethod_OPTIONS,
+		},
+		AllowHeaders: jsii.Strings(
+			"Authorization", "Content-Type", "If-Match", "If-None-Match",
+			"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256",
+		),
+		ExposeHeaders: jsii.Strings("ETag"),
+		MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
+	}
+}

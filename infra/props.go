@@ -1,0 +1,325 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/schema"
+)
+
+// Context keys the app reads (`cdk synth -c key=value`, or the context block
+// of cdk.json). Table name keys are derived from the schema: see
+// tableContextKey.
+const (
+	ctxStackName          = "stackName"
+	ctxImportTables       = "importExistingTables"
+	ctxAssetDir           = "assetDir"
+	ctxJWTIssuer          = "jwtIssuer"
+	ctxJWTAudience        = "jwtAudience"
+	ctxJWTSubjectClaim    = "jwtSubjectClaim"
+	ctxCursorSecret       = "cursorSecret"
+	ctxDefaultLimitBytes  = "defaultLimitBytes"
+	ctxDefaultLimitItems  = "defaultLimitItems"
+	ctxCORSOrigins        = "corsOrigins"
+	ctxThrottleRateLimit  = "throttleRateLimit"
+	ctxThrottleBurstLimit = "throttleBurstLimit"
+)
+
+// Defaults for the context values above.
+const (
+	defaultStackName          = "UdsStack"
+	defaultAssetDir           = "build"
+	defaultThrottleRateLimit  = 100
+	defaultThrottleBurstLimit = 200
+)
+
+// UdsStackProps is everything the stack can be configured with. main fills it
+// from the CDK context; the tests fill it directly.
+type UdsStackProps struct {
+	awscdk.StackProps
+
+	// TableNames maps a schema.Table.ID to its physical name. A table missing
+	// from the map gets its schema DefaultName.
+	TableNames map[string]string
+	// ImportExistingTables references tables that already exist (for example
+	// ones retained by an earlier stack) instead of creating them.
+	ImportExistingTables bool
+	// AssetDir is the directory holding kv.zip, list.zip and admin.zip, each
+	// with a single executable named bootstrap.
+	AssetDir string
+	// JWTIssuer and JWTAudience turn on the JWT authorizer of the data routes;
+	// both or neither must be set.
+	JWTIssuer   string
+	JWTAudience []string
+	// SubjectClaim is the JWT claim that names the caller.
+	SubjectClaim string
+	// CursorSecret keys the pagination cursors' HMAC. Empty means the stack
+	// ID, which is stable for the life of the stack and differs between
+	// stacks.
+	CursorSecret string
+	// DefaultLimitBytes and DefaultLimitItems are the global per-user quota;
+	// 0 is unlimited.
+	DefaultLimitBytes, DefaultLimitItems int64
+	// CORSOrigins lists the browser origins allowed to call the API; empty
+	// means no CORS configuration at all.
+	CORSOrigins []string
+	// ThrottleRateLimit (requests per second) and ThrottleBurstLimit apply to
+	// the default stage as a whole.
+	ThrottleRateLimit, ThrottleBurstLimit float64
+}
+
+// TableName returns the physical name of t under these props.
+func (p *UdsStackProps) TableName(t schema.Table) string {
+	if n := p.TableNames[t.ID]; n != "" {
+		return n
+	}
+	return t.DefaultName
+}
+
+// tableContextKey is the context key that names table t: "table" followed by
+// the ID without its "Table" suffix (tableData, tableList, tableUsage,
+// tableApps), so a table added to the schema gets a key without a change here.
+func tableContextKey(t schema.Table) string {
+	return "table" + strings.TrimSuffix(t.ID, "Table")
+}
+
+// PropsFromContext reads the stack configuration from the CDK context of node
+// and checks it. Relative asset paths are resolved against the repository
+// root, because the CDK CLI runs the app from infra/ (see cdk.json) while
+// the build writes the zips relative to the root.
+func PropsFromContext(node constructs.Node) (*UdsStackProps, error) {
+	c := contextReader{node: node}
+	p := &UdsStackProps{
+		TableNames:           map[string]string{},
+		ImportExistingTables: c.bool(ctxImportTables),
+		JWTIssuer:            c.string(ctxJWTIssuer, ""),
+		JWTAudience:          c.list(ctxJWTAudience),
+		SubjectClaim:         c.string(ctxJWTSubjectClaim, config.DefaultSubjectClaim),
+		CursorSecret:         c.string(ctxCursorSecret, ""),
+		DefaultLimitBytes:    c.int(ctxDefaultLimitBytes),
+		DefaultLimitItems:    c.int(ctxDefaultLimitItems),
+		CORSOrigins:          c.list(ctxCORSOrigins),
+		ThrottleRateLimit:    c.number(ctxThrottleRateLimit, defaultThrottleRateLimit),
+		ThrottleBurstLimit:   c.number(ctxThrottleBurstLimit, defaultThrottleBurstLimit),
+	}
+	p.StackName = jsii.String(c.string(ctxStackName, defaultStackName))
+	p.Description = jsii.String("UDS, the Universal Data Store: DynamoDB tables, Lambda functions and the HTTP API.")
+	for _, t := range schema.Tables {
+		if n := c.string(tableContextKey(t), ""); n != "" {
+			p.TableNames[t.ID] = n
+		}
+	}
+	p.AssetDir = c.string(ctxAssetDir, defaultAssetDir)
+	if !filepath.IsAbs(p.AssetDir) {
+		root, err := repoRoot()
+		if err != nil {
+			return nil, err
+		}
+		p.AssetDir = filepath.Join(root, p.AssetDir)
+	}
+	if len(c.errs) > 0 {
+		return nil, errors.Join(c.errs...)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Validate reports configuration that would synthesize a stack that cannot
+// deploy or cannot work.
+func (p *UdsStackProps) Validate() error {
+	var errs []error
+	if (p.JWTIssuer == "") != (len(p.JWTAudience) == 0) {
+		errs = append(errs, fmt.Errorf("context %s and %s must be set together", ctxJWTIssuer, ctxJWTAudience))
+	}
+	if p.JWTIssuer != "" {
+		if u, err := url.Parse(p.JWTIssuer); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("context %s: want an https URL, got %q", ctxJWTIssuer, p.JWTIssuer))
+		}
+	}
+	if p.SubjectClaim == "" {
+		errs = append(errs, fmt.Errorf("context %s must not be empty", ctxJWTSubjectClaim))
+	}
+	if p.DefaultLimitBytes < 0 || p.DefaultLimitItems < 0 {
+		errs = append(errs, fmt.Errorf("context %s and %s must not be negative", ctxDefaultLimitBytes, ctxDefaultLimitItems))
+	}
+	if p.ThrottleRateLimit <= 0 || p.ThrottleBurstLimit <= 0 {
+		errs = append(errs, fmt.Errorf("context %s and %s must be positive", ctxThrottleRateLimit, ctxThrottleBurstLimit))
+	}
+	seen := map[string]string{}
+	for _, t := range schema.Tables {
+		n := p.TableName(t)
+		if other, dup := seen[n]; dup {
+			errs = append(errs, fmt.Errorf("tables %s and %s would share the name %q", other, t.ID, n))
+		}
+		seen[n] = t.ID
+	}
+	return errors.Join(errs...)
+}
+
+// CheckAssets reports a missing function zip with a hint, before CDK fails on
+// it with a less helpful message.
+func (p *UdsStackProps) CheckAssets() error {
+	for _, f := range functionSpecs {
+		path := f.zipPath(p.AssetDir)
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("function %s: %w (run `make build-zips` at the repository root first)", f.Name, err)
+		}
+	}
+	return nil
+}
+
+// repoRoot finds the repository root: the nearest directory at or above the
+// working directory that holds cdk.json. The CDK CLI runs the app from
+// infra/, `go test` from the package directory; both are below the root.
+func repoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; {
+		if _, err := os.Stat(filepath.Join(dir, "cdk.json")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no cdk.json at or above %s: cannot locate the repository root", wd)
+		}
+		dir = parent
+	}
+}
+
+// contextReader reads typed values from the CDK context. Values given with
+// `-c key=value` arrive as strings, values from cdk.json as JSON types, so
+// each reader accepts both. Malformed values are collected, not fatal, so
+// one run reports all of them.
+type contextReader struct {
+	node constructs.Node
+	errs []error
+}
+
+func (c *contextReader) raw(key string) (any, bool) {
+	v := c.node.TryGetContext(jsii.String(key))
+	if v == nil {
+		return nil, false
+	}
+	if s, ok := v.(string); ok && strings.TrimSpace(s) == "" {
+		return nil, false
+	}
+	return v, true
+}
+
+func (c *contextReader) string(key, fallback string) string {
+	v, ok := c.raw(key)
+	if !ok {
+		return fallback
+	}
+	switch v := v.(type) {
+	case string:
+		return strings.TrimSpace(v)
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	c.errs = append(c.errs, fmt.Errorf("context %s: want a string, got %v", key, v))
+	return fallback
+}
+
+func (c *contextReader) bool(key string) bool {
+	v, ok := c.raw(key)
+	if !ok {
+		return false
+	}
+	switch v := v.(type) {
+	case bool:
+		return v
+	case string:
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err == nil {
+			return b
+		}
+	}
+	c.errs = append(c.errs, fmt.Errorf("context %s: want true or false, got %v", key, v))
+	return false
+}
+
+func (c *contextReader) number(key string, fallback float64) float64 {
+	v, ok := c.raw(key)
+	if !ok {
+		return fallback
+	}
+	switch v := v.(type) {
+	case float64:
+		return v
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err == nil {
+			return f
+		}
+	}
+	c.errs = append(c.errs, fmt.Errorf("context %s: want a number, got %v", key, v))
+	return fallback
+}
+
+// int reads a whole number; 0 when absent.
+func (c *contextReader) int(key string) int64 {
+	v, ok := c.raw(key)
+	if !ok {
+		return 0
+	}
+	switch v := v.(type) {
+	case float64:
+		if v == float64(int64(v)) {
+			return int64(v)
+		}
+	case string:
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err == nil {
+			return n
+		}
+	}
+	c.errs = append(c.errs, fmt.Errorf("context %s: want a whole number, got %v", key, v))
+	return 0
+}
+
+// list reads a comma-separated string or a JSON array of strings.
+func (c *contextReader) list(key string) []string {
+	v, ok := c.raw(key)
+	if !ok {
+		return nil
+	}
+	var parts []string
+	switch v := v.(type) {
+	case string:
+		parts = strings.Split(v, ",")
+	case []any:
+		for _, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				c.errs = append(c.errs, fmt.Errorf("context %s: want strings, got %v", key, e))
+				return nil
+			}
+			parts = append(parts, s)
+		}
+	default:
+		c.errs = append(c.errs, fmt.Errorf("context %s: want a comma-separated list, got %v", key, v))
+		return nil
+	}
+	var out []string
+	for _, s := range parts {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"strconv"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/schema"
+)
+
+// UdsStack is the deployed UDS: the tables, the three functions and the HTTP
+// API in front of them. The fields let tests find the resources a construct
+// made without guessing logical IDs.
+type UdsStack struct {
+	awscdk.Stack
+	// Tables by schema.Table.ID.
+	Tables map[string]awsdynamodb.ITable
+	// Functions by function name (kv, list, admin).
+	Functions map[string]awslambda.Function
+	Roles     map[string]awsiam.Role
+	API       awsapigatewayv2.HttpApi
+	Stage     awsapigatewayv2.HttpStage
+}
+
+// NewUdsStack defines the whole stack. The stack carries no account or
+// region, so it synthesizes without AWS credentials and deploys wherever the
+// CLI's credentials point.
+func NewUdsStack(scope constructs.Construct, id string, props *UdsStackProps) *UdsStack {
+	stack := awscdk.NewStack(scope, jsii.String(id), &props.StackProps)
+	s := &UdsStack{
+		Stack:     stack,
+		Tables:    map[string]awsdynamodb.ITable{},
+		Functions: map[string]awslambda.Function{},
+		Roles:     map[string]awsiam.Role{},
+	}
+	for _, t := range schema.Tables {
+		s.Tables[t.ID] = defineTable(stack, t, props)
+	}
+	for _, f := range functionSpecs {
+		s.defineFunction(f, props)
+	}
+	s.defineAPI(props)
+	s.defineAlarms()
+
+	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Base URL of the HTTP API; the routes start with /rest/api/v1"),
+		Value:       s.Stage.Url(),
+	})
+	for _, t := range schema.Tables {
+		awscdk.NewCfnOutput(stack, jsii.String(t.ID+"Name"), &awscdk.CfnOutputProps{
+			Description: jsii.String("Physical name of the " + t.ID + " (" + t.EnvVar + ")"),
+			Value:       jsii.String(props.TableName(t)),
+		})
+	}
+	return s
+}
+
+// defineTable creates table t as the schema describes it, or references an
+// existing one in import mode.
+//
+// Tables are retained when the stack is deleted or the resource replaced:
+// they hold user data, and a later stack can adopt them with
+// importExistingTables=true.
+func defineTable(scope constructs.Construct, t schema.Table, props *UdsStackProps) awsdynamodb.ITable {
+	name := props.TableName(t)
+	if props.ImportExistingTables {
+		// Naming the indexes makes grants and ARNs cover them as they
+		// would for a table this stack created.
+		var indexes []*string
+		for _, idx := range t.Indexes {
+			indexes = append(indexes, jsii.String(idx.Name))
+		}
+		attrs := &awsdynamodb.TableAttributes{TableName: jsii.String(name)}
+		if len(indexes) > 0 {
+			attrs.GlobalIndexes = &indexes
+		}
+		return awsdynamodb.Table_FromTableAttributes(scope, jsii.String(t.ID), attrs)
+	}
+
+	table := awsdynamodb.NewTable(scope, jsii.String(t.ID), &awsdynamodb.TableProps{
+		TableName:    jsii.String(name),
+		PartitionKey: keyAttribute(&t.Hash),
+		SortKey:      keyAttribute(t.Range),
+		// On-demand capacity: UDS traffic is spiky and per-tenant, and
+		// nobody should have to tune capacity for a generic store.
+		BillingMode: awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		TimeToLiveAttribute: jsii.String(schema.AttrExpiresAt),
+		RemovalPolicy:       awscdk.RemovalPolicy_RETAIN,
+	})
+	for _, idx := range t.Indexes {
+		gsi := &awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName:      jsii.String(idx.Name),
+			PartitionKey:   keyAttribute(&idx.Hash),
+			SortKey:        keyAttribute(idx.Range),
+			ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
+		}
+		if len(idx.NonKeyAttributes) > 0 {
+			gsi.ProjectionType = awsdynamodb.ProjectionType_INCLUDE
+			gsi.NonKeyAttributes = jsii.Strings(idx.NonKeyAttributes...)
+		}
+		table.AddGlobalSecondaryIndex(gsi)
+	}
+	return table
+}
+
+func keyAttribute(a *schema.KeyAttr) *awsdynamodb.Attribute {
+	if a == nil {
+		return nil
+	}
+	typ := awsdynamodb.AttributeType_STRING
+	if a.Type == schema.Number {
+		typ = awsdynamodb.AttributeType_NUMBER
+	}
+	return &awsdynamodb.Attribute{Name: jsii.String(a.Name), Type: typ}
+}
+
+// defineFunction creates one function with its own log group and its own
+// role. The role is made here rather than by the Function construct so that
+// it carries no managed policy: the stock AWSLambdaBasicExecutionRole allows
+// writing to every log group in the account, and this role may write to its
+// own log group only.
+func (s *UdsStack) defineFunction(f functionSpec, props *UdsStackProps) {
+	logGroup := awslogs.NewLogGroup(s.Stack, jsii.String(f.ConstructID+"Logs"), &awslogs.LogGroupProps{
+		Retention: awslogs.RetentionDays_ONE_MONTH,
+	})
+	role := awsiam.NewRole(s.Stack, jsii.String(f.ConstructID+"Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("Runs the UDS " + f.Name + " function"),
+	})
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
+		Resources: jsii.Strings(*logGroup.LogGroupArn()),
+	}))
+	for _, a := range functionAccess[f.Name] {
+		arn := s.Tables[a.Table.ID].TableArn()
+		if a.Index != "" {
+			arn = awscdk.Fn_Join(jsii.String(""), jsii.Strings(*arn, "/index/"+a.Index))
+		}
+		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings(a.Actions...),
+			Resources: jsii.Strings(*arn),
+		}))
+	}
+
+	fn := awslambda.NewFunction(s.Stack, jsii.String(f.ConstructID), &awslambda.FunctionProps{
+		Description:  jsii.String(f.Description),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(f.zipPath(props.AssetDir)), nil),
+		MemorySize:   jsii.Number(f.MemoryMB),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(f.Timeout.Seconds())),
+		Environment:  functionEnvironment(f, props),
+		Role:         role,
+		LogGroup:     logGroup,
+	})
+	s.Functions[f.Name] = fn
+	s.Roles[f.Name] = role
+}
+
+// functionEnvironment is the configuration pkg/config reads. Table names go
+// in as plain strings rather than references, so `sam local invoke` on the
+// synthesized template sees the real names too.
+func functionEnvironment(f functionSpec, props *UdsStackProps) *map[string]*string {
+	env := map[string]*string{
+		config.EnvSubjectClaim:      jsii.String(props.SubjectClaim),
+		config.EnvDefaultLimitBytes: jsii.String(strconv.FormatInt(props.DefaultLimitBytes, 10)),
+		config.EnvDefaultLimitItems: jsii.String(strconv.FormatInt(props.DefaultLimitItems, 10)),
+	}
+	for _, t := range schema.Tables {
+		env[t.EnvVar] = jsii.String(props.TableName(t))
+	}
+	// All functions must share the cursor key, and it must not change
+	// while cursors are in flight. The stack ID is both, differs between
+	// stacks, and is not known to clients; a configured secret replaces it.
+	if props.CursorSecret != "" {
+		env[config.EnvCursorSecret] = jsii.String(props.CursorSecret)
+	} else {
+		env[config.EnvCursorSecret] = awscdk.Aws_STACK_ID()
+	}
+	if f.Name == fnList {
+		env[config.EnvDeleteAllBudget] = jsii.String(listDeleteAllBudget.String())
+	}
+	return &env
+}

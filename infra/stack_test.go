@@ -1,0 +1,872 @@
+package main
+
+import (
+	"archive/zip"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/schema"
+)
+
+// TestMain closes the jsii kernel (a node child process) once, after every
+// test has synthesized what it needs.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	closeJSII()
+	os.Exit(code)
+}
+
+// synthesized is one synthesized stack and its template as plain JSON.
+type synthesized struct {
+	stack     *UdsStack
+	props     *UdsStackProps
+	resources map[string]resource
+	outputs   map[string]any
+}
+
+type resource struct {
+	Type           string         `json:"Type"`
+	Properties     map[string]any `json:"Properties"`
+	DeletionPolicy string         `json:"DeletionPolicy"`
+	UpdateReplace  string         `json:"UpdateReplacePolicy"`
+}
+
+// cdkJSONContext is the context block of cdk.json: the feature flags the CLI
+// hands the app. The tests synthesize with it so that they check the
+// template the CLI would produce.
+func cdkJSONContext(t *testing.T) map[string]any {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "cdk.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cdkJSON struct {
+		App     string         `json:"app"`
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(raw, &cdkJSON); err != nil {
+		t.Fatalf("cdk.json: %v", err)
+	}
+	return cdkJSON.Context
+}
+
+// synth builds the stack from context the way main does, with the function
+// zips replaced by dummies in a temporary directory (CDK requires an asset
+// to exist), and returns its template.
+func synth(t *testing.T, context map[string]any) *synthesized {
+	t.Helper()
+	dir := t.TempDir()
+	assets := filepath.Join(dir, "build")
+	writeDummyZips(t, assets)
+	ctx := cdkJSONContext(t)
+	ctx[ctxAssetDir] = assets
+	for k, v := range context {
+		ctx[k] = v
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{
+		Outdir:  jsii.String(filepath.Join(dir, "cdk.out")),
+		Context: &ctx,
+	})
+	props, err := PropsFromContext(app.Node())
+	if err != nil {
+		t.Fatalf("PropsFromContext: %v", err)
+	}
+	if err := props.CheckAssets(); err != nil {
+		t.Fatalf("CheckAssets: %v", err)
+	}
+	stack := NewUdsStack(app, *props.StackName, props)
+	raw, err := json.Marshal(assertions.Template_FromStack(stack.Stack, nil).ToJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tpl struct {
+		Resources map[string]resource `json:"Resources"`
+		Outputs   map[string]any      `json:"Outputs"`
+	}
+	if err := json.Unmarshal(raw, &tpl); err != nil {
+		t.Fatal(err)
+	}
+	return &synthesized{stack: stack, props: props, resources: tpl.Resources, outputs: tpl.Outputs}
+}
+
+func writeDummyZips(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range functionSpecs {
+		out, err := os.Create(f.zipPath(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zw := zip.NewWriter(out)
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: "bootstrap", Method: zip.Deflate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(w, "#!/bin/sh\necho %s\n", f.Name)
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := out.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ofType returns the logical IDs of the resources of one type, sorted.
+func (s *synthesized) ofType(typ string) []string {
+	var ids []string
+	for id, r := range s.resources {
+		if r.Type == typ {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// logicalID is the logical ID of the CloudFormation resource behind an L2
+// construct.
+func (s *synthesized) logicalID(t *testing.T, c constructs.IConstruct) string {
+	t.Helper()
+	el, ok := c.Node().DefaultChild().(awscdk.CfnElement)
+	if !ok {
+		t.Fatalf("%s has no CloudFormation resource", *c.Node().Path())
+	}
+	return *s.stack.Stack.GetLogicalId(el)
+}
+
+// flatten renders a CloudFormation value with intrinsics as one string:
+// {"Ref": X} as ${X}, {"Fn::GetAtt": [X, A]} as ${X.A}, Fn::Join joined.
+// It makes ARNs built from tokens comparable as text.
+func flatten(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case float64:
+		return fmt.Sprint(v)
+	case bool:
+		return fmt.Sprint(v)
+	case []any:
+		parts := make([]string, len(v))
+		for i, p := range v {
+			parts[i] = flatten(p)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	case map[string]any:
+		if ref, ok := v["Ref"]; ok {
+			return "${" + flatten(ref) + "}"
+		}
+		if att, ok := v["Fn::GetAtt"].([]any); ok && len(att) == 2 {
+			return "${" + flatten(att[0]) + "." + flatten(att[1]) + "}"
+		}
+		if join, ok := v["Fn::Join"].([]any); ok && len(join) == 2 {
+			sep := flatten(join[0])
+			var parts []string
+			for _, p := range join[1].([]any) {
+				parts = append(parts, flatten(p))
+			}
+			return strings.Join(parts, sep)
+		}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func asList(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	if v == nil {
+		return nil
+	}
+	return []any{v}
+}
+
+func asStrings(v any) []string {
+	var out []string
+	for _, e := range asList(v) {
+		out = append(out, flatten(e))
+	}
+	return out
+}
+
+// wantAccess is the DynamoDB access each function must have, written out
+// independently of functionAccess so that a change there has to be made
+// deliberately here as well. Keys are table IDs, or "ID/index/name".
+var wantAccess = map[string]map[string][]string{
+	fnKV: {
+		"DataTable":  {"GetItem", "PutItem", "UpdateItem", "DeleteItem"},
+		"UsageTable": {"GetItem", "UpdateItem", "BatchGetItem"},
+		"AppsTable":  {"GetItem", "BatchGetItem"},
+	},
+	fnList: {
+		"ListTable":  {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchWriteItem"},
+		"UsageTable": {"GetItem", "UpdateItem", "BatchGetItem"},
+		"AppsTable":  {"GetItem", "BatchGetItem"},
+	},
+	fnAdmin: {
+		"UsageTable":                  {"GetItem", "PutItem", "UpdateItem", "Query", "BatchGetItem"},
+		"UsageTable/index/byAppShard": {"Query"},
+		"AppsTable":                   {"GetItem", "PutItem", "UpdateItem", "BatchGetItem"},
+		"DataTable/index/byOwner":     {"Query"},
+		"ListTable/index/byOwner":     {"Query"},
+	},
+}
+
+// wantRoutes is every route key of the API and the function behind it.
+var wantRoutes = map[string]string{
+	"POST /rest/api/v1/data/{app}/{namespace}/{id}":              fnKV,
+	"PUT /rest/api/v1/data/{app}/{namespace}/{id}":               fnKV,
+	"GET /rest/api/v1/data/{app}/{namespace}/{id}":               fnKV,
+	"DELETE /rest/api/v1/data/{app}/{namespace}/{id}":            fnKV,
+	"GET /rest/api/v1/data/{app}/quota":                          fnKV,
+	"GET /rest/api/v1/data/{app}/{namespace}/{id}/list":          fnList,
+	"DELETE /rest/api/v1/data/{app}/{namespace}/{id}/list":       fnList,
+	"POST /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}":   fnList,
+	"PUT /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}":    fnList,
+	"GET /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}":    fnList,
+	"DELETE /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}": fnList,
+	"ANY /rest/api/v1/admin/{proxy+}":                            fnAdmin,
+}
+
+func TestDefaultStack(t *testing.T) {
+	s := synth(t, nil)
+
+	t.Run("resource counts", func(t *testing.T) {
+		want := map[string]int{
+			"AWS::DynamoDB::Table":           len(schema.Tables),
+			"AWS::Lambda::Function":          len(functionSpecs),
+			"AWS::IAM::Role":                 len(functionSpecs),
+			"AWS::IAM::Policy":               len(functionSpecs),
+			"AWS::ApiGatewayV2::Api":         1,
+			"AWS::ApiGatewayV2::Stage":       1,
+			"AWS::ApiGatewayV2::Integration": len(functionSpecs),
+			"AWS::ApiGatewayV2::Route":       len(wantRoutes),
+			"AWS::ApiGatewayV2::Authorizer":  0,
+			"AWS::Lambda::Permission":        len(wantRoutes),
+			"AWS::Logs::LogGroup":            len(functionSpecs) + 1,
+			"AWS::CloudWatch::Alarm":         1 + 2*len(functionSpecs) + 2*len(schema.Tables),
+		}
+		for typ, n := range want {
+			if got := len(s.ofType(typ)); got != n {
+				t.Errorf("%s: %d resources, want %d", typ, got, n)
+			}
+		}
+	})
+
+	for _, table := range schema.Tables {
+		t.Run("table/"+table.ID, func(t *testing.T) {
+			checkTable(t, s, table, table.DefaultName)
+		})
+	}
+
+	for _, f := range functionSpecs {
+		t.Run("function/"+f.Name, func(t *testing.T) {
+			r := s.resources[s.logicalID(t, s.stack.Functions[f.Name])]
+			p := r.Properties
+			checkEqual(t, "Runtime", p["Runtime"], "provided.al2023")
+			checkEqual(t, "Architectures", p["Architectures"], []any{"arm64"})
+			checkEqual(t, "Handler", p["Handler"], "bootstrap")
+			checkEqual(t, "MemorySize", p["MemorySize"], 512.0)
+			checkEqual(t, "Timeout", p["Timeout"], f.Timeout.Seconds())
+			if f.Timeout.Seconds() > 29 {
+				t.Errorf("timeout %v is longer than API Gateway waits", f.Timeout)
+			}
+			if _, ok := p["Code"].(map[string]any)["S3Key"]; !ok {
+				t.Errorf("Code is not an asset: %v", p["Code"])
+			}
+			logGroup := strings.TrimSuffix(strings.TrimPrefix(flatten(p["LoggingConfig"].(map[string]any)["LogGroup"]), "${"), "}")
+			checkEqual(t, "log group type", s.resources[logGroup].Type, "AWS::Logs::LogGroup")
+			checkEqual(t, "log retention", s.resources[logGroup].Properties["RetentionInDays"], 30.0)
+		})
+	}
+
+	for _, f := range functionSpecs {
+		t.Run("environment/"+f.Name, func(t *testing.T) {
+			env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+			want := map[string]string{
+				config.EnvSubjectClaim:      "sub",
+				config.EnvCursorSecret:      "${AWS::StackId}",
+				config.EnvDefaultLimitBytes: "0",
+				config.EnvDefaultLimitItems: "0",
+			}
+			for _, table := range schema.Tables {
+				want[table.EnvVar] = table.DefaultName
+			}
+			if f.Name == fnList {
+				want[config.EnvDeleteAllBudget] = "25s"
+			}
+			got := map[string]string{}
+			for k, v := range env {
+				got[k] = flatten(v)
+			}
+			checkEqual(t, "environment", got, want)
+		})
+	}
+
+	checkAccess(t, s, func(table schema.Table) string {
+		return "${" + s.logicalID(t, s.stack.Tables[table.ID]) + ".Arn}"
+	})
+
+	t.Run("function roles/no managed policies", func(t *testing.T) {
+		for _, id := range s.ofType("AWS::IAM::Role") {
+			if mp := s.resources[id].Properties["ManagedPolicyArns"]; mp != nil {
+				t.Errorf("role %s has managed policies %v", id, mp)
+			}
+		}
+	})
+
+	t.Run("function roles/log permissions only on own log group", func(t *testing.T) {
+		for _, f := range functionSpecs {
+			fn := s.resources[s.logicalID(t, s.stack.Functions[f.Name])]
+			logGroup := flatten(fn.Properties["LoggingConfig"].(map[string]any)["LogGroup"])
+			wantResource := strings.Replace(logGroup, "}", ".Arn}", 1)
+			for _, st := range s.statements(t, f.Name) {
+				for _, a := range asStrings(st["Action"]) {
+					if strings.HasPrefix(a, "logs:") {
+						checkEqual(t, f.Name+" "+a+" resources", asStrings(st["Resource"]), []string{wantResource})
+					}
+				}
+			}
+		}
+	})
+
+	checkRoutes(t, s, "NONE")
+
+	t.Run("api/no authorizers without jwt context", func(t *testing.T) {
+		if ids := s.ofType("AWS::ApiGatewayV2::Authorizer"); len(ids) != 0 {
+			t.Errorf("authorizers %v, want none", ids)
+		}
+	})
+
+	t.Run("api/no cors without origins", func(t *testing.T) {
+		api := s.resources[s.ofType("AWS::ApiGatewayV2::Api")[0]]
+		if c, ok := api.Properties["CorsConfiguration"]; ok {
+			t.Errorf("CorsConfiguration %v, want none", c)
+		}
+	})
+
+	t.Run("api/default stage", func(t *testing.T) {
+		stage := s.resources[s.ofType("AWS::ApiGatewayV2::Stage")[0]].Properties
+		checkEqual(t, "StageName", stage["StageName"], "$default")
+		checkEqual(t, "AutoDeploy", stage["AutoDeploy"], true)
+		checkEqual(t, "DefaultRouteSettings", stage["DefaultRouteSettings"], map[string]any{
+			"ThrottlingRateLimit": 100.0, "ThrottlingBurstLimit": 200.0,
+		})
+		logs, _ := stage["AccessLogSettings"].(map[string]any)
+		if !strings.HasPrefix(flatten(logs["DestinationArn"]), "${ApiAccessLogs") {
+			t.Errorf("access log destination %v", logs["DestinationArn"])
+		}
+		var format map[string]string
+		if err := json.Unmarshal([]byte(flatten(logs["Format"])), &format); err != nil {
+			t.Fatalf("access log format is not JSON: %v", err)
+		}
+		for _, k := range []string{"requestId", "routeKey", "status", "integrationError", "integrationStatus", "responseLatency"} {
+			if format[k] == "" {
+				t.Errorf("access log format lacks %s: %v", k, format)
+			}
+		}
+	})
+
+	t.Run("alarms", func(t *testing.T) {
+		metrics := map[string]int{}
+		for _, id := range s.ofType("AWS::CloudWatch::Alarm") {
+			p := s.resources[id].Properties
+			if p["Threshold"].(float64) <= 0 {
+				t.Errorf("alarm %s threshold %v", id, p["Threshold"])
+			}
+			checkEqual(t, id+" TreatMissingData", p["TreatMissingData"], "notBreaching")
+			if name, ok := p["MetricName"].(string); ok {
+				metrics[p["Namespace"].(string)+"/"+name]++
+				continue
+			}
+			for _, m := range asList(p["Metrics"]) {
+				stat, ok := m.(map[string]any)["MetricStat"].(map[string]any)
+				if !ok {
+					continue
+				}
+				metric := stat["Metric"].(map[string]any)
+				if metric["MetricName"] == "ThrottledRequests" || metric["MetricName"] == "SystemErrors" {
+					metrics[metric["Namespace"].(string)+"/"+metric["MetricName"].(string)]++
+				}
+			}
+		}
+		checkEqual(t, "alarm metrics", metrics, map[string]int{
+			"AWS/ApiGateway/5xx":             1,
+			"AWS/Lambda/Errors":              len(functionSpecs),
+			"AWS/Lambda/Throttles":           len(functionSpecs),
+			"AWS/DynamoDB/ThrottledRequests": len(schema.Tables) * len(tableOperations),
+			"AWS/DynamoDB/SystemErrors":      len(schema.Tables) * len(tableOperations),
+		})
+	})
+
+	t.Run("outputs", func(t *testing.T) {
+		if _, ok := s.outputs["ApiUrl"]; !ok {
+			t.Error("no ApiUrl output")
+		}
+		for _, table := range schema.Tables {
+			out, _ := s.outputs[table.ID+"Name"].(map[string]any)
+			checkEqual(t, table.ID+"Name output", out["Value"], table.DefaultName)
+		}
+	})
+}
+
+// checkTable compares the table named name with its schema description.
+func checkTable(t *testing.T, s *synthesized, table schema.Table, name string) {
+	t.Helper()
+	var found []resource
+	for _, id := range s.ofType("AWS::DynamoDB::Table") {
+		if s.resources[id].Properties["TableName"] == name {
+			found = append(found, s.resources[id])
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d tables named %q, want 1", len(found), name)
+	}
+	r := found[0]
+	p := r.Properties
+
+	checkEqual(t, "KeySchema", p["KeySchema"], keySchema(table.Hash, table.Range))
+
+	wantAttrs := map[string]string{}
+	addAttr := func(a *schema.KeyAttr) {
+		if a != nil {
+			wantAttrs[a.Name] = string(a.Type)
+		}
+	}
+	addAttr(&table.Hash)
+	addAttr(table.Range)
+	for _, idx := range table.Indexes {
+		addAttr(&idx.Hash)
+		addAttr(idx.Range)
+	}
+	gotAttrs := map[string]string{}
+	for _, a := range asList(p["AttributeDefinitions"]) {
+		a := a.(map[string]any)
+		gotAttrs[a["AttributeName"].(string)] = a["AttributeType"].(string)
+	}
+	checkEqual(t, "AttributeDefinitions", gotAttrs, wantAttrs)
+
+	var wantGSIs []any
+	for _, idx := range table.Indexes {
+		projection := map[string]any{"ProjectionType": "KEYS_ONLY"}
+		if len(idx.NonKeyAttributes) > 0 {
+			var attrs []any
+			for _, a := range idx.NonKeyAttributes {
+				attrs = append(attrs, a)
+			}
+			projection = map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": attrs}
+		}
+		wantGSIs = append(wantGSIs, map[string]any{
+			"IndexName":  idx.Name,
+			"KeySchema":  keySchema(idx.Hash, idx.Range),
+			"Projection": projection,
+		})
+	}
+	checkEqual(t, "GlobalSecondaryIndexes", asList(p["GlobalSecondaryIndexes"]), wantGSIs)
+
+	checkEqual(t, "BillingMode", p["BillingMode"], "PAY_PER_REQUEST")
+	checkEqual(t, "PointInTimeRecoverySpecification", p["PointInTimeRecoverySpecification"],
+		map[string]any{"PointInTimeRecoveryEnabled": true})
+	checkEqual(t, "TimeToLiveSpecification", p["TimeToLiveSpecification"],
+		map[string]any{"AttributeName": schema.AttrExpiresAt, "Enabled": true})
+	checkEqual(t, "DeletionPolicy", r.DeletionPolicy, "Retain")
+	checkEqual(t, "UpdateReplacePolicy", r.UpdateReplace, "Retain")
+}
+
+func keySchema(hash schema.KeyAttr, rng *schema.KeyAttr) []any {
+	ks := []any{map[string]any{"AttributeName": hash.Name, "KeyType": "HASH"}}
+	if rng != nil {
+		ks = append(ks, map[string]any{"AttributeName": rng.Name, "KeyType": "RANGE"})
+	}
+	return ks
+}
+
+// statements returns the policy statements attached to a function's role.
+func (s *synthesized) statements(t *testing.T, fn string) []map[string]any {
+	t.Helper()
+	role := "${" + s.logicalID(t, s.stack.Roles[fn]) + "}"
+	var out []map[string]any
+	for _, id := range s.ofType("AWS::IAM::Policy") {
+		p := s.resources[id].Properties
+		attached := false
+		for _, r := range asStrings(p["Roles"]) {
+			attached = attached || r == role
+		}
+		if !attached {
+			continue
+		}
+		for _, st := range asList(p["PolicyDocument"].(map[string]any)["Statement"]) {
+			out = append(out, st.(map[string]any))
+		}
+	}
+	return out
+}
+
+// checkAccess compares each function's DynamoDB permissions with
+// wantAccess. tableArn renders a table's ARN as it appears flattened in the
+// template.
+func checkAccess(t *testing.T, s *synthesized, tableArn func(schema.Table) string) {
+	t.Helper()
+	// Longest first, so an ARN never matches a shorter one that prefixes
+	// it (data_store is a prefix of data_store_list).
+	tables := append([]schema.Table(nil), schema.Tables...)
+	sort.Slice(tables, func(i, j int) bool { return len(tableArn(tables[i])) > len(tableArn(tables[j])) })
+	var pairs []string
+	for _, table := range tables {
+		pairs = append(pairs, tableArn(table), table.ID)
+	}
+	names := strings.NewReplacer(pairs...)
+
+	for _, f := range functionSpecs {
+		t.Run("iam/"+f.Name, func(t *testing.T) {
+			got := map[string][]string{}
+			for _, st := range s.statements(t, f.Name) {
+				checkEqual(t, "Effect", st["Effect"], "Allow")
+				for _, a := range asStrings(st["Action"]) {
+					if !strings.HasPrefix(a, "dynamodb:") {
+						continue
+					}
+					for _, r := range asStrings(st["Resource"]) {
+						key := names.Replace(r)
+						got[key] = append(got[key], strings.TrimPrefix(a, "dynamodb:"))
+					}
+				}
+			}
+			want := map[string][]string{}
+			for k, v := range wantAccess[f.Name] {
+				want[k] = append([]string(nil), v...)
+				sort.Strings(want[k])
+			}
+			for k := range got {
+				sort.Strings(got[k])
+			}
+			checkEqual(t, "DynamoDB access", got, want)
+		})
+	}
+
+	t.Run("iam/no wildcards", func(t *testing.T) {
+		for _, id := range s.ofType("AWS::IAM::Policy") {
+			for _, st := range asList(s.resources[id].Properties["PolicyDocument"].(map[string]any)["Statement"]) {
+				st := st.(map[string]any)
+				if _, ok := st["NotResource"]; ok {
+					t.Errorf("%s uses NotResource", id)
+				}
+				if _, ok := st["NotAction"]; ok {
+					t.Errorf("%s uses NotAction", id)
+				}
+				for _, r := range asStrings(st["Resource"]) {
+					if r == "*" || strings.HasSuffix(r, "/*") || strings.Contains(r, "table/*") {
+						t.Errorf("%s grants on wildcard resource %q", id, r)
+					}
+				}
+				for _, a := range asStrings(st["Action"]) {
+					if strings.Contains(a, "*") {
+						t.Errorf("%s grants wildcard action %q", id, a)
+					}
+				}
+			}
+		}
+	})
+}
+
+// checkRoutes checks that the API has exactly wantRoutes, each integrated
+// with its function, with IAM authorization on admin routes and
+// dataAuthorization on the others.
+func checkRoutes(t *testing.T, s *synthesized, dataAuthorization string) {
+	t.Helper()
+	routes := map[string]map[string]any{}
+	for _, id := range s.ofType("AWS::ApiGatewayV2::Route") {
+		p := s.resources[id].Properties
+		key := p["RouteKey"].(string)
+		if _, dup := routes[key]; dup {
+			t.Errorf("route %q defined twice", key)
+		}
+		routes[key] = p
+	}
+	var keys []string
+	for k := range wantRoutes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		fn := wantRoutes[key]
+		t.Run("route/"+key, func(t *testing.T) {
+			p, ok := routes[key]
+			if !ok {
+				t.Fatalf("no route %q", key)
+			}
+			target := flatten(p["Target"])
+			integrationID := strings.TrimSuffix(strings.TrimPrefix(target, "integrations/${"), "}")
+			integration, ok := s.resources[integrationID]
+			if !ok || integration.Type != "AWS::ApiGatewayV2::Integration" {
+				t.Fatalf("target %q is not an integration", target)
+			}
+			fnArn := "${" + s.logicalID(t, s.stack.Functions[fn]) + ".Arn}"
+			checkEqual(t, "IntegrationType", integration.Properties["IntegrationType"], "AWS_PROXY")
+			checkEqual(t, "IntegrationUri", flatten(integration.Properties["IntegrationUri"]), fnArn)
+			checkEqual(t, "PayloadFormatVersion", integration.Properties["PayloadFormatVersion"], "2.0")
+
+			wantAuth := dataAuthorization
+			if strings.Contains(key, "/admin/") {
+				wantAuth = "AWS_IAM"
+			}
+			checkEqual(t, "AuthorizationType", p["AuthorizationType"], wantAuth)
+			if wantAuth == "JWT" {
+				authorizer := strings.TrimSuffix(strings.TrimPrefix(flatten(p["AuthorizerId"]), "${"), "}")
+				if s.resources[authorizer].Type != "AWS::ApiGatewayV2::Authorizer" {
+					t.Errorf("AuthorizerId %v is not an authorizer", p["AuthorizerId"])
+				}
+			} else if p["AuthorizerId"] != nil {
+				t.Errorf("AuthorizerId %v on a %s route", p["AuthorizerId"], wantAuth)
+			}
+
+			// API Gateway may invoke the function for this route.
+			path := strings.SplitN(key, " ", 2)[1]
+			permitted := false
+			for _, id := range s.ofType("AWS::Lambda::Permission") {
+				pp := s.resources[id].Properties
+				if flatten(pp["FunctionName"]) == fnArn && strings.HasSuffix(flatten(pp["SourceArn"]), "/*/*"+path) {
+					permitted = true
+				}
+			}
+			if !permitted {
+				t.Errorf("no invoke permission for %s on %s", fn, path)
+			}
+		})
+	}
+	t.Run("routes/no others", func(t *testing.T) {
+		for key := range routes {
+			if _, ok := wantRoutes[key]; !ok {
+				t.Errorf("unexpected route %q", key)
+			}
+			if strings.HasSuffix(key, "/") {
+				t.Errorf("route %q ends in a slash, which API Gateway refuses", key)
+			}
+		}
+	})
+}
+
+func TestJWTAuthorizer(t *testing.T) {
+	s := synth(t, map[string]any{
+		ctxJWTIssuer:       "https://issuer.example.com/",
+		ctxJWTAudience:     "web, mobile",
+		ctxJWTSubjectClaim: "email",
+	})
+	t.Run("one jwt authorizer", func(t *testing.T) {
+		ids := s.ofType("AWS::ApiGatewayV2::Authorizer")
+		if len(ids) != 1 {
+			t.Fatalf("authorizers %v, want one", ids)
+		}
+		p := s.resources[ids[0]].Properties
+		checkEqual(t, "AuthorizerType", p["AuthorizerType"], "JWT")
+		checkEqual(t, "JwtConfiguration", p["JwtConfiguration"], map[string]any{
+			"Issuer": "https://issuer.example.com/", "Audience": []any{"web", "mobile"},
+		})
+		checkEqual(t, "IdentitySource", p["IdentitySource"], []any{"$request.header.Authorization"})
+	})
+	checkRoutes(t, s, "JWT")
+	t.Run("subject claim", func(t *testing.T) {
+		for _, f := range functionSpecs {
+			env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+			checkEqual(t, f.Name+" "+config.EnvSubjectClaim, env[config.EnvSubjectClaim], "email")
+		}
+	})
+}
+
+func TestImportExistingTables(t *testing.T) {
+	names := map[string]string{}
+	context := map[string]any{ctxImportTables: "true"}
+	for _, table := range schema.Tables {
+		names[table.ID] = "prod_" + table.DefaultName
+		context[tableContextKey(table)] = names[table.ID]
+	}
+	s := synth(t, context)
+
+	t.Run("creates no tables", func(t *testing.T) {
+		if ids := s.ofType("AWS::DynamoDB::Table"); len(ids) != 0 {
+			t.Errorf("tables %v, want none", ids)
+		}
+	})
+	t.Run("functions use the imported names", func(t *testing.T) {
+		for _, f := range functionSpecs {
+			env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+			for _, table := range schema.Tables {
+				checkEqual(t, f.Name+" "+table.EnvVar, env[table.EnvVar], names[table.ID])
+			}
+		}
+	})
+	checkAccess(t, s, func(table schema.Table) string {
+		return "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/" + names[table.ID]
+	})
+	checkRoutes(t, s, "NONE")
+}
+
+func TestContextConfiguration(t *testing.T) {
+	context := map[string]any{
+		ctxStackName:          "UdsStaging",
+		ctxCursorSecret:       "s3cret",
+		ctxDefaultLimitBytes:  "1048576",
+		ctxDefaultLimitItems:  1000.0,
+		ctxCORSOrigins:        "https://app.example.com, https://admin.example.com",
+		ctxThrottleRateLimit:  "50",
+		ctxThrottleBurstLimit: 75.0,
+	}
+	for _, table := range schema.Tables {
+		context[tableContextKey(table)] = "staging-" + table.DefaultName
+	}
+	s := synth(t, context)
+
+	t.Run("stack name", func(t *testing.T) {
+		checkEqual(t, "stack name", *s.stack.Stack.StackName(), "UdsStaging")
+	})
+	for _, table := range schema.Tables {
+		t.Run("table/"+table.ID, func(t *testing.T) {
+			checkTable(t, s, table, "staging-"+table.DefaultName)
+		})
+	}
+	t.Run("environment", func(t *testing.T) {
+		for _, f := range functionSpecs {
+			env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+			checkEqual(t, f.Name+" cursor secret", env[config.EnvCursorSecret], "s3cret")
+			checkEqual(t, f.Name+" limit bytes", env[config.EnvDefaultLimitBytes], "1048576")
+			checkEqual(t, f.Name+" limit items", env[config.EnvDefaultLimitItems], "1000")
+			checkEqual(t, f.Name+" data table", env[schema.Data.EnvVar], "staging-data_store")
+		}
+	})
+	t.Run("cors", func(t *testing.T) {
+		cors, _ := s.resources[s.ofType("AWS::ApiGatewayV2::Api")[0]].Properties["CorsConfiguration"].(map[string]any)
+		checkEqual(t, "AllowOrigins", cors["AllowOrigins"], []any{"https://app.example.com", "https://admin.example.com"})
+		checkEqual(t, "ExposeHeaders", cors["ExposeHeaders"], []any{"ETag"})
+		headers := strings.Join(asStrings(cors["AllowHeaders"]), ",")
+		for _, h := range []string{"Authorization", "Content-Type", "If-Match", "If-None-Match"} {
+			if !strings.Contains(headers, h) {
+				t.Errorf("AllowHeaders %s lacks %s", headers, h)
+			}
+		}
+	})
+	t.Run("throttling", func(t *testing.T) {
+		stage := s.resources[s.ofType("AWS::ApiGatewayV2::Stage")[0]].Properties
+		checkEqual(t, "DefaultRouteSettings", stage["DefaultRouteSettings"], map[string]any{
+			"ThrottlingRateLimit": 50.0, "ThrottlingBurstLimit": 75.0,
+		})
+	})
+}
+
+func TestPropsFromContextErrors(t *testing.T) {
+	cases := []struct {
+		name    string
+		context map[string]any
+		want    string
+	}{
+		{"issuer without audience", map[string]any{ctxJWTIssuer: "https://issuer.example.com/"}, "must be set together"},
+		{"audience without issuer", map[string]any{ctxJWTAudience: "web"}, "must be set together"},
+		{"issuer not https", map[string]any{ctxJWTIssuer: "http://issuer.example.com/", ctxJWTAudience: "web"}, "https URL"},
+		{"bad boolean", map[string]any{ctxImportTables: "maybe"}, ctxImportTables},
+		{"bad limit", map[string]any{ctxDefaultLimitBytes: "1.5"}, ctxDefaultLimitBytes},
+		{"negative limit", map[string]any{ctxDefaultLimitItems: "-1"}, "must not be negative"},
+		{"bad throttle", map[string]any{ctxThrottleRateLimit: "fast"}, ctxThrottleRateLimit},
+		{"zero throttle", map[string]any{ctxThrottleBurstLimit: "0"}, "must be positive"},
+		{"shared table name", map[string]any{"tableApps": "data_store"}, "would share the name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := map[string]any{ctxAssetDir: t.TempDir()}
+			for k, v := range c.context {
+				ctx[k] = v
+			}
+			app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
+			_, err := PropsFromContext(app.Node())
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestPropsDefaults(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	p, err := PropsFromContext(app.Node())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEqual(t, "StackName", *p.StackName, "UdsStack")
+	checkEqual(t, "AssetDir", p.AssetDir, filepath.Join(root, "build"))
+	checkEqual(t, "SubjectClaim", p.SubjectClaim, "sub")
+	checkEqual(t, "ImportExistingTables", p.ImportExistingTables, false)
+	checkEqual(t, "throttle", []float64{p.ThrottleRateLimit, p.ThrottleBurstLimit}, []float64{100, 200})
+	for _, table := range schema.Tables {
+		checkEqual(t, table.ID, p.TableName(table), table.DefaultName)
+	}
+	if _, err := os.Stat(filepath.Join(root, "infra", "go.mod")); err != nil {
+		t.Errorf("repository root %s has no infra/go.mod: %v", root, err)
+	}
+
+	p.AssetDir = t.TempDir()
+	if err := p.CheckAssets(); err == nil || !strings.Contains(err.Error(), "make build-zips") {
+		t.Errorf("CheckAssets on an empty directory: %v", err)
+	}
+}
+
+// TestCDKJSON checks that the CLI runs the app from the repository root,
+// where the relative paths it passes (cdk.out and files in it) resolve.
+func TestCDKJSON(t *testing.T) {
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "cdk.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cdkJSON struct {
+		App    string `json:"app"`
+		Output string `json:"output"`
+	}
+	if err := json.Unmarshal(raw, &cdkJSON); err != nil {
+		t.Fatal(err)
+	}
+	checkEqual(t, "output", cdkJSON.Output, "cdk.out")
+	if !strings.HasPrefix(cdkJSON.App, "go -C infra build ") || strings.Contains(cdkJSON.App, "cd infra") {
+		t.Errorf("app %q: want the app built from infra/ and run from the root", cdkJSON.App)
+	}
+}
+
+func TestTableContextKeys(t *testing.T) {
+	var got []string
+	for _, table := range schema.Tables {
+		got = append(got, tableContextKey(table))
+	}
+	checkEqual(t, "context keys", got, []string{"tableData", "tableList", "tableUsage", "tableApps"})
+}
+
+func checkEqual(t *testing.T, what string, got, want any) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		t.Errorf("%s:\n got  %s\n want %s", what, g, w)
+	}
+}

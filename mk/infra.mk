@@ -1,0 +1,106 @@
+# mk/infra.mk: the CDK app (infra/) and the CDK CLI.
+#
+# The root Makefile includes this file and runs from the repository root; the
+# paths below are relative to it. The root Makefile defines build-zips, which
+# writes build/kv.zip, build/list.zip and build/admin.zip (one executable
+# named bootstrap in each), the code the stack deploys.
+#
+# Targets:
+#   cdk-install    install the npm packages pinned in package-lock.json
+#                  (the CDK CLI and DynamoDB Local), once per lock file change,
+#                  through the root Makefile's node_modules/.package-lock.json
+#   synth          write the CloudFormation template to cdk.out/, offline and
+#                  without AWS credentials
+#   cdk-diff       compare the stack with what is deployed
+#   cdk-bootstrap  prepare an account and region for CDK deployments (once)
+#   deploy         deploy the stack with the credentials in the environment
+#   test-infra     run the CDK app's assertion tests
+#
+# Configuration is passed to the app as CDK context through make variables,
+# for synth, cdk-diff and deploy alike, e.g.
+#   make deploy JWT_ISSUER=https://issuer.example.com/ JWT_AUDIENCE=web,mobile
+# A variable left empty leaves the app's default in place.
+#   STACK_NAME             stackName             stack name (UdsStack)
+#   TABLE_DATA             tableData             table names (the seed's
+#   TABLE_LIST             tableList             data_store, data_store_list,
+#   TABLE_USAGE            tableUsage            data_usage, apps)
+#   TABLE_APPS             tableApps
+#   IMPORT_EXISTING_TABLES importExistingTables  true: use existing tables, e.g.
+#                                                ones kept by an earlier stack
+#   JWT_ISSUER             jwtIssuer             with JWT_AUDIENCE (comma-
+#   JWT_AUDIENCE           jwtAudience           separated): JWT authorizer on
+#                                                the data routes; without them
+#                                                the data routes are public
+#   JWT_SUBJECT_CLAIM      jwtSubjectClaim       claim naming the caller (sub)
+#   CURSOR_SECRET          cursorSecret          pagination cursor key (the
+#                                                stack ID)
+#   DEFAULT_LIMIT_BYTES    defaultLimitBytes     global per-user quota, 0 is
+#   DEFAULT_LIMIT_ITEMS    defaultLimitItems     unlimited (0)
+#   CORS_ORIGINS           corsOrigins           comma-separated browser
+#                                                origins (none: no CORS)
+#   THROTTLE_RATE_LIMIT    throttleRateLimit     stage throttling, requests
+#   THROTTLE_BURST_LIMIT   throttleBurstLimit    per second and burst (100, 200)
+#   CDK_DEPLOY_FLAGS       extra flags for cdk deploy, e.g. --require-approval never
+
+CDK := node_modules/.bin/cdk
+
+# The CDK CLI comes from the same npm install as DynamoDB Local. The root
+# Makefile owns the rule for that install: its target is the stamp
+# node_modules/.package-lock.json (npm rewrites it on every install, so it is
+# newer than package-lock.json exactly when node_modules matches the lock),
+# and its recipe runs npm ci. A second rule here would override that one.
+NODE_MODULES_STAMP := node_modules/.package-lock.json
+
+# Context variable = context key.
+CDK_CONTEXT_VARS := \
+	STACK_NAME=stackName \
+	TABLE_DATA=tableData TABLE_LIST=tableList TABLE_USAGE=tableUsage TABLE_APPS=tableApps \
+	IMPORT_EXISTING_TABLES=importExistingTables \
+	JWT_ISSUER=jwtIssuer JWT_AUDIENCE=jwtAudience JWT_SUBJECT_CLAIM=jwtSubjectClaim \
+	CURSOR_SECRET=cursorSecret \
+	DEFAULT_LIMIT_BYTES=defaultLimitBytes DEFAULT_LIMIT_ITEMS=defaultLimitItems \
+	CORS_ORIGINS=corsOrigins \
+	THROTTLE_RATE_LIMIT=throttleRateLimit THROTTLE_BURST_LIMIT=throttleBurstLimit
+
+cdk_var = $(word 1,$(subst =, ,$(1)))
+cdk_key = $(word 2,$(subst =, ,$(1)))
+CDK_CONTEXT = $(foreach p,$(CDK_CONTEXT_VARS),$(if $($(call cdk_var,$(p))),--context '$(call cdk_key,$(p))=$($(call cdk_var,$(p)))'))
+
+# The CLI checks for new versions and sends telemetry unless told not to,
+# and the notices and version reporting flags keep it from fetching notices
+# and from adding a metadata resource to the template.
+CDK_FLAGS := --no-notices --no-version-reporting
+CDK_ENV := CDK_DISABLE_VERSION_CHECK=1 CDK_DISABLE_CLI_TELEMETRY=1
+
+# The Go app runs the CDK through jsii, a node child process that prints a
+# banner when node is past its end of life (the machines run Debian's node);
+# the banner says nothing about the stack, so it is silenced for the node
+# in use. Recursive, so node only runs when a recipe needs it.
+JSII_ENV = JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=$$(node -p 'process.versions.node.split(".")[0]') \
+	JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
+
+# synth needs no AWS account: the stack names no account or region and does
+# no lookups. Before running the app the CLI still asks the AWS SDK for a
+# default account, which with no credentials configured would probe the EC2
+# instance metadata address; that probe is switched off here.
+SYNTH_ENV := AWS_EC2_METADATA_DISABLED=true
+
+.PHONY: cdk-install synth cdk-diff cdk-bootstrap deploy test-infra
+
+cdk-install: $(NODE_MODULES_STAMP)
+
+synth: build-zips cdk-install
+	$(CDK_ENV) $(SYNTH_ENV) $(JSII_ENV) $(CDK) synth --quiet --no-lookups $(CDK_FLAGS) $(CDK_CONTEXT)
+	@echo "wrote cdk.out/$(or $(STACK_NAME),UdsStack).template.json"
+
+cdk-diff: build-zips cdk-install
+	$(CDK_ENV) $(JSII_ENV) $(CDK) diff $(CDK_FLAGS) $(CDK_CONTEXT)
+
+cdk-bootstrap: build-zips cdk-install
+	$(CDK_ENV) $(JSII_ENV) $(CDK) bootstrap $(CDK_FLAGS) $(CDK_CONTEXT)
+
+deploy: build-zips cdk-install
+	$(CDK_ENV) $(JSII_ENV) $(CDK) deploy $(CDK_FLAGS) $(CDK_CONTEXT) $(CDK_DEPLOY_FLAGS)
+
+test-infra:
+	cd infra && $(JSII_ENV) go test ./...
