@@ -18,13 +18,13 @@ import (
 
 const app = "d53065bd-f932-4841-83fb-849717d8df0f"
 
-func newStore(t *testing.T) (*store.Store, *dynamotest.Counter) {
+func newStore(t testing.TB) (*store.Store, *dynamotest.Counter) {
 	t.Helper()
 	counter := dynamotest.NewCounter(dynamotest.Client(t))
 	return store.New(counter, dynamotest.NewTables(t)), counter
 }
 
-func key(t *testing.T, ns, id string) uds.Key {
+func key(t testing.TB, ns, id string) uds.Key {
 	t.Helper()
 	k, err := uds.NewKey(app, ns, id)
 	if err != nil {
@@ -165,7 +165,7 @@ func TestLargeValues(t *testing.T) {
 
 // fillList creates n items with sort keys k0000.. and values of about size
 // bytes that compress little (random base64).
-func fillList(t *testing.T, s *store.Store, list uds.Key, n, size int) {
+func fillList(t testing.TB, s *store.Store, list uds.Key, n, size int) {
 	t.Helper()
 	ctx := context.Background()
 	pad := strings.Trim(randomJSON(max(size-20, 0)), `"`)
