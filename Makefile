@@ -75,6 +75,10 @@ build/%/bootstrap: $(GO_SOURCES)
 build/%.zip: build/%/bootstrap
 	go run ./internal/tools/zipbootstrap -o $@ $<
 
+# Keep the binaries (make would delete them as intermediates): their size is
+# reported, and the zips rebuild only when a binary changes.
+.SECONDARY: $(FUNCTIONS:%=build/%/bootstrap)
+
 clean:
 	rm -rf build cdk.out
 
