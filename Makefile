@@ -68,7 +68,7 @@ build-zips: $(FUNCTIONS:%=build/%.zip)
 
 # Stripped static arm64 binaries for provided.al2023; the pattern rule
 # rebuilds a function whenever any Go source of the module changes.
-GO_SOURCES := $(shell find . -name '*.go' -not -path './infra/*' -not -path './node_modules/*') go.mod go.sum
+GO_SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './infra/*' -not -path './node_modules/*') go.mod go.sum
 build/%/bootstrap: $(GO_SOURCES)
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build $(GO_BUILD_FLAGS) -o $@ ./functions/$*
 

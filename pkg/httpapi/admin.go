@@ -171,27 +171,11 @@ func (a *API) appUsers(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	limit, after, binding, err := a.adminPage(r, "users\x00"+app)
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
-	}
-	users, more, err := a.store.AppUsers(r.Context(), app, after, limit)
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
-	}
-	out := struct {
-		Users  []userRow `json:"users"`
-		Cursor string    `json:"cursor,omitempty"`
-	}{Users: make([]userRow, len(users))}
-	for i, u := range users {
-		out.Users[i] = userRow{u.User, u.Bytes, u.Items}
-	}
-	if more {
-		out.Cursor = a.cursors.Seal(binding, users[len(users)-1].User)
-	}
-	writeJSON(w, http.StatusOK, out)
+	page(a, w, r, "users", "users\x00"+app,
+		func(after string, limit int) ([]uds.UserUsage, bool, error) {
+			return a.store.AppUsers(r.Context(), app, after, limit)
+		},
+		func(u uds.UserUsage) (any, string) { return userRow{u.User, u.Bytes, u.Items}, u.User })
 }
 
 // userApps lists the apps a user stores data in (seed 000's
@@ -202,48 +186,54 @@ func (a *API) userApps(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	limit, after, binding, err := a.adminPage(r, "apps\x00"+user)
+	page(a, w, r, "apps", "apps\x00"+user,
+		func(after string, limit int) ([]uds.AppUsage, bool, error) {
+			return a.store.UserApps(r.Context(), user, after, limit)
+		},
+		func(u uds.AppUsage) (any, string) { return appRow{u.App, u.Bytes, u.Items}, u.App })
+}
+
+// page answers one page of an admin listing: {field: [rows], "cursor"},
+// the cursor sealed to binding and carrying the last row's key.
+func page[T any](a *API, w http.ResponseWriter, r *http.Request, field, binding string,
+	fetch func(after string, limit int) ([]T, bool, error), row func(T) (any, string)) {
+	limit, after, err := a.adminPage(r, binding)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
-	apps, more, err := a.store.UserApps(r.Context(), user, after, limit)
+	items, more, err := fetch(after, limit)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
-	out := struct {
-		Apps   []appRow `json:"apps"`
-		Cursor string   `json:"cursor,omitempty"`
-	}{Apps: make([]appRow, len(apps))}
-	for i, u := range apps {
-		out.Apps[i] = appRow{u.App, u.Bytes, u.Items}
+	rows := make([]any, len(items))
+	last := ""
+	for i, it := range items {
+		rows[i], last = row(it)
 	}
+	out := map[string]any{field: rows}
 	if more {
-		out.Cursor = a.cursors.Seal(binding, apps[len(apps)-1].App)
+		out["cursor"] = a.cursors.Seal(binding, last)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 // adminPage parses limit and cursor as list reads do.
-func (a *API) adminPage(r *http.Request, binding string) (limit int, after, bind string, err error) {
+func (a *API) adminPage(r *http.Request, binding string) (limit int, after string, err error) {
 	params, err := query(r)
 	if err != nil {
-		return 0, "", "", err
+		return 0, "", err
 	}
-	limit = defaultLimit
-	if v := params.Get("limit"); v != "" {
-		limit, err = strconv.Atoi(v)
-		if err != nil || limit < 1 || limit > maxLimit {
-			return 0, "", "", uds.Invalid("limit", "must be a whole number from 1 to %d, got %q", maxLimit, v)
-		}
+	if limit, err = pageLimit(params); err != nil {
+		return 0, "", err
 	}
 	if c := params.Get("cursor"); c != "" {
 		if after, err = a.cursors.Open(binding, c); err != nil {
-			return 0, "", "", uds.Invalid("cursor", "was not issued for this listing")
+			return 0, "", uds.Invalid("cursor", "was not issued for this listing")
 		}
 	}
-	return limit, after, binding, nil
+	return limit, after, nil
 }
 
 func appAndUser(p params) (string, string, error) {

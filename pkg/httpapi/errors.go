@@ -110,9 +110,6 @@ func limitPtr(v int64) *int64 {
 
 func now() string { return time.Now().UTC().Format(time.RFC3339) }
 
-// itoa is strconv.Itoa, named for readability at call sites.
-func itoa(n int) string { return strconv.Itoa(n) }
-
 // WriteBadURL answers a request whose URL cannot even be parsed (malformed
 // percent-encoding) with the same 400 body as every other invalid input.
 // Hosts call it when they cannot build an *http.Request at all.

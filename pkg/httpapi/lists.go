@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -75,12 +76,8 @@ func parseListQuery(r *http.Request, key uds.Key) (store.ListQuery, string, erro
 			}
 		}
 	}
-	if v := params.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxLimit {
-			return q, "", uds.Invalid("limit", "must be a whole number from 1 to %d, got %q", maxLimit, v)
-		}
-		q.Limit = n
+	if q.Limit, err = pageLimit(params); err != nil {
+		return q, "", err
 	}
 	switch order := params.Get("sortOrder"); strings.ToUpper(order) {
 	case "", "ASC":
@@ -90,6 +87,19 @@ func parseListQuery(r *http.Request, key uds.Key) (store.ListQuery, string, erro
 		return q, "", uds.Invalid("sortOrder", "must be ASC or DESC, got %q", order)
 	}
 	return q, params.Get("cursor"), nil
+}
+
+// pageLimit parses the limit parameter of lists and listings.
+func pageLimit(params url.Values) (int, error) {
+	v := params.Get("limit")
+	if v == "" {
+		return defaultLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxLimit {
+		return 0, uds.Invalid("limit", "must be a whole number from 1 to %d, got %q", maxLimit, v)
+	}
+	return n, nil
 }
 
 // listBinding names a list query for its cursors: a cursor only continues

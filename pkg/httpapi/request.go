@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -62,7 +63,7 @@ func readWrite(r *http.Request, w *uds.Write) error {
 		return uds.Invalid("data", "is not valid JSON")
 	}
 	if compact.Len() > uds.MaxDataBytes {
-		return &uds.TooLargeError{Reason: "data takes " + itoa(compact.Len()) + " bytes of JSON; at most 1 MiB (1048576 bytes) is stored"}
+		return &uds.TooLargeError{Reason: "data takes " + strconv.Itoa(compact.Len()) + " bytes of JSON; at most 1 MiB (1048576 bytes) is stored"}
 	}
 	w.Data = compact.Bytes()
 	if b.ClassName != nil {
@@ -84,7 +85,7 @@ func jsonProblem(err error) string {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syntax):
-		return "syntax error at byte " + itoa(int(syntax.Offset))
+		return "syntax error at byte " + strconv.Itoa(int(syntax.Offset))
 	case errors.As(err, &typ):
 		if typ.Field != "" {
 			return typ.Field + " has the wrong type"
@@ -154,7 +155,7 @@ func entityTags(v string) ([]string, error) {
 		return nil, errors.New("is empty")
 	}
 	if len(tags) > maxEntityTags {
-		return nil, errors.New("lists more than " + itoa(maxEntityTags) + " entity tags")
+		return nil, errors.New("lists more than " + strconv.Itoa(maxEntityTags) + " entity tags")
 	}
 	return tags, nil
 }
