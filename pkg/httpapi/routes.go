@@ -100,15 +100,15 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.notFound(w, r)
 		return
 	}
-	raw := strings.Split(strings.TrimSuffix(rest, "/"), "/")
-	segs := make([]string, len(raw))
-	for i, s := range raw {
+	var segBuf [8]string // room for every route's segments
+	segs := segBuf[:0]
+	for s := range strings.SplitSeq(strings.TrimSuffix(rest, "/"), "/") {
 		u, err := url.PathUnescape(s)
 		if err != nil {
 			a.fail(w, r, uds.Invalid("path", "malformed percent-encoding in %q", s), nil)
 			return
 		}
-		segs[i] = u
+		segs = append(segs, u)
 	}
 	var allow []string
 	for i := range routes {

@@ -1,0 +1,236 @@
+package lambdahost_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/lambdahost"
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// stubTransport answers DynamoDB at the HTTP transport, so the benchmarks
+// include the SDK's request building, signing and response parsing, and
+// nothing of the network or the engine. Its responses carry what
+// DynamoDB's do: a request ID and the CRC32 of the body, which the client
+// validates.
+type stubTransport struct{}
+
+var stubItem = `{"Item":{"dataKey":{"S":"d53065bd-f932-4841-83fb-849717d8df0f|bench|item"},` +
+	`"dataValue":{"S":"{\"s\":\"` + strings.Repeat("a", 980) + `\"}"},` +
+	`"createdDate":{"S":"2024-01-15T10:30:00.000Z"},"createdBySubject":{"S":"anonymous"},` +
+	`"updatedDate":{"S":"2024-01-15T10:30:00.000Z"},"updatedBySubject":{"S":"anonymous"},` +
+	`"version":{"N":"1"},"itemSize":{"N":"1150"},"ownerKey":{"S":"d53065bd-f932-4841-83fb-849717d8df0f|anonymous"},"schemaVersion":{"N":"1"}}}`
+
+type stubBody struct {
+	body, crc string
+}
+
+func newStubBody(body string) stubBody {
+	return stubBody{body, strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10)}
+}
+
+var (
+	stubGetItem  = newStubBody(stubItem)
+	stubBatchGet = newStubBody(`{"Responses":{}}`)
+	stubEmpty    = newStubBody(`{}`)
+)
+
+func (stubTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	b := stubEmpty
+	switch target := r.Header.Get("X-Amz-Target"); {
+	case strings.HasSuffix(target, ".GetItem"):
+		b = stubGetItem
+	case strings.HasSuffix(target, ".BatchGetItem"):
+		b = stubBatchGet
+	}
+	return &http.Response{
+		StatusCode: 200,
+		Header: http.Header{
+			"Content-Type":     {"application/x-amz-json-1.0"},
+			"X-Amz-Crc32":      {b.crc},
+			"X-Amzn-Requestid": {"BENCHREQ0000000000000000000000000000000000000000000000"},
+		},
+		Body:          io.NopCloser(strings.NewReader(b.body)),
+		ContentLength: int64(len(b.body)),
+		Request:       r,
+	}, nil
+}
+
+// lambdaEnv gives the benchmark the environment Lambda gives a function,
+// and nothing else of the machine's AWS configuration.
+func lambdaEnv(b *testing.B) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
+			b.Setenv(k, "")
+			_ = os.Unsetenv(k)
+		}
+	}
+	b.Setenv("HOME", b.TempDir())
+	b.Setenv("AWS_LAMBDA_FUNCTION_NAME", "kv")
+	b.Setenv("AWS_REGION", "us-east-1")
+	b.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+	b.Setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+	b.Setenv("AWS_SESSION_TOKEN", "IQoJb3JpZ2luX2VjEXAMPLETOKEN")
+}
+
+var benchTables = store.Tables{Data: "data_store", List: "data_store_list", Usage: "data_usage", Apps: "apps"}
+
+func apiHandler(st httpapi.Store) lambdahost.HandlerFunc {
+	return lambdahost.Handler(httpapi.New(st, httpapi.GroupAll, httpapi.Config{
+		Subject: lambdahost.Subject("sub"), CursorSecret: []byte("k"),
+	}))
+}
+
+// benchHandler is the production handler: the client is built by
+// store.NewClient as on Lambda, and only its HTTP transport is replaced.
+func benchHandler(b *testing.B) lambdahost.HandlerFunc {
+	lambdaEnv(b)
+	client, err := store.NewClient(context.Background(), "", func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: stubTransport{}}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return apiHandler(store.New(client, benchTables))
+}
+
+// floorHandler is the same adapter serving a constant 1 KB response.
+func floorHandler() lambdahost.HandlerFunc {
+	body := []byte(`{"data":{"s":"` + strings.Repeat("a", 980) + `"}}`)
+	return lambdahost.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	}))
+}
+
+// fakeStore is an in-memory httpapi.Store for the item routes: with it the
+// benchmarks measure our HTTP layer (routing, validation, encoding) and the
+// adapter without the SDK.
+type fakeStore struct {
+	item uds.Item
+}
+
+func newFakeStore() *fakeStore {
+	k, err := uds.NewKey("d53065bd-f932-4841-83fb-849717d8df0f", "bench", "item")
+	if err != nil {
+		panic(err)
+	}
+	t := time.Date(2024, 1, 15, 10, 30, 0, 0, time.UTC)
+	return &fakeStore{item: uds.Item{
+		Key: k, Data: json.RawMessage(`{"s":"` + strings.Repeat("a", 980) + `"}`),
+		CreatedDate: t, CreatedBy: httpapi.Anonymous, UpdatedDate: t, UpdatedBy: httpapi.Anonymous, Version: 1,
+	}}
+}
+
+var errFake = errors.New("not in the fake store")
+
+func (f *fakeStore) Get(_ context.Context, k uds.Key) (uds.Item, error) {
+	if k != f.item.Key {
+		return uds.Item{}, uds.ErrNotFound
+	}
+	return f.item, nil
+}
+
+func (f *fakeStore) Create(_ context.Context, w uds.Write) (uds.Item, error) {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	return uds.Item{Key: w.Key, Data: w.Data, ClassName: w.ClassName,
+		CreatedDate: now, CreatedBy: w.Subject, UpdatedDate: now, UpdatedBy: w.Subject, Version: 1}, nil
+}
+
+func (f *fakeStore) Update(context.Context, uds.Write) (uds.Item, error)     { return uds.Item{}, errFake }
+func (f *fakeStore) Delete(context.Context, uds.Key, uds.Precondition) error { return errFake }
+func (f *fakeStore) ListItems(context.Context, store.ListQuery) (store.ListPage, error) {
+	return store.ListPage{}, errFake
+}
+func (f *fakeStore) DeleteList(context.Context, uds.Key) (int, error) { return 0, errFake }
+func (f *fakeStore) Quota(context.Context, string, string) (uds.Quota, error) {
+	return uds.Quota{}, errFake
+}
+func (f *fakeStore) AppLimits(context.Context, string) (uds.Limits, error) {
+	return uds.Limits{}, errFake
+}
+func (f *fakeStore) SetAppLimits(context.Context, string, uds.Limits) error          { return errFake }
+func (f *fakeStore) SetUserLimits(context.Context, string, string, uds.Limits) error { return errFake }
+func (f *fakeStore) AppUsers(context.Context, string, string, int) ([]uds.UserUsage, bool, error) {
+	return nil, false, errFake
+}
+func (f *fakeStore) UserApps(context.Context, string, string, int) ([]uds.AppUsage, bool, error) {
+	return nil, false, errFake
+}
+func (f *fakeStore) Recompute(context.Context, string, string) (uds.Quota, uds.Usage, error) {
+	return uds.Quota{}, uds.Usage{}, errFake
+}
+
+func benchEvent(method, path, body string) events.APIGatewayV2HTTPRequest {
+	return events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RawPath: path, Body: body,
+		Headers: map[string]string{"content-type": "application/json", "user-agent": "bench"},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			DomainName: "abc.execute-api.us-east-1.amazonaws.com", Stage: "$default",
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path},
+		},
+	}
+}
+
+func runBench(b *testing.B, h lambdahost.HandlerFunc, ev events.APIGatewayV2HTTPRequest, status int) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := h(ctx, ev)
+		if err != nil || res.StatusCode != status {
+			b.Fatalf("status %d, err %v: %s", res.StatusCode, err, res.Body)
+		}
+	}
+}
+
+const benchPath = "/rest/api/v1/data/d53065bd-f932-4841-83fb-849717d8df0f/bench/item"
+
+var benchBody = `{"data":{"s":"` + strings.Repeat("a", 980) + `"}}`
+
+// BenchmarkGet1KB and BenchmarkPost1KB run our whole layer (adapter,
+// routing, validation, store, SDK) with DynamoDB stubbed at the transport;
+// the Floor benchmarks run the adapter alone. The target is at most 2x.
+// A POST makes two DynamoDB calls (the usage reservation and the write; the
+// limits read is cached after the first request).
+func BenchmarkGet1KB(b *testing.B) {
+	runBench(b, benchHandler(b), benchEvent("GET", benchPath, ""), 200)
+}
+
+func BenchmarkPost1KB(b *testing.B) {
+	runBench(b, benchHandler(b), benchEvent("POST", benchPath, benchBody), 201)
+}
+
+// The FakeStore benchmarks replace the store (and so the SDK) by an
+// in-memory one: what remains is the adapter and our HTTP layer.
+func BenchmarkFakeStoreGet1KB(b *testing.B) {
+	runBench(b, apiHandler(newFakeStore()), benchEvent("GET", benchPath, ""), 200)
+}
+
+func BenchmarkFakeStorePost1KB(b *testing.B) {
+	runBench(b, apiHandler(newFakeStore()), benchEvent("POST", benchPath, benchBody), 201)
+}
+
+func BenchmarkFloorGet1KB(b *testing.B) {
+	runBench(b, floorHandler(), benchEvent("GET", benchPath, ""), 200)
+}
+
+func BenchmarkFloorPost1KB(b *testing.B) {
+	runBench(b, floorHandler(), benchEvent("POST", benchPath, benchBody), 200)
+}
