@@ -84,10 +84,11 @@ type tableAccess struct {
 // in the stack grants DynamoDB access, so this is the one place to adjust
 // when the store starts making a new call.
 //
-// Every function reads the apps and usage tables for the limits in effect
-// (the store caches them, fetching an app's default and a user's override
-// with one BatchGetItem) and updates usage with conditional UpdateItem calls,
-// which is how a quota is never passed under concurrent writers.
+// The data functions read the apps and usage tables for the limits in
+// effect (the store caches them, fetching an app's default and a user's
+// override with one BatchGetItem) and update usage with conditional
+// UpdateItem calls, which is how a quota is never passed under concurrent
+// writers. The admin function writes no data and so needs no BatchGetItem.
 var functionAccess = map[string][]tableAccess{
 	fnKV: {
 		{Table: schema.Data, Actions: []string{
@@ -116,13 +117,11 @@ var functionAccess = map[string][]tableAccess{
 		// A user's apps are a query on the usage table's hash key; an
 		// app's users are parallel queries on the sharded app index.
 		{Table: schema.Usage, Actions: []string{
-			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
-			"dynamodb:Query", "dynamodb:BatchGetItem",
+			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query",
 		}},
 		{Table: schema.Usage, Index: schema.IndexByAppShard, Actions: []string{"dynamodb:Query"}},
-		{Table: schema.Apps, Actions: []string{
-			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem",
-		}},
+		// Limit views read the app default; limit changes update records.
+		{Table: schema.Apps, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}},
 		// Recompute reads an owner's items through the owner index of
 		// both data tables and never the items themselves.
 		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},

@@ -223,9 +223,9 @@ var wantAccess = map[string]map[string][]string{
 		"AppsTable":  {"GetItem", "BatchGetItem"},
 	},
 	fnAdmin: {
-		"UsageTable":                  {"GetItem", "PutItem", "UpdateItem", "Query", "BatchGetItem"},
+		"UsageTable":                  {"GetItem", "UpdateItem", "Query"},
 		"UsageTable/index/byAppShard": {"Query"},
-		"AppsTable":                   {"GetItem", "PutItem", "UpdateItem", "BatchGetItem"},
+		"AppsTable":                   {"GetItem", "UpdateItem"},
 		"DataTable/index/byOwner":     {"Query"},
 		"ListTable/index/byOwner":     {"Query"},
 	},
