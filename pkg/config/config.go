@@ -22,7 +22,6 @@ const (
 	EnvDeleteAllBudget     = "UDS_DELETE_ALL_BUDGET"
 	EnvListenAddr          = "UDS_LISTEN_ADDR"
 	EnvTrustSubjectHeader  = "UDS_TRUST_SUBJECT_HEADER"
-	EnvDataDir             = "UDS_DATA_DIR"
 	DefaultListenAddr      = "127.0.0.1:8080"
 	DefaultSubjectClaim    = "sub"
 	DefaultLimitsCacheTTL  = 30 * time.Second

@@ -51,9 +51,6 @@ func WithDefaultLimits(l uds.Limits) Option { return func(s *Store) { s.limits.g
 // change takes to be enforced.
 func WithLimitsTTL(d time.Duration) Option { return func(s *Store) { s.limits.ttl = d } }
 
-// WithClock replaces the wall clock (tests).
-func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
-
 // New returns a Store over client.
 func New(client Client, tables Tables, opts ...Option) *Store {
 	s := &Store{client: client, tables: tables, now: time.Now}

@@ -102,9 +102,3 @@ type Range struct {
 	Start, End string
 	Descending bool
 }
-
-// Page is one page of list items; Cursor is empty on the last page.
-type Page struct {
-	Items  []Item
-	Cursor string
-}
