@@ -43,10 +43,14 @@ type resource struct {
 	UpdateReplace  string         `json:"UpdateReplacePolicy"`
 }
 
-// cdkJSONContext is the context block of cdk.json: the feature flags the CLI
-// hands the app. The tests synthesize with it so that they check the
-// template the CLI would produce.
-func cdkJSONContext(t *testing.T) map[string]any {
+// cdkJSONFile is what the tests read of cdk.json.
+type cdkJSONFile struct {
+	App     string         `json:"app"`
+	Output  string         `json:"output"`
+	Context map[string]any `json:"context"`
+}
+
+func readCDKJSON(t *testing.T) cdkJSONFile {
 	t.Helper()
 	root, err := repoRoot()
 	if err != nil {
@@ -56,15 +60,17 @@ func cdkJSONContext(t *testing.T) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cdkJSON struct {
-		App     string         `json:"app"`
-		Context map[string]any `json:"context"`
-	}
-	if err := json.Unmarshal(raw, &cdkJSON); err != nil {
+	var f cdkJSONFile
+	if err := json.Unmarshal(raw, &f); err != nil {
 		t.Fatalf("cdk.json: %v", err)
 	}
-	return cdkJSON.Context
+	return f
 }
+
+// cdkJSONContext is the context block of cdk.json: the feature flags the CLI
+// hands the app. The tests synthesize with it so that they check the
+// template the CLI would produce.
+func cdkJSONContext(t *testing.T) map[string]any { return readCDKJSON(t).Context }
 
 // synth builds the stack from context the way main does, with the function
 // zips replaced by dummies in a temporary directory (CDK requires an asset
@@ -833,21 +839,7 @@ func TestPropsDefaults(t *testing.T) {
 // TestCDKJSON checks that the CLI runs the app from the repository root,
 // where the relative paths it passes (cdk.out and files in it) resolve.
 func TestCDKJSON(t *testing.T) {
-	root, err := repoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "cdk.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cdkJSON struct {
-		App    string `json:"app"`
-		Output string `json:"output"`
-	}
-	if err := json.Unmarshal(raw, &cdkJSON); err != nil {
-		t.Fatal(err)
-	}
+	cdkJSON := readCDKJSON(t)
 	checkEqual(t, "output", cdkJSON.Output, "cdk.out")
 	if !strings.HasPrefix(cdkJSON.App, "go -C infra build ") || strings.Contains(cdkJSON.App, "cd infra") {
 		t.Errorf("app %q: want the app built from infra/ and run from the root", cdkJSON.App)
