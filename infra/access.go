@@ -88,7 +88,7 @@ type tableAccess struct {
 // effect (the store caches them, fetching an app's default and a user's
 // override with one BatchGetItem) and update usage with conditional
 // UpdateItem calls, which is how a quota is never passed under concurrent
-// writers. The admin function writes no data and so needs no BatchGetItem.
+// writers. The admin function reads the same records for its quota views.
 var functionAccess = map[string][]tableAccess{
 	fnKV: {
 		{Table: schema.Data, Actions: []string{
@@ -117,11 +117,12 @@ var functionAccess = map[string][]tableAccess{
 		// A user's apps are a query on the usage table's hash key; an
 		// app's users are parallel queries on the sharded app index.
 		{Table: schema.Usage, Actions: []string{
-			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query",
+			"dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:BatchGetItem",
 		}},
 		{Table: schema.Usage, Index: schema.IndexByAppShard, Actions: []string{"dynamodb:Query"}},
-		// Limit views read the app default; limit changes update records.
-		{Table: schema.Apps, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}},
+		// Quota views read usage and the app default in one BatchGetItem;
+		// the app limits view reads the app alone; limit changes update.
+		{Table: schema.Apps, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}},
 		// Recompute reads an owner's items through the owner index of
 		// both data tables and never the items themselves.
 		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},

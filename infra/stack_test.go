@@ -229,9 +229,9 @@ var wantAccess = map[string]map[string][]string{
 		"AppsTable":  {"GetItem", "BatchGetItem"},
 	},
 	fnAdmin: {
-		"UsageTable":                  {"GetItem", "UpdateItem", "Query"},
+		"UsageTable":                  {"UpdateItem", "Query", "BatchGetItem"},
 		"UsageTable/index/byAppShard": {"Query"},
-		"AppsTable":                   {"GetItem", "UpdateItem"},
+		"AppsTable":                   {"GetItem", "UpdateItem", "BatchGetItem"},
 		"DataTable/index/byOwner":     {"Query"},
 		"ListTable/index/byOwner":     {"Query"},
 	},

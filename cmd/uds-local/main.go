@@ -48,7 +48,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := store.CreateTables(ctx, client, server.StoreTables(cfg)); err != nil {
+	if err := store.CreateTables(ctx, client, cfg.Tables); err != nil {
 		return err
 	}
 	if *initOnly {

@@ -28,15 +28,10 @@ const (
 	DefaultDeleteAllBudget = 25 * time.Second
 )
 
-// Tables holds the physical table names.
-type Tables struct {
-	Data, List, Usage, Apps string
-}
-
 // Config is everything the functions and the local server read from the
 // environment.
 type Config struct {
-	Tables Tables
+	Tables schema.TableNames
 	// Endpoint overrides the DynamoDB endpoint (DynamoDB Local, dynoxide).
 	Endpoint string
 	// SubjectClaim is the JWT claim that names the caller.
@@ -57,7 +52,7 @@ type Config struct {
 // FromEnv reads the configuration. Only malformed values are errors.
 func FromEnv() (Config, error) {
 	c := Config{
-		Tables: Tables{
+		Tables: schema.TableNames{
 			Data:  envOr(schema.Data.EnvVar, schema.Data.DefaultName),
 			List:  envOr(schema.List.EnvVar, schema.List.DefaultName),
 			Usage: envOr(schema.Usage.EnvVar, schema.Usage.DefaultName),

@@ -33,12 +33,16 @@ func HeaderSubject(r *http.Request) (string, error) {
 // CheckSubject validates a subject taken from an identity source.
 func CheckSubject(s string) (string, error) {
 	if len(s) > maxSubjectBytes || strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		return "", &subjectError{"the caller's identity is longer than 1024 bytes or holds control characters"}
+		return "", Unauthenticated("the caller's identity is longer than 1024 bytes or holds control characters")
 	}
 	return s, nil
 }
 
-type subjectError struct{ reason string }
+// Unauthenticated is an ErrUnauthenticated that says why; the reason is
+// shown to the caller.
+func Unauthenticated(reason string) error { return &unauthenticatedError{reason} }
 
-func (e *subjectError) Error() string        { return e.reason }
-func (e *subjectError) Is(target error) bool { return target == ErrUnauthenticated }
+type unauthenticatedError struct{ reason string }
+
+func (e *unauthenticatedError) Error() string        { return e.reason }
+func (e *unauthenticatedError) Is(target error) bool { return target == ErrUnauthenticated }

@@ -11,15 +11,16 @@ import (
 // the raw parts, for the error body.
 func itemKey(p params) (uds.Key, error) {
 	raw := uds.Key{App: p.app, Namespace: p.namespace, ID: p.id, SortKey: p.sortKey}
-	key, err := uds.NewKey(p.app, p.namespace, p.id)
+	list, err := uds.NewKey(p.app, p.namespace, p.id)
 	if err != nil {
 		return raw, err
 	}
 	if !p.listItem {
-		return key, nil
+		return list, nil
 	}
-	if key, err = key.WithSortKey(p.sortKey); err != nil {
-		raw.App = key.App
+	key, err := list.WithSortKey(p.sortKey)
+	if err != nil {
+		raw.App = list.App // the normalised app, for the error body
 		return raw, err
 	}
 	return key, nil

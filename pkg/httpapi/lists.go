@@ -69,9 +69,9 @@ func parseListQuery(r *http.Request, key uds.Key) (store.ListQuery, string, erro
 		return q, "", err
 	}
 	q.Range.Start, q.Range.End = params.Get("startKey"), params.Get("endKey")
-	for field, v := range map[string]string{"startKey": q.Range.Start, "endKey": q.Range.End} {
-		if v != "" {
-			if err := uds.CheckSortKey(field, v); err != nil {
+	for _, bound := range [...]struct{ field, value string }{{"startKey", q.Range.Start}, {"endKey", q.Range.End}} {
+		if bound.value != "" {
+			if err := uds.CheckSortKey(bound.field, bound.value); err != nil {
 				return q, "", err
 			}
 		}

@@ -20,9 +20,8 @@ import (
 // manifest's order, through the Lambda handler of the function it belongs
 // to (the same handler main starts), against an empty store.
 func TestEventsReplay(t *testing.T) {
-	tables := dynamotest.NewTables(t)
 	cfg := config.Config{
-		Tables:          config.Tables{Data: tables.Data, List: tables.List, Usage: tables.Usage, Apps: tables.Apps},
+		Tables:          dynamotest.NewTables(t),
 		Endpoint:        os.Getenv(config.EnvDynamoDBEndpoint),
 		SubjectClaim:    "sub",
 		CursorSecret:    []byte("events"),

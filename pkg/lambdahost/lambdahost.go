@@ -55,7 +55,7 @@ func Subject(claim string) httpapi.SubjectFunc {
 		case a.JWT != nil:
 			v := a.JWT.Claims[claim]
 			if v == "" {
-				return "", &missingClaim{claim}
+				return "", httpapi.Unauthenticated("the token has no " + strconv.Quote(claim) + " claim to name the caller")
 			}
 			return httpapi.CheckSubject(v)
 		case a.IAM != nil && a.IAM.UserARN != "":
@@ -64,13 +64,6 @@ func Subject(claim string) httpapi.SubjectFunc {
 		return httpapi.Anonymous, nil
 	}
 }
-
-type missingClaim struct{ claim string }
-
-func (e *missingClaim) Error() string {
-	return "the token has no " + strconv.Quote(e.claim) + " claim to name the caller"
-}
-func (e *missingClaim) Is(target error) bool { return target == httpapi.ErrUnauthenticated }
 
 // New builds the handler of one function from its configuration.
 func New(ctx context.Context, cfg config.Config, group httpapi.Group) (HandlerFunc, error) {

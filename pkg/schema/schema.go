@@ -151,3 +151,23 @@ var Apps = Table{
 
 // Tables lists every table UDS uses.
 var Tables = []Table{Data, List, Usage, Apps}
+
+// TableNames holds the physical name of each table of a deployment.
+type TableNames struct {
+	Data, List, Usage, Apps string
+}
+
+// Name returns the physical name of t.
+func (n TableNames) Name(t Table) string {
+	switch t.ID {
+	case Data.ID:
+		return n.Data
+	case List.ID:
+		return n.List
+	case Usage.ID:
+		return n.Usage
+	case Apps.ID:
+		return n.Apps
+	}
+	return ""
+}

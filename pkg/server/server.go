@@ -22,7 +22,7 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, subject
 	if err != nil {
 		return nil, nil, err
 	}
-	st := store.New(client, StoreTables(cfg),
+	st := store.New(client, cfg.Tables,
 		store.WithDefaultLimits(uds.Limits{Bytes: cfg.DefaultLimitBytes, Items: cfg.DefaultLimitItems}),
 		store.WithLimitsTTL(cfg.LimitsCacheTTL))
 	api := httpapi.New(st, groups, httpapi.Config{
@@ -32,9 +32,4 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, subject
 		Logger:          slog.Default(),
 	})
 	return api, client, nil
-}
-
-// StoreTables converts the configured table names.
-func StoreTables(cfg config.Config) store.Tables {
-	return store.Tables{Data: cfg.Tables.Data, List: cfg.Tables.List, Usage: cfg.Tables.Usage, Apps: cfg.Tables.Apps}
 }

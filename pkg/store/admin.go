@@ -18,22 +18,16 @@ import (
 )
 
 // Quota reads an owner's usage and the limits in effect, fresh (not from
-// the write path's cache).
+// the write path's cache), in one strongly consistent BatchGetItem.
 func (s *Store) Quota(ctx context.Context, app, user string) (uds.Quota, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.tables.Usage), Key: usageKey(app, user), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return uds.Quota{}, fmt.Errorf("read usage of %s in %s: %w", user, app, err)
-	}
-	appLimits, err := s.AppLimits(ctx, app)
+	appLimits, record, err := s.readRecords(ctx, app, user, true)
 	if err != nil {
 		return uds.Quota{}, err
 	}
 	return uds.Quota{
 		App: app, User: user,
-		Used:   uds.Usage{Bytes: num(out.Item, schema.AttrUsedBytes), Items: num(out.Item, schema.AttrUsedItems)},
-		Limits: uds.Resolve(limitsOf(out.Item), appLimits, s.limits.global),
+		Used:   usageOf(record),
+		Limits: uds.Resolve(limitsOf(record), appLimits, s.limits.global),
 	}, nil
 }
 

@@ -29,6 +29,9 @@ const (
 	timeLayout = "2006-01-02T15:04:05.000Z"
 )
 
+// writeTime is the timestamp of a write, at the precision it is stored.
+func writeTime() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+
 // FormatTime renders a timestamp the way UDS stores and returns it.
 func FormatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 

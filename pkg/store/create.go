@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -21,7 +20,7 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	if err != nil {
 		return uds.Item{}, err
 	}
-	now := s.now().UTC().Truncate(time.Millisecond)
+	now := writeTime()
 	it := uds.Item{
 		Key: w.Key, Data: w.Data, ClassName: w.ClassName,
 		CreatedDate: now, CreatedBy: w.Subject, UpdatedDate: now, UpdatedBy: w.Subject,

@@ -109,10 +109,9 @@ func (s *Store) readKeys(ctx context.Context, list uds.Key, batches chan<- delet
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.tables.List),
 		KeyConditionExpression: aws.String("#k = :k"),
-		ProjectionExpression:   aws.String("#k, #s, #o, #z, #c"),
+		ProjectionExpression:   aws.String("#k, #s, #o, #z"),
 		ExpressionAttributeNames: map[string]string{
-			"#k": schema.AttrDataKey, "#s": schema.AttrSortKey, "#o": schema.AttrOwnerKey,
-			"#z": schema.AttrItemSize, "#c": schema.AttrCreatedBySubject,
+			"#k": schema.AttrDataKey, "#s": schema.AttrSortKey, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":k": &types.AttributeValueMemberS{Value: list.DataKey()}},
 	}

@@ -34,19 +34,19 @@ type cachedLimits struct {
 }
 
 func (c *limitsCache) get(ctx context.Context, s *Store, app, user string) (uds.Limits, error) {
-	key := app + "|" + user
-	now := s.now()
+	key := ownerKey(app, user)
+	now := time.Now()
 	c.mu.Lock()
 	e, ok := c.m[key]
 	c.mu.Unlock()
 	if ok && now.Before(e.expires) {
 		return e.limits, nil
 	}
-	app0, user0, err := s.readLimits(ctx, app, user, false)
+	appLimits, record, err := s.readRecords(ctx, app, user, false)
 	if err != nil {
 		return uds.Limits{}, err
 	}
-	lim := uds.Resolve(user0, app0, c.global)
+	lim := uds.Resolve(limitsOf(record), appLimits, c.global)
 	c.mu.Lock()
 	if len(c.m) >= maxCachedLimits {
 		c.m = map[string]cachedLimits{}
@@ -56,37 +56,39 @@ func (c *limitsCache) get(ctx context.Context, s *Store, app, user string) (uds.
 	return lim, nil
 }
 
-// readLimits reads an app's default limits and a user's override in one
-// BatchGetItem.
-func (s *Store) readLimits(ctx context.Context, app, user string, consistent bool) (appLimits, userLimits uds.Limits, err error) {
-	proj := aws.String(schema.AttrLimitBytes + ", " + schema.AttrLimitItems)
+// readRecords reads an app's default limits and a user's usage record
+// (usage and override) in one BatchGetItem; the write path reads them
+// eventually consistent, the quota views strongly.
+func (s *Store) readRecords(ctx context.Context, app, user string, consistent bool) (appLimits uds.Limits, record map[string]types.AttributeValue, err error) {
+	limits := schema.AttrLimitBytes + ", " + schema.AttrLimitItems
 	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
 		s.tables.Apps: {
 			Keys:                 []map[string]types.AttributeValue{{schema.AttrApp: &types.AttributeValueMemberS{Value: app}}},
-			ProjectionExpression: proj, ConsistentRead: aws.Bool(consistent),
+			ProjectionExpression: aws.String(limits), ConsistentRead: aws.Bool(consistent),
 		},
 		s.tables.Usage: {
 			Keys:                 []map[string]types.AttributeValue{usageKey(app, user)},
-			ProjectionExpression: proj, ConsistentRead: aws.Bool(consistent),
+			ProjectionExpression: aws.String(limits + ", " + schema.AttrUsedBytes + ", " + schema.AttrUsedItems),
+			ConsistentRead:       aws.Bool(consistent),
 		},
 	}}
 	for attempt := 0; ; attempt++ {
 		out, err := s.client.BatchGetItem(ctx, in)
 		if err != nil {
-			return appLimits, userLimits, fmt.Errorf("read limits of %s in %s: %w", user, app, err)
+			return appLimits, record, fmt.Errorf("read limits of %s in %s: %w", user, app, err)
 		}
 		for _, it := range out.Responses[s.tables.Apps] {
 			appLimits = limitsOf(it)
 		}
 		for _, it := range out.Responses[s.tables.Usage] {
-			userLimits = limitsOf(it)
+			record = it
 		}
 		if len(out.UnprocessedKeys) == 0 {
-			return appLimits, userLimits, nil
+			return appLimits, record, nil
 		}
 		in.RequestItems = out.UnprocessedKeys
 		if err := sleep(ctx, backoff(attempt)); err != nil {
-			return appLimits, userLimits, err
+			return appLimits, record, err
 		}
 	}
 }

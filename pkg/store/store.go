@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -23,16 +24,13 @@ type Client interface {
 	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
-// Tables names the physical tables.
-type Tables struct {
-	Data, List, Usage, Apps string
-}
+// Tables names the physical tables; the configuration reads them.
+type Tables = schema.TableNames
 
 // Store is the DynamoDB-backed data store. It is safe for concurrent use.
 type Store struct {
 	client Client
 	tables Tables
-	now    func() time.Time
 	limits limitsCache
 }
 
@@ -53,7 +51,7 @@ func WithLimitsTTL(d time.Duration) Option { return func(s *Store) { s.limits.tt
 
 // New returns a Store over client.
 func New(client Client, tables Tables, opts ...Option) *Store {
-	s := &Store{client: client, tables: tables, now: time.Now}
+	s := &Store{client: client, tables: tables}
 	s.limits = limitsCache{ttl: DefaultLimitsTTL, m: map[string]cachedLimits{}}
 	for _, o := range opts {
 		o(s)

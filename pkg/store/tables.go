@@ -22,15 +22,11 @@ type TableAdmin interface {
 // CreateTables creates every table in schema.Tables under the given names,
 // leaving tables that already exist alone.
 func CreateTables(ctx context.Context, client TableAdmin, names Tables) error {
-	physical := map[string]string{
-		schema.Data.ID: names.Data, schema.List.ID: names.List,
-		schema.Usage.ID: names.Usage, schema.Apps.ID: names.Apps,
-	}
 	for _, t := range schema.Tables {
-		_, err := client.CreateTable(ctx, createTableInput(t, physical[t.ID]))
+		_, err := client.CreateTable(ctx, createTableInput(t, names.Name(t)))
 		var inUse *types.ResourceInUseException
 		if err != nil && !errors.As(err, &inUse) {
-			return fmt.Errorf("create table %s: %w", physical[t.ID], err)
+			return fmt.Errorf("create table %s: %w", names.Name(t), err)
 		}
 	}
 	return nil

@@ -33,7 +33,7 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 		return uds.Item{}, err
 	}
 	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
-		now := s.now().UTC().Truncate(time.Millisecond)
+		now := writeTime()
 		in := s.updateInput(&w, v, now, "")
 		in.ConditionExpression = aws.String("attribute_exists(#k) AND #sz >= :sz" + ifMatchCondition(w.IfMatch, in.ExpressionAttributeNames, in.ExpressionAttributeValues))
 		out, err := s.client.UpdateItem(ctx, in)

@@ -121,7 +121,7 @@ func (s *Store) quotaError(ctx context.Context, app, owner string, lim uds.Limit
 	}
 	return &uds.QuotaError{Quota: uds.Quota{
 		App: app, User: owner, Limits: lim,
-		Used: uds.Usage{Bytes: num(record, schema.AttrUsedBytes), Items: num(record, schema.AttrUsedItems)},
+		Used: usageOf(record),
 	}}
 }
 
