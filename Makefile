@@ -4,6 +4,7 @@
 #   make run     the whole API on http://127.0.0.1:8080 over DynamoDB Local
 #                (data kept in .data/ across restarts)
 #   make test    every test, against a DynamoDB Local it starts and stops
+#   make soak    the accounting workload under every fault mix, for minutes
 #   make bench   benchmarks and the DynamoDB capacity table
 #   make build   arm64 Lambda bootstraps and zips under build/
 
@@ -14,7 +15,7 @@ ENGINE := scripts/with-dynamodb.sh
 UDS_LISTEN_ADDR ?= 127.0.0.1:8080
 export UDS_LISTEN_ADDR
 
-.PHONY: all run test test-go bench capacity build build-zips engine engine-up engine-down clean
+.PHONY: all run test test-go soak bench capacity build build-zips engine engine-up engine-down clean
 
 all: test
 
@@ -49,6 +50,14 @@ test: test-go test-infra
 
 test-go: engine
 	$(ENGINE) -- go test -race -count=1 ./...
+
+# The randomised accounting workload of make test, longer: more requests
+# per worker and several seeds of every fault mix (about 10 minutes).
+SOAK_OPS ?= 600
+SOAK_ROUNDS ?= 3
+soak: engine
+	$(ENGINE) -- go test -race -count=1 -timeout 60m -run '^TestAccountingWorkload$$' -v ./pkg/httpapi/ \
+		-workload-ops=$(SOAK_OPS) -workload-rounds=$(SOAK_ROUNDS)
 
 # Benchmarks: the Lambda path of GET and POST beside the adapter's floor
 # (DynamoDB stubbed at the HTTP transport), and delete-all throughput

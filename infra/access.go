@@ -86,9 +86,12 @@ type tableAccess struct {
 //
 // The data functions read the apps and usage tables for the limits in
 // effect (the store caches them, fetching an app's default and a user's
-// override with one BatchGetItem) and update usage with conditional
-// UpdateItem calls, which is how a quota is never passed under concurrent
-// writers. The admin function reads the same records for its quota views.
+// override with one BatchGetItem). Every write that changes usage is a
+// TransactWriteItems of the data write and a conditional usage update; IAM
+// authorises each action of a transaction as the single-item call it
+// stands for (PutItem, UpdateItem, DeleteItem), so those are the grants.
+// The admin function reads the same records for its quota views, and
+// recompute stores a corrected total with a one-action transaction.
 var functionAccess = map[string][]tableAccess{
 	fnKV: {
 		{Table: schema.Data, Actions: []string{
@@ -104,7 +107,7 @@ var functionAccess = map[string][]tableAccess{
 	fnList: {
 		{Table: schema.List, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-			"dynamodb:Query", "dynamodb:BatchWriteItem",
+			"dynamodb:Query",
 		}},
 		{Table: schema.Usage, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem",

@@ -37,7 +37,7 @@ var alarmPeriod = awscdk.Duration_Minutes(jsii.Number(5))
 // functionAccess). DynamoDB publishes throttles and system errors per table
 // and operation, so the table alarms add these up.
 var tableOperations = []string{
-	"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchWriteItem",
+	"GetItem", "BatchGetItem", "UpdateItem", "Query", "TransactWriteItems",
 }
 
 // tableOperationsSum adds metricName of table across tableOperations. Each

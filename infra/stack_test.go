@@ -224,7 +224,7 @@ var wantAccess = map[string]map[string][]string{
 		"AppsTable":  {"GetItem", "BatchGetItem"},
 	},
 	fnList: {
-		"ListTable":  {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchWriteItem"},
+		"ListTable":  {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"},
 		"UsageTable": {"GetItem", "UpdateItem", "BatchGetItem"},
 		"AppsTable":  {"GetItem", "BatchGetItem"},
 	},

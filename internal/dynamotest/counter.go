@@ -77,14 +77,6 @@ func (c *Counter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...f
 	return out, err
 }
 
-// PutItem counts.
-func (c *Counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
-	out, err := c.Client.PutItem(ctx, in, o...)
-	c.add("PutItem", capacity(out, err, func() *types.ConsumedCapacity { return out.ConsumedCapacity })...)
-	return out, err
-}
-
 // UpdateItem counts.
 func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
@@ -93,31 +85,11 @@ func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, 
 	return out, err
 }
 
-// DeleteItem counts.
-func (c *Counter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
-	out, err := c.Client.DeleteItem(ctx, in, o...)
-	c.add("DeleteItem", capacity(out, err, func() *types.ConsumedCapacity { return out.ConsumedCapacity })...)
-	return out, err
-}
-
 // Query counts.
 func (c *Counter) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	out, err := c.Client.Query(ctx, in, o...)
 	c.add("Query", capacity(out, err, func() *types.ConsumedCapacity { return out.ConsumedCapacity })...)
-	return out, err
-}
-
-// BatchWriteItem counts.
-func (c *Counter) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
-	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
-	out, err := c.Client.BatchWriteItem(ctx, in, o...)
-	var cc []types.ConsumedCapacity
-	if err == nil {
-		cc = out.ConsumedCapacity
-	}
-	c.add("BatchWriteItem", cc...)
 	return out, err
 }
 
@@ -130,6 +102,18 @@ func (c *Counter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInp
 		cc = out.ConsumedCapacity
 	}
 	c.add("BatchGetItem", cc...)
+	return out, err
+}
+
+// TransactWriteItems counts.
+func (c *Counter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := c.Client.TransactWriteItems(ctx, in, o...)
+	var cc []types.ConsumedCapacity
+	if err == nil {
+		cc = out.ConsumedCapacity
+	}
+	c.add("TransactWriteItems", cc...)
 	return out, err
 }
 

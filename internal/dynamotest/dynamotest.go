@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/udsproject/uds/internal/faults"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
@@ -38,6 +40,25 @@ func Client(t testing.TB) *dynamodb.Client {
 		t.Fatalf("DynamoDB client: %v", clientErr)
 	}
 	return client
+}
+
+// FaultyClient returns a client of the test engine, configured as the
+// functions configure theirs, whose traffic passes through a fault
+// injector with the given seed and no rules yet.
+func FaultyClient(t testing.TB, seed uint64) (*dynamodb.Client, *faults.Transport) {
+	t.Helper()
+	endpoint := os.Getenv(config.EnvDynamoDBEndpoint)
+	if endpoint == "" {
+		t.Fatalf("%s is not set: run the tests with `make test`", config.EnvDynamoDBEndpoint)
+	}
+	ft := faults.New(seed, http.DefaultTransport.(*http.Transport).Clone())
+	c, err := store.NewClient(context.Background(), endpoint, func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: ft}
+	})
+	if err != nil {
+		t.Fatalf("DynamoDB client: %v", err)
+	}
+	return c, ft
 }
 
 // NewTables creates a fresh set of UDS tables with a random prefix and

@@ -20,12 +20,21 @@ const (
 	EnvDefaultLimitItems   = "UDS_DEFAULT_LIMIT_ITEMS"
 	EnvLimitsCacheTTL      = "UDS_LIMITS_CACHE_TTL"
 	EnvDeleteAllBudget     = "UDS_DELETE_ALL_BUDGET"
+	EnvRequestBudget       = "UDS_REQUEST_BUDGET"
+	EnvRecomputeQuiet      = "UDS_RECOMPUTE_QUIET"
 	EnvListenAddr          = "UDS_LISTEN_ADDR"
 	EnvTrustSubjectHeader  = "UDS_TRUST_SUBJECT_HEADER"
 	DefaultListenAddr      = "127.0.0.1:8080"
 	DefaultSubjectClaim    = "sub"
 	DefaultLimitsCacheTTL  = 30 * time.Second
 	DefaultDeleteAllBudget = 25 * time.Second
+	// DefaultRequestBudget stays under API Gateway's 30 s integration
+	// limit, with room to answer.
+	DefaultRequestBudget = 25 * time.Second
+	// DefaultRecomputeQuiet covers the longest request (a write stamps its
+	// usage change when it is built, before any retry) plus the owner
+	// index's propagation lag, which is normally under a second.
+	DefaultRecomputeQuiet = 60 * time.Second
 )
 
 // Config is everything the functions and the local server read from the
@@ -47,6 +56,13 @@ type Config struct {
 	// DeleteAllBudget is how long one delete-all request may run before it
 	// answers that the list was only partly deleted.
 	DeleteAllBudget time.Duration
+	// RequestBudget bounds any request, DynamoDB retries included, before
+	// it answers 503 with Retry-After; on Lambda the function's timeout
+	// bounds it too.
+	RequestBudget time.Duration
+	// RecomputeQuiet is how long an owner's usage must have been quiet
+	// before recompute may lower it.
+	RecomputeQuiet time.Duration
 }
 
 // FromEnv reads the configuration. Only malformed values are errors.
@@ -81,6 +97,12 @@ func FromEnv() (Config, error) {
 		return c, err
 	}
 	if c.DeleteAllBudget, err = envDuration(EnvDeleteAllBudget, DefaultDeleteAllBudget); err != nil {
+		return c, err
+	}
+	if c.RequestBudget, err = envDuration(EnvRequestBudget, DefaultRequestBudget); err != nil {
+		return c, err
+	}
+	if c.RecomputeQuiet, err = envDuration(EnvRecomputeQuiet, DefaultRecomputeQuiet); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -20,6 +21,9 @@ type quotaJSON struct {
 	LimitBytes      *int64      `json:"limitBytes"`
 	LimitItems      *int64      `json:"limitItems"`
 	Drift           *usageDelta `json:"drift,omitempty"`
+	// Applied, on recompute: whether the stored usage now matches the
+	// data (a lowering waits until the owner's usage is quiet).
+	Applied *bool `json:"applied,omitempty"`
 }
 
 type usageDelta struct {
@@ -141,13 +145,17 @@ func (a *API) recompute(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	q, drift, err := a.store.Recompute(r.Context(), app, user)
+	rc, err := a.store.Recompute(r.Context(), app, user)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
-	body := quotaBody(q)
-	body.Drift = &usageDelta{Bytes: drift.Bytes, Items: drift.Items}
+	body := quotaBody(rc.Quota)
+	body.Drift = &usageDelta{Bytes: rc.Drift.Bytes, Items: rc.Drift.Items}
+	body.Applied = &rc.Applied
+	if !rc.Applied {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(rc.RetryAfter.Seconds()))))
+	}
 	writeJSON(w, http.StatusOK, body)
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/cursor"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
@@ -30,7 +31,7 @@ type Store interface {
 	SetUserLimits(ctx context.Context, app, user string, l uds.Limits) error
 	AppUsers(ctx context.Context, app, after string, limit int) ([]uds.UserUsage, bool, error)
 	UserApps(ctx context.Context, user, after string, limit int) ([]uds.AppUsage, bool, error)
-	Recompute(ctx context.Context, app, user string) (uds.Quota, uds.Usage, error)
+	Recompute(ctx context.Context, app, user string) (uds.Recomputed, error)
 }
 
 // SubjectFunc names the caller of a request. It returns ErrUnauthenticated
@@ -54,8 +55,17 @@ type Config struct {
 	CursorSecret []byte
 	// DeleteAllBudget bounds the time one delete-all request may take.
 	DeleteAllBudget time.Duration
-	Logger          *slog.Logger
+	// RequestBudget bounds the time any request may take, retries of
+	// DynamoDB calls included, before it answers 503 (0:
+	// config.DefaultRequestBudget). On Lambda the function's deadline
+	// bounds it too.
+	RequestBudget time.Duration
+	Logger        *slog.Logger
 }
+
+// answerMargin is kept free before a deadline the host sets (the Lambda
+// function's timeout), so the answer is always sent.
+const answerMargin = time.Second
 
 // API serves the UDS routes of its groups.
 type API struct {
@@ -64,6 +74,7 @@ type API struct {
 	subject SubjectFunc
 	cursors *cursor.Sealer
 	budget  time.Duration
+	request time.Duration
 	log     *slog.Logger
 }
 
@@ -72,12 +83,16 @@ func New(st Store, groups Group, c Config) *API {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.RequestBudget <= 0 {
+		c.RequestBudget = config.DefaultRequestBudget
+	}
 	return &API{
 		store:   st,
 		groups:  groups,
 		subject: c.Subject,
 		cursors: cursor.NewSealer(c.CursorSecret),
 		budget:  c.DeleteAllBudget,
+		request: c.RequestBudget,
 		log:     c.Logger,
 	}
 }
@@ -85,3 +100,11 @@ func New(st Store, groups Group, c Config) *API {
 // maxPageBytes keeps a list page at about 5 MB, under Lambda's 6 MB
 // response limit.
 const maxPageBytes = 5_000_000
+
+// withBudget bounds ctx by budget and by the host's deadline less margin.
+func withBudget(ctx context.Context, budget, margin time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(dl)-margin)
+	}
+	return context.WithTimeout(ctx, budget)
+}

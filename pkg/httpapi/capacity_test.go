@@ -45,19 +45,19 @@ func TestCapacityTable(t *testing.T) {
 		calls  map[string]int // the floor
 	}
 	rows := []row{
-		{"POST key-value item (1 KB)", 201, func() response { return e.do("POST", base+"/cap/item", kb(1)) }, map[string]int{"PutItem": 1, "UpdateItem": 1, "BatchGetItem": 1}},
+		{"POST key-value item (1 KB)", 201, func() response { return e.do("POST", base+"/cap/item", kb(1)) }, map[string]int{"TransactWriteItems": 1, "BatchGetItem": 1}},
 		{"GET key-value item (1 KB)", 200, func() response { return e.do("GET", base+"/cap/item", "") }, map[string]int{"GetItem": 1}},
-		{"PUT key-value item, same size", 200, func() response { return e.do("PUT", base+"/cap/item", kb(1)) }, map[string]int{"UpdateItem": 1}},
-		{"PUT key-value item, grows to 3 KB", 200, func() response { return e.do("PUT", base+"/cap/item", kb(3)) }, map[string]int{"UpdateItem": 3}},
-		{"PUT key-value item, shrinks to 1 KB", 200, func() response { return e.do("PUT", base+"/cap/item", kb(1)) }, map[string]int{"UpdateItem": 2}},
-		{"DELETE key-value item", 204, func() response { return e.do("DELETE", base+"/cap/item", "") }, map[string]int{"DeleteItem": 1, "UpdateItem": 1}},
-		{"POST list item (1 KB)", 201, func() response { return e.do("POST", list+"/k0000", kb(1)) }, map[string]int{"PutItem": 1, "UpdateItem": 1}},
+		{"PUT key-value item, same size", 200, func() response { return e.do("PUT", base+"/cap/item", kb(1)) }, map[string]int{"GetItem": 1, "UpdateItem": 1}},
+		{"PUT key-value item, grows to 3 KB", 200, func() response { return e.do("PUT", base+"/cap/item", kb(3)) }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
+		{"PUT key-value item, shrinks to 1 KB", 200, func() response { return e.do("PUT", base+"/cap/item", kb(1)) }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
+		{"DELETE key-value item", 204, func() response { return e.do("DELETE", base+"/cap/item", "") }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
+		{"POST list item (1 KB)", 201, func() response { return e.do("POST", list+"/k0000", kb(1)) }, map[string]int{"TransactWriteItems": 1}},
 		{"GET list item (1 KB)", 200, func() response { return e.do("GET", list+"/k0000", "") }, map[string]int{"GetItem": 1}},
-		{"DELETE list item", 204, func() response { return e.do("DELETE", list+"/k0000", "") }, map[string]int{"DeleteItem": 1, "UpdateItem": 1}},
+		{"DELETE list item", 204, func() response { return e.do("DELETE", list+"/k0000", "") }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
 		{"GET list page, 100 items of 1 KB", 200, func() response { return e.do("GET", list+"/list?limit=100", "") }, map[string]int{"Query": 1}},
 		{"GET list page, 1000 items of 1 KB (1 MB)", 200, func() response { return e.do("GET", list+"/list?limit=1000", "") }, map[string]int{"Query": 2}},
 		{"GET list page, 100 items of 20 KB (2 MB)", 200, func() response { return e.do("GET", big+"/list?limit=100", "") }, map[string]int{"Query": 3}},
-		{"DELETE list of 1000 items (delete-all)", 204, func() response { return e.do("DELETE", list+"/list", "") }, map[string]int{"Query": 2, "BatchWriteItem": 40, "UpdateItem": 1}},
+		{"DELETE list of 1000 items (delete-all)", 204, func() response { return e.do("DELETE", list+"/list", "") }, map[string]int{"Query": 2, "TransactWriteItems": 11}},
 	}
 	var md strings.Builder
 	md.WriteString("| API operation | DynamoDB calls | RCU | WCU |\n|---|---|---:|---:|\n")

@@ -50,6 +50,7 @@ var statusTable = []struct {
 	{uds.ErrPrecondition, http.StatusPreconditionFailed, "Precondition failed", "Precondition failed"},
 	{uds.ErrTooLarge, http.StatusRequestEntityTooLarge, "Payload too large", "Payload too large"},
 	{uds.ErrIncomplete, http.StatusServiceUnavailable, "List not fully deleted", "List not fully deleted"},
+	{uds.ErrUnavailable, http.StatusServiceUnavailable, "Service unavailable", "Service unavailable"},
 }
 
 // fail answers err. Domain errors get their status and a message safe to
@@ -89,6 +90,12 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	case errors.As(err, &incomplete):
 		body.Deleted = &incomplete.Deleted
 		body.Details = fmt.Sprintf("deleted %d items before the time budget ran out; repeat the request to delete the rest", incomplete.Deleted)
+		w.Header().Set("Retry-After", "1")
+	case errors.Is(err, uds.ErrUnavailable):
+		// The cause goes to the log; the client learns only that it may
+		// retry, and that a write may or may not have been applied.
+		a.log.WarnContext(r.Context(), "data store unavailable", "method", r.Method, "path", r.URL.Path, "error", err)
+		body.Details = "the data store did not complete the request in time; retry after the Retry-After delay. A write answered so may or may not have been applied: GET the item (or repeat the write with If-Match) to tell"
 		w.Header().Set("Retry-After", "1")
 	case errors.Is(err, uds.ErrPrecondition):
 		body.Details = "If-Match names none of the item's current ETags"

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -121,12 +120,7 @@ func (a *API) deleteList(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, &key)
 		return
 	}
-	ctx := r.Context()
-	budget := a.budget
-	if dl, ok := ctx.Deadline(); ok {
-		budget = min(budget, time.Until(dl)-deleteAllMargin)
-	}
-	ctx, cancel := context.WithTimeout(ctx, budget)
+	ctx, cancel := withBudget(r.Context(), a.budget, deleteAllMargin)
 	defer cancel()
 	if _, err := a.store.DeleteList(ctx, key); err != nil {
 		a.fail(w, r, err, &key)

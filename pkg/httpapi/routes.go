@@ -121,7 +121,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if h := rt.methods[r.Method]; h != nil {
-			h(a, w, r, p)
+			ctx, cancel := withBudget(r.Context(), a.request, answerMargin)
+			defer cancel()
+			h(a, w, r.WithContext(ctx), p)
 			return
 		}
 		for m := range rt.methods {

@@ -174,8 +174,8 @@ func (f *fakeStore) AppUsers(context.Context, string, string, int) ([]uds.UserUs
 func (f *fakeStore) UserApps(context.Context, string, string, int) ([]uds.AppUsage, bool, error) {
 	return nil, false, errFake
 }
-func (f *fakeStore) Recompute(context.Context, string, string) (uds.Quota, uds.Usage, error) {
-	return uds.Quota{}, uds.Usage{}, errFake
+func (f *fakeStore) Recompute(context.Context, string, string) (uds.Recomputed, error) {
+	return uds.Recomputed{}, errFake
 }
 
 func benchEvent(method, path, body string) events.APIGatewayV2HTTPRequest {

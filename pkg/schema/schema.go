@@ -66,6 +66,9 @@ const (
 	AttrItemSize = "itemSize"
 	// AttrOwnerKey is "{applicationUuid}|{owner}", the owner index's hash key.
 	AttrOwnerKey = "ownerKey"
+	// AttrWriteToken is the random token of the last single-item update,
+	// so that a retried update recognises its own earlier commit.
+	AttrWriteToken = "writeToken"
 	// AttrSchemaVersion lets later releases migrate items lazily.
 	AttrSchemaVersion = "schemaVersion"
 	// AttrExpiresAt is the TTL attribute (epoch seconds), configured on every
@@ -82,6 +85,9 @@ const (
 	AttrUsedItems  = "usedItems"
 	AttrLimitBytes = "limitBytes"
 	AttrLimitItems = "limitItems"
+	// AttrLastWrite is when the usage last changed (Unix milliseconds, the
+	// writer's clock): recompute lowers a total only once it is quiet.
+	AttrLastWrite = "lastWrite"
 )
 
 // Index names.
@@ -98,10 +104,13 @@ const AppShards = 16
 // CurrentSchemaVersion is written into every item this release stores.
 const CurrentSchemaVersion = 1
 
+// ownerIndex has no sort key: recompute only sums an owner's item sizes,
+// and the item's own key could not serve (a dataKey may take 2,048 bytes,
+// an index sort key at most 1,024). Every item that names an owner is in
+// it, whatever release wrote it.
 var ownerIndex = Index{
 	Name:             IndexByOwner,
 	Hash:             KeyAttr{AttrOwnerKey, String},
-	Range:            &KeyAttr{AttrDataKey, String},
 	NonKeyAttributes: []string{AttrItemSize},
 }
 

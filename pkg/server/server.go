@@ -24,11 +24,13 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, subject
 	}
 	st := store.New(client, cfg.Tables,
 		store.WithDefaultLimits(uds.Limits{Bytes: cfg.DefaultLimitBytes, Items: cfg.DefaultLimitItems}),
-		store.WithLimitsTTL(cfg.LimitsCacheTTL))
+		store.WithLimitsTTL(cfg.LimitsCacheTTL),
+		store.WithRecomputeQuiet(cfg.RecomputeQuiet))
 	api := httpapi.New(st, groups, httpapi.Config{
 		Subject:         subject,
 		CursorSecret:    cfg.CursorSecret,
 		DeleteAllBudget: cfg.DeleteAllBudget,
+		RequestBudget:   cfg.RequestBudget,
 		Logger:          slog.Default(),
 	})
 	return api, client, nil

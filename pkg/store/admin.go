@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,7 +39,7 @@ func (s *Store) AppLimits(ctx context.Context, app string) (uds.Limits, error) {
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return uds.Limits{}, fmt.Errorf("read limits of app %s: %w", app, err)
+		return uds.Limits{}, failed("read limits of app "+app, err)
 	}
 	return limitsOf(out.Item), nil
 }
@@ -51,7 +50,7 @@ func (s *Store) SetAppLimits(ctx context.Context, app string, l uds.Limits) erro
 	in.TableName = aws.String(s.tables.Apps)
 	in.Key = map[string]types.AttributeValue{schema.AttrApp: &types.AttributeValueMemberS{Value: app}}
 	if _, err := s.client.UpdateItem(ctx, in); err != nil {
-		return fmt.Errorf("set limits of app %s: %w", app, err)
+		return failed("set limits of app "+app, err)
 	}
 	return nil
 }
@@ -69,7 +68,7 @@ func (s *Store) SetUserLimits(ctx context.Context, app, user string, l uds.Limit
 	}
 	_, err := s.client.UpdateItem(ctx, in)
 	if err != nil && !isConditionFailed(err) {
-		return fmt.Errorf("set limits of %s in %s: %w", user, app, err)
+		return failed("set limits of "+user+" in "+app, err)
 	}
 	return nil
 }
@@ -120,7 +119,7 @@ func (s *Store) AppUsers(ctx context.Context, app, after string, limit int) ([]u
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, false, fmt.Errorf("list users of %s: %w", app, err)
+		return nil, false, failed("list users of "+app, err)
 	}
 	var all []uds.UserUsage
 	for _, r := range results {
@@ -180,7 +179,7 @@ func (s *Store) UserApps(ctx context.Context, user, after string, limit int) ([]
 		out = append(out, uds.AppUsage{App: str(it, schema.AttrApp), Usage: usageOf(it)})
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("list apps of %s: %w", user, err)
+		return nil, false, failed("list apps of "+user, err)
 	}
 	if len(out) > limit {
 		return out[:limit], true, nil
@@ -211,109 +210,4 @@ func (s *Store) queryAll(ctx context.Context, in *dynamodb.QueryInput, n int, ea
 
 func usageOf(av map[string]types.AttributeValue) uds.Usage {
 	return uds.Usage{Bytes: num(av, schema.AttrUsedBytes), Items: num(av, schema.AttrUsedItems)}
-}
-
-// maxRecomputeAttempts bounds how often recompute starts over because a
-// write changed the usage record while the data was being summed.
-const maxRecomputeAttempts = 5
-
-// Recompute rebuilds an owner's usage in an app from the data (the owner
-// index of both data tables) and stores it, returning the corrected quota
-// and the drift: what the record said minus what the data holds. The
-// correction applies only if the record did not change meanwhile, so a
-// concurrent write is never lost; otherwise it starts over.
-func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Quota, uds.Usage, error) {
-	for range maxRecomputeAttempts {
-		before, err := s.Quota(ctx, app, user)
-		if err != nil {
-			return uds.Quota{}, uds.Usage{}, err
-		}
-		actual, err := s.sumOwned(ctx, app, user)
-		if err != nil {
-			return uds.Quota{}, uds.Usage{}, err
-		}
-		drift := uds.Usage{Bytes: before.Used.Bytes - actual.Bytes, Items: before.Used.Items - actual.Items}
-		if drift == (uds.Usage{}) {
-			return before, drift, nil
-		}
-		// The record must still say what was read; a missing record reads
-		// as zero usage.
-		cond := "#b = :ob AND #i = :oi"
-		if before.Used == (uds.Usage{}) {
-			cond = "attribute_not_exists(#b) OR (" + cond + ")"
-		}
-		_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:           aws.String(s.tables.Usage),
-			Key:                 usageKey(app, user),
-			UpdateExpression:    aws.String("SET #b = :b, #i = :i, #s = :s"),
-			ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: map[string]string{
-				"#b": schema.AttrUsedBytes, "#i": schema.AttrUsedItems, "#s": schema.AttrAppShard,
-			},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":b":  &types.AttributeValueMemberN{Value: strconv.FormatInt(actual.Bytes, 10)},
-				":i":  &types.AttributeValueMemberN{Value: strconv.FormatInt(actual.Items, 10)},
-				":ob": &types.AttributeValueMemberN{Value: strconv.FormatInt(before.Used.Bytes, 10)},
-				":oi": &types.AttributeValueMemberN{Value: strconv.FormatInt(before.Used.Items, 10)},
-				":s":  &types.AttributeValueMemberS{Value: AppShard(app, user)},
-			},
-		})
-		if isConditionFailed(err) {
-			continue
-		}
-		if err != nil {
-			return uds.Quota{}, uds.Usage{}, fmt.Errorf("store recomputed usage of %s in %s: %w", user, app, err)
-		}
-		before.Used = actual
-		return before, drift, nil
-	}
-	return uds.Quota{}, uds.Usage{}, fmt.Errorf("recompute usage of %s in %s: usage kept changing", user, app)
-}
-
-// sumOwned adds up the sizes of an owner's items in both data tables.
-func (s *Store) sumOwned(ctx context.Context, app, user string) (uds.Usage, error) {
-	var (
-		mu    sync.Mutex
-		total uds.Usage
-		wg    sync.WaitGroup
-		errs  [2]error
-	)
-	for i, table := range []string{s.tables.Data, s.tables.List} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			in := &dynamodb.QueryInput{
-				TableName:                aws.String(table),
-				IndexName:                aws.String(schema.IndexByOwner),
-				KeyConditionExpression:   aws.String("#o = :o"),
-				ProjectionExpression:     aws.String("#z"),
-				ExpressionAttributeNames: map[string]string{"#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize},
-				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":o": &types.AttributeValueMemberS{Value: ownerKey(app, user)},
-				},
-			}
-			for {
-				out, err := s.client.Query(ctx, in)
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				mu.Lock()
-				for _, it := range out.Items {
-					total.Bytes += num(it, schema.AttrItemSize)
-					total.Items++
-				}
-				mu.Unlock()
-				if out.LastEvaluatedKey == nil {
-					return
-				}
-				in.ExclusiveStartKey = out.LastEvaluatedKey
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
-		return uds.Usage{}, fmt.Errorf("sum usage of %s in %s: %w", user, app, err)
-	}
-	return total, nil
 }

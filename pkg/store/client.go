@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -28,6 +31,7 @@ func NewClient(ctx context.Context, endpoint string, optFns ...func(*dynamodb.Op
 		return nil, err
 	}
 	return dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
+		o.Retryer = newRetryer()
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 			// DynamoDB Local's CRC32 response header does not always
@@ -35,4 +39,28 @@ func NewClient(ctx context.Context, endpoint string, optFns ...func(*dynamodb.Op
 			o.DisableValidateResponseChecksum = true
 		}
 	}}, optFns...)...), nil
+}
+
+// maxAttempts is how often the SDK tries one call. Every write the store
+// sends is idempotent or recognises its own commit (see transact.go and
+// Update), so retries are safe; the request's deadline bounds them.
+const maxAttempts = 8
+
+// newRetryer is the SDK's standard retryer with more attempts, the
+// store's backoff (full jitter from 20 ms, where the SDK's starts from a
+// second), and no retry quota: the quota's token bucket empties under
+// sustained throttling and then fails calls that a pause would have let
+// through. TransactionConflictException (a single-item write meeting a
+// transaction on its item) is retried too.
+func newRetryer() aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = maxAttempts
+		o.Backoff = retry.BackoffDelayerFunc(func(attempt int, _ error) (time.Duration, error) {
+			return backoff(attempt), nil
+		})
+		o.RateLimiter = ratelimit.None
+		o.Retryables = append(o.Retryables, retry.RetryableErrorCode{
+			Codes: map[string]struct{}{"TransactionConflictException": {}},
+		})
+	})
 }

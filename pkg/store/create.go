@@ -2,19 +2,19 @@ package store
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// Create stores a new item; uds.ErrConflict if the key is taken.
+// Create stores a new item: uds.ErrConflict if the key is taken, a
+// *uds.QuotaError if the item does not fit its owner's limit. The item and
+// its charge to the owner's usage are one transaction. When both
+// conditions fail, the conflict wins: the key being taken is the answer
+// that stays true whatever the quota.
 func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	v, err := encodeValue(&w)
 	if err != nil {
@@ -26,48 +26,26 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 		CreatedDate: now, CreatedBy: w.Subject, UpdatedDate: now, UpdatedBy: w.Subject,
 		Version: 1,
 	}
-	// Reserve the owner's usage first: a crash after it over-counts, which
-	// recompute repairs; a data write before it could pass the limit.
-	charge := uds.Usage{Bytes: v.size, Items: 1}
-	if err := s.reserve(ctx, w.App, w.Subject, charge); err != nil {
+	charge, lim, err := s.chargeFor(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
+	if err != nil {
 		return uds.Item{}, err
 	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+	put := types.TransactWriteItem{Put: &types.Put{
 		TableName:                aws.String(s.table(w.Key)),
 		Item:                     encodeItem(&it, v),
 		ConditionExpression:      aws.String("attribute_not_exists(#k)"),
 		ExpressionAttributeNames: map[string]string{"#k": schema.AttrDataKey},
-	})
-	if isConditionFailed(err) {
-		return uds.Item{}, errors.Join(uds.ErrConflict, s.adjust(ctx, w.App, w.Subject, charge.Negate()))
-	}
-	if err != nil {
-		// Whether the write happened is unknown, so the reservation stays:
-		// over-counting is the safe side.
-		return uds.Item{}, fmt.Errorf("create %s: %w", w.DataKey(), wrapSizeError(err))
+	}}
+	refused, err := s.transact(ctx, "create "+w.DataKey(), put, charge)
+	switch {
+	case err != nil:
+		return uds.Item{}, err
+	case refused.conditionFailed(0):
+		return uds.Item{}, uds.ErrConflict
+	case refused.conditionFailed(1):
+		return uds.Item{}, s.quotaError(ctx, w.App, w.Subject, lim, refused.item(1))
+	case refused != nil:
+		return uds.Item{}, failed("create "+w.DataKey(), errUnexpectedCancel(refused))
 	}
 	return it, nil
-}
-
-// isConditionFailed reports whether a write was refused by its condition.
-func isConditionFailed(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return asCCF(err, &ccf)
-}
-
-// asCCF finds a conditional check failure in err, with the old item
-// DynamoDB returns when asked to.
-func asCCF(err error, target **types.ConditionalCheckFailedException) bool {
-	return err != nil && errors.As(err, target)
-}
-
-// wrapSizeError turns DynamoDB's refusal of an oversized item into
-// uds.ErrTooLarge. encodeValue bounds sizes from above, so this is a
-// backstop, not the rule.
-func wrapSizeError(err error) error {
-	var apiErr interface{ ErrorMessage() string }
-	if errors.As(err, &apiErr) && strings.Contains(strings.ToLower(apiErr.ErrorMessage()), "item size") {
-		return &uds.TooLargeError{Reason: "the item exceeds DynamoDB's item size limit"}
-	}
-	return err
 }

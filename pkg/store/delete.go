@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/schema"
@@ -15,32 +13,61 @@ import (
 // Delete removes one item. Deleting nothing succeeds (DELETE is
 // idempotent) unless ifMatch is set: then the item must exist at one of the
 // named revisions, else uds.ErrPrecondition.
+//
+// It reads the item's revision, owner and size, then deletes exactly that
+// revision and releases exactly its size in one transaction; if another
+// writer got in between, it starts over from the new state.
 func (s *Store) Delete(ctx context.Context, key uds.Key, ifMatch uds.Precondition) error {
-	in := &dynamodb.DeleteItemInput{
-		TableName: aws.String(s.table(key)),
-		Key:       keyAV(key),
-		// The old item names the owner and size to release; returning it
-		// costs no extra capacity.
-		ReturnValues: types.ReturnValueAllOld,
-	}
-	if ifMatch.IsSet() {
-		names := map[string]string{"#k": schema.AttrDataKey}
-		values := map[string]types.AttributeValue{}
-		in.ConditionExpression = aws.String("attribute_exists(#k)" + ifMatchCondition(ifMatch, names, values))
-		in.ExpressionAttributeNames = names
-		if len(values) > 0 {
-			in.ExpressionAttributeValues = values
+	op := "delete " + key.DataKey()
+	for range maxWriteAttempts {
+		old, err := s.readMeta(ctx, key)
+		switch {
+		case err != nil:
+			return err
+		case old == nil && ifMatch.IsSet():
+			return uds.ErrPrecondition
+		case old == nil:
+			return nil
+		case !ifMatch.Matches(decodeMeta(key, old).Revision()):
+			return uds.ErrPrecondition
 		}
+		actions := []types.TransactWriteItem{s.deleteAction(key, old)}
+		if who, counted := owner(key.App, old); counted {
+			release, err := s.usageChange(ctx, key.App, who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}, uds.Limits{})
+			if err != nil {
+				return err
+			}
+			actions = append(actions, release)
+		}
+		refused, err := s.transact(ctx, op, actions...)
+		switch {
+		case err != nil:
+			return err
+		case refused.conditionFailed(0):
+			continue // changed since it was read
+		case refused != nil:
+			return failed(op, errUnexpectedCancel(refused))
+		}
+		return nil
 	}
-	out, err := s.client.DeleteItem(ctx, in)
-	if isConditionFailed(err) {
-		return uds.ErrPrecondition
+	return &uds.UnavailableError{Op: op, Err: errContended}
+}
+
+// deleteAction deletes the item at key if it is still at the revision old
+// shows, returning its current state when it is not.
+func (s *Store) deleteAction(key uds.Key, old map[string]types.AttributeValue) types.TransactWriteItem {
+	names := map[string]string{"#k": schema.AttrDataKey}
+	values := map[string]types.AttributeValue{}
+	cond := "attribute_exists(#k) AND " + exactRevision(old, names, values)
+	d := &types.Delete{
+		TableName:                           aws.String(s.table(key)),
+		Key:                                 keyAV(key),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
-	if err != nil {
-		return fmt.Errorf("delete %s: %w", key.DataKey(), err)
+	if len(values) > 0 {
+		d.ExpressionAttributeValues = values
 	}
-	if who, counted := owner(key.App, out.Attributes); counted {
-		return s.adjust(ctx, key.App, who, uds.Usage{Bytes: -num(out.Attributes, schema.AttrItemSize), Items: -1})
-	}
-	return nil
+	return types.TransactWriteItem{Delete: d}
 }

@@ -4,79 +4,73 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"sort"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
 const (
-	// batchSize is BatchWriteItem's limit of requests per call.
-	batchSize = 25
-	// deleteWorkers is how many batches are in flight at once. Reading
-	// the list is sequential (one partition), so a few writers keep up
-	// with it.
-	deleteWorkers = 8
-	backoffBase   = 20 * time.Millisecond
-	backoffMax    = 1 * time.Second
+	// maxTxActions is TransactWriteItems' limit of actions per call.
+	maxTxActions = 100
+	// maxTxBytes bounds the size of the items one transaction deletes,
+	// under DynamoDB's 4 MB per transaction, with room for the attributes
+	// the quota measure leaves out.
+	maxTxBytes = 3_500_000
+	// deleteWorkers is how many transactions are in flight at once. They
+	// all move the same owners' usage records, which DynamoDB lets only one
+	// transaction hold at a time, so more would mostly wait.
+	deleteWorkers = 4
 )
 
-// DeleteList removes every item of a list. Keys are read page by page while
-// batches of 25 deletes run in parallel; unprocessed items and throttled
-// batches are retried with jittered exponential backoff until none is left.
+// listEntry is one item of a list as delete-all read it: its key and the
+// revision, owner and size its deletion must match.
+type listEntry struct {
+	key   uds.Key
+	state map[string]types.AttributeValue
+}
+
+// DeleteList removes every item of a list. Keys are read page by page
+// (strongly consistent) while transactions of up to 100 actions delete
+// them: each deletes its items at the revision that was read and releases
+// exactly their sizes from their owners' usage. An item that changed or
+// went meanwhile (a concurrent delete-all, DELETE or PUT) fails its
+// condition; DynamoDB returns its current state, and the transaction is
+// sent again without the items that are gone. Nothing is released twice.
 // When ctx ends first, the result is a *uds.IncompleteError that says how
 // many items were deleted: the caller answers so, never silently.
 func (s *Store) DeleteList(ctx context.Context, list uds.Key) (int, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	batches := make(chan deleteBatch, deleteWorkers)
+	batches := make(chan []listEntry, deleteWorkers)
 	var (
 		wg      sync.WaitGroup
-		mu      sync.Mutex
-		deleted int
-		// freed is the usage of deleted items per owner. It is released
-		// once at the end, not per batch: one usage write per owner per
-		// call. A crash before that over-counts, which recompute repairs.
-		freed = map[string]uds.Usage{}
+		deleted atomic.Int64
 	)
 	for range deleteWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for batch := range batches {
-				if err := s.writeBatch(ctx, batch.requests); err != nil {
+				n, err := s.deleteEntries(ctx, list, batch)
+				deleted.Add(int64(n))
+				if err != nil {
 					cancel(err)
 					return
 				}
-				mu.Lock()
-				deleted += len(batch.requests)
-				for who, u := range batch.usage {
-					f := freed[who]
-					freed[who] = uds.Usage{Bytes: f.Bytes + u.Bytes, Items: f.Items + u.Items}
-				}
-				mu.Unlock()
 			}
 		}()
 	}
-	readErr := s.readKeys(ctx, list, batches)
+	readErr := s.readEntries(ctx, list, batches)
 	close(batches)
 	wg.Wait()
-	n := deleted
-	// Release with a context of its own: the request's may be what ended.
-	release, cancelRelease := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancelRelease()
-	for who, u := range freed {
-		if err := s.adjust(release, list.App, who, u.Negate()); err != nil {
-			return n, fmt.Errorf("delete list %s: release usage: %w", list.DataKey(), err)
-		}
-	}
+	n := int(deleted.Load())
 	// A failed batch cancels the context with its error as the cause;
 	// report that rather than the cancellation it caused.
 	err := readErr
@@ -93,33 +87,30 @@ func (s *Store) DeleteList(ctx context.Context, list uds.Key) (int, error) {
 	}
 }
 
-// deleteBatch is up to 25 deletes and the usage they hold per owner.
-type deleteBatch struct {
-	requests []types.WriteRequest
-	usage    map[string]uds.Usage
-}
-
-func newDeleteBatch() deleteBatch {
-	return deleteBatch{requests: make([]types.WriteRequest, 0, batchSize), usage: map[string]uds.Usage{}}
-}
-
-// readKeys queries the list's keys, owners and sizes and sends them in
-// batches of 25.
-func (s *Store) readKeys(ctx context.Context, list uds.Key, batches chan<- deleteBatch) error {
+// readEntries queries the list's keys, revisions, owners and sizes and
+// sends them in batches that fit one transaction with their owners' usage
+// changes.
+func (s *Store) readEntries(ctx context.Context, list uds.Key, batches chan<- []listEntry) error {
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.tables.List),
 		KeyConditionExpression: aws.String("#k = :k"),
-		ProjectionExpression:   aws.String("#k, #s, #o, #z"),
+		ProjectionExpression:   aws.String("#k, #s, #o, #z, #v, #cd"),
 		ExpressionAttributeNames: map[string]string{
 			"#k": schema.AttrDataKey, "#s": schema.AttrSortKey, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize,
+			"#v": schema.AttrVersion, "#cd": schema.AttrCreatedDate,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":k": &types.AttributeValueMemberS{Value: list.DataKey()}},
+		ConsistentRead:            aws.Bool(true),
 	}
-	batch := newDeleteBatch()
+	var (
+		batch  []listEntry
+		owners = map[string]bool{}
+		bytes  int64
+	)
 	send := func() error {
 		select {
 		case batches <- batch:
-			batch = newDeleteBatch()
+			batch, owners, bytes = nil, map[string]bool{}, 0
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -128,85 +119,96 @@ func (s *Store) readKeys(ctx context.Context, list uds.Key, batches chan<- delet
 	for {
 		out, err := s.client.Query(ctx, in)
 		if err != nil {
-			return err
+			return failed("read list "+list.DataKey(), err)
 		}
 		for _, it := range out.Items {
-			batch.requests = append(batch.requests, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: map[string]types.AttributeValue{
-				schema.AttrDataKey: it[schema.AttrDataKey], schema.AttrSortKey: it[schema.AttrSortKey],
-			}}})
-			if who, counted := owner(list.App, it); counted {
-				u := batch.usage[who]
-				u.Bytes += num(it, schema.AttrItemSize)
-				u.Items++
-				batch.usage[who] = u
-			}
-			if len(batch.requests) == batchSize {
+			who, _ := owner(list.App, it)
+			size := num(it, schema.AttrItemSize)
+			fits := len(batch)+len(owners)+1 < maxTxActions || (owners[who] && len(batch)+len(owners) < maxTxActions)
+			if len(batch) > 0 && (!fits || bytes+size > maxTxBytes) {
 				if err := send(); err != nil {
 					return err
 				}
 			}
+			key := list
+			key.SortKey = str(it, schema.AttrSortKey)
+			batch = append(batch, listEntry{key: key, state: it})
+			owners[who] = true
+			bytes += size
 		}
 		if out.LastEvaluatedKey == nil {
 			break
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	if len(batch.requests) > 0 {
+	if len(batch) > 0 {
 		return send()
 	}
 	return nil
 }
 
-// writeBatch runs one BatchWriteItem until every request is processed,
-// backing off between attempts that left work undone or were throttled.
-func (s *Store) writeBatch(ctx context.Context, batch []types.WriteRequest) error {
-	pending := map[string][]types.WriteRequest{s.tables.List: batch}
-	for attempt := 0; ; attempt++ {
-		out, err := s.client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
-		switch {
-		case err == nil && len(out.UnprocessedItems) == 0:
-			return nil
-		case err == nil:
-			pending = out.UnprocessedItems
-		case !isThrottle(err):
-			return err
+// deleteEntries deletes a batch in one transaction with the release of its
+// owners' usage, dropping and refreshing entries that changed until the
+// transaction commits. It returns how many items it deleted.
+func (s *Store) deleteEntries(ctx context.Context, list uds.Key, pending []listEntry) (int, error) {
+	op := "delete list " + list.DataKey()
+	for len(pending) > 0 {
+		actions := make([]types.TransactWriteItem, 0, len(pending)+1)
+		freed := map[string]uds.Usage{}
+		for _, e := range pending {
+			actions = append(actions, s.deleteAction(e.key, e.state))
+			if who, counted := owner(list.App, e.state); counted {
+				f := freed[who]
+				freed[who] = uds.Usage{Bytes: f.Bytes + num(e.state, schema.AttrItemSize), Items: f.Items + 1}
+			}
 		}
-		if err := sleep(ctx, backoff(attempt)); err != nil {
-			return err
+		owners := make([]string, 0, len(freed))
+		for who := range freed {
+			owners = append(owners, who)
 		}
+		if len(actions)+len(owners) > maxTxActions {
+			// Refreshed items brought new owners: split the batch.
+			half := len(pending) / 2
+			n, err := s.deleteEntries(ctx, list, pending[:half])
+			if err != nil {
+				return n, err
+			}
+			m, err := s.deleteEntries(ctx, list, pending[half:])
+			return n + m, err
+		}
+		sort.Strings(owners)
+		for _, who := range owners {
+			release, err := s.usageChange(ctx, list.App, who, freed[who].Negate(), uds.Limits{})
+			if err != nil {
+				return 0, err
+			}
+			actions = append(actions, release)
+		}
+		refused, err := s.transact(ctx, op, actions...)
+		if err != nil {
+			return 0, err
+		}
+		if refused == nil {
+			return len(pending), nil
+		}
+		// Items that changed since they were read: keep those still there
+		// at their current state, drop those that are gone.
+		var next []listEntry
+		changed := false
+		for i, e := range pending {
+			if !refused.conditionFailed(i) {
+				next = append(next, e)
+				continue
+			}
+			changed = true
+			if current := refused.item(i); current != nil {
+				next = append(next, listEntry{key: e.key, state: current})
+			}
+		}
+		if !changed {
+			return 0, failed(op, errUnexpectedCancel(refused))
+		}
+		pending = next
 	}
-}
-
-// isThrottle reports whether DynamoDB refused for capacity reasons, after
-// the SDK's own retries gave up.
-func isThrottle(err error) bool {
-	var apiErr smithy.APIError
-	if !errors.As(err, &apiErr) {
-		return false
-	}
-	switch apiErr.ErrorCode() {
-	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
-		return true
-	}
-	return false
-}
-
-// backoff is full-jitter exponential backoff.
-func backoff(attempt int) time.Duration {
-	d := backoffBase << min(attempt, 10)
-	if d > backoffMax {
-		d = backoffMax
-	}
-	return time.Duration(rand.Int64N(int64(d)) + 1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return 0, nil
 }

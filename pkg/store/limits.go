@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -68,14 +67,14 @@ func (s *Store) readRecords(ctx context.Context, app, user string, consistent bo
 		},
 		s.tables.Usage: {
 			Keys:                 []map[string]types.AttributeValue{usageKey(app, user)},
-			ProjectionExpression: aws.String(limits + ", " + schema.AttrUsedBytes + ", " + schema.AttrUsedItems),
+			ProjectionExpression: aws.String(limits + ", " + schema.AttrUsedBytes + ", " + schema.AttrUsedItems + ", " + schema.AttrLastWrite),
 			ConsistentRead:       aws.Bool(consistent),
 		},
 	}}
 	for attempt := 0; ; attempt++ {
 		out, err := s.client.BatchGetItem(ctx, in)
 		if err != nil {
-			return appLimits, record, fmt.Errorf("read limits of %s in %s: %w", user, app, err)
+			return appLimits, record, failed("read limits of "+user+" in "+app, err)
 		}
 		for _, it := range out.Responses[s.tables.Apps] {
 			appLimits = limitsOf(it)
@@ -88,7 +87,7 @@ func (s *Store) readRecords(ctx context.Context, app, user string, consistent bo
 		}
 		in.RequestItems = out.UnprocessedKeys
 		if err := sleep(ctx, backoff(attempt)); err != nil {
-			return appLimits, record, err
+			return appLimits, record, failed("read limits of "+user+" in "+app, err)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -100,7 +99,7 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 		in.Limit = aws.Int32(int32(limit))
 		out, err := s.client.Query(ctx, in)
 		if err != nil {
-			return ListPage{}, fmt.Errorf("query %s: %w", q.List.DataKey(), err)
+			return ListPage{}, failed("query "+q.List.DataKey(), err)
 		}
 		for _, av := range out.Items {
 			sk := str(av, schema.AttrSortKey)

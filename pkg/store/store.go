@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -16,12 +17,10 @@ import (
 // satisfies it; tests wrap it to count calls and consumed capacity.
 type Client interface {
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	BatchWriteItem(context.Context, *dynamodb.BatchWriteItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
 // Tables names the physical tables; the configuration reads them.
@@ -29,9 +28,10 @@ type Tables = schema.TableNames
 
 // Store is the DynamoDB-backed data store. It is safe for concurrent use.
 type Store struct {
-	client Client
-	tables Tables
-	limits limitsCache
+	client         Client
+	tables         Tables
+	limits         limitsCache
+	recomputeQuiet time.Duration
 }
 
 // DefaultLimitsTTL is how long limits are cached unless WithLimitsTTL says
@@ -49,9 +49,14 @@ func WithDefaultLimits(l uds.Limits) Option { return func(s *Store) { s.limits.g
 // change takes to be enforced.
 func WithLimitsTTL(d time.Duration) Option { return func(s *Store) { s.limits.ttl = d } }
 
+// WithRecomputeQuiet sets how long an owner's usage must have been quiet
+// before recompute may lower it: longer than the longest request plus the
+// owner index's propagation lag.
+func WithRecomputeQuiet(d time.Duration) Option { return func(s *Store) { s.recomputeQuiet = d } }
+
 // New returns a Store over client.
 func New(client Client, tables Tables, opts ...Option) *Store {
-	s := &Store{client: client, tables: tables}
+	s := &Store{client: client, tables: tables, recomputeQuiet: config.DefaultRecomputeQuiet}
 	s.limits = limitsCache{ttl: DefaultLimitsTTL, m: map[string]cachedLimits{}}
 	for _, o := range opts {
 		o(s)

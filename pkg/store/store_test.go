@@ -59,10 +59,10 @@ func TestItemLifecycle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// One data write, one usage write, and the first write of an
-			// owner reads the limits.
-			if u := counter.Take(); u.Calls["PutItem"] != 1 || u.Calls["UpdateItem"] != 1 || u.Calls["BatchGetItem"] != 1 || len(u.Calls) != 3 {
-				t.Errorf("Create made calls %v, want PutItem, UpdateItem, BatchGetItem", u.Calls)
+			// One transaction of the data write and the usage change, and
+			// the first write of an owner reads the limits.
+			if u := counter.Take(); u.Calls["TransactWriteItems"] != 1 || u.Calls["BatchGetItem"] != 1 || len(u.Calls) != 2 {
+				t.Errorf("Create made calls %v, want TransactWriteItems, BatchGetItem", u.Calls)
 			}
 			if created.Version != 1 || created.CreatedBy != "alice" || created.CreatedDate.IsZero() {
 				t.Errorf("created = %+v", created)
@@ -79,9 +79,10 @@ func TestItemLifecycle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Same size: one UpdateItem, no usage change, limits cached.
-			if u := counter.Take(); u.Calls["UpdateItem"] != 1 || len(u.Calls) != 1 {
-				t.Errorf("Update made calls %v, want one UpdateItem", u.Calls)
+			// Same size: the revision read and one UpdateItem, no usage
+			// change.
+			if u := counter.Take(); u.Calls["GetItem"] != 1 || u.Calls["UpdateItem"] != 1 || len(u.Calls) != 2 {
+				t.Errorf("Update made calls %v, want GetItem, UpdateItem", u.Calls)
 			}
 			if updated.Version != 2 || updated.CreatedBy != "alice" || updated.UpdatedBy != "bob" || !updated.CreatedDate.Equal(created.CreatedDate) {
 				t.Errorf("updated = %+v", updated)
@@ -243,7 +244,7 @@ func TestDeleteList(t *testing.T) {
 	ctx := context.Background()
 	s, counter := newStore(t)
 	list := key(t, "many", "list")
-	fillList(t, s, list, 3000, 100)
+	fillList(t, s, list, 1000, 100)
 	other := key(t, "many", "other")
 	fillList(t, s, other, 3, 100)
 	counter.Take()
@@ -252,13 +253,14 @@ func TestDeleteList(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := counter.Take()
-	if n != 3000 {
-		t.Errorf("deleted %d, want 3000", n)
+	if n != 1000 {
+		t.Errorf("deleted %d, want 1000", n)
 	}
-	if want := 3000 / 25; u.Calls["BatchWriteItem"] < want {
-		t.Errorf("%d batch writes, want at least %d", u.Calls["BatchWriteItem"], want)
+	// 99 deletes and the owner's usage change per transaction.
+	if want := (1000 + 98) / 99; u.Calls["TransactWriteItems"] != want {
+		t.Errorf("%d transactions, want %d", u.Calls["TransactWriteItems"], want)
 	}
-	t.Logf("delete-all of 3000 items: %v, %.1f RCU, %.1f WCU", u.Calls, u.Read, u.Write)
+	t.Logf("delete-all of 1000 items: %v, %.1f RCU, %.1f WCU", u.Calls, u.Read, u.Write)
 	page, err := s.ListItems(ctx, store.ListQuery{List: list, Limit: 10})
 	if err != nil || len(page.Items) != 0 {
 		t.Fatalf("after DeleteList: %d items left, err %v", len(page.Items), err)

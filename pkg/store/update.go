@@ -2,9 +2,8 @@ package store
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,82 +14,154 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// maxUpdateAttempts bounds the retries of an update that keeps losing races
-// with other writers of the same item.
-const maxUpdateAttempts = 10
+// maxWriteAttempts bounds the attempts of a single-item write that keeps
+// losing races with other writers of the item, or getting no answer.
+const maxWriteAttempts = 12
 
 // Update replaces the value of an existing item: uds.ErrNotFound if it does
 // not exist, uds.ErrPrecondition if w.IfMatch names none of its revisions,
 // a *uds.QuotaError if it grows past its owner's limit.
 //
-// An update that does not grow the item is one conditional UpdateItem,
-// followed by a release of usage if it shrank. One that grows fails that
-// condition, which returns the old item; the growth is then reserved and the
-// write repeated on exactly the revision that was read.
+// It reads the item's revision, owner and size first, then writes on
+// exactly that revision. A write that keeps the size is one UpdateItem; one
+// that changes it is a transaction with the owner's usage change. Either
+// way the item records the request's write token, so a retry recognises
+// its own earlier commit. If another writer got in between, it starts
+// over from the new state.
 func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 	v, err := encodeValue(&w)
 	if err != nil {
 		return uds.Item{}, err
 	}
-	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
-		now := writeTime()
-		in := s.updateInput(&w, v, now, "")
-		in.ConditionExpression = aws.String("attribute_exists(#k) AND #sz >= :sz" + ifMatchCondition(w.IfMatch, in.ExpressionAttributeNames, in.ExpressionAttributeValues))
-		out, err := s.client.UpdateItem(ctx, in)
-		var ccf *types.ConditionalCheckFailedException
+	op := "update " + w.DataKey()
+	token := newToken()
+	// uncertain is set once a write attempt ended without an answer: it may
+	// have committed, so a refusal that the token does not explain is no
+	// proof that nothing was written.
+	uncertain := false
+	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
+		old, err := s.readMeta(ctx, w.Key)
 		switch {
-		case err == nil:
-			who, _ := owner(w.App, out.Attributes)
-			shrink := uds.Usage{Bytes: v.size - num(out.Attributes, schema.AttrItemSize)}
-			return updated(&w, out.Attributes, now), s.adjust(ctx, w.App, who, shrink)
-		case !asCCF(err, &ccf):
-			return uds.Item{}, fmt.Errorf("update %s: %w", w.DataKey(), wrapSizeError(err))
-		case len(ccf.Item) == 0:
+		case err != nil:
+			return uds.Item{}, err
+		case old != nil && str(old, schema.AttrWriteToken) == token:
+			return committed(&w, old), nil
+		case old == nil && uncertain:
+			return uds.Item{}, unknownOutcome(op, "the item is gone")
+		case old == nil:
 			return uds.Item{}, uds.ErrNotFound
-		}
-		old := ccf.Item
-		if !w.IfMatch.Matches(decodeMeta(w.Key, old).Revision()) {
+		case !w.IfMatch.Matches(decodeMeta(w.Key, old).Revision()) && uncertain:
+			return uds.Item{}, unknownOutcome(op, "the item changed")
+		case !w.IfMatch.Matches(decodeMeta(w.Key, old).Revision()):
 			return uds.Item{}, uds.ErrPrecondition
 		}
-		// The item grows, or predates UDS and is not counted yet.
 		who, counted := owner(w.App, old)
-		if who == "" {
+		if !counted {
+			// The item predates UDS: its writer becomes its owner and it
+			// is counted from now on.
 			who = w.Subject
 		}
-		growth := uds.Usage{Bytes: v.size - num(old, schema.AttrItemSize)}
+		change := uds.Usage{Bytes: v.size - num(old, schema.AttrItemSize)}
 		if !counted {
-			growth = uds.Usage{Bytes: v.size, Items: 1}
+			change = uds.Usage{Bytes: v.size, Items: 1}
 		}
-		if err := s.reserve(ctx, w.App, who, growth); err != nil {
-			return uds.Item{}, err
+		now := writeTime()
+		up := s.itemUpdate(&w, v, now, token, old, !counted)
+		var outcome writeOutcome
+		if change == (uds.Usage{}) {
+			outcome, err = s.updateAlone(ctx, op, up, token, attempt)
+		} else {
+			outcome, err = s.updateCharged(ctx, op, up, w.App, who, change)
 		}
-		in = s.updateInput(&w, v, now, who)
-		in.ConditionExpression = aws.String("attribute_exists(#k) AND " + exactRevision(old, in.ExpressionAttributeNames, in.ExpressionAttributeValues))
-		out, err = s.client.UpdateItem(ctx, in)
 		switch {
-		case err == nil:
-			return updated(&w, out.Attributes, now), nil
-		case !isConditionFailed(err):
-			return uds.Item{}, fmt.Errorf("update %s: %w", w.DataKey(), wrapSizeError(err))
-		}
-		// Another writer changed the item between the two calls: give the
-		// reservation back and start over from its new state.
-		if err := s.adjust(ctx, w.App, who, growth.Negate()); err != nil {
+		case err != nil:
 			return uds.Item{}, err
+		case outcome == written:
+			return updated(&w, old, now), nil
+		case outcome == unanswered:
+			uncertain = true
 		}
 	}
-	return uds.Item{}, fmt.Errorf("update %s: still contended after %d attempts", w.DataKey(), maxUpdateAttempts)
+	return uds.Item{}, &uds.UnavailableError{Op: op, Err: errContended}
 }
 
-// updateInput is the UpdateItem that writes w's value over an item, bumping
-// its version; the caller adds the condition. It returns the old item,
-// which names the owner and the size being replaced. A non-empty owner is
-// recorded as the item's owner (items written before UDS have none).
-func (s *Store) updateInput(w *uds.Write, v encodedValue, now time.Time, owner string) *dynamodb.UpdateItemInput {
+// writeOutcome is how one attempt at a conditional write ended, when it did
+// not fail outright.
+type writeOutcome int
+
+const (
+	written    writeOutcome = iota
+	raced                   // the item changed since it was read
+	unanswered              // no answer: the write may or may not have happened
+)
+
+// updateAlone writes an update that leaves the usage as it is, with one
+// UpdateItem. The SDK does not retry it: a retry of a commit whose answer
+// was lost would be refused by the revision condition, and only the caller,
+// re-reading the item, can tell that refusal from a real race.
+func (s *Store) updateAlone(ctx context.Context, op string, up *types.Update, token string, attempt int) (writeOutcome, error) {
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           up.TableName,
+		Key:                                 up.Key,
+		UpdateExpression:                    up.UpdateExpression,
+		ConditionExpression:                 up.ConditionExpression,
+		ExpressionAttributeNames:            up.ExpressionAttributeNames,
+		ExpressionAttributeValues:           up.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, withoutRetries)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return written, nil
+	case asCCF(err, &ccf) && str(ccf.Item, schema.AttrWriteToken) == token:
+		return written, nil
+	case asCCF(err, &ccf):
+		return raced, nil
+	case isTransient(err):
+		if serr := sleep(ctx, backoff(attempt)); serr != nil {
+			return 0, failed(op, errors.Join(err, serr))
+		}
+		return unanswered, nil
+	}
+	return 0, failed(op, err)
+}
+
+// updateCharged writes an update together with the usage change it makes.
+func (s *Store) updateCharged(ctx context.Context, op string, up *types.Update, app, who string, change uds.Usage) (writeOutcome, error) {
+	var usage types.TransactWriteItem
+	var lim uds.Limits
+	var err error
+	if change.Bytes > 0 || change.Items > 0 {
+		usage, lim, err = s.chargeFor(ctx, app, who, change)
+	} else {
+		usage, err = s.usageChange(ctx, app, who, change, uds.Limits{})
+	}
+	if err != nil {
+		return 0, err
+	}
+	refused, err := s.transact(ctx, op, types.TransactWriteItem{Update: up}, usage)
+	switch {
+	case err != nil:
+		return 0, err
+	case refused.conditionFailed(0):
+		return raced, nil
+	case refused.conditionFailed(1):
+		return 0, s.quotaError(ctx, app, who, lim, refused.item(1))
+	case refused != nil:
+		return 0, failed(op, errUnexpectedCancel(refused))
+	}
+	return written, nil
+}
+
+// itemUpdate writes w's value over the item at the revision old shows,
+// bumping its version and recording the write token. adopt records the
+// writer as the owner of an item that has none (written before UDS).
+func (s *Store) itemUpdate(w *uds.Write, v encodedValue, now time.Time, token string, old map[string]types.AttributeValue, adopt bool) *types.Update {
 	names := map[string]string{
 		"#k": schema.AttrDataKey, "#val": v.name, "#ud": schema.AttrUpdatedDate,
 		"#ub": schema.AttrUpdatedBySubject, "#sz": schema.AttrItemSize, "#sv": schema.AttrSchemaVersion,
 		"#v": schema.AttrVersion, "#old": otherValueAttr(v.name), "#cn": schema.AttrClassName,
+		"#wt": schema.AttrWriteToken,
 	}
 	values := map[string]types.AttributeValue{
 		":val":  v.av,
@@ -98,16 +169,17 @@ func (s *Store) updateInput(w *uds.Write, v encodedValue, now time.Time, owner s
 		":ub":   &types.AttributeValueMemberS{Value: w.Subject},
 		":sz":   &types.AttributeValueMemberN{Value: strconv.FormatInt(v.size, 10)},
 		":sv":   &types.AttributeValueMemberN{Value: schemaVersion},
+		":wt":   &types.AttributeValueMemberS{Value: token},
 		":one":  &types.AttributeValueMemberN{Value: "1"},
 		":zero": &types.AttributeValueMemberN{Value: "0"},
 	}
-	set := "SET #val = :val, #ud = :ud, #ub = :ub, #sz = :sz, #sv = :sv, #v = if_not_exists(#v, :zero) + :one"
+	set := "SET #val = :val, #ud = :ud, #ub = :ub, #sz = :sz, #sv = :sv, #wt = :wt, #v = if_not_exists(#v, :zero) + :one"
 	remove := " REMOVE #old"
-	if owner != "" {
+	if adopt {
 		set += ", #ok = :ok, #cb = if_not_exists(#cb, :owner)"
 		names["#ok"], names["#cb"] = schema.AttrOwnerKey, schema.AttrCreatedBySubject
-		values[":ok"] = &types.AttributeValueMemberS{Value: ownerKey(w.App, owner)}
-		values[":owner"] = &types.AttributeValueMemberS{Value: owner}
+		values[":ok"] = &types.AttributeValueMemberS{Value: ownerKey(w.App, w.Subject)}
+		values[":owner"] = &types.AttributeValueMemberS{Value: w.Subject}
 	}
 	if w.ClassName != "" {
 		set += ", #cn = :cn"
@@ -115,13 +187,13 @@ func (s *Store) updateInput(w *uds.Write, v encodedValue, now time.Time, owner s
 	} else {
 		remove += ", #cn"
 	}
-	return &dynamodb.UpdateItemInput{
+	return &types.Update{
 		TableName:                           aws.String(s.table(w.Key)),
 		Key:                                 keyAV(w.Key),
 		UpdateExpression:                    aws.String(set + remove),
+		ConditionExpression:                 aws.String("attribute_exists(#k) AND " + exactRevision(old, names, values)),
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
-		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 }
@@ -139,10 +211,18 @@ func updated(w *uds.Write, old map[string]types.AttributeValue, now time.Time) u
 	return it
 }
 
+// committed is the item as an earlier attempt of this request left it,
+// found by its write token after the attempt's answer was lost.
+func committed(w *uds.Write, current map[string]types.AttributeValue) uds.Item {
+	it := decodeMeta(w.Key, current)
+	it.Data, it.ClassName = w.Data, w.ClassName
+	return it
+}
+
 // exactRevision is a condition that holds only while the item is still at
 // the revision old shows.
 func exactRevision(old map[string]types.AttributeValue, names map[string]string, values map[string]types.AttributeValue) string {
-	names["#cd"] = schema.AttrCreatedDate
+	names["#v"], names["#cd"] = schema.AttrVersion, schema.AttrCreatedDate
 	cd, hasDate := old[schema.AttrCreatedDate]
 	if hasDate {
 		values[":xcd"] = cd
@@ -157,30 +237,6 @@ func exactRevision(old map[string]types.AttributeValue, names map[string]string,
 	default:
 		return "attribute_not_exists(#v) AND attribute_not_exists(#cd)"
 	}
-}
-
-// ifMatchCondition renders an If-Match precondition as " AND ..."; the
-// empty string when there is none. If-Match: * needs nothing beyond the
-// existence check every caller already makes.
-func ifMatchCondition(p uds.Precondition, names map[string]string, values map[string]types.AttributeValue) string {
-	if len(p.Revisions) == 0 {
-		return ""
-	}
-	names["#v"] = schema.AttrVersion
-	names["#cd"] = schema.AttrCreatedDate
-	terms := make([]string, len(p.Revisions))
-	for i, r := range p.Revisions {
-		n := strconv.Itoa(i)
-		terms[i] = "#v = :rv" + n + " AND #cd = :rc" + n
-		values[":rv"+n] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.Version, 10)}
-		values[":rc"+n] = &types.AttributeValueMemberS{Value: FormatTime(r.Created)}
-	}
-	if len(terms) == 1 {
-		return " AND " + terms[0]
-	}
-	// DynamoDB rejects redundant parentheses, so only a disjunction of
-	// several revisions gets them.
-	return " AND ((" + strings.Join(terms, ") OR (") + "))"
 }
 
 func otherValueAttr(name string) string {

@@ -2,10 +2,10 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -15,12 +15,12 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// Usage accounting. Every data write moves its owner's usage record by the
-// real size difference with one small UpdateItem. Growth is reserved before
-// the data write, under a condition that keeps the record within the limit
-// in effect, so concurrent writers can never pass it; shrinkage is released
-// after the data write. A crash between the two steps therefore leaves
-// usage over-counted, never under-counted, and recompute corrects it.
+// Usage accounting: the one place that turns a data write into a change of
+// its owner's usage record. Every write path (create, update, delete,
+// delete-all) commits its data change and the usageChange below in one
+// transaction (transact.go), so the record moves by exactly the size of
+// what was written or removed, once. A change that grows usage carries the
+// limit as its condition, so concurrent writers can never pass it.
 
 // AppShard spreads one app's usage records over schema.AppShards index
 // partitions, so no partition carries an app's whole load.
@@ -37,74 +37,62 @@ func usageKey(app, user string) map[string]types.AttributeValue {
 	}
 }
 
-// reserve adds d to the owner's usage if the result stays within the limits
-// in effect; otherwise it returns a *uds.QuotaError and changes nothing.
-func (s *Store) reserve(ctx context.Context, app, owner string, d uds.Usage) error {
-	lim, err := s.limits.get(ctx, s, app, owner)
-	if err != nil {
-		return err
+// usageChange is the transaction action that adds d to the owner's usage
+// record, creating it (with its app shard, for the app's users index) if
+// needed, and stamps the change time that recompute waits on. When d grows
+// a dimension that has a limit, the action holds only while the result
+// stays within it; a change that could not fit even an empty account is a
+// *uds.QuotaError at once.
+func (s *Store) usageChange(ctx context.Context, app, owner string, d uds.Usage, lim uds.Limits) (types.TransactWriteItem, error) {
+	up := &types.Update{
+		TableName:        aws.String(s.tables.Usage),
+		Key:              usageKey(app, owner),
+		UpdateExpression: aws.String("ADD #ub :b, #ui :i SET #s = :s, #lw = :lw"),
+		ExpressionAttributeNames: map[string]string{
+			"#ub": schema.AttrUsedBytes, "#ui": schema.AttrUsedItems, "#s": schema.AttrAppShard, "#lw": schema.AttrLastWrite,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":b":  &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Bytes, 10)},
+			":i":  &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Items, 10)},
+			":s":  &types.AttributeValueMemberS{Value: AppShard(app, owner)},
+			":lw": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
+		},
 	}
-	in := s.usageUpdate(app, owner, d)
 	var conds []string
 	for _, c := range []struct {
-		attr, name   string
+		name, value  string
 		limit, delta int64
 	}{
-		{schema.AttrUsedBytes, ":maxb", lim.Bytes, d.Bytes},
-		{schema.AttrUsedItems, ":maxi", lim.Items, d.Items},
+		{"#ub", ":maxb", lim.Bytes, d.Bytes},
+		{"#ui", ":maxi", lim.Items, d.Items},
 	} {
 		if c.limit == 0 || c.delta <= 0 {
 			continue
 		}
 		if c.delta > c.limit {
-			// Even an empty account cannot take this write.
-			return s.quotaError(ctx, app, owner, lim, nil)
+			return types.TransactWriteItem{}, s.quotaError(ctx, app, owner, lim, nil)
 		}
 		// usage + delta <= limit, written as usage <= limit - delta since
 		// conditions have no arithmetic.
-		conds = append(conds, "attribute_not_exists("+c.attr+") OR "+c.attr+" <= "+c.name)
-		in.ExpressionAttributeValues[c.name] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.limit-c.delta, 10)}
+		conds = append(conds, "attribute_not_exists("+c.name+") OR "+c.name+" <= "+c.value)
+		up.ExpressionAttributeValues[c.value] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.limit-c.delta, 10)}
 	}
 	if len(conds) > 0 {
-		in.ConditionExpression = aws.String(joinAnd(conds))
-		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+		up.ConditionExpression = aws.String(joinAnd(conds))
+		up.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	}
-	_, err = s.client.UpdateItem(ctx, in)
-	var ccf *types.ConditionalCheckFailedException
-	if asCCF(err, &ccf) {
-		return s.quotaError(ctx, app, owner, lim, ccf.Item)
-	}
+	return types.TransactWriteItem{Update: up}, nil
+}
+
+// chargeFor is the usage change of a write that grows usage: the limits in
+// effect are read (through the cache) and become its condition.
+func (s *Store) chargeFor(ctx context.Context, app, owner string, d uds.Usage) (types.TransactWriteItem, uds.Limits, error) {
+	lim, err := s.limits.get(ctx, s, app, owner)
 	if err != nil {
-		return fmt.Errorf("reserve usage of %s in %s: %w", owner, app, err)
+		return types.TransactWriteItem{}, lim, err
 	}
-	return nil
-}
-
-// adjust adds d (usually negative: a release) to the owner's usage
-// unconditionally.
-func (s *Store) adjust(ctx context.Context, app, owner string, d uds.Usage) error {
-	if d == (uds.Usage{}) {
-		return nil
-	}
-	if _, err := s.client.UpdateItem(ctx, s.usageUpdate(app, owner, d)); err != nil {
-		return fmt.Errorf("adjust usage of %s in %s: %w", owner, app, err)
-	}
-	return nil
-}
-
-// usageUpdate is the UpdateItem that adds d to a usage record, creating it
-// (with its app shard, for the app's users index) if needed.
-func (s *Store) usageUpdate(app, owner string, d uds.Usage) *dynamodb.UpdateItemInput {
-	return &dynamodb.UpdateItemInput{
-		TableName:        aws.String(s.tables.Usage),
-		Key:              usageKey(app, owner),
-		UpdateExpression: aws.String("ADD " + schema.AttrUsedBytes + " :b, " + schema.AttrUsedItems + " :i SET " + schema.AttrAppShard + " = :s"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":b": &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Bytes, 10)},
-			":i": &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Items, 10)},
-			":s": &types.AttributeValueMemberS{Value: AppShard(app, owner)},
-		},
-	}
+	action, err := s.usageChange(ctx, app, owner, d, lim)
+	return action, lim, err
 }
 
 // quotaError builds the refusal, with the usage record DynamoDB returned
@@ -115,7 +103,7 @@ func (s *Store) quotaError(ctx context.Context, app, owner string, lim uds.Limit
 			TableName: aws.String(s.tables.Usage), Key: usageKey(app, owner), ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
-			return fmt.Errorf("read usage of %s in %s: %w", owner, app, err)
+			return failed("read usage of "+owner+" in "+app, err)
 		}
 		record = out.Item
 	}

@@ -26,6 +26,10 @@ var (
 	ErrQuotaExceeded = errors.New("quota exceeded")
 	// ErrIncomplete: a bulk operation ran out of time before finishing.
 	ErrIncomplete = errors.New("incomplete")
+	// ErrUnavailable: the data store did not answer in time (throttling,
+	// server errors, lost connections); the client may retry. An
+	// *UnavailableError carries the cause, for the log.
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // InvalidError names the part of a request that is wrong and why.
@@ -78,3 +82,19 @@ func (e *IncompleteError) Error() string {
 
 // Is makes errors.Is(err, ErrIncomplete) hold.
 func (e *IncompleteError) Is(target error) bool { return target == ErrIncomplete }
+
+// UnavailableError is a transient failure of the data store that outlived
+// the request's retries. For a write, the outcome is unknown: it may or may
+// not have been applied.
+type UnavailableError struct {
+	Op  string
+	Err error
+}
+
+func (e *UnavailableError) Error() string { return e.Op + ": data store unavailable: " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrUnavailable) hold.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }

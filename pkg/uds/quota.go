@@ -1,5 +1,7 @@
 package uds
 
+import "time"
+
 // Unlimited, as an app default or a user override, lifts the limit
 // explicitly. Zero (or absent) means "the next level decides": user override,
 // then app default, then the global default, where 0 means unlimited.
@@ -61,4 +63,18 @@ type UserUsage struct {
 type AppUsage struct {
 	App string
 	Usage
+}
+
+// Recomputed is the outcome of rebuilding an owner's usage from the data.
+type Recomputed struct {
+	// Quota is the usage recorded after the recompute, beside the limits.
+	Quota Quota
+	// Drift is what the record said minus what the data holds.
+	Drift Usage
+	// Applied reports whether the record now holds what the data holds. A
+	// correction that lowers usage waits until the owner's usage has been
+	// quiet for a while (see store.WithRecomputeQuiet); until then it is
+	// not applied and RetryAfter says how long to wait.
+	Applied    bool
+	RetryAfter time.Duration
 }

@@ -1,0 +1,216 @@
+// Package faults injects DynamoDB failures into the store's traffic, at the
+// HTTP transport of the SDK client: throttling, server errors and resets
+// that DynamoDB never sees, answers lost after DynamoDB applied the
+// request, and latency. Rules aim at operations by name, at a rate or at
+// the n-th matching call, and draw from a seeded generator so a failing
+// run can be repeated.
+package faults
+
+import (
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Kind is a kind of fault.
+type Kind int
+
+// Fault kinds. The first four stop the request before DynamoDB sees it;
+// the two "after commit" kinds let DynamoDB apply it and then lose the
+// answer, which is what makes retries dangerous; Delay slows it down.
+const (
+	Throttle         Kind = iota // 400 ProvisionedThroughputExceededException
+	ServerError                  // 500 InternalServerError
+	Unavailable                  // 503 ServiceUnavailable
+	Reset                        // the connection resets before the request is sent
+	LostAfterCommit              // DynamoDB applies the request; the answer is a 500
+	ResetAfterCommit             // DynamoDB applies the request; the connection resets
+	Delay                        // the request is sent after Rule.Delay
+	numKinds
+)
+
+var kindNames = [...]string{"throttle", "500", "503", "reset", "lost-after-commit", "reset-after-commit", "delay"}
+
+func (k Kind) String() string {
+	if k >= 0 && k < numKinds {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Rule says which calls get a fault.
+type Rule struct {
+	Kind Kind
+	// Ops names the DynamoDB operations the rule applies to ("PutItem",
+	// "TransactWriteItems", ...); empty means every operation.
+	Ops []string
+	// Rate is the probability that a matching call gets the fault.
+	Rate float64
+	// Nth, when positive, aims the rule at the n-th matching call only
+	// (counting from 1), and Rate is ignored.
+	Nth int
+	// Delay is how long a Delay fault holds the request.
+	Delay time.Duration
+}
+
+type rule struct {
+	Rule
+	seen int
+}
+
+func (r *rule) matches(op string) bool {
+	if len(r.Ops) == 0 {
+		return true
+	}
+	for _, o := range r.Ops {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}
+
+// Transport is an http.RoundTripper that injects faults into the requests
+// it passes to Base. It is safe for concurrent use.
+type Transport struct {
+	base  http.RoundTripper
+	mu    sync.Mutex
+	rng   *rand.Rand
+	rules []*rule
+	count map[Kind]int
+	calls int
+}
+
+// New returns a transport over base with the given seed and rules.
+func New(seed uint64, base http.RoundTripper, rules ...Rule) *Transport {
+	t := &Transport{base: base, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	t.Set(rules...)
+	return t
+}
+
+// Set replaces the rules and starts counting afresh.
+func (t *Transport) Set(rules ...Rule) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rules = t.rules[:0]
+	for _, r := range rules {
+		t.rules = append(t.rules, &rule{Rule: r})
+	}
+	t.count = map[Kind]int{}
+	t.calls = 0
+}
+
+// Injected returns how many faults of each kind were injected, and how many
+// calls passed through, since the last Set.
+func (t *Transport) Injected() (map[Kind]int, int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[Kind]int, len(t.count))
+	for k, n := range t.count {
+		out[k] = n
+	}
+	return out, t.calls
+}
+
+// pick chooses the fault for one call of op, if any: the first rule that
+// fires wins.
+func (t *Transport) pick(op string) (Rule, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.calls++
+	for _, r := range t.rules {
+		if !r.matches(op) {
+			continue
+		}
+		r.seen++
+		fire := r.Nth > 0 && r.seen == r.Nth || r.Nth <= 0 && t.rng.Float64() < r.Rate
+		if fire {
+			t.count[r.Kind]++
+			return r.Rule, true
+		}
+	}
+	return Rule{}, false
+}
+
+// RoundTrip sends the request through its fault, if one fires.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	op := operation(req)
+	r, ok := t.pick(op)
+	if !ok {
+		return t.base.RoundTrip(req)
+	}
+	switch r.Kind {
+	case Throttle:
+		return errorResponse(req, 400, "ProvisionedThroughputExceededException"), nil
+	case ServerError:
+		return errorResponse(req, 500, "InternalServerError"), nil
+	case Unavailable:
+		return errorResponse(req, 503, "ServiceUnavailable"), nil
+	case Reset:
+		drain(req)
+		return nil, connectionReset()
+	case Delay:
+		select {
+		case <-time.After(r.Delay):
+		case <-req.Context().Done():
+			drain(req)
+			return nil, req.Context().Err()
+		}
+		return t.base.RoundTrip(req)
+	}
+	// After commit: DynamoDB applies the request, the caller never learns.
+	res, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	_ = res.Body.Close()
+	if r.Kind == ResetAfterCommit {
+		return nil, connectionReset()
+	}
+	return errorResponse(req, 500, "InternalServerError"), nil
+}
+
+// operation is the DynamoDB operation a request calls, from its
+// X-Amz-Target header ("DynamoDB_20120810.PutItem").
+func operation(req *http.Request) string {
+	target := req.Header.Get("X-Amz-Target")
+	if i := strings.LastIndexByte(target, '.'); i >= 0 {
+		return target[i+1:]
+	}
+	return target
+}
+
+func drain(req *http.Request) {
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		_ = req.Body.Close()
+	}
+}
+
+// connectionReset is the error a read on a reset TCP connection returns.
+func connectionReset() error {
+	return &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+}
+
+// errorResponse is a DynamoDB error answer in the JSON protocol.
+func errorResponse(req *http.Request, status int, code string) *http.Response {
+	drain(req)
+	body := `{"__type":"com.amazonaws.dynamodb.v20120810#` + code + `","message":"injected fault"}`
+	return &http.Response{
+		Status:        http.StatusText(status),
+		StatusCode:    status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "X-Amzn-Errortype": {code}},
+		Body:          io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}
+}

@@ -1,0 +1,124 @@
+package faults
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+// server counts the requests that reach it, as DynamoDB would apply them.
+func server(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	var applied atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		applied.Add(1)
+		_, _ = io.WriteString(w, "{}")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &applied
+}
+
+func call(t *testing.T, tr *Transport, url, op string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
+	return tr.RoundTrip(req)
+}
+
+func TestKinds(t *testing.T) {
+	for _, tc := range []struct {
+		kind    Kind
+		applied int64
+		status  int // 0: a connection reset
+		code    string
+	}{
+		{Throttle, 0, 400, "ProvisionedThroughputExceededException"},
+		{ServerError, 0, 500, "InternalServerError"},
+		{Unavailable, 0, 503, "ServiceUnavailable"},
+		{Reset, 0, 0, ""},
+		{LostAfterCommit, 1, 500, "InternalServerError"},
+		{ResetAfterCommit, 1, 0, ""},
+		{Delay, 1, 200, ""},
+	} {
+		t.Run(tc.kind.String(), func(t *testing.T) {
+			srv, applied := server(t)
+			tr := New(1, http.DefaultTransport, Rule{Kind: tc.kind, Rate: 1})
+			res, err := call(t, tr, srv.URL, "PutItem")
+			if got := applied.Load(); got != tc.applied {
+				t.Errorf("the server applied %d requests, want %d", got, tc.applied)
+			}
+			if tc.status == 0 {
+				if !errors.Is(err, syscall.ECONNRESET) || !strings.Contains(err.Error(), "connection reset") {
+					t.Fatalf("error %v, want a connection reset", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			if res.StatusCode != tc.status || !strings.Contains(string(body), tc.code) || res.Header.Get("X-Amzn-Errortype") != tc.code {
+				t.Errorf("answer %d %s (type %q), want %d %s", res.StatusCode, body, res.Header.Get("X-Amzn-Errortype"), tc.status, tc.code)
+			}
+		})
+	}
+}
+
+func TestAiming(t *testing.T) {
+	srv, _ := server(t)
+	tr := New(7, http.DefaultTransport, Rule{Kind: Throttle, Ops: []string{"UpdateItem"}, Nth: 2})
+	var statuses []int
+	for _, op := range []string{"UpdateItem", "GetItem", "UpdateItem", "UpdateItem"} {
+		res, err := call(t, tr, srv.URL, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		statuses = append(statuses, res.StatusCode)
+	}
+	if want := []int{200, 200, 400, 200}; !slices.Equal(statuses, want) {
+		t.Errorf("statuses %v, want %v: only the second UpdateItem is throttled", statuses, want)
+	}
+	if injected, calls := tr.Injected(); injected[Throttle] != 1 || calls != 4 {
+		t.Errorf("injected %v over %d calls, want one throttle over 4", injected, calls)
+	}
+}
+
+func TestRateIsSeeded(t *testing.T) {
+	srv, _ := server(t)
+	run := func(seed uint64) []int {
+		tr := New(seed, http.DefaultTransport, Rule{Kind: ServerError, Rate: 0.3})
+		var out []int
+		for range 40 {
+			res, err := call(t, tr, srv.URL, "Query")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, res.StatusCode)
+		}
+		return out
+	}
+	a, b, c := run(3), run(3), run(4)
+	if !slices.Equal(a, b) {
+		t.Error("the same seed gave different faults")
+	}
+	if slices.Equal(a, c) {
+		t.Error("different seeds gave the same faults")
+	}
+	faults := 0
+	for _, s := range a {
+		if s == 500 {
+			faults++
+		}
+	}
+	if faults < 4 || faults > 20 {
+		t.Errorf("%d faults in 40 calls at a rate of 0.3", faults)
+	}
+}

@@ -1,0 +1,453 @@
+package httpapi_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/udsproject/uds/internal/dynamotest"
+	"github.com/udsproject/uds/internal/faults"
+	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// The accounting workload: a randomised concurrent mix of every write path
+// through the HTTP API, under one fault mix per scenario, checked against
+// the accounting invariants of the design brief. `make test` runs it
+// briefly; `make soak` runs it longer with these flags.
+var (
+	workloadOps    = flag.Int("workload-ops", 60, "requests per worker and scenario in TestAccountingWorkload")
+	workloadRounds = flag.Int("workload-rounds", 1, "rounds (seeds) of every scenario in TestAccountingWorkload")
+)
+
+const (
+	workloadOwners  = 4
+	workloadWorkers = 8 // two per owner
+	workloadKeys    = 5 // key-value items per worker
+	limitItems      = 12
+	limitBytes      = 6000
+)
+
+// writeOps are the DynamoDB operations that change data.
+var writeOps = []string{"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
+
+type scenario struct {
+	name  string
+	rules []faults.Rule
+	// kill abandons a share of the requests at a random moment, as a
+	// process killed mid-request would.
+	kill bool
+}
+
+var scenarios = []scenario{
+	{name: "no faults"},
+	{name: "lost answers", rules: []faults.Rule{
+		{Kind: faults.LostAfterCommit, Ops: writeOps, Rate: 0.04},
+		{Kind: faults.ResetAfterCommit, Ops: writeOps, Rate: 0.04},
+	}},
+	{name: "throttling", rules: []faults.Rule{{Kind: faults.Throttle, Rate: 0.08}}},
+	{name: "5xx and resets", rules: []faults.Rule{
+		{Kind: faults.ServerError, Rate: 0.03}, {Kind: faults.Unavailable, Rate: 0.03}, {Kind: faults.Reset, Rate: 0.03},
+	}},
+	{name: "latency spikes", rules: []faults.Rule{{Kind: faults.Delay, Rate: 0.05, Delay: 150 * time.Millisecond}}},
+	{name: "killed requests", kill: true},
+	{name: "everything", kill: true, rules: []faults.Rule{
+		{Kind: faults.LostAfterCommit, Ops: writeOps, Rate: 0.03},
+		{Kind: faults.ResetAfterCommit, Ops: writeOps, Rate: 0.02},
+		{Kind: faults.Throttle, Rate: 0.04},
+		{Kind: faults.ServerError, Rate: 0.02},
+		{Kind: faults.Reset, Rate: 0.02},
+		{Kind: faults.Delay, Rate: 0.03, Delay: 100 * time.Millisecond},
+	}},
+}
+
+// TestAccountingWorkload checks, per scenario, that answers tell the truth
+// (a model of each worker's own items), that no owner's usage record ever
+// passes the limit, that once quiet every record equals what the tables
+// hold, and that recompute then finds no drift.
+func TestAccountingWorkload(t *testing.T) {
+	for round := range *workloadRounds {
+		for i, sc := range scenarios {
+			seed := uint64(round*len(scenarios) + i + 1)
+			t.Run(fmt.Sprintf("%s/seed-%d", sc.name, seed), func(t *testing.T) {
+				runWorkload(t, sc, seed)
+			})
+		}
+	}
+}
+
+// workloadEnv is the API under test over a fault-injecting client.
+type workloadEnv struct {
+	srv    *httptest.Server
+	faults *faults.Transport
+	tables store.Tables
+	plain  *dynamodb.Client
+}
+
+// killAfter is the test's own header: the server stops working on the
+// request after this many microseconds, as a process killed at that moment
+// would. The client waits for the handler to end, so the model never races
+// a request that is still running.
+const killAfter = "X-Workload-Kill-After"
+
+// killable cuts a request's work short where killAfter says.
+func killable(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if us, err := strconv.Atoi(r.Header.Get(killAfter)); err == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), time.Duration(us)*time.Microsecond)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func runWorkload(t *testing.T, sc scenario, seed uint64) {
+	client, ft := dynamotest.FaultyClient(t, seed)
+	tables := dynamotest.NewTables(t)
+	api := httpapi.New(store.New(client, tables, store.WithRecomputeQuiet(0)), httpapi.GroupAll, httpapi.Config{
+		Subject:         httpapi.HeaderSubject,
+		CursorSecret:    []byte("workload"),
+		DeleteAllBudget: 3 * time.Second,
+		RequestBudget:   4 * time.Second,
+	})
+	e := &workloadEnv{srv: httptest.NewServer(killable(api)), faults: ft, tables: tables, plain: dynamotest.Client(t)}
+	t.Cleanup(e.srv.Close)
+	if st, _ := e.send(0, "PUT", admin+"/apps/"+app+"/quota", "admin", fmt.Sprintf(`{"limitBytes":%d,"limitItems":%d}`, limitBytes, limitItems), ""); st != 200 {
+		t.Fatalf("setting the app's limits: %d", st)
+	}
+
+	ft.Set(sc.rules...)
+	stats := newTally()
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() { defer close(watched); e.watchLimits(t, stop) }()
+	var wg sync.WaitGroup
+	workers := make([]*worker, workloadWorkers)
+	for i := range workers {
+		w := &worker{
+			id: i, owner: "u" + strconv.Itoa(i%workloadOwners), env: e, t: t, stats: stats,
+			rng: rand.New(rand.NewPCG(seed, uint64(i))), kill: sc.kill, items: make([]model, workloadKeys),
+		}
+		workers[i] = w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range *workloadOps {
+				w.step()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-watched
+	injected, calls := ft.Injected()
+	ft.Set() // quiet and fault-free from here on: check the outcome
+
+	for _, w := range workers {
+		w.checkModel()
+	}
+	var drift []string
+	for o := range workloadOwners {
+		owner := "u" + strconv.Itoa(o)
+		rec, real := e.recorded(t, owner), e.real(t, owner)
+		if rec != real {
+			t.Errorf("%s: recorded %+v, the tables hold %+v", owner, rec, real)
+		}
+		if real.Items > limitItems || real.Bytes > limitBytes {
+			t.Errorf("%s stores %+v, over the limit of %d items, %d bytes", owner, real, limitItems, limitBytes)
+		}
+		st, body := e.send(0, "POST", admin+"/apps/"+app+"/users/"+owner+"/quota/recompute", "admin", "", "")
+		if st != 200 || !strings.Contains(body, `"drift":{"bytes":0,"items":0}`) {
+			t.Errorf("%s: recompute answered %d %s, want no drift", owner, st, body)
+		}
+		drift = append(drift, fmt.Sprintf("%s %d/%d", owner, rec.Items-real.Items, rec.Bytes-real.Bytes))
+	}
+	t.Logf("%d requests (%s); %d DynamoDB calls, faults %v; drift (items/bytes) %s",
+		stats.total(), stats, calls, injected, strings.Join(drift, ", "))
+}
+
+func (e *workloadEnv) recorded(t *testing.T, owner string) uds.Usage {
+	return dynamotest.RecordedUsage(t, e.plain, e.tables, app, owner)
+}
+
+func (e *workloadEnv) real(t *testing.T, owner string) uds.Usage {
+	return dynamotest.StoredUsage(t, e.plain, e.tables, app, owner)
+}
+
+// watchLimits reads every owner's usage record while the workload runs:
+// a record never passes the limit. Records never under-count (checked at
+// the end), so the data never passes it either.
+func (e *workloadEnv) watchLimits(t *testing.T, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		for o := range workloadOwners {
+			owner := "u" + strconv.Itoa(o)
+			if u := e.recorded(t, owner); u.Items > limitItems || u.Bytes > limitBytes {
+				t.Errorf("%s's usage reached %+v, over the limit", owner, u)
+			}
+		}
+	}
+}
+
+// send makes one request as subject. A positive kill stops the server's
+// work on it after that long; its answer is then no answer.
+func (e *workloadEnv) send(kill time.Duration, method, path, subject, body, ifMatch string) (int, string) {
+	req, err := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	if kill > 0 {
+		req.Header.Set(killAfter, strconv.FormatInt(kill.Microseconds(), 10))
+	}
+	req.Header.Set(httpapi.SubjectHeader, subject)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if ifMatch != "" {
+		req.Header.Set("If-Match", ifMatch)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err) // the test server is on this machine and always answers
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if kill > 0 {
+		return 0, ""
+	}
+	if res.StatusCode == 503 && res.Header.Get("Retry-After") == "" {
+		return -503, string(b) // a 503 without Retry-After is a defect too
+	}
+	return res.StatusCode, string(b) + "\x00" + res.Header.Get("ETag")
+}
+
+// model is what a worker knows of one of its own key-value items: every
+// other writer leaves them alone, so each answer can be checked.
+type model struct {
+	known  bool // false after an answer that leaves the outcome open
+	exists bool
+	etag   string
+}
+
+type worker struct {
+	id    int
+	owner string
+	env   *workloadEnv
+	t     *testing.T
+	stats *tally
+	rng   *rand.Rand
+	kill  bool
+	items []model
+}
+
+func (w *worker) itemPath(i int) string {
+	return base + "/kv/w" + strconv.Itoa(w.id) + "-" + strconv.Itoa(i)
+}
+
+// value is JSON of a random size, so updates grow and shrink items.
+func (w *worker) value() string {
+	return `{"data":{"w":` + strconv.Itoa(w.id) + `,"pad":"` + strings.Repeat("p", 10+w.rng.IntN(600)) + `"}}`
+}
+
+// step sends one random request and checks its answer against the model.
+func (w *worker) step() {
+	var kill time.Duration
+	if w.kill && w.rng.IntN(10) == 0 {
+		kill = time.Duration(1+w.rng.IntN(15_000)) * time.Microsecond
+	}
+	killed := kill > 0
+	switch r := w.rng.IntN(100); {
+	case r < 60:
+		w.itemStep(kill)
+	case r < 85:
+		list := base + "/lists/shared" + strconv.Itoa(w.rng.IntN(2))
+		st, _ := w.env.send(kill, "POST", list+"/"+strconv.Itoa(w.id)+"-"+strconv.Itoa(w.rng.IntN(1000)), w.owner, w.value(), "")
+		w.expect("POST list item", st, killed, 201, 403, 409)
+	case r < 92:
+		list := base + "/lists/shared" + strconv.Itoa(w.rng.IntN(2))
+		st, _ := w.env.send(kill, "DELETE", list+"/list", w.owner, "", "")
+		w.expect("DELETE list", st, killed, 204)
+	default:
+		// Another owner's list items change under a delete-all: PUT
+		// grows or shrinks one, DELETE removes one.
+		path := base + "/lists/shared" + strconv.Itoa(w.rng.IntN(2)) + "/" + strconv.Itoa(w.rng.IntN(workloadWorkers)) + "-" + strconv.Itoa(w.rng.IntN(1000))
+		if w.rng.IntN(2) == 0 {
+			st, _ := w.env.send(kill, "PUT", path, w.owner, w.value(), "")
+			w.expect("PUT list item", st, killed, 200, 403, 404)
+		} else {
+			st, _ := w.env.send(kill, "DELETE", path, w.owner, "", "")
+			w.expect("DELETE list item", st, killed, 204)
+		}
+	}
+}
+
+// itemStep writes one of the worker's own items and checks the answer.
+func (w *worker) itemStep(kill time.Duration) {
+	killed := kill > 0
+	i := w.rng.IntN(workloadKeys)
+	m := &w.items[i]
+	path := w.itemPath(i)
+	if !m.known {
+		w.resync(i)
+	}
+	var method, ifMatch string
+	switch r := w.rng.IntN(100); {
+	case r < 35:
+		method = "POST"
+	case r < 70:
+		method = "PUT"
+		if w.rng.IntN(2) == 0 && m.exists {
+			ifMatch = m.etag
+		}
+	default:
+		method = "DELETE"
+		if w.rng.IntN(3) == 0 && m.exists {
+			ifMatch = m.etag
+		}
+	}
+	body := ""
+	if method != "DELETE" {
+		body = w.value()
+	}
+	st, answer := w.env.send(kill, method, path, w.owner, body, ifMatch)
+	etag := answer[strings.LastIndexByte(answer, 0)+1:]
+	label := method + " item"
+	if ifMatch != "" {
+		label += " If-Match"
+	}
+	var allowed []int
+	switch {
+	case method == "POST" && m.exists:
+		allowed = []int{409}
+	case method == "POST":
+		allowed = []int{201, 403}
+	case method == "PUT" && m.exists:
+		allowed = []int{200, 403}
+	case method == "PUT":
+		allowed = []int{404}
+	default:
+		allowed = []int{204}
+	}
+	if !w.expect(label, st, killed, allowed...) {
+		m.known = false
+		return
+	}
+	switch st {
+	case 201, 200:
+		m.exists, m.etag = true, etag
+	case 204:
+		m.exists, m.etag = false, ""
+	}
+}
+
+// expect records an answer and reports whether the model may rely on it.
+// 503 (with Retry-After) leaves the outcome open; so does a killed request.
+func (w *worker) expect(label string, status int, killed bool, allowed ...int) bool {
+	w.stats.add(status, killed)
+	if killed && (status == 0 || status == 503) {
+		return false
+	}
+	if status == 503 {
+		return false
+	}
+	for _, a := range allowed {
+		if status == a {
+			return true
+		}
+	}
+	w.t.Errorf("worker %d: %s answered %d, want one of %v or 503", w.id, label, status, allowed)
+	return false
+}
+
+// resync learns an item's state after an answer that left it open.
+func (w *worker) resync(i int) {
+	for range 20 {
+		st, answer := w.env.send(0, "GET", w.itemPath(i), w.owner, "", "")
+		switch st {
+		case 200:
+			w.items[i] = model{known: true, exists: true, etag: answer[strings.LastIndexByte(answer, 0)+1:]}
+			return
+		case 404:
+			w.items[i] = model{known: true}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	w.t.Fatalf("worker %d: item %d could not be read", w.id, i)
+}
+
+// checkModel compares the model with what the API answers once quiet.
+func (w *worker) checkModel() {
+	for i, m := range w.items {
+		if !m.known {
+			continue
+		}
+		st, answer := w.env.send(0, "GET", w.itemPath(i), w.owner, "", "")
+		etag := answer[strings.LastIndexByte(answer, 0)+1:]
+		if st != 200 && st != 404 || (st == 200) != m.exists || m.exists && etag != m.etag {
+			w.t.Errorf("worker %d item %d: GET answers %d %s, the answers so far said exists=%v etag %s", w.id, i, st, etag, m.exists, m.etag)
+		}
+	}
+}
+
+// tally counts answers per status.
+type tally struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func newTally() *tally { return &tally{n: map[string]int{}} }
+
+func (c *tally) add(status int, killed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[strconv.Itoa(status)]++
+	if killed {
+		c.n["killed"]++
+	}
+}
+
+func (c *tally) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k, v := range c.n {
+		if k != "killed" {
+			n += v
+		}
+	}
+	return n
+}
+
+func (c *tally) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]string, 0, len(c.n))
+	for k := range c.n {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ":" + strconv.Itoa(c.n[k])
+	}
+	return strings.Join(parts, " ")
+}

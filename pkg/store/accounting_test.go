@@ -1,0 +1,330 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/internal/dynamotest"
+	"github.com/udsproject/uds/internal/faults"
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// faultyStore is a store whose DynamoDB traffic passes through a fault
+// injector, beside a plain client for checking what was really stored.
+type faultyStore struct {
+	*store.Store
+	faults *faults.Transport
+	tables store.Tables
+	plain  *dynamodb.Client
+}
+
+func newFaultyStore(t *testing.T, seed uint64, opts ...store.Option) faultyStore {
+	t.Helper()
+	client, ft := dynamotest.FaultyClient(t, seed)
+	tables := dynamotest.NewTables(t)
+	return faultyStore{Store: store.New(client, tables, opts...), faults: ft, tables: tables, plain: dynamotest.Client(t)}
+}
+
+// recorded is the owner's usage record.
+func (f faultyStore) recorded(t *testing.T, owner string) uds.Usage {
+	return dynamotest.RecordedUsage(t, f.plain, f.tables, app, owner)
+}
+
+// real sums the owner's items as the tables hold them.
+func (f faultyStore) real(t *testing.T, owner string) uds.Usage {
+	return dynamotest.StoredUsage(t, f.plain, f.tables, app, owner)
+}
+
+// exact fails the test unless the owner's usage record equals what the
+// tables hold.
+func (f faultyStore) exact(t *testing.T, owner string) {
+	t.Helper()
+	if rec, real := f.recorded(t, owner), f.real(t, owner); rec != real {
+		t.Errorf("usage of %s: recorded %+v, stored items add up to %+v (drift %+v)", owner, rec, real,
+			uds.Usage{Bytes: rec.Bytes - real.Bytes, Items: rec.Items - real.Items})
+	}
+}
+
+func writeAs(owner string, k uds.Key, data string) uds.Write {
+	return uds.Write{Key: k, Data: []byte(data), Subject: owner}
+}
+
+func listKey(t *testing.T, id, sortKey string) uds.Key {
+	t.Helper()
+	k, err := key(t, "lists", id).WithSortKey(sortKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// Concurrent delete-alls of one list, racing single deletes and shrinking
+// updates of its items, release every removed item exactly once.
+func TestConcurrentDeleteAllsReleaseOnce(t *testing.T) {
+	ctx := context.Background()
+	f := newFaultyStore(t, 1)
+	list := key(t, "lists", "shared")
+	const n = 200
+	for i := range n {
+		if _, err := f.Create(ctx, writeAs("alice", listKey(t, "shared", fmt.Sprintf("k%03d", i)), `{"v":"`+strings.Repeat("x", 300)+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	deleted := make([]int, 3)
+	for i := range deleted {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if deleted[i], err = f.DeleteList(ctx, list); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := listKey(t, "shared", fmt.Sprintf("k%03d", i*5))
+			var err error
+			if i%2 == 0 {
+				err = f.Delete(ctx, k, uds.Precondition{})
+			} else if _, err = f.Update(ctx, writeAs("bob", k, `{"v":1}`)); errors.Is(err, uds.ErrNotFound) {
+				err = nil
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("delete-alls removed %v items", deleted)
+	f.exact(t, "alice")
+	if rec := f.recorded(t, "alice"); rec.Items < 0 || rec.Bytes < 0 {
+		t.Errorf("usage went negative: %+v", rec)
+	}
+}
+
+// A write that DynamoDB applied but whose answer was lost is retried by the
+// SDK or the store; the retry recognises it: the answer is the success the
+// first attempt earned, and usage moves once.
+func TestLostAnswersAreRecognised(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []faults.Kind{faults.LostAfterCommit, faults.ResetAfterCommit} {
+		for _, tc := range []struct {
+			name string
+			op   string // the operation whose answer is lost
+			run  func(f faultyStore, k uds.Key, it uds.Item) error
+		}{
+			{"create", "TransactWriteItems", func(f faultyStore, k uds.Key, _ uds.Item) error {
+				k.ID += "-new"
+				created, err := f.Create(ctx, writeAs("alice", k, `{"new":true}`))
+				if err == nil && created.Version != 1 {
+					err = fmt.Errorf("created version %d", created.Version)
+				}
+				return err
+			}},
+			{"growing update with If-Match", "TransactWriteItems", func(f faultyStore, k uds.Key, it uds.Item) error {
+				w := writeAs("alice", k, `{"v":"`+strings.Repeat("y", 1500)+`"}`)
+				w.IfMatch = uds.Precondition{Revisions: []uds.Revision{it.Revision()}}
+				got, err := f.Update(ctx, w)
+				if err == nil && got.Version != 2 {
+					err = fmt.Errorf("updated version %d, want 2", got.Version)
+				}
+				return err
+			}},
+			{"shrinking update", "TransactWriteItems", func(f faultyStore, k uds.Key, _ uds.Item) error {
+				_, err := f.Update(ctx, writeAs("alice", k, `{}`))
+				return err
+			}},
+			{"same-size update with If-Match", "UpdateItem", func(f faultyStore, k uds.Key, it uds.Item) error {
+				w := writeAs("bob", k, `{"v":"`+strings.Repeat("z", 300)+`"}`)
+				w.IfMatch = uds.Precondition{Revisions: []uds.Revision{it.Revision()}}
+				got, err := f.Update(ctx, w)
+				if err == nil && (got.Version != 2 || got.UpdatedBy != "bob") {
+					err = fmt.Errorf("updated item %+v", got)
+				}
+				return err
+			}},
+			{"delete with If-Match", "TransactWriteItems", func(f faultyStore, k uds.Key, it uds.Item) error {
+				return f.Delete(ctx, k, uds.Precondition{Revisions: []uds.Revision{it.Revision()}})
+			}},
+			{"delete-all", "TransactWriteItems", func(f faultyStore, k uds.Key, _ uds.Item) error {
+				list := k
+				list.SortKey = ""
+				n, err := f.DeleteList(ctx, list)
+				if err == nil && n != 1 {
+					err = fmt.Errorf("deleted %d, want 1", n)
+				}
+				return err
+			}},
+		} {
+			t.Run(kind.String()+"/"+tc.name, func(t *testing.T) {
+				f := newFaultyStore(t, 2)
+				k := listKey(t, "l", "item")
+				it, err := f.Create(ctx, writeAs("alice", k, `{"v":"`+strings.Repeat("x", 300)+`"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.faults.Set(faults.Rule{Kind: kind, Ops: []string{tc.op}, Nth: 1})
+				if err := tc.run(f, k, it); err != nil {
+					t.Errorf("answer: %v, want success", err)
+				}
+				if injected, _ := f.faults.Injected(); injected[kind] != 1 {
+					t.Fatalf("the fault was not injected: %v", injected)
+				}
+				f.exact(t, "alice")
+			})
+		}
+	}
+}
+
+// Every key the key rules accept can be written and is counted: the owner
+// index has no sort key, so a dataKey of up to 2,048 bytes fits it.
+func TestLongKeysAreCounted(t *testing.T) {
+	ctx := context.Background()
+	f := newFaultyStore(t, 3, store.WithRecomputeQuiet(0))
+	id := strings.Repeat("k", uds.MaxDataKeyBytes-len(app)-len("|ns|"))
+	k, err := uds.NewKey(app, "ns", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Create(ctx, writeAs("alice", k, `1`)); err != nil {
+		t.Fatalf("create with a %d-byte key: %v", len(k.DataKey()), err)
+	}
+	lk, err := k.WithSortKey(strings.Repeat("s", uds.MaxSortKeyBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Create(ctx, writeAs("alice", lk, `2`)); err != nil {
+		t.Fatalf("create list item with the longest keys: %v", err)
+	}
+	f.exact(t, "alice")
+	rc, err := f.Recompute(ctx, app, "alice")
+	if err != nil || rc.Drift != (uds.Usage{}) || rc.Quota.Used.Items != 2 {
+		t.Fatalf("recompute: %+v, %v; want 2 items and no drift", rc, err)
+	}
+}
+
+// A user at the item limit who POSTs a key that exists learns that the key
+// exists (409): the conflict holds whatever the quota.
+func TestConflictBeforeQuota(t *testing.T) {
+	ctx := context.Background()
+	f := newFaultyStore(t, 4, store.WithDefaultLimits(uds.Limits{Items: 1}))
+	k := key(t, "ns", "one")
+	if _, err := f.Create(ctx, writeAs("alice", k, `1`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Create(ctx, writeAs("alice", k, `2`)); !errors.Is(err, uds.ErrConflict) {
+		t.Fatalf("POST of an existing key at the limit: %v, want ErrConflict", err)
+	}
+	if _, err := f.Create(ctx, writeAs("alice", key(t, "ns", "two"), `2`)); !errors.Is(err, uds.ErrQuotaExceeded) {
+		t.Fatalf("POST of a new key at the limit: %v, want ErrQuotaExceeded", err)
+	}
+	f.exact(t, "alice")
+}
+
+// Transient faults that outlast every retry end in uds.ErrUnavailable (503),
+// never in an unclassified error (500) or a false refusal.
+func TestTransientFaultsAreUnavailable(t *testing.T) {
+	for _, kind := range []faults.Kind{faults.Throttle, faults.ServerError, faults.Unavailable, faults.Reset} {
+		t.Run(kind.String(), func(t *testing.T) {
+			f := newFaultyStore(t, 5)
+			k := key(t, "ns", "item")
+			f.faults.Set(faults.Rule{Kind: kind, Rate: 1})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if _, err := f.Create(ctx, writeAs("alice", k, `1`)); !errors.Is(err, uds.ErrUnavailable) {
+				t.Fatalf("Create under constant %s: %v, want ErrUnavailable", kind, err)
+			}
+			if _, err := f.Get(ctx, k); !errors.Is(err, uds.ErrUnavailable) {
+				t.Fatalf("Get under constant %s: %v, want ErrUnavailable", kind, err)
+			}
+			f.faults.Set()
+			f.exact(t, "alice")
+		})
+	}
+}
+
+// Recompute never stores a total below the real one: it lowers a record
+// only once the owner's usage has been quiet for the quiet period, and
+// only if the record still says what it read.
+func TestRecomputeWaitsForQuiet(t *testing.T) {
+	ctx := context.Background()
+	const quiet = 300 * time.Millisecond
+	f := newFaultyStore(t, 6, store.WithRecomputeQuiet(quiet))
+	for i := range 3 {
+		if _, err := f.Create(ctx, writeAs("alice", key(t, "ns", strconv.Itoa(i)), `1`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Over-count by hand, as a crash of an earlier release could have.
+	_, err := f.plain.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(f.tables.Usage),
+		Key: map[string]types.AttributeValue{
+			schema.AttrUser: &types.AttributeValueMemberS{Value: "alice"},
+			schema.AttrApp:  &types.AttributeValueMemberS{Value: app},
+		},
+		UpdateExpression:          aws.String("ADD usedItems :n, usedBytes :b"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: "5"}, ":b": &types.AttributeValueMemberN{Value: "500"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// While the owner writes, the drift is reported but not applied.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := key(t, "busy", strconv.Itoa(i%4))
+			if _, err := f.Create(ctx, writeAs("alice", k, `"x"`)); errors.Is(err, uds.ErrConflict) {
+				err = f.Delete(ctx, k, uds.Precondition{})
+			} else if err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	for range 5 {
+		rc, err := f.Recompute(ctx, app, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.Applied && rc.Drift != (uds.Usage{}) {
+			t.Errorf("recompute applied a drift of %+v while the owner was writing", rc.Drift)
+		}
+		if !rc.Applied && (rc.RetryAfter <= 0 || rc.RetryAfter > quiet) {
+			t.Errorf("RetryAfter %v, want within (0, %v]", rc.RetryAfter, quiet)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if rec, real := f.recorded(t, "alice"), f.real(t, "alice"); rec.Items != real.Items+5 {
+		t.Fatalf("before the quiet period: recorded %+v, real %+v; want the hand-made drift intact", rec, real)
+	}
+	time.Sleep(quiet)
+	rc, err := f.Recompute(ctx, app, "alice")
+	if err != nil || !rc.Applied || rc.Drift != (uds.Usage{Bytes: 500, Items: 5}) {
+		t.Fatalf("recompute once quiet: %+v, %v; want the drift of 5 items, 500 bytes applied", rc, err)
+	}
+	f.exact(t, "alice")
+}

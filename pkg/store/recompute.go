@@ -1,0 +1,149 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// maxRecomputeAttempts bounds how often recompute starts over because a
+// write changed the usage record while the data was being summed.
+const maxRecomputeAttempts = 5
+
+// Recompute rebuilds an owner's usage in an app from the data (the owner
+// index of both data tables) and stores it, reporting the drift: what the
+// record said minus what the data holds.
+//
+// The owner index is eventually consistent, so a sum taken while the owner
+// writes can miss a write that the record already counts. A correction is
+// therefore applied only when the record has not changed for the quiet
+// period (every usage change stamps it), and only if it still says what
+// was read when it is stored: recompute never stores a total below the
+// real one. Otherwise the result says when to try again.
+func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed, error) {
+	op := "recompute usage of " + user + " in " + app
+	for range maxRecomputeAttempts {
+		appLimits, record, err := s.readRecords(ctx, app, user, true)
+		if err != nil {
+			return uds.Recomputed{}, err
+		}
+		actual, err := s.sumOwned(ctx, app, user)
+		if err != nil {
+			return uds.Recomputed{}, err
+		}
+		q := uds.Quota{
+			App: app, User: user, Used: usageOf(record),
+			Limits: uds.Resolve(limitsOf(record), appLimits, s.limits.global),
+		}
+		drift := uds.Usage{Bytes: q.Used.Bytes - actual.Bytes, Items: q.Used.Items - actual.Items}
+		if drift == (uds.Usage{}) {
+			return uds.Recomputed{Quota: q, Applied: true}, nil
+		}
+		lastWrite := time.UnixMilli(num(record, schema.AttrLastWrite))
+		if wait := s.recomputeQuiet - time.Since(lastWrite); wait > 0 {
+			return uds.Recomputed{Quota: q, Drift: drift, RetryAfter: wait}, nil
+		}
+		refused, err := s.transact(ctx, op, s.storeUsage(app, user, record, actual))
+		switch {
+		case err != nil:
+			return uds.Recomputed{}, err
+		case refused.conditionFailed(0):
+			continue // a write moved the record meanwhile
+		case refused != nil:
+			return uds.Recomputed{}, failed(op, errUnexpectedCancel(refused))
+		}
+		q.Used = actual
+		return uds.Recomputed{Quota: q, Drift: drift, Applied: true}, nil
+	}
+	return uds.Recomputed{}, &uds.UnavailableError{Op: op, Err: errors.New("usage kept changing")}
+}
+
+// storeUsage sets the owner's usage to actual if the record still says
+// what was read (a missing record reads as zero usage).
+func (s *Store) storeUsage(app, user string, record map[string]types.AttributeValue, actual uds.Usage) types.TransactWriteItem {
+	before := usageOf(record)
+	values := map[string]types.AttributeValue{
+		":b":  &types.AttributeValueMemberN{Value: strconv.FormatInt(actual.Bytes, 10)},
+		":i":  &types.AttributeValueMemberN{Value: strconv.FormatInt(actual.Items, 10)},
+		":ob": &types.AttributeValueMemberN{Value: strconv.FormatInt(before.Bytes, 10)},
+		":oi": &types.AttributeValueMemberN{Value: strconv.FormatInt(before.Items, 10)},
+		":s":  &types.AttributeValueMemberS{Value: AppShard(app, user)},
+	}
+	cond := "#b = :ob AND #i = :oi"
+	if before == (uds.Usage{}) {
+		cond = "attribute_not_exists(#b) OR (" + cond + ")"
+	}
+	if lw, ok := record[schema.AttrLastWrite]; ok {
+		cond = "(" + cond + ") AND #lw = :lw"
+		values[":lw"] = lw
+	} else {
+		cond = "(" + cond + ") AND attribute_not_exists(#lw)"
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:           aws.String(s.tables.Usage),
+		Key:                 usageKey(app, user),
+		UpdateExpression:    aws.String("SET #b = :b, #i = :i, #s = :s"),
+		ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames: map[string]string{
+			"#b": schema.AttrUsedBytes, "#i": schema.AttrUsedItems, "#s": schema.AttrAppShard, "#lw": schema.AttrLastWrite,
+		},
+		ExpressionAttributeValues: values,
+	}}
+}
+
+// sumOwned adds up the sizes of an owner's items in both data tables.
+func (s *Store) sumOwned(ctx context.Context, app, user string) (uds.Usage, error) {
+	var (
+		mu    sync.Mutex
+		total uds.Usage
+		wg    sync.WaitGroup
+		errs  [2]error
+	)
+	for i, table := range []string{s.tables.Data, s.tables.List} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := &dynamodb.QueryInput{
+				TableName:                aws.String(table),
+				IndexName:                aws.String(schema.IndexByOwner),
+				KeyConditionExpression:   aws.String("#o = :o"),
+				ProjectionExpression:     aws.String("#z"),
+				ExpressionAttributeNames: map[string]string{"#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":o": &types.AttributeValueMemberS{Value: ownerKey(app, user)},
+				},
+			}
+			for {
+				out, err := s.client.Query(ctx, in)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				mu.Lock()
+				for _, it := range out.Items {
+					total.Bytes += num(it, schema.AttrItemSize)
+					total.Items++
+				}
+				mu.Unlock()
+				if out.LastEvaluatedKey == nil {
+					return
+				}
+				in.ExclusiveStartKey = out.LastEvaluatedKey
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return uds.Usage{}, failed("sum usage of "+user+" in "+app, err)
+	}
+	return total, nil
+}

@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Every write that changes usage is one TransactWriteItems: the data write
+// and the owner's usage change commit together or not at all, so usage
+// never drifts from the data, not even when a process dies between calls.
+// The transaction carries a client request token; DynamoDB applies a token
+// once and answers its repeats (within ten minutes) with the first
+// outcome. The SDK's retries of a call whose answer was lost, and the
+// retries below, therefore never apply a write twice.
+
+// cancelled is the per-action outcome of a transaction that DynamoDB
+// cancelled: the condition that failed, with the item as it stood.
+type cancelled []types.CancellationReason
+
+// conditionFailed reports whether action i was refused by its condition.
+func (c cancelled) conditionFailed(i int) bool {
+	return i < len(c) && aws.ToString(c[i].Code) == "ConditionalCheckFailed"
+}
+
+// item is the current state of action i's item when its condition failed
+// (nil if the item does not exist).
+func (c cancelled) item(i int) map[string]types.AttributeValue {
+	if i < len(c) {
+		return c[i].Item
+	}
+	return nil
+}
+
+// conflictOnly reports whether the transaction was cancelled only because
+// another transaction held one of its items: nothing is wrong with it and
+// it may be sent again.
+func (c cancelled) conflictOnly() bool {
+	conflict := false
+	for _, r := range c {
+		switch aws.ToString(r.Code) {
+		case "", "None":
+		case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded":
+			conflict = true
+		default:
+			return false
+		}
+	}
+	return conflict
+}
+
+// transact commits actions as one idempotent transaction. It returns the
+// cancellation reasons when a condition refused it (nil when it
+// committed). Cancellations caused only by conflicting transactions are
+// retried with backoff within ctx; so is every transient error, with the
+// same token, so that a commit whose answer was lost is recognised.
+func (s *Store) transact(ctx context.Context, op string, actions ...types.TransactWriteItem) (cancelled, error) {
+	in := &dynamodb.TransactWriteItemsInput{
+		TransactItems:      actions,
+		ClientRequestToken: aws.String(newToken()),
+	}
+	for attempt := 0; ; attempt++ {
+		_, err := s.client.TransactWriteItems(ctx, in)
+		var tce *types.TransactionCanceledException
+		switch {
+		case err == nil:
+			return nil, nil
+		case errors.As(err, &tce) && !cancelled(tce.CancellationReasons).conflictOnly():
+			return tce.CancellationReasons, nil
+		case errors.As(err, &tce) || isTransient(err):
+			// Sent again below, after a pause.
+		default:
+			return nil, failed(op, err)
+		}
+		if serr := sleep(ctx, backoff(attempt)); serr != nil {
+			return nil, failed(op, errors.Join(err, serr))
+		}
+	}
+}
+
+// errUnexpectedCancel describes a cancellation that no condition of the
+// caller explains (a validation error inside the transaction, say).
+func errUnexpectedCancel(c cancelled) error {
+	codes := make([]string, len(c))
+	for i, r := range c {
+		codes[i] = aws.ToString(r.Code) + " " + aws.ToString(r.Message)
+	}
+	return errors.New("transaction cancelled: " + strings.Join(codes, "; "))
+}
