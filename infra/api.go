@@ -25,13 +25,15 @@ type apiRoute struct {
 	Admin    bool
 }
 
+// HEAD goes wherever GET goes: the functions answer it as GET without the
+// body, and a route that lacked it would answer HEAD with the gateway's 404.
 var (
 	methodsReadDelete = []awsapigatewayv2.HttpMethod{
-		awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_DELETE,
+		awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_HEAD, awsapigatewayv2.HttpMethod_DELETE,
 	}
 	methodsItem = []awsapigatewayv2.HttpMethod{
 		awsapigatewayv2.HttpMethod_POST, awsapigatewayv2.HttpMethod_PUT,
-		awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_DELETE,
+		awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_HEAD, awsapigatewayv2.HttpMethod_DELETE,
 	}
 )
 
@@ -49,7 +51,7 @@ var (
 // route, so the two never overlap.
 var apiRoutes = []apiRoute{
 	{Methods: methodsItem, Path: apiBase + "/data/{app}/{namespace}/{id}", Function: fnKV},
-	{Methods: []awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_GET}, Path: apiBase + "/data/{app}/quota", Function: fnKV},
+	{Methods: []awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_HEAD}, Path: apiBase + "/data/{app}/quota", Function: fnKV},
 	{Methods: methodsReadDelete, Path: apiBase + "/data/{app}/{namespace}/{id}/list", Function: fnList},
 	{Methods: methodsItem, Path: apiBase + "/data/{app}/{namespace}/{id}/{sortKey+}", Function: fnList},
 	{Methods: []awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_ANY}, Path: apiBase + "/admin/{proxy+}", Function: fnAdmin, Admin: true},
@@ -170,7 +172,7 @@ func corsOptions(origins []string) *awsapigatewayv2.CorsPreflightOptions {
 	return &awsapigatewayv2.CorsPreflightOptions{
 		AllowOrigins: jsii.Strings(origins...),
 		AllowMethods: &[]awsapigatewayv2.CorsHttpMethod{
-			awsapigatewayv2.CorsHttpMethod_GET, awsapigatewayv2.CorsHttpMethod_POST,
+			awsapigatewayv2.CorsHttpMethod_GET, awsapigatewayv2.CorsHttpMethod_HEAD, awsapigatewayv2.CorsHttpMethod_POST,
 			awsapigatewayv2.CorsHttpMethod_PUT, awsapigatewayv2.CorsHttpMethod_DELETE,
 			awsapigatewayv2.CorsHttpMethod_OPTIONS,
 		},
@@ -178,7 +180,9 @@ func corsOptions(origins []string) *awsapigatewayv2.CorsPreflightOptions {
 			"Authorization", "Content-Type", "If-Match", "If-None-Match",
 			"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256",
 		),
-		ExposeHeaders: jsii.Strings("ETag"),
+		// Scripts read the ETag for If-Match, Location after a create and
+		// Retry-After on 503; browsers hide what is not exposed.
+		ExposeHeaders: jsii.Strings("ETag", "Location", "Retry-After"),
 		MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
 	}
 }

@@ -242,13 +242,17 @@ var wantRoutes = map[string]string{
 	"POST /rest/api/v1/data/{app}/{namespace}/{id}":              fnKV,
 	"PUT /rest/api/v1/data/{app}/{namespace}/{id}":               fnKV,
 	"GET /rest/api/v1/data/{app}/{namespace}/{id}":               fnKV,
+	"HEAD /rest/api/v1/data/{app}/{namespace}/{id}":              fnKV,
 	"DELETE /rest/api/v1/data/{app}/{namespace}/{id}":            fnKV,
 	"GET /rest/api/v1/data/{app}/quota":                          fnKV,
+	"HEAD /rest/api/v1/data/{app}/quota":                         fnKV,
 	"GET /rest/api/v1/data/{app}/{namespace}/{id}/list":          fnList,
+	"HEAD /rest/api/v1/data/{app}/{namespace}/{id}/list":         fnList,
 	"DELETE /rest/api/v1/data/{app}/{namespace}/{id}/list":       fnList,
 	"POST /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}":   fnList,
 	"PUT /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}":    fnList,
 	"GET /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}":    fnList,
+	"HEAD /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}":   fnList,
 	"DELETE /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}": fnList,
 	"ANY /rest/api/v1/admin/{proxy+}":                            fnAdmin,
 }
@@ -761,7 +765,7 @@ func TestContextConfiguration(t *testing.T) {
 	t.Run("cors", func(t *testing.T) {
 		cors, _ := s.resources[s.ofType("AWS::ApiGatewayV2::Api")[0]].Properties["CorsConfiguration"].(map[string]any)
 		checkEqual(t, "AllowOrigins", cors["AllowOrigins"], []any{"https://app.example.com", "https://admin.example.com"})
-		checkEqual(t, "ExposeHeaders", cors["ExposeHeaders"], []any{"ETag"})
+		checkEqual(t, "ExposeHeaders", cors["ExposeHeaders"], []any{"ETag", "Location", "Retry-After"})
 		headers := strings.Join(asStrings(cors["AllowHeaders"]), ",")
 		for _, h := range []string{"Authorization", "Content-Type", "If-Match", "If-None-Match"} {
 			if !strings.Contains(headers, h) {

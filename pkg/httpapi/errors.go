@@ -83,6 +83,12 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		body.Details = tooLarge.Reason
 	case errors.As(err, &quota):
 		q := quota.Quota
+		if caller, _ := a.subject(r); caller != q.User {
+			// Another owner's usage and limits are theirs to see: the
+			// caller learns only whose quota refused the write.
+			body.Details = "the write would take the item's owner past the limit in effect"
+			break
+		}
 		body.ApplicationUUID, body.User = q.App, q.User
 		body.UsedBytes, body.UsedItems = &q.Used.Bytes, &q.Used.Items
 		body.LimitBytes, body.LimitItems = limitPtr(q.Limits.Bytes), limitPtr(q.Limits.Items)

@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
-	"unicode"
+
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // Anonymous is the subject of callers without an authorizer (seed 002's
@@ -13,9 +13,6 @@ const Anonymous = "anonymous"
 // SubjectHeader carries the subject to the local server when it is started
 // with UDS_TRUST_SUBJECT_HEADER=1. Lambda functions never read it.
 const SubjectHeader = "X-Uds-Subject"
-
-// maxSubjectBytes bounds a subject: it becomes part of DynamoDB keys.
-const maxSubjectBytes = 1024
 
 // AnonymousSubject names every caller anonymous.
 func AnonymousSubject(*http.Request) (string, error) { return Anonymous, nil }
@@ -32,7 +29,7 @@ func HeaderSubject(r *http.Request) (string, error) {
 
 // CheckSubject validates a subject taken from an identity source.
 func CheckSubject(s string) (string, error) {
-	if len(s) > maxSubjectBytes || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+	if !uds.ValidSubject(s) {
 		return "", Unauthenticated("the caller's identity is longer than 1024 bytes or holds control characters")
 	}
 	return s, nil

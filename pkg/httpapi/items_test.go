@@ -2,11 +2,17 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 func TestItemEndpoints(t *testing.T) {
@@ -161,5 +167,79 @@ func TestConcurrentIfMatchUpdatesLoseNothing(t *testing.T) {
 	got := e.do("GET", path, "").expect(t, 200)
 	if string(mustField(t, got.raw, "data")) != fmt.Sprintf(`{"n":%d}`, workers*increments) || got.body["version"] != json.Number(fmt.Sprint(workers*increments+1)) {
 		t.Fatalf("after %d conditional increments: %s", workers*increments, got.raw)
+	}
+}
+
+// HEAD is GET without a body; 405 answers name the resource's methods once.
+func TestHeadAndAllow(t *testing.T) {
+	e := newEnv(t)
+	created := e.do("POST", base+"/head/item", `{"data": {"a": 1}}`).expect(t, 201)
+	e.do("POST", base+"/head/list/2024", `{"data": 2}`).expect(t, 201)
+	for _, tc := range []struct {
+		name, path string
+		status     int
+	}{
+		{"key-value item", base + "/head/item", 200},
+		{"list item", base + "/head/list/2024", 200},
+		{"missing item", base + "/head/none", 404},
+		{"list page", base + "/head/list/list", 200},
+	} {
+		t.Run("HEAD "+tc.name, func(t *testing.T) {
+			r := e.do("HEAD", tc.path, "").expect(t, tc.status)
+			get := e.do("GET", tc.path, "")
+			if len(r.raw) != 0 || r.header.Get("Content-Length") != get.header.Get("Content-Length") || r.header.Get("ETag") != get.header.Get("ETag") {
+				t.Errorf("HEAD: %d body bytes, headers %v; GET headers %v", len(r.raw), r.header, get.header)
+			}
+		})
+	}
+	if got := e.do("HEAD", base+"/head/item", "").header.Get("ETag"); got != created.header.Get("ETag") {
+		t.Errorf("HEAD ETag %s, created %s", got, created.header.Get("ETag"))
+	}
+	for _, tc := range []struct{ path, allow string }{
+		{base + "/head/item", "DELETE, GET, HEAD, POST, PUT"},
+		{base + "/head/list/list", "DELETE, GET, HEAD"},
+		{base + "/head/list/2024", "DELETE, GET, HEAD, POST, PUT"},
+	} {
+		if got := e.do("PATCH", tc.path, "").expect(t, 405).header.Get("Allow"); got != tc.allow {
+			t.Errorf("PATCH %s: Allow %q, want %q", tc.path, got, tc.allow)
+		}
+	}
+}
+
+// putSeedItem writes an item the way the seed's service did: its own
+// attributes only, no version, size or owner.
+func (e *env) putSeedItem(table string, item map[string]string) {
+	e.t.Helper()
+	av := map[string]types.AttributeValue{}
+	for k, v := range item {
+		av[k] = &types.AttributeValueMemberS{Value: v}
+	}
+	if _, err := e.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: av}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// Items written before UDS take part in conditional requests like any
+// other: the ETag a GET gives works for DELETE as it does for PUT.
+func TestSeedItemsTakeIfMatch(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name string
+		item map[string]string
+	}{
+		{"with audit fields", map[string]string{"createdDate": "2023-05-01T10:00:00Z", "createdBySubject": "seed-user", "updatedDate": "2023-05-01T10:00:00Z"}},
+		{"without audit fields", map[string]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := strings.ReplaceAll(tc.name, " ", "-")
+			tc.item["dataKey"] = app + "|seed|" + id
+			tc.item["dataValue"] = `{"legacy":true}`
+			e.putSeedItem(e.tables.Data, tc.item)
+			path := base + "/seed/" + id
+			etag := e.do("GET", path, "").expect(t, 200).header.Get("ETag")
+			e.do("DELETE", path, "", "If-Match", `"9-zzzz"`).expect(t, 412)
+			e.do("DELETE", path, "", "If-Match", etag).expect(t, 204)
+			e.do("GET", path, "").expect(t, 404)
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -276,5 +277,54 @@ func TestQuotaLimitsResolveAndBadAdminInput(t *testing.T) {
 				t.Errorf("error %q, want %q: %s", r.body["error"], tc.want, r.raw)
 			}
 		})
+	}
+}
+
+// Every subject the data routes accept can be named by the admin routes:
+// JWT subjects with "|" and IAM ARNs with "/" (sent as %2F) included.
+func TestAdminRoutesAcceptEverySubject(t *testing.T) {
+	e := newEnv(t)
+	for _, subject := range []string{"auth0|abc", "arn:aws:iam::123456789012:user/ops/alice", "ünïcode user"} {
+		t.Run(subject, func(t *testing.T) {
+			e.do("POST", base+"/ns/item", `{"data": 1}`, "X-Uds-Subject", subject).expect(t, 201)
+			defer e.do("DELETE", base+"/ns/item", "")
+			user := url.PathEscape(subject)
+			if strings.Contains(subject, "/") && !strings.Contains(user, "%2F") {
+				t.Fatalf("the path does not escape the subject's /: %s", user)
+			}
+			r := e.do("GET", admin+"/apps/"+app+"/users/"+user+"/quota", "").expect(t, 200)
+			if r.body["user"] != subject || num(t, r.body["usedItems"]) != 1 {
+				t.Errorf("quota view: %s", r.raw)
+			}
+			e.do("PUT", admin+"/apps/"+app+"/users/"+user+"/quota", `{"limitItems": 5}`).expect(t, 200)
+			e.do("POST", admin+"/apps/"+app+"/users/"+user+"/quota/recompute", "").expect(t, 200)
+			e.do("DELETE", admin+"/apps/"+app+"/users/"+user+"/quota", "").expect(t, 204)
+			r = e.do("GET", admin+"/users/"+user+"/apps", "").expect(t, 200)
+			if !strings.Contains(string(r.raw), app) {
+				t.Errorf("the user's apps do not list the app: %s", r.raw)
+			}
+		})
+	}
+}
+
+// A write refused by another owner's quota shows the caller that it was
+// refused, not that owner's usage and limits.
+func TestForeignQuotaStaysPrivate(t *testing.T) {
+	e := newEnv(t)
+	e.do("PUT", admin+"/apps/"+app+"/users/olga/quota", `{"limitBytes": 500}`).expect(t, 200)
+	e.do("POST", base+"/ns/olgas", `{"data": "small"}`, "X-Uds-Subject", "olga").expect(t, 201)
+	big := `{"data": "` + strings.Repeat("x", 600) + `"}`
+	r := e.do("PUT", base+"/ns/olgas", big, "X-Uds-Subject", "peter").expect(t, 403)
+	for _, field := range []string{"usedBytes", "usedItems", "limitBytes", "limitItems", "user"} {
+		if _, ok := r.body[field]; ok {
+			t.Errorf("the refusal shows the owner's %s to another caller: %s", field, r.raw)
+		}
+	}
+	if r.body["error"] != "Quota exceeded" {
+		t.Errorf("refusal: %s", r.raw)
+	}
+	r = e.do("PUT", base+"/ns/olgas", big, "X-Uds-Subject", "olga").expect(t, 403)
+	if r.body["user"] != "olga" || num(t, r.body["limitBytes"]) != 500 {
+		t.Errorf("the owner's own refusal lacks the quota: %s", r.raw)
 	}
 }

@@ -44,7 +44,7 @@ var routes = []route{
 	// The sort key is the rest of the path, so it may contain slashes
 	// whether or not the gateway decoded %2F before the function saw it.
 	// POST and PUT of .../list land here and are refused: "list" is a
-	// reserved sort key.
+	// reserved sort key; Allow on .../list names the list's methods only.
 	{GroupList, "/data/{applicationUuid}/{namespace}/{id}/{sortKey...}", map[string]handler{
 		http.MethodGet: (*API).getItem, http.MethodPost: (*API).createItem,
 		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}},
@@ -110,7 +110,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		segs = append(segs, u)
 	}
-	var allow []string
+	allow := ""
 	for i := range routes {
 		rt := &routes[i]
 		if rt.group&a.groups == 0 {
@@ -120,23 +120,50 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			continue
 		}
-		if h := rt.methods[r.Method]; h != nil {
+		h := rt.methods[r.Method]
+		if h == nil && r.Method == http.MethodHead && rt.methods[http.MethodGet] != nil {
+			// HEAD is GET without the body (RFC 9110), headers and status
+			// included.
+			h, w = rt.methods[http.MethodGet], bodiless{w}
+		}
+		if h != nil {
 			ctx, cancel := withBudget(r.Context(), a.request, answerMargin)
 			defer cancel()
 			h(a, w, r.WithContext(ctx), p)
 			return
 		}
-		for m := range rt.methods {
-			allow = append(allow, m)
+		// The first route that matches the path is the resource and
+		// names the methods allowed; a later one (the greedy sort key
+		// after .../list) only explains why POST and PUT fail there.
+		if allow == "" {
+			allow = allowed(rt.methods)
 		}
 	}
-	if len(allow) > 0 {
-		sort.Strings(allow)
-		methodNotAllowed(w, r, strings.Join(allow, ", "))
+	if allow != "" {
+		methodNotAllowed(w, r, allow)
 		return
 	}
 	a.notFound(w, r)
 }
+
+// allowed lists a route's methods for the Allow header, HEAD beside GET.
+func allowed(methods map[string]handler) string {
+	allow := make([]string, 0, len(methods)+1)
+	for m := range methods {
+		allow = append(allow, m)
+	}
+	if methods[http.MethodGet] != nil {
+		allow = append(allow, http.MethodHead)
+	}
+	sort.Strings(allow)
+	return strings.Join(allow, ", ")
+}
+
+// bodiless answers a HEAD request: everything a GET would send but the
+// body.
+type bodiless struct{ http.ResponseWriter }
+
+func (b bodiless) Write(p []byte) (int, error) { return len(p), nil }
 
 // match captures a pattern's parameters from the path segments.
 func match(pat, segs []string) (params, bool) {

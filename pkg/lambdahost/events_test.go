@@ -73,6 +73,9 @@ func TestEventsReplay(t *testing.T) {
 			if res.StatusCode != m.Status {
 				t.Fatalf("status %d, want %d; body %s", res.StatusCode, m.Status, res.Body)
 			}
+			if ev.RequestContext.HTTP.Method == "HEAD" && (res.Body != "" || res.Headers["Etag"] == "") {
+				t.Fatalf("HEAD answered a body of %d bytes and headers %v; want no body and the GET's headers", len(res.Body), res.Headers)
+			}
 			if res.StatusCode >= 400 {
 				var e struct{ Error, Timestamp string }
 				if err := json.Unmarshal([]byte(res.Body), &e); err != nil || e.Error == "" || e.Timestamp == "" {

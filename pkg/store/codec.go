@@ -138,9 +138,15 @@ func decodeItem(key uds.Key, av map[string]types.AttributeValue) (uds.Item, erro
 		if err != nil {
 			return it, fmt.Errorf("decompress %s: %w", key.DataKey(), err)
 		}
-		data, err := io.ReadAll(r)
+		// UDS never stores more than uds.MaxDataBytes: reading one byte
+		// past it is enough to refuse a value that expands further (a
+		// corrupt or foreign one) without holding all of it.
+		data, err := io.ReadAll(io.LimitReader(r, uds.MaxDataBytes+1))
 		if err != nil {
 			return it, fmt.Errorf("decompress %s: %w", key.DataKey(), err)
+		}
+		if len(data) > uds.MaxDataBytes {
+			return it, fmt.Errorf("decompress %s: the stored value expands past %d bytes", key.DataKey(), uds.MaxDataBytes)
 		}
 		it.Data = data
 	default:

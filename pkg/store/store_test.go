@@ -1,15 +1,22 @@
 package store_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/pkg/store"
@@ -276,4 +283,44 @@ func TestDeleteList(t *testing.T) {
 	if _, err := s.DeleteList(cancelled, list); !errors.Is(err, uds.ErrIncomplete) {
 		t.Fatalf("DeleteList with no time left: %v, want ErrIncomplete", err)
 	}
+}
+
+// A stored compressed value that expands past what UDS ever writes is
+// refused after reading one byte more than the bound, not held whole.
+func TestDecompressionIsBounded(t *testing.T) {
+	ctx := context.Background()
+	tables := dynamotest.NewTables(t)
+	s := store.New(dynamotest.Client(t), tables)
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	_, _ = w.Write([]byte(`"`))
+	_, _ = w.Write(bytes.Repeat([]byte("a"), 64<<20))
+	_, _ = w.Write([]byte(`"`))
+	_ = w.Close()
+	k := key(t, "bomb", "item")
+	_, err := dynamotest.Client(t).PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(tables.Data),
+		Item: map[string]types.AttributeValue{
+			"dataKey":     &types.AttributeValueMemberS{Value: k.DataKey()},
+			"dataValueGz": &types.AttributeValueMemberB{Value: z.Bytes()},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := heapAlloc()
+	_, err = s.Get(ctx, k)
+	if err == nil || !strings.Contains(err.Error(), "expands past") {
+		t.Fatalf("Get of a 64 MB expansion: %v, want a refusal", err)
+	}
+	if grew := heapAlloc() - before; grew > 16<<20 {
+		t.Errorf("the refusal allocated %d MB", grew>>20)
+	}
+}
+
+func heapAlloc() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.TotalAlloc)
 }

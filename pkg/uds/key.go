@@ -89,10 +89,25 @@ func ParseApp(s string) (string, error) {
 	return strings.ToLower(s), nil
 }
 
-// ParseUser validates a user (subject) named in an admin path.
+// MaxSubjectBytes bounds a subject (a caller's identity): it becomes part
+// of DynamoDB keys.
+const MaxSubjectBytes = 1024
+
+// ValidSubject reports whether s can name a caller: at most
+// MaxSubjectBytes and no control characters. Anything else goes: JWT
+// subjects such as "auth0|abc" and IAM ARNs with "/" are subjects too.
+func ValidSubject(s string) bool {
+	return len(s) <= MaxSubjectBytes && strings.IndexFunc(s, unicode.IsControl) < 0
+}
+
+// ParseUser validates a user (subject) named in an admin path: exactly the
+// subjects the data routes accept can be named there.
 func ParseUser(s string) (string, error) {
-	if err := checkSegment("user", s); err != nil {
-		return "", err
+	switch {
+	case s == "":
+		return "", Invalid("user", "must not be empty")
+	case !ValidSubject(s):
+		return "", Invalid("user", "is longer than %d bytes or holds control characters", MaxSubjectBytes)
 	}
 	return s, nil
 }
