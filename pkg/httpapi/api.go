@@ -97,10 +97,6 @@ func New(st Store, groups Group, c Config) *API {
 	}
 }
 
-// maxPageBytes keeps a list page at about 5 MB, under Lambda's 6 MB
-// response limit.
-const maxPageBytes = 5_000_000
-
 // withBudget bounds ctx by budget and by the host's deadline less margin.
 func withBudget(ctx context.Context, budget, margin time.Duration) (context.Context, context.CancelFunc) {
 	if dl, ok := ctx.Deadline(); ok {

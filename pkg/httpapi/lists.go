@@ -62,7 +62,7 @@ func (a *API) listItems(w http.ResponseWriter, r *http.Request, p params) {
 // parseListQuery validates startKey, endKey, limit and sortOrder, and
 // returns the cursor parameter, still sealed.
 func parseListQuery(r *http.Request, key uds.Key) (store.ListQuery, string, error) {
-	q := store.ListQuery{List: key, Limit: defaultLimit, MaxBytes: maxPageBytes}
+	q := store.ListQuery{List: key, Limit: defaultLimit, MaxBytes: maxPageBytes, ItemBytes: itemPayloadBytes}
 	params, err := query(r)
 	if err != nil {
 		return q, "", err

@@ -18,9 +18,12 @@ type ListQuery struct {
 	Limit int
 	// After is the sort key of the last item of the previous page, or "".
 	After string
-	// MaxBytes bounds the page's approximate response size: the page ends
-	// early, after at least one item, once its items pass it.
+	// MaxBytes bounds the page's response size as ItemBytes measures it:
+	// the page ends early, after at least one item, once its items pass it.
 	MaxBytes int
+	// ItemBytes is what an item adds to the response; nil counts its data
+	// and keys.
+	ItemBytes func(*uds.Item) int
 }
 
 // ListPage is one page of list items. More is true when items remain after
@@ -29,10 +32,6 @@ type ListPage struct {
 	Items []uds.Item
 	More  bool
 }
-
-// itemEnvelopeBytes approximates what a list item adds to a response beside
-// its data and keys (field names, dates, subjects, punctuation).
-const itemEnvelopeBytes = 320
 
 // ListItems reads one page of a list in sort key order. DynamoDB's 1 MB
 // query pages are joined until the page holds q.Limit items, the list ends,
@@ -82,6 +81,10 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 		in.ExclusiveStartKey = keyAV(uds.Key{App: q.List.App, Namespace: q.List.Namespace, ID: q.List.ID, SortKey: q.After})
 	}
 
+	size := q.ItemBytes
+	if size == nil {
+		size = plainBytes
+	}
 	want := q.Limit + 1 // one more than the page, to learn whether more exist
 	items := make([]uds.Item, 0, min(want, 128))
 	bytes := 0
@@ -113,7 +116,7 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 				return ListPage{}, err
 			}
 			items = append(items, it)
-			bytes += responseBytes(&it)
+			bytes += size(&it)
 			if full() {
 				break
 			}
@@ -130,7 +133,7 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 	if q.MaxBytes > 0 {
 		total := 0
 		for i := range page.Items {
-			total += responseBytes(&page.Items[i])
+			total += size(&page.Items[i])
 			if total > q.MaxBytes && i > 0 {
 				page.Items, page.More = page.Items[:i], true
 				break
@@ -140,9 +143,9 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 	return page, nil
 }
 
-// responseBytes approximates the bytes an item adds to a list response.
-func responseBytes(it *uds.Item) int {
-	return len(it.Data) + len(it.SortKey) + len(it.ClassName) + itemEnvelopeBytes
+// plainBytes is ListQuery's default item measure.
+func plainBytes(it *uds.Item) int {
+	return len(it.Data) + len(it.SortKey) + len(it.ClassName)
 }
 
 func inRange(sk string, r uds.Range) bool {
