@@ -39,10 +39,12 @@ func (a *API) listItems(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	binding := listBinding(key, q.Range)
 	if c != "" {
-		if q.After, err = a.cursors.Open(binding, c); err != nil {
+		position, err := a.cursors.Open(binding, c)
+		if err != nil {
 			a.fail(w, r, uds.Invalid("cursor", "was not issued for this list, order and range"), &key)
 			return
 		}
+		q.After, q.Expect = openPosition(position)
 	}
 	page, err := a.store.ListItems(r.Context(), q)
 	if err != nil {
@@ -54,9 +56,29 @@ func (a *API) listItems(w http.ResponseWriter, r *http.Request, p params) {
 		out.List[i] = toJSON(&page.Items[i])
 	}
 	if page.More {
-		out.Cursor = a.cursors.Seal(binding, page.Items[len(page.Items)-1].SortKey)
+		out.Cursor = a.cursors.Seal(binding, position(page))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// A cursor's position is the last sort key of its page, and, when the
+// byte budget cut that page, how many items it held, so that the next page
+// reads about as many rather than a full DynamoDB page. Sort keys hold no
+// control characters, so a NUL separates the two.
+func position(page store.ListPage) string {
+	last := page.Items[len(page.Items)-1].SortKey
+	if !page.Cut {
+		return last
+	}
+	return last + "\x00" + strconv.Itoa(len(page.Items))
+}
+
+// openPosition splits a cursor's position into the sort key to continue
+// after and the expected page size (0: unknown).
+func openPosition(p string) (after string, expect int) {
+	after, n, _ := strings.Cut(p, "\x00")
+	expect, _ = strconv.Atoi(n)
+	return after, expect
 }
 
 // parseListQuery validates startKey, endKey, limit and sortOrder, and

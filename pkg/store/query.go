@@ -24,6 +24,10 @@ type ListQuery struct {
 	// ItemBytes is what an item adds to the response; nil counts its data
 	// and keys.
 	ItemBytes func(*uds.Item) int
+	// Expect, when positive, is how many items the previous page held when
+	// MaxBytes cut it: the first query of this page reads one more than
+	// that, not a full DynamoDB page.
+	Expect int
 }
 
 // ListPage is one page of list items. More is true when items remain after
@@ -31,6 +35,8 @@ type ListQuery struct {
 type ListPage struct {
 	Items []uds.Item
 	More  bool
+	// Cut reports that MaxBytes, not Limit, ended the page.
+	Cut bool
 }
 
 // ListItems reads one page of a list in sort key order. DynamoDB's 1 MB
@@ -96,6 +102,18 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 	}
 	for !full() {
 		limit := want - len(items)
+		// DynamoDB reads up to 1 MB of stored items per query whatever
+		// the page can hold. Compressed values take far more room in the
+		// response than in the table, so a full read could hold many
+		// pages: read about what the rest of the budget holds, judging by
+		// the items read so far, or by the previous page at the start.
+		switch {
+		case q.MaxBytes > 0 && len(items) > 0:
+			perItem := max(bytes/len(items), 1)
+			limit = min(limit, max(q.MaxBytes-bytes, 0)/perItem+2)
+		case q.Expect > 0:
+			limit = min(limit, q.Expect+1)
+		}
 		if skipEnd {
 			limit++
 		}
@@ -135,7 +153,7 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 		for i := range page.Items {
 			total += size(&page.Items[i])
 			if total > q.MaxBytes && i > 0 {
-				page.Items, page.More = page.Items[:i], true
+				page.Items, page.More, page.Cut = page.Items[:i], true, true
 				break
 			}
 		}

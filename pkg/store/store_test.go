@@ -324,3 +324,49 @@ func heapAlloc() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.TotalAlloc)
 }
+
+// A page of large compressible values reads about what it returns: once a
+// page was cut by its byte budget, the next one reads one item more than
+// that page held, not a full 1 MB DynamoDB page of compressed items.
+func TestListReadsAreBoundedByThePage(t *testing.T) {
+	ctx := context.Background()
+	s, counter := newStore(t)
+	list := key(t, "compressible", "list")
+	value := `{"rows":[` + strings.Repeat(`{"name":"row","ok":true},`, 38_000) + `{}]}` // about 950 KB
+	var wg sync.WaitGroup
+	for i := range 120 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := list
+			k.SortKey = fmt.Sprintf("k%03d", i)
+			if _, err := s.Create(ctx, write(k, value)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	q := store.ListQuery{List: list, Limit: 100, MaxBytes: 5_000_000}
+	counter.Take()
+	first, err := s.ListItems(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstRead := counter.Take().Read
+	if len(first.Items) != 5 || !first.Cut {
+		t.Fatalf("first page: %d items, cut %v; want 5 cut by the byte budget", len(first.Items), first.Cut)
+	}
+	q.After, q.Expect = first.Items[4].SortKey, len(first.Items)
+	second, err := s.ListItems(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secondRead := counter.Take().Read
+	if len(second.Items) != 5 || second.Items[0].SortKey != "k005" {
+		t.Fatalf("second page: %d items from %s", len(second.Items), second.Items[0].SortKey)
+	}
+	t.Logf("read units: %.1f for the first page, %.1f for the second", firstRead, secondRead)
+	if secondRead*4 > firstRead {
+		t.Errorf("the second page read %.1f units, the first %.1f: the bound did not hold", secondRead, firstRead)
+	}
+}
