@@ -51,9 +51,11 @@ type UdsStackProps struct {
 	// TableNames maps a schema.Table.ID to its physical name. A table missing
 	// from the map gets its schema DefaultName.
 	TableNames map[string]string
-	// ImportExistingTables references tables that already exist (for example
-	// ones retained by an earlier stack) instead of creating them.
-	ImportExistingTables bool
+	// ImportTables names, by schema.Table.ID, the tables that already exist
+	// and are referenced instead of created: all four when adopting the
+	// tables an earlier stack retained, the two data tables when moving
+	// from a seed deployment (which has no usage or apps table).
+	ImportTables map[string]bool
 	// AssetDir is the directory holding kv.zip, list.zip and admin.zip, each
 	// with a single executable named bootstrap.
 	AssetDir string
@@ -100,17 +102,17 @@ func tableContextKey(t schema.Table) string {
 func PropsFromContext(node constructs.Node) (*UdsStackProps, error) {
 	c := contextReader{node: node}
 	p := &UdsStackProps{
-		TableNames:           map[string]string{},
-		ImportExistingTables: c.bool(ctxImportTables),
-		JWTIssuer:            c.string(ctxJWTIssuer, ""),
-		JWTAudience:          c.list(ctxJWTAudience),
-		SubjectClaim:         c.string(ctxJWTSubjectClaim, config.DefaultSubjectClaim),
-		CursorSecret:         c.string(ctxCursorSecret, ""),
-		DefaultLimitBytes:    c.int(ctxDefaultLimitBytes),
-		DefaultLimitItems:    c.int(ctxDefaultLimitItems),
-		CORSOrigins:          c.list(ctxCORSOrigins),
-		ThrottleRateLimit:    c.number(ctxThrottleRateLimit, defaultThrottleRateLimit),
-		ThrottleBurstLimit:   c.number(ctxThrottleBurstLimit, defaultThrottleBurstLimit),
+		TableNames:         map[string]string{},
+		ImportTables:       c.tables(ctxImportTables),
+		JWTIssuer:          c.string(ctxJWTIssuer, ""),
+		JWTAudience:        c.list(ctxJWTAudience),
+		SubjectClaim:       c.string(ctxJWTSubjectClaim, config.DefaultSubjectClaim),
+		CursorSecret:       c.string(ctxCursorSecret, ""),
+		DefaultLimitBytes:  c.int(ctxDefaultLimitBytes),
+		DefaultLimitItems:  c.int(ctxDefaultLimitItems),
+		CORSOrigins:        c.list(ctxCORSOrigins),
+		ThrottleRateLimit:  c.number(ctxThrottleRateLimit, defaultThrottleRateLimit),
+		ThrottleBurstLimit: c.number(ctxThrottleBurstLimit, defaultThrottleBurstLimit),
 	}
 	p.StackName = jsii.String(c.string(ctxStackName, defaultStackName))
 	p.Description = jsii.String("UDS, the Universal Data Store: DynamoDB tables, Lambda functions and the HTTP API.")
@@ -235,22 +237,45 @@ func (c *contextReader) string(key, fallback string) string {
 	return fallback
 }
 
-func (c *contextReader) bool(key string) bool {
+// tables reads a set of tables: true (all), false (none), or a
+// comma-separated list of the names the table context keys use (data,
+// list, usage, apps).
+func (c *contextReader) tables(key string) map[string]bool {
+	out := map[string]bool{}
 	v, ok := c.raw(key)
 	if !ok {
-		return false
+		return out
 	}
+	all := false
 	switch v := v.(type) {
 	case bool:
-		return v
+		all = v
 	case string:
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
-		if err == nil {
-			return b
+		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
+			all = b
+			break
+		}
+		for _, name := range c.list(key) {
+			found := false
+			for _, t := range schema.Tables {
+				if strings.EqualFold(name, strings.TrimPrefix(tableContextKey(t), "table")) {
+					out[t.ID], found = true, true
+				}
+			}
+			if !found {
+				c.errs = append(c.errs, fmt.Errorf("context %s: %q is not a table (data, list, usage, apps)", key, name))
+			}
+		}
+		return out
+	default:
+		c.errs = append(c.errs, fmt.Errorf("context %s: want true, false or a list of tables, got %v", key, v))
+	}
+	if all {
+		for _, t := range schema.Tables {
+			out[t.ID] = true
 		}
 	}
-	c.errs = append(c.errs, fmt.Errorf("context %s: want true or false, got %v", key, v))
-	return false
+	return out
 }
 
 func (c *contextReader) number(key string, fallback float64) float64 {

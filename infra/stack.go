@@ -68,10 +68,10 @@ func NewUdsStack(scope constructs.Construct, id string, props *UdsStackProps) *U
 //
 // Tables are retained when the stack is deleted or the resource replaced:
 // they hold user data, and a later stack can adopt them with
-// importExistingTables=true.
+// importExistingTables (all of them, or some by name).
 func defineTable(scope constructs.Construct, t schema.Table, props *UdsStackProps) awsdynamodb.ITable {
 	name := props.TableName(t)
-	if props.ImportExistingTables {
+	if props.ImportTables[t.ID] {
 		// Naming the indexes makes grants and ARNs cover them as they
 		// would for a table this stack created.
 		var indexes []*string

@@ -730,6 +730,21 @@ func TestImportExistingTables(t *testing.T) {
 	checkRoutes(t, s, "NONE")
 }
 
+// A seed deployment has the two data tables: the stack imports those by
+// name and creates the usage and apps tables.
+func TestImportSomeTables(t *testing.T) {
+	s := synth(t, map[string]any{ctxImportTables: "data, list", tableContextKey(schema.Data): "legacy_data"})
+	created := map[string]bool{}
+	for _, id := range s.ofType("AWS::DynamoDB::Table") {
+		created[s.resources[id].Properties["TableName"].(string)] = true
+	}
+	checkEqual(t, "created tables", created, map[string]bool{schema.Usage.DefaultName: true, schema.Apps.DefaultName: true})
+	for _, f := range functionSpecs {
+		env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		checkEqual(t, f.Name+" data table", env[schema.Data.EnvVar], "legacy_data")
+	}
+}
+
 func TestContextConfiguration(t *testing.T) {
 	context := map[string]any{
 		ctxStackName:          "UdsStaging",
@@ -825,7 +840,7 @@ func TestPropsDefaults(t *testing.T) {
 	checkEqual(t, "StackName", *p.StackName, "UdsStack")
 	checkEqual(t, "AssetDir", p.AssetDir, filepath.Join(root, "build"))
 	checkEqual(t, "SubjectClaim", p.SubjectClaim, "sub")
-	checkEqual(t, "ImportExistingTables", p.ImportExistingTables, false)
+	checkEqual(t, "ImportTables", p.ImportTables, map[string]bool{})
 	checkEqual(t, "throttle", []float64{p.ThrottleRateLimit, p.ThrottleBurstLimit}, []float64{100, 200})
 	for _, table := range schema.Tables {
 		checkEqual(t, table.ID, p.TableName(table), table.DefaultName)

@@ -25,8 +25,10 @@
 #   TABLE_LIST             tableList             data_store, data_store_list,
 #   TABLE_USAGE            tableUsage            data_usage, apps)
 #   TABLE_APPS             tableApps
-#   IMPORT_EXISTING_TABLES importExistingTables  true: use existing tables, e.g.
-#                                                ones kept by an earlier stack
+#   IMPORT_EXISTING_TABLES importExistingTables  true: use all four existing
+#                                                tables (kept by an earlier
+#                                                stack); data,list: adopt a
+#                                                seed deployment's tables
 #   JWT_ISSUER             jwtIssuer             with JWT_AUDIENCE (comma-
 #   JWT_AUDIENCE           jwtAudience           separated): JWT authorizer on
 #                                                the data routes; without them
