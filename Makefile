@@ -5,6 +5,7 @@
 #                (data kept in .data/ across restarts)
 #   make test    every test, against a DynamoDB Local it starts and stops
 #   make soak    the accounting workload under every fault mix, for minutes
+#   make migrate adopt a seed deployment's tables (README, "Migrating")
 #   make bench   benchmarks and the DynamoDB capacity table
 #   make build   arm64 Lambda bootstraps and zips under build/
 
@@ -15,7 +16,7 @@ ENGINE := scripts/with-dynamodb.sh
 UDS_LISTEN_ADDR ?= 127.0.0.1:8080
 export UDS_LISTEN_ADDR
 
-.PHONY: all run test test-go soak bench capacity build build-zips engine engine-up engine-down clean
+.PHONY: all run test test-go soak migrate bench capacity build build-zips engine engine-up engine-down clean
 
 all: test
 
@@ -58,6 +59,13 @@ SOAK_ROUNDS ?= 3
 soak: engine
 	$(ENGINE) -- go test -race -count=1 -timeout 60m -run '^TestAccountingWorkload$$' -v ./pkg/httpapi/ \
 		-workload-ops=$(SOAK_OPS) -workload-rounds=$(SOAK_ROUNDS)
+
+# Adopt a seed deployment's data: the owner index, the legacy items'
+# owners and sizes, usage. Tables come from UDS_TABLE_*, the region and
+# credentials from the AWS environment; MIGRATE_FLAGS passes flags, e.g.
+# MIGRATE_FLAGS=-dry-run.
+migrate:
+	go run ./cmd/uds-migrate $(MIGRATE_FLAGS)
 
 # Benchmarks: the Lambda path of GET and POST beside the adapter's floor
 # (DynamoDB stubbed at the HTTP transport), and delete-all throughput

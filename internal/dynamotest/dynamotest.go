@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/internal/faults"
 	"github.com/udsproject/uds/pkg/config"
@@ -74,6 +75,54 @@ func NewTables(t testing.TB) store.Tables {
 		List:  prefix + schema.List.DefaultName,
 		Usage: prefix + schema.Usage.DefaultName,
 		Apps:  prefix + schema.Apps.DefaultName,
+	}
+	if err := store.CreateTables(context.Background(), c, tables); err != nil {
+		t.Fatalf("create tables: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, name := range []string{tables.Data, tables.List, tables.Usage, tables.Apps} {
+			_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		}
+	})
+	return tables
+}
+
+// NewSeedTables creates tables the way a seed deployment has them: the two
+// data tables with their keys only (no owner index; the key-value table
+// with provisioned capacity, the list table on demand), beside the usage
+// and apps tables UDS creates. They are deleted when the test ends.
+func NewSeedTables(t testing.TB) store.Tables {
+	t.Helper()
+	c := Client(t)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	prefix := "s" + hex.EncodeToString(b) + "_"
+	tables := store.Tables{
+		Data:  prefix + schema.Data.DefaultName,
+		List:  prefix + schema.List.DefaultName,
+		Usage: prefix + schema.Usage.DefaultName,
+		Apps:  prefix + schema.Apps.DefaultName,
+	}
+	str := func(name string) types.AttributeDefinition {
+		return types.AttributeDefinition{AttributeName: aws.String(name), AttributeType: types.ScalarAttributeTypeS}
+	}
+	for _, in := range []*dynamodb.CreateTableInput{{
+		TableName:             aws.String(tables.Data),
+		KeySchema:             []types.KeySchemaElement{{AttributeName: aws.String(schema.AttrDataKey), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions:  []types.AttributeDefinition{str(schema.AttrDataKey)},
+		ProvisionedThroughput: &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(5), WriteCapacityUnits: aws.Int64(5)},
+	}, {
+		TableName: aws.String(tables.List),
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(schema.AttrDataKey), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(schema.AttrSortKey), KeyType: types.KeyTypeRange},
+		},
+		AttributeDefinitions: []types.AttributeDefinition{str(schema.AttrDataKey), str(schema.AttrSortKey)},
+		BillingMode:          types.BillingModePayPerRequest,
+	}} {
+		if _, err := c.CreateTable(context.Background(), in); err != nil {
+			t.Fatalf("create seed table: %v", err)
+		}
 	}
 	if err := store.CreateTables(context.Background(), c, tables); err != nil {
 		t.Fatalf("create tables: %v", err)

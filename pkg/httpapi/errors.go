@@ -75,6 +75,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	var tooLarge *uds.TooLargeError
 	var quota *uds.QuotaError
 	var incomplete *uds.IncompleteError
+	var unavailable *uds.UnavailableError
 	switch {
 	case errors.As(err, &invalid):
 		body.Error = "Invalid " + invalid.Field
@@ -97,12 +98,15 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		body.Deleted = &incomplete.Deleted
 		body.Details = fmt.Sprintf("deleted %d items before the time budget ran out; repeat the request to delete the rest", incomplete.Deleted)
 		w.Header().Set("Retry-After", "1")
-	case errors.Is(err, uds.ErrUnavailable):
-		// The cause goes to the log; the client learns only that it may
-		// retry, and that a write may or may not have been applied.
+	case errors.As(err, &unavailable):
+		// The cause goes to the log; the client learns that it may retry,
+		// and that a write may or may not have been applied.
 		a.log.WarnContext(r.Context(), "data store unavailable", "method", r.Method, "path", r.URL.Path, "error", err)
 		body.Details = "the data store did not complete the request in time; retry after the Retry-After delay. A write answered so may or may not have been applied: GET the item (or repeat the write with If-Match) to tell"
-		w.Header().Set("Retry-After", "1")
+		if unavailable.Reason != "" {
+			body.Details = unavailable.Reason
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(unavailable.RetryAfter.Seconds()))))
 	case errors.Is(err, uds.ErrPrecondition):
 		body.Details = "If-Match names none of the item's current ETags"
 	case errors.Is(err, ErrUnauthenticated):

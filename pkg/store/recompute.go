@@ -143,6 +143,9 @@ func (s *Store) sumOwned(ctx context.Context, app, user string) (uds.Usage, erro
 	}
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {
+		if indexNotReady(err) {
+			return uds.Usage{}, errIndexNotReady
+		}
 		return uds.Usage{}, failed("sum usage of "+user+" in "+app, err)
 	}
 	return total, nil

@@ -6,6 +6,7 @@ package uds
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors. Layers wrap them with context; the HTTP layer maps them
@@ -89,6 +90,10 @@ func (e *IncompleteError) Is(target error) bool { return target == ErrIncomplete
 type UnavailableError struct {
 	Op  string
 	Err error
+	// Reason, when set, is safe to show the client; RetryAfter, when
+	// set, is how long it should wait.
+	Reason     string
+	RetryAfter time.Duration
 }
 
 func (e *UnavailableError) Error() string { return e.Op + ": data store unavailable: " + e.Err.Error() }

@@ -1,0 +1,226 @@
+package migrate_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/internal/dynamotest"
+	"github.com/udsproject/uds/internal/faults"
+	"github.com/udsproject/uds/internal/migrate"
+	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+const app = "d53065bd-f932-4841-83fb-849717d8df0f"
+
+// seedItem is an item as the seed's service wrote it.
+type seedItem struct {
+	table, dataKey, sortKey, value, className, creator string
+	audit                                              bool
+}
+
+// fillSeed writes seed-shaped items: some with the seed's audit fields,
+// some without any, some with a class name; values of about 6 KB, so each
+// table takes several scan pages.
+func fillSeed(t *testing.T, c *dynamodb.Client, tables store.Tables) []seedItem {
+	t.Helper()
+	var items []seedItem
+	pad := strings.Repeat("s", 6000)
+	for i := range 360 {
+		it := seedItem{value: fmt.Sprintf(`{"i":%d,"pad":"%s"}`, i, pad)}
+		switch i % 3 {
+		case 0:
+			it.creator, it.audit = "alice", true
+		case 1:
+			it.creator, it.audit, it.className = "bob|auth0", true, "com.example.Prefs"
+		default: // no audit fields at all
+		}
+		if i%2 == 0 {
+			it.table, it.dataKey = tables.Data, fmt.Sprintf("%s|prefs|user-%03d", app, i)
+		} else {
+			it.table, it.dataKey, it.sortKey = tables.List, app+"|activities|feed", fmt.Sprintf("2024-01-%03d", i)
+		}
+		items = append(items, it)
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, it := range items {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			av := map[string]types.AttributeValue{
+				schema.AttrDataKey:   &types.AttributeValueMemberS{Value: it.dataKey},
+				schema.AttrDataValue: &types.AttributeValueMemberS{Value: it.value},
+			}
+			if it.sortKey != "" {
+				av[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: it.sortKey}
+			}
+			if it.className != "" {
+				av[schema.AttrClassName] = &types.AttributeValueMemberS{Value: it.className}
+			}
+			if it.audit {
+				for _, a := range []string{schema.AttrCreatedDate, schema.AttrUpdatedDate} {
+					av[a] = &types.AttributeValueMemberS{Value: "2023-06-01T08:00:00Z"}
+				}
+				av[schema.AttrCreatedBySubject] = &types.AttributeValueMemberS{Value: it.creator}
+				av[schema.AttrUpdatedBySubject] = &types.AttributeValueMemberS{Value: it.creator}
+			}
+			if _, err := c.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(it.table), Item: av}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return items
+}
+
+// answers is what the API answers for some items: status, ETag and body.
+func answers(t *testing.T, srv *httptest.Server, items []seedItem) []string {
+	t.Helper()
+	var out []string
+	for _, it := range items[:12] {
+		path := "/rest/api/v1/data/" + strings.ReplaceAll(it.dataKey, "|", "/")
+		if it.sortKey != "" {
+			path += "/" + it.sortKey
+		}
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		_, _ = fmt.Fprint(&b, res.StatusCode, " ", res.Header.Get("ETag"), " ")
+		buf := make([]byte, 64<<10)
+		n, _ := res.Body.Read(buf)
+		res.Body.Close()
+		b.Write(buf[:n])
+		out = append(out, b.String())
+	}
+	return out
+}
+
+func TestMigrateSeedDeployment(t *testing.T) {
+	ctx := context.Background()
+	plain := dynamotest.Client(t)
+	tables := dynamotest.NewSeedTables(t)
+	items := fillSeed(t, plain, tables)
+	client, ft := dynamotest.FaultyClient(t, 11)
+	st := store.New(client, tables, store.WithRecomputeQuiet(0))
+	srv := httptest.NewServer(httpapi.New(st, httpapi.GroupAll, httpapi.Config{Subject: httpapi.HeaderSubject, CursorSecret: []byte("m")}))
+	t.Cleanup(srv.Close)
+	before := answers(t, srv, items)
+
+	// Before the index exists, recompute is a 503 that says why.
+	res, err := http.Post(srv.URL+"/rest/api/v1/admin/apps/"+app+"/users/alice/quota/recompute", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, 1024)
+	n, _ := res.Body.Read(body)
+	res.Body.Close()
+	if res.StatusCode != 503 || !strings.Contains(string(body[:n]), "index not ready") || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("recompute before the migration: %d %s", res.StatusCode, body[:n])
+	}
+
+	opts := migrate.Options{
+		Tables: tables, Segments: 3, DefaultOwner: "anonymous", PollEvery: 50 * time.Millisecond,
+		Checkpoint: filepath.Join(t.TempDir(), "checkpoint.json"),
+	}
+	t.Run("dry run changes nothing", func(t *testing.T) {
+		dry := opts
+		dry.DryRun = true
+		rep, err := migrate.Run(ctx, client, st, dry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Legacy.Items != int64(len(items)) || len(rep.IndexesCreated) != 2 || rep.Adopted != 0 {
+			t.Errorf("dry run report %+v, want %d legacy items, 2 indexes to add", rep, len(items))
+		}
+		if state, _ := store.OwnerIndexState(ctx, client, tables.Data); state != store.IndexMissing {
+			t.Errorf("the dry run added the index")
+		}
+	})
+
+	// The first run is interrupted after a few pages...
+	first, cancel := context.WithCancel(ctx)
+	lines := 0
+	interrupted := opts
+	interrupted.Progress = writerFunc(func(p []byte) {
+		if strings.Contains(string(p), "page") {
+			if lines++; lines == 3 {
+				cancel()
+			}
+		}
+	})
+	rep1, err := migrate.Run(first, client, st, interrupted)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v, want the cancellation", err)
+	}
+	if rep1.Adopted == 0 || rep1.Adopted >= len(items) {
+		t.Fatalf("the interrupted run adopted %d of %d items; want it stopped midway", rep1.Adopted, len(items))
+	}
+	// ...and resumed, with answers of committed transactions lost.
+	ft.Set(faults.Rule{Kind: faults.LostAfterCommit, Ops: []string{"TransactWriteItems"}, Rate: 0.3})
+	rep2, err := migrate.Run(ctx, client, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if injected, _ := ft.Injected(); injected[faults.LostAfterCommit] == 0 {
+		t.Errorf("no answer was lost: %v", injected)
+	}
+	ft.Set()
+	if rep2.Adopted != len(items) {
+		t.Errorf("adopted %d in all, want %d (%+v)", rep2.Adopted, len(items), rep2)
+	}
+	for _, table := range []string{tables.Data, tables.List} {
+		if state, _ := store.OwnerIndexState(ctx, client, table); state != store.IndexActive {
+			t.Errorf("%s: owner index %s", table, state)
+		}
+		out, err := plain.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+			FilterExpression: aws.String("attribute_not_exists(ownerKey) OR attribute_not_exists(itemSize) OR attribute_not_exists(schemaVersion)"), Select: types.SelectCount})
+		if err != nil || out.Count != 0 {
+			t.Errorf("%s: %d items left uncounted (%v)", table, out.Count, err)
+		}
+	}
+	for _, owner := range []string{"alice", "bob|auth0", "anonymous"} {
+		rec, real := dynamotest.RecordedUsage(t, plain, tables, app, owner), dynamotest.StoredUsage(t, plain, tables, app, owner)
+		if rec != real || real.Items != int64(len(items)/3) {
+			t.Errorf("%s: usage %+v, the tables hold %+v; want %d items", owner, rec, real, len(items)/3)
+		}
+	}
+	for _, ow := range rep2.Owners {
+		if ow.Drift != (uds.Usage{}) {
+			t.Errorf("recompute after the migration: %+v", ow)
+		}
+	}
+	if after := answers(t, srv, items); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("legacy items read differently after the migration:\nbefore %v\nafter  %v", before, after)
+	}
+
+	// A second full run finds nothing left to do.
+	rep3, err := migrate.Run(ctx, client, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep3.Legacy.Items != 0 || rep3.Adopted != 0 || len(rep3.IndexesCreated) != 0 {
+		t.Errorf("second run: %+v, want nothing to do", rep3)
+	}
+}
+
+type writerFunc func([]byte)
+
+func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }

@@ -1,0 +1,281 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// Migration from a seed deployment: its data tables hold items without an
+// owner, a size or a schema version, and have no owner index. These calls
+// let a migration add the index and count those items; cmd/uds-migrate
+// drives them.
+
+// IndexAdmin is the part of the DynamoDB API that inspects tables and adds
+// indexes. Only the migration uses it.
+type IndexAdmin interface {
+	DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	UpdateTable(context.Context, *dynamodb.UpdateTableInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error)
+}
+
+// IndexState is how far an owner index is.
+type IndexState string
+
+// Owner index states.
+const (
+	IndexMissing  IndexState = "missing"
+	IndexCreating IndexState = "creating"
+	IndexActive   IndexState = "active"
+)
+
+// OwnerIndexState reports whether a data table has its owner index, and
+// whether the index is ready to be queried.
+func OwnerIndexState(ctx context.Context, c IndexAdmin, table string) (IndexState, error) {
+	out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return "", failed("describe "+table, err)
+	}
+	for _, gsi := range out.Table.GlobalSecondaryIndexes {
+		if aws.ToString(gsi.IndexName) != schema.IndexByOwner {
+			continue
+		}
+		if gsi.IndexStatus == types.IndexStatusActive && !aws.ToBool(gsi.Backfilling) {
+			return IndexActive, nil
+		}
+		return IndexCreating, nil
+	}
+	return IndexMissing, nil
+}
+
+// CreateOwnerIndex adds the owner index, as schema describes it, to a data
+// table that lacks it. A table with provisioned capacity gives the index
+// the table's own.
+func CreateOwnerIndex(ctx context.Context, c IndexAdmin, table string, t schema.Table) error {
+	out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return failed("describe "+table, err)
+	}
+	var ix schema.Index
+	for _, i := range t.Indexes {
+		if i.Name == schema.IndexByOwner {
+			ix = i
+		}
+	}
+	in := createTableInput(t, table)
+	create := &types.CreateGlobalSecondaryIndexAction{
+		IndexName: aws.String(ix.Name),
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(ix.Hash.Name), KeyType: types.KeyTypeHash}},
+		Projection: &types.Projection{
+			ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: ix.NonKeyAttributes,
+		},
+	}
+	if p := out.Table.ProvisionedThroughput; out.Table.BillingModeSummary == nil || out.Table.BillingModeSummary.BillingMode == types.BillingModeProvisioned {
+		if p != nil && aws.ToInt64(p.ReadCapacityUnits) > 0 {
+			create.ProvisionedThroughput = &types.ProvisionedThroughput{ReadCapacityUnits: p.ReadCapacityUnits, WriteCapacityUnits: p.WriteCapacityUnits}
+		}
+	}
+	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+		TableName:                   aws.String(table),
+		AttributeDefinitions:        in.AttributeDefinitions,
+		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: create}},
+	})
+	if err != nil {
+		return failed("add the owner index to "+table, err)
+	}
+	return nil
+}
+
+// ScanPosition is where a segment of a scan stopped: the last key read, as
+// strings (the data tables' keys are strings). Nil is the start.
+type ScanPosition map[string]string
+
+// LegacyItem is an item written before UDS, as a migration counts it.
+type LegacyItem struct {
+	DataKey, SortKey string
+	App, Owner       string
+	// Size is the item's size in the quota measure; ValueBytes the length
+	// of its stored value, which the adoption's condition checks.
+	Size, ValueBytes int64
+	ClassName        *string
+}
+
+// ScanLegacy reads one page of one segment of a segmented scan of a data
+// table and returns the items that have no owner yet. Items that name no
+// creator are given defaultOwner. next is nil when the segment is done.
+func (s *Store) ScanLegacy(ctx context.Context, table string, segment, segments int, after ScanPosition, defaultOwner string) (items []LegacyItem, next ScanPosition, err error) {
+	in := &dynamodb.ScanInput{
+		TableName:            aws.String(table),
+		Segment:              aws.Int32(int32(segment)),
+		TotalSegments:        aws.Int32(int32(segments)),
+		FilterExpression:     aws.String("attribute_not_exists(#o)"),
+		ProjectionExpression: aws.String("#k, #s, #v, #cn, #cb"),
+		ExpressionAttributeNames: map[string]string{
+			"#o": schema.AttrOwnerKey, "#k": schema.AttrDataKey, "#s": schema.AttrSortKey,
+			"#v": schema.AttrDataValue, "#cn": schema.AttrClassName, "#cb": schema.AttrCreatedBySubject,
+		},
+	}
+	if after != nil {
+		in.ExclusiveStartKey = map[string]types.AttributeValue{}
+		for k, v := range after {
+			in.ExclusiveStartKey[k] = &types.AttributeValueMemberS{Value: v}
+		}
+	}
+	out, err := s.client.Scan(ctx, in)
+	if err != nil {
+		return nil, nil, failed("scan "+table, err)
+	}
+	for _, it := range out.Items {
+		dataKey := str(it, schema.AttrDataKey)
+		app, _, _ := strings.Cut(dataKey, uds.KeyDelimiter)
+		who := str(it, schema.AttrCreatedBySubject)
+		if who == "" {
+			who = defaultOwner
+		}
+		value := int64(len(str(it, schema.AttrDataValue)))
+		li := LegacyItem{DataKey: dataKey, SortKey: str(it, schema.AttrSortKey), App: app, Owner: who, ValueBytes: value}
+		if cn, ok := it[schema.AttrClassName].(*types.AttributeValueMemberS); ok {
+			li.ClassName = &cn.Value
+		}
+		// The measure of encodeValue: key, stored value and class name
+		// bytes plus the fixed allowance for the other attributes.
+		li.Size = int64(len(dataKey)+len(li.SortKey)) + value + int64(len(aws.ToString(li.ClassName))) + itemOverhead
+		items = append(items, li)
+	}
+	if out.LastEvaluatedKey != nil {
+		next = ScanPosition{}
+		for k := range out.LastEvaluatedKey {
+			next[k] = str(out.LastEvaluatedKey, k)
+		}
+	}
+	return items, next, nil
+}
+
+// AdoptLegacy counts items written before UDS: each gets its owner key,
+// size and schema version, and its owner's usage grows by its size, in
+// transactions of up to 99 items with one usage change per (app, owner),
+// so usage and data agree at every commit and a retried transaction is
+// applied once. Limits are not checked: the data is already stored. An
+// item that changed since it was read (adopted by a UDS write, deleted, or
+// rewritten with another size) is left alone: its writer counted it, or a
+// later run will. It returns how many items were adopted and how many were
+// left because they changed.
+func (s *Store) AdoptLegacy(ctx context.Context, table string, items []LegacyItem) (adopted, changed int, err error) {
+	for len(items) > 0 {
+		n := min(len(items), maxTxActions/2)
+		batch := items[:n]
+		items = items[n:]
+		for len(batch) > 0 {
+			actions, usageActions := s.adoptActions(table, batch)
+			refused, err := s.transact(ctx, "adopt legacy items of "+table, append(actions, usageActions...)...)
+			if err != nil {
+				return adopted, changed, err
+			}
+			if refused == nil {
+				adopted += len(batch)
+				break
+			}
+			var rest []LegacyItem
+			for i, it := range batch {
+				if refused.conditionFailed(i) {
+					changed++
+				} else {
+					rest = append(rest, it)
+				}
+			}
+			if len(rest) == len(batch) {
+				return adopted, changed, failed("adopt legacy items of "+table, errUnexpectedCancel(refused))
+			}
+			batch = rest
+		}
+	}
+	return adopted, changed, nil
+}
+
+// adoptActions are the item updates of a batch and the usage changes of
+// its owners, in a stable order.
+func (s *Store) adoptActions(table string, batch []LegacyItem) (items, usage []types.TransactWriteItem) {
+	charges := map[[2]string]uds.Usage{}
+	for _, it := range batch {
+		names := map[string]string{
+			"#k": schema.AttrDataKey, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize,
+			"#sv": schema.AttrSchemaVersion, "#v": schema.AttrDataValue, "#cn": schema.AttrClassName,
+		}
+		values := map[string]types.AttributeValue{
+			":o":  &types.AttributeValueMemberS{Value: ownerKey(it.App, it.Owner)},
+			":z":  &types.AttributeValueMemberN{Value: strconv.FormatInt(it.Size, 10)},
+			":sv": &types.AttributeValueMemberN{Value: schemaVersion},
+			":vb": &types.AttributeValueMemberN{Value: strconv.FormatInt(it.ValueBytes, 10)},
+		}
+		cond := "attribute_exists(#k) AND attribute_not_exists(#o) AND size(#v) = :vb AND "
+		if it.ClassName != nil {
+			cond += "#cn = :cn"
+			values[":cn"] = &types.AttributeValueMemberS{Value: *it.ClassName}
+		} else {
+			cond += "attribute_not_exists(#cn)"
+		}
+		if it.ValueBytes == 0 {
+			// No dataValue at all: size() of a missing attribute fails.
+			cond = strings.Replace(cond, "size(#v) = :vb", "attribute_not_exists(#v)", 1)
+			delete(values, ":vb")
+		}
+		key := map[string]types.AttributeValue{schema.AttrDataKey: &types.AttributeValueMemberS{Value: it.DataKey}}
+		if it.SortKey != "" {
+			key[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: it.SortKey}
+		}
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName:                 aws.String(table),
+			Key:                       key,
+			UpdateExpression:          aws.String("SET #o = :o, #z = :z, #sv = :sv"),
+			ConditionExpression:       aws.String(cond),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+		}})
+		owner := [2]string{it.App, it.Owner}
+		c := charges[owner]
+		charges[owner] = uds.Usage{Bytes: c.Bytes + it.Size, Items: c.Items + 1}
+	}
+	owners := make([][2]string, 0, len(charges))
+	for o := range charges {
+		owners = append(owners, o)
+	}
+	sort.Slice(owners, func(i, j int) bool { return owners[i][0]+"|"+owners[i][1] < owners[j][0]+"|"+owners[j][1] })
+	for _, o := range owners {
+		// A growth without limits never refuses, so no error comes back.
+		action, _ := s.usageChange(context.Background(), o[0], o[1], charges[o], uds.Limits{})
+		usage = append(usage, action)
+	}
+	return items, usage
+}
+
+// errIndexNotReady is the cause of a 503 while the owner index is missing
+// or still being built (a migration adds it).
+var errIndexNotReady = &uds.UnavailableError{
+	Op:         "query the owner index",
+	Err:        errors.New("the owner index is not ready"),
+	Reason:     "index not ready: the owner index of the data tables is missing or still being built (a migration adds it); retry later",
+	RetryAfter: time.Minute,
+}
+
+// indexNotReady reports whether DynamoDB refused a query because the index
+// does not exist yet or is still backfilling.
+func indexNotReady(err error) bool {
+	var apiErr interface {
+		ErrorCode() string
+		ErrorMessage() string
+	}
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "ValidationException" {
+		return false
+	}
+	msg := strings.ToLower(apiErr.ErrorMessage())
+	return strings.Contains(msg, "index")
+}
