@@ -66,6 +66,16 @@ func FaultyClient(t testing.TB, seed uint64) (*dynamodb.Client, *faults.Transpor
 // deletes them when the test ends.
 func NewTables(t testing.TB) store.Tables {
 	t.Helper()
+	tables := uniqueTables(t)
+	if err := store.CreateTables(context.Background(), Client(t), tables); err != nil {
+		t.Fatalf("create tables: %v", err)
+	}
+	return tables
+}
+
+// uniqueTables names a set of tables with a random prefix and deletes
+// whichever of them exist when the test ends.
+func uniqueTables(t testing.TB) store.Tables {
 	c := Client(t)
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
@@ -75,9 +85,6 @@ func NewTables(t testing.TB) store.Tables {
 		List:  prefix + schema.List.DefaultName,
 		Usage: prefix + schema.Usage.DefaultName,
 		Apps:  prefix + schema.Apps.DefaultName,
-	}
-	if err := store.CreateTables(context.Background(), c, tables); err != nil {
-		t.Fatalf("create tables: %v", err)
 	}
 	t.Cleanup(func() {
 		for _, name := range []string{tables.Data, tables.List, tables.Usage, tables.Apps} {
@@ -94,15 +101,7 @@ func NewTables(t testing.TB) store.Tables {
 func NewSeedTables(t testing.TB) store.Tables {
 	t.Helper()
 	c := Client(t)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	prefix := "s" + hex.EncodeToString(b) + "_"
-	tables := store.Tables{
-		Data:  prefix + schema.Data.DefaultName,
-		List:  prefix + schema.List.DefaultName,
-		Usage: prefix + schema.Usage.DefaultName,
-		Apps:  prefix + schema.Apps.DefaultName,
-	}
+	tables := uniqueTables(t)
 	str := func(name string) types.AttributeDefinition {
 		return types.AttributeDefinition{AttributeName: aws.String(name), AttributeType: types.ScalarAttributeTypeS}
 	}
@@ -127,10 +126,5 @@ func NewSeedTables(t testing.TB) store.Tables {
 	if err := store.CreateTables(context.Background(), c, tables); err != nil {
 		t.Fatalf("create tables: %v", err)
 	}
-	t.Cleanup(func() {
-		for _, name := range []string{tables.Data, tables.List, tables.Usage, tables.Apps} {
-			_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-		}
-	})
 	return tables
 }
