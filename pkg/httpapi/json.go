@@ -25,6 +25,7 @@ type itemJSON struct {
 	UpdatedDate      string          `json:"updatedDate,omitempty"`
 	UpdatedBySubject string          `json:"updatedBySubject,omitempty"`
 	Version          int64           `json:"version"`
+	ExpiresAt        string          `json:"expiresAt,omitempty"`
 }
 
 func toJSON(it *uds.Item) itemJSON {
@@ -40,6 +41,9 @@ func toJSON(it *uds.Item) itemJSON {
 	}
 	if !it.UpdatedDate.IsZero() {
 		j.UpdatedDate = store.FormatTime(it.UpdatedDate)
+	}
+	if !it.ExpiresAt.IsZero() {
+		j.ExpiresAt = store.FormatTime(it.ExpiresAt)
 	}
 	return j
 }

@@ -30,7 +30,7 @@ func itemPayloadBytes(it *uds.Item) int {
 	for _, s := range [...]string{it.App, it.Namespace, it.ID, it.SortKey, it.ClassName, it.CreatedBy, it.UpdatedBy} {
 		n += stringPayloadBytes(s)
 	}
-	return n + 2*len("2006-01-02T15:04:05.000Z") + 20 // dates and version
+	return n + 3*len("2006-01-02T15:04:05.000Z") + 24 // dates and version
 }
 
 // rawPayloadBytes is the payload size of JSON text placed in the body as

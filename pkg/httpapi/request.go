@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -27,6 +28,10 @@ const (
 type writeBody struct {
 	Data      json.RawMessage `json:"data"`
 	ClassName *string         `json:"className"`
+	// TTL (whole seconds) and ExpiresAt (an RFC 3339 instant) set when
+	// the item expires; at most one of them.
+	TTL       json.RawMessage `json:"ttl"`
+	ExpiresAt json.RawMessage `json:"expiresAt"`
 }
 
 // readWrite parses and validates a POST or PUT body into w.
@@ -76,7 +81,45 @@ func readWrite(r *http.Request, w *uds.Write) error {
 		}
 		w.ClassName = cn
 	}
-	return nil
+	w.ExpiresAt, err = expiry(&b, time.Now())
+	return err
+}
+
+// expiry reads the expiry of a write: "ttl" in whole seconds from now, or
+// "expiresAt", an RFC 3339 instant in the future, both within uds.MaxTTL.
+// Instants are kept to the millisecond, the precision UDS stores.
+func expiry(b *writeBody, now time.Time) (time.Time, error) {
+	hasTTL := len(b.TTL) > 0 && string(b.TTL) != "null"
+	hasAt := len(b.ExpiresAt) > 0 && string(b.ExpiresAt) != "null"
+	switch {
+	case hasTTL && hasAt:
+		return time.Time{}, uds.Invalid("expiresAt", "cannot be given with ttl; send one of them")
+	case hasTTL:
+		s := string(b.TTL)
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 || n > int64(uds.MaxTTL/time.Second) || s[0] == '0' || s[0] == '+' {
+			return time.Time{}, uds.Invalid("ttl", "must be a whole number of seconds from 1 to %d, got %s", int64(uds.MaxTTL/time.Second), s)
+		}
+		return now.Add(time.Duration(n) * time.Second).UTC().Truncate(time.Millisecond), nil
+	case hasAt:
+		var at string
+		if err := json.Unmarshal(b.ExpiresAt, &at); err != nil {
+			// Epoch numbers are the classic TTL mistake (milliseconds
+			// where seconds were meant); only instants are taken.
+			return time.Time{}, uds.Invalid("expiresAt", "must be an RFC 3339 instant string such as \"2030-01-15T10:30:00Z\" (for a duration use ttl, in seconds), got %s", b.ExpiresAt)
+		}
+		t, err := time.Parse(time.RFC3339Nano, at)
+		switch {
+		case err != nil:
+			return time.Time{}, uds.Invalid("expiresAt", "must be an RFC 3339 instant such as 2030-01-15T10:30:00Z, got %q", at)
+		case !t.After(now):
+			return time.Time{}, uds.Invalid("expiresAt", "must be in the future, got %s", at)
+		case t.Sub(now) > uds.MaxTTL:
+			return time.Time{}, uds.Invalid("expiresAt", "must be at most ten years ahead, got %s", at)
+		}
+		return t.UTC().Truncate(time.Millisecond), nil
+	}
+	return time.Time{}, nil
 }
 
 // jsonProblem describes a decoding error without echoing Go type names.

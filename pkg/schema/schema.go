@@ -71,9 +71,12 @@ const (
 	AttrWriteToken = "writeToken"
 	// AttrSchemaVersion lets later releases migrate items lazily.
 	AttrSchemaVersion = "schemaVersion"
-	// AttrExpiresAt is the TTL attribute (epoch seconds), configured on every
-	// table for later expiry support and not written yet.
+	// AttrExpiresAt is the TTL attribute: when an item expires, in epoch
+	// seconds rounded up, so that DynamoDB deletes it.
 	AttrExpiresAt = "expiresAt"
+	// AttrExpiresAtMillis is the same instant in epoch milliseconds: UDS
+	// treats an item as gone from it on, whatever DynamoDB has deleted.
+	AttrExpiresAtMillis = "expiresAtMs"
 )
 
 // Attribute names of the usage and apps tables.
@@ -107,11 +110,13 @@ const CurrentSchemaVersion = 1
 // ownerIndex has no sort key: recompute only sums an owner's item sizes,
 // and the item's own key could not serve (a dataKey may take 2,048 bytes,
 // an index sort key at most 1,024). Every item that names an owner is in
-// it, whatever release wrote it.
+// it, whatever release wrote it. It projects the size and the expiry:
+// recompute sums live items, and a refused write finds the owner's
+// expired items there.
 var ownerIndex = Index{
 	Name:             IndexByOwner,
 	Hash:             KeyAttr{AttrOwnerKey, String},
-	NonKeyAttributes: []string{AttrItemSize},
+	NonKeyAttributes: []string{AttrItemSize, AttrExpiresAtMillis},
 }
 
 // Data is the key-value table (seed 002's data_store).

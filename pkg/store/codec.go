@@ -80,10 +80,11 @@ func encodeValue(w *uds.Write) (encodedValue, error) {
 	names := 0
 	for _, n := range []string{schema.AttrDataKey, schema.AttrSortKey, v.name, schema.AttrClassName,
 		schema.AttrCreatedDate, schema.AttrCreatedBySubject, schema.AttrUpdatedDate, schema.AttrUpdatedBySubject,
-		schema.AttrVersion, schema.AttrItemSize, schema.AttrOwnerKey, schema.AttrSchemaVersion} {
+		schema.AttrVersion, schema.AttrItemSize, schema.AttrOwnerKey, schema.AttrSchemaVersion,
+		schema.AttrWriteToken, schema.AttrExpiresAt, schema.AttrExpiresAtMillis} {
 		names += len(n)
 	}
-	upper := keyBytes + stored + len(w.ClassName) + names + 2*len(timeLayout) + len(w.Subject) + len(w.App) + creatorAllowance + 32
+	upper := keyBytes + stored + len(w.ClassName) + names + 2*len(timeLayout) + len(w.Subject) + len(w.App) + creatorAllowance + 96
 	if upper > MaxItemBytes {
 		return v, &uds.TooLargeError{Reason: fmt.Sprintf("the value takes %d bytes after compression; with its key and attributes it does not fit DynamoDB's %d-byte item limit", stored, MaxItemBytes)}
 	}
@@ -110,7 +111,28 @@ func encodeItem(it *uds.Item, v encodedValue) map[string]types.AttributeValue {
 	if it.ClassName != "" {
 		av[schema.AttrClassName] = &types.AttributeValueMemberS{Value: it.ClassName}
 	}
+	if !it.ExpiresAt.IsZero() {
+		av[schema.AttrExpiresAt], av[schema.AttrExpiresAtMillis] = expiryAVs(it.ExpiresAt)
+	}
 	return av
+}
+
+// expiryAVs renders an expiry as the TTL attribute (epoch seconds, rounded
+// up so DynamoDB never deletes an item early) and the exact instant.
+func expiryAVs(t time.Time) (seconds, millis types.AttributeValue) {
+	ms := t.UnixMilli()
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt((ms+999)/1000, 10)},
+		&types.AttributeValueMemberN{Value: strconv.FormatInt(ms, 10)}
+}
+
+// expired reports whether a stored item is gone at now.
+func expired(av map[string]types.AttributeValue, now time.Time) bool {
+	ms, ok := av[schema.AttrExpiresAtMillis].(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	n, err := strconv.ParseInt(ms.Value, 10, 64)
+	return err == nil && n <= now.UnixMilli()
 }
 
 var schemaVersion = strconv.Itoa(schema.CurrentSchemaVersion)
@@ -166,6 +188,9 @@ func decodeMeta(key uds.Key, av map[string]types.AttributeValue) uds.Item {
 	}
 	it.CreatedDate = parseTime(str(av, schema.AttrCreatedDate))
 	it.UpdatedDate = parseTime(str(av, schema.AttrUpdatedDate))
+	if ms := num(av, schema.AttrExpiresAtMillis); ms > 0 {
+		it.ExpiresAt = time.UnixMilli(ms).UTC()
+	}
 	return it
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -24,28 +25,38 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	it := uds.Item{
 		Key: w.Key, Data: w.Data, ClassName: w.ClassName,
 		CreatedDate: now, CreatedBy: w.Subject, UpdatedDate: now, UpdatedBy: w.Subject,
-		Version: 1,
+		Version: 1, ExpiresAt: w.ExpiresAt,
 	}
 	charge, lim, err := s.chargeFor(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
 	if err != nil {
 		return uds.Item{}, err
 	}
 	put := types.TransactWriteItem{Put: &types.Put{
-		TableName:                aws.String(s.table(w.Key)),
-		Item:                     encodeItem(&it, v),
-		ConditionExpression:      aws.String("attribute_not_exists(#k)"),
-		ExpressionAttributeNames: map[string]string{"#k": schema.AttrDataKey},
+		TableName:                           aws.String(s.table(w.Key)),
+		Item:                                encodeItem(&it, v),
+		ConditionExpression:                 aws.String("attribute_not_exists(#k)"),
+		ExpressionAttributeNames:            map[string]string{"#k": schema.AttrDataKey},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}
-	refused, err := s.transact(ctx, "create "+w.DataKey(), put, charge)
-	switch {
-	case err != nil:
-		return uds.Item{}, err
-	case refused.conditionFailed(0):
-		return uds.Item{}, uds.ErrConflict
-	case refused.conditionFailed(1):
-		return uds.Item{}, s.quotaError(ctx, w.App, w.Subject, lim, refused.item(1))
-	case refused != nil:
-		return uds.Item{}, failed("create "+w.DataKey(), errUnexpectedCancel(refused))
+	op := "create " + w.DataKey()
+	// An expired item on the key, or expired items of the owner that
+	// fill its quota, are reclaimed and the create tried again, once.
+	for attempt := 0; ; attempt++ {
+		refused, err := s.transact(ctx, op, put, charge)
+		switch {
+		case err != nil:
+			return uds.Item{}, err
+		case refused == nil:
+			return it, nil
+		case refused.conditionFailed(0) && attempt == 0 && expired(refused.item(0), time.Now()):
+			s.reclaim(ctx, w.App, []listEntry{{key: w.Key, state: refused.item(0)}})
+		case refused.conditionFailed(0):
+			return uds.Item{}, uds.ErrConflict
+		case refused.conditionFailed(1) && attempt == 0 && s.reclaimOwner(ctx, w.App, w.Subject) > 0:
+		case refused.conditionFailed(1):
+			return uds.Item{}, s.quotaError(ctx, w.App, w.Subject, lim, refused.item(1))
+		default:
+			return uds.Item{}, failed(op, errUnexpectedCancel(refused))
+		}
 	}
-	return it, nil
 }

@@ -20,7 +20,7 @@ import (
 func (s *Store) Delete(ctx context.Context, key uds.Key, ifMatch uds.Precondition) error {
 	op := "delete " + key.DataKey()
 	for range maxWriteAttempts {
-		old, err := s.readMeta(ctx, key)
+		old, err := s.readLive(ctx, key)
 		switch {
 		case err != nil:
 			return err

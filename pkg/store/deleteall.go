@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -29,11 +30,14 @@ const (
 	deleteWorkers = 4
 )
 
-// listEntry is one item of a list as delete-all read it: its key and the
-// revision, owner and size its deletion must match.
+// listEntry is an item to remove as it was read: its key and the state its
+// removal must match. A delete-all removes it at the revision read; a
+// reclaim of an expired item (expiredOnly) while it is still the expired
+// item read, with the same expiry, owner and size.
 type listEntry struct {
-	key   uds.Key
-	state map[string]types.AttributeValue
+	key         uds.Key
+	state       map[string]types.AttributeValue
+	expiredOnly bool
 }
 
 // DeleteList removes every item of a list. Keys are read page by page
@@ -58,7 +62,7 @@ func (s *Store) DeleteList(ctx context.Context, list uds.Key) (int, error) {
 		go func() {
 			defer wg.Done()
 			for batch := range batches {
-				n, err := s.deleteEntries(ctx, list, batch)
+				n, err := s.removeEntries(ctx, "delete list "+list.DataKey(), list.App, batch)
 				deleted.Add(int64(n))
 				if err != nil {
 					cancel(err)
@@ -147,17 +151,17 @@ func (s *Store) readEntries(ctx context.Context, list uds.Key, batches chan<- []
 	return nil
 }
 
-// deleteEntries deletes a batch in one transaction with the release of its
-// owners' usage, dropping and refreshing entries that changed until the
-// transaction commits. It returns how many items it deleted.
-func (s *Store) deleteEntries(ctx context.Context, list uds.Key, pending []listEntry) (int, error) {
-	op := "delete list " + list.DataKey()
+// removeEntries removes a batch of items in one transaction with the
+// release of their owners' usage, dropping and refreshing entries that
+// changed until the transaction commits. It returns how many items it
+// removed.
+func (s *Store) removeEntries(ctx context.Context, op, app string, pending []listEntry) (int, error) {
 	for len(pending) > 0 {
 		actions := make([]types.TransactWriteItem, 0, len(pending)+1)
 		freed := map[string]uds.Usage{}
 		for _, e := range pending {
-			actions = append(actions, s.deleteAction(e.key, e.state))
-			if who, counted := owner(list.App, e.state); counted {
+			actions = append(actions, s.removeAction(e))
+			if who, counted := owner(app, e.state); counted {
 				f := freed[who]
 				freed[who] = uds.Usage{Bytes: f.Bytes + num(e.state, schema.AttrItemSize), Items: f.Items + 1}
 			}
@@ -169,16 +173,16 @@ func (s *Store) deleteEntries(ctx context.Context, list uds.Key, pending []listE
 		if len(actions)+len(owners) > maxTxActions {
 			// Refreshed items brought new owners: split the batch.
 			half := len(pending) / 2
-			n, err := s.deleteEntries(ctx, list, pending[:half])
+			n, err := s.removeEntries(ctx, op, app, pending[:half])
 			if err != nil {
 				return n, err
 			}
-			m, err := s.deleteEntries(ctx, list, pending[half:])
+			m, err := s.removeEntries(ctx, op, app, pending[half:])
 			return n + m, err
 		}
 		sort.Strings(owners)
 		for _, who := range owners {
-			release, err := s.usageChange(ctx, list.App, who, freed[who].Negate(), uds.Limits{})
+			release, err := s.usageChange(ctx, app, who, freed[who].Negate(), uds.Limits{})
 			if err != nil {
 				return 0, err
 			}
@@ -192,17 +196,19 @@ func (s *Store) deleteEntries(ctx context.Context, list uds.Key, pending []listE
 			return len(pending), nil
 		}
 		// Items that changed since they were read: keep those still there
-		// at their current state, drop those that are gone.
+		// (and, for a reclaim, still expired) at their current state, drop
+		// the others.
 		var next []listEntry
 		changed := false
+		now := time.Now()
 		for i, e := range pending {
 			if !refused.conditionFailed(i) {
 				next = append(next, e)
 				continue
 			}
 			changed = true
-			if current := refused.item(i); current != nil {
-				next = append(next, listEntry{key: e.key, state: current})
+			if current := refused.item(i); current != nil && (!e.expiredOnly || expired(current, now)) {
+				next = append(next, listEntry{key: e.key, state: current, expiredOnly: e.expiredOnly})
 			}
 		}
 		if !changed {
@@ -211,4 +217,29 @@ func (s *Store) deleteEntries(ctx context.Context, list uds.Key, pending []listE
 		pending = next
 	}
 	return 0, nil
+}
+
+// removeAction deletes an entry's item if it is still as the entry says.
+func (s *Store) removeAction(e listEntry) types.TransactWriteItem {
+	if !e.expiredOnly {
+		return s.deleteAction(e.key, e.state)
+	}
+	names := map[string]string{"#xm": schema.AttrExpiresAtMillis, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize}
+	values := map[string]types.AttributeValue{":xm": e.state[schema.AttrExpiresAtMillis]}
+	cond := "#xm = :xm AND "
+	if o, ok := e.state[schema.AttrOwnerKey]; ok {
+		cond += "#o = :o AND #z = :z"
+		values[":o"], values[":z"] = o, e.state[schema.AttrItemSize]
+	} else {
+		cond += "attribute_not_exists(#o)"
+		delete(names, "#z")
+	}
+	return types.TransactWriteItem{Delete: &types.Delete{
+		TableName:                           aws.String(s.table(e.key)),
+		Key:                                 keyAV(e.key),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -24,18 +25,23 @@ func (s *Store) Get(ctx context.Context, key uds.Key) (uds.Item, error) {
 	if out.Item == nil {
 		return uds.Item{}, uds.ErrNotFound
 	}
+	if expired(out.Item, time.Now()) {
+		s.reclaim(ctx, key.App, []listEntry{{key: key, state: out.Item}})
+		return uds.Item{}, uds.ErrNotFound
+	}
 	return decodeItem(key, out.Item)
 }
 
 // metaProjection is what a write needs to know of the item it replaces or
 // removes: its revision, owner and size, and the token of its last update
-// (with its audit fields, for the answer to a retried update).
-const metaProjection = "#k, #v, #cd, #cb, #ud, #ub, #o, #z, #wt"
+// (with its audit fields, for the answer to a retried update), and its
+// expiry.
+const metaProjection = "#k, #v, #cd, #cb, #ud, #ub, #o, #z, #wt, #xm"
 
 var metaNames = map[string]string{
 	"#k": schema.AttrDataKey, "#v": schema.AttrVersion, "#cd": schema.AttrCreatedDate,
 	"#cb": schema.AttrCreatedBySubject, "#ud": schema.AttrUpdatedDate, "#ub": schema.AttrUpdatedBySubject, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize,
-	"#wt": schema.AttrWriteToken,
+	"#wt": schema.AttrWriteToken, "#xm": schema.AttrExpiresAtMillis,
 }
 
 // readMeta reads the state of an item that a write is about to change,

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -91,6 +92,8 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 	if size == nil {
 		size = plainBytes
 	}
+	now := time.Now()
+	var gone []listEntry
 	want := q.Limit + 1 // one more than the page, to learn whether more exist
 	items := make([]uds.Item, 0, min(want, 128))
 	bytes := 0
@@ -129,6 +132,11 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 			}
 			key := q.List
 			key.SortKey = sk
+			if expired(av, now) {
+				// Gone: the page reads on past it and reclaims it.
+				gone = append(gone, listEntry{key: key, state: av})
+				continue
+			}
 			it, err := decodeItem(key, av)
 			if err != nil {
 				return ListPage{}, err
@@ -143,6 +151,9 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 			break
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	if len(gone) > 0 {
+		s.reclaim(ctx, q.List.App, gone)
 	}
 	page := ListPage{Items: items}
 	if len(items) > q.Limit {

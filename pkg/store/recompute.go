@@ -19,9 +19,10 @@ import (
 // write changed the usage record while the data was being summed.
 const maxRecomputeAttempts = 5
 
-// Recompute rebuilds an owner's usage in an app from the data (the owner
-// index of both data tables) and stores it, reporting the drift: what the
-// record said minus what the data holds.
+// Recompute rebuilds an owner's usage in an app from the live items (the
+// owner index of both data tables) and stores it, reporting the drift:
+// what the record said minus what the data holds. The owner's expired
+// items are reclaimed first.
 //
 // The owner index is eventually consistent, so a sum taken while the owner
 // writes can miss a write that the record already counts. A correction is
@@ -31,6 +32,9 @@ const maxRecomputeAttempts = 5
 // real one. Otherwise the result says when to try again.
 func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed, error) {
 	op := "recompute usage of " + user + " in " + app
+	// Expired items still stored are removed (and released) first, so
+	// that the sum of live items below is what the record should say.
+	s.reclaimOwner(ctx, app, user)
 	for range maxRecomputeAttempts {
 		appLimits, record, err := s.readRecords(ctx, app, user, true)
 		if err != nil {
@@ -108,6 +112,7 @@ func (s *Store) sumOwned(ctx context.Context, app, user string) (uds.Usage, erro
 		wg    sync.WaitGroup
 		errs  [2]error
 	)
+	now := time.Now()
 	for i, table := range []string{s.tables.Data, s.tables.List} {
 		wg.Add(1)
 		go func() {
@@ -116,8 +121,8 @@ func (s *Store) sumOwned(ctx context.Context, app, user string) (uds.Usage, erro
 				TableName:                aws.String(table),
 				IndexName:                aws.String(schema.IndexByOwner),
 				KeyConditionExpression:   aws.String("#o = :o"),
-				ProjectionExpression:     aws.String("#z"),
-				ExpressionAttributeNames: map[string]string{"#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize},
+				ProjectionExpression:     aws.String("#z, #xm"),
+				ExpressionAttributeNames: map[string]string{"#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize, "#xm": schema.AttrExpiresAtMillis},
 				ExpressionAttributeValues: map[string]types.AttributeValue{
 					":o": &types.AttributeValueMemberS{Value: ownerKey(app, user)},
 				},
@@ -130,6 +135,9 @@ func (s *Store) sumOwned(ctx context.Context, app, user string) (uds.Usage, erro
 				}
 				mu.Lock()
 				for _, it := range out.Items {
+					if expired(it, now) {
+						continue // gone, whether or not removed yet
+					}
 					total.Bytes += num(it, schema.AttrItemSize)
 					total.Items++
 				}

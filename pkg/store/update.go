@@ -40,7 +40,7 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 	// proof that nothing was written.
 	uncertain := false
 	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
-		old, err := s.readMeta(ctx, w.Key)
+		old, err := s.readLive(ctx, w.Key)
 		switch {
 		case err != nil:
 			return uds.Item{}, err
@@ -145,6 +145,8 @@ func (s *Store) updateCharged(ctx context.Context, op string, up *types.Update, 
 		return 0, err
 	case refused.conditionFailed(0):
 		return raced, nil
+	case refused.conditionFailed(1) && s.reclaimOwner(ctx, app, who) > 0:
+		return raced, nil // the owner's expired items made room: try again
 	case refused.conditionFailed(1):
 		return 0, s.quotaError(ctx, app, who, lim, refused.item(1))
 	case refused != nil:
@@ -187,6 +189,14 @@ func (s *Store) itemUpdate(w *uds.Write, v encodedValue, now time.Time, token st
 	} else {
 		remove += ", #cn"
 	}
+	// A PUT replaces the item, its expiry included.
+	names["#x"], names["#xm"] = schema.AttrExpiresAt, schema.AttrExpiresAtMillis
+	if !w.ExpiresAt.IsZero() {
+		set += ", #x = :x, #xm = :xm"
+		values[":x"], values[":xm"] = expiryAVs(w.ExpiresAt)
+	} else {
+		remove += ", #x, #xm"
+	}
 	return &types.Update{
 		TableName:                           aws.String(s.table(w.Key)),
 		Key:                                 keyAV(w.Key),
@@ -202,7 +212,7 @@ func (s *Store) itemUpdate(w *uds.Write, v encodedValue, now time.Time, token st
 // version plus one, with the value just written.
 func updated(w *uds.Write, old map[string]types.AttributeValue, now time.Time) uds.Item {
 	it := decodeMeta(w.Key, old)
-	it.Data, it.ClassName = w.Data, w.ClassName
+	it.Data, it.ClassName, it.ExpiresAt = w.Data, w.ClassName, w.ExpiresAt
 	it.UpdatedDate, it.UpdatedBy = now, w.Subject
 	it.Version++
 	if it.CreatedBy == "" {
@@ -215,7 +225,7 @@ func updated(w *uds.Write, old map[string]types.AttributeValue, now time.Time) u
 // found by its write token after the attempt's answer was lost.
 func committed(w *uds.Write, current map[string]types.AttributeValue) uds.Item {
 	it := decodeMeta(w.Key, current)
-	it.Data, it.ClassName = w.Data, w.ClassName
+	it.Data, it.ClassName, it.ExpiresAt = w.Data, w.ClassName, w.ExpiresAt
 	return it
 }
 

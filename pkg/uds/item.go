@@ -23,6 +23,17 @@ type Item struct {
 	UpdatedBy   string
 	// Version counts the writes of this incarnation of the item, from 1.
 	Version int64
+	// ExpiresAt, when set, is the instant (to the millisecond) from which
+	// the item is gone.
+	ExpiresAt time.Time
+}
+
+// MaxTTL is the longest expiry UDS accepts: ten years.
+const MaxTTL = 315360000 * time.Second
+
+// ExpiredAt reports whether the item is gone at now.
+func (it Item) ExpiredAt(now time.Time) bool {
+	return !it.ExpiresAt.IsZero() && !now.Before(it.ExpiresAt)
 }
 
 // Revision identifies one state of an item: its write count and the moment
@@ -95,6 +106,9 @@ type Write struct {
 	// so the owner) on create and updatedBySubject on every write.
 	Subject string
 	IfMatch Precondition
+	// ExpiresAt, when set, makes the item expire then; a write without it
+	// leaves an item that does not expire.
+	ExpiresAt time.Time
 }
 
 // Range selects list items: sort keys in [Start, End), either bound optional.

@@ -1,0 +1,235 @@
+package httpapi_test
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/udsproject/uds/internal/dynamotest"
+)
+
+func TestExpiryInput(t *testing.T) {
+	e := newEnv(t)
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, tc := range []struct {
+		name, body, field string
+	}{
+		{"zero ttl", `{"data":1,"ttl":0}`, "Invalid ttl"},
+		{"negative ttl", `{"data":1,"ttl":-5}`, "Invalid ttl"},
+		{"fractional ttl", `{"data":1,"ttl":1.5}`, "Invalid ttl"},
+		{"exponent ttl", `{"data":1,"ttl":1e3}`, "Invalid ttl"},
+		{"ttl as a string", `{"data":1,"ttl":"60"}`, "Invalid ttl"},
+		{"ttl over ten years", `{"data":1,"ttl":315360001}`, "Invalid ttl"},
+		{"past instant", `{"data":1,"expiresAt":"2020-01-01T00:00:00Z"}`, "Invalid expiresAt"},
+		{"malformed instant", `{"data":1,"expiresAt":"tomorrow"}`, "Invalid expiresAt"},
+		{"milliseconds instead of an instant", `{"data":1,"expiresAt":1700000000000}`, "Invalid expiresAt"},
+		{"both", `{"data":1,"ttl":60,"expiresAt":"` + future + `"}`, "Invalid expiresAt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do("POST", base+"/ttl/bad", tc.body).expect(t, 400)
+			if r.body["error"] != tc.field {
+				t.Errorf("error %q, want %q: %s", r.body["error"], tc.field, r.raw)
+			}
+		})
+	}
+	e.do("GET", base+"/ttl/bad", "").expect(t, 404)
+
+	start := time.Now()
+	r := e.do("POST", base+"/ttl/ok", `{"data":1,"ttl":315360000}`).expect(t, 201)
+	got, err := time.Parse(time.RFC3339Nano, fmt.Sprint(r.body["expiresAt"]))
+	if err != nil || got.Before(start.Add(315360000*time.Second).Truncate(time.Millisecond)) || !strings.HasSuffix(fmt.Sprint(r.body["expiresAt"]), "Z") {
+		t.Errorf("expiresAt %v: %s", r.body["expiresAt"], r.raw)
+	}
+	r = e.do("PUT", base+"/ttl/ok", `{"data":2,"expiresAt":"`+future+`"}`).expect(t, 200)
+	if r.body["expiresAt"] != strings.Replace(future, "Z", ".000Z", 1) {
+		t.Errorf("PUT expiresAt %v, want %s", r.body["expiresAt"], future)
+	}
+	// A PUT without expiry removes it.
+	if r := e.do("PUT", base+"/ttl/ok", `{"data":3}`).expect(t, 200); r.body["expiresAt"] != nil {
+		t.Errorf("PUT without expiry kept %v", r.body["expiresAt"])
+	}
+	if r := e.do("GET", base+"/ttl/ok", "").expect(t, 200); r.body["expiresAt"] != nil {
+		t.Errorf("GET after PUT without expiry: %s", r.raw)
+	}
+}
+
+// expireSoon is an expiresAt about a second ahead, and the instant.
+func expireSoon() (string, time.Time) {
+	at := time.Now().Add(1200 * time.Millisecond).UTC().Truncate(time.Millisecond)
+	return at.Format("2006-01-02T15:04:05.000Z"), at
+}
+
+func waitUntil(at time.Time) { time.Sleep(time.Until(at) + 20*time.Millisecond) }
+
+// An expired item is gone on every route at once, and its size is
+// released exactly once.
+func TestExpiredItemsAreGoneEverywhere(t *testing.T) {
+	e := newEnv(t)
+	for _, path := range []string{base + "/exp/item", base + "/exp/list/2024-01-01"} {
+		t.Run(path[len(base):], func(t *testing.T) {
+			at, when := expireSoon()
+			created := e.do("POST", path, `{"data":{"v":1},"expiresAt":"`+at+`"}`, "X-Uds-Subject", "erin").expect(t, 201)
+			etag := created.header.Get("ETag")
+			if r := e.do("GET", path, "").expect(t, 200); r.body["expiresAt"] != at {
+				t.Fatalf("expiresAt %v, want %s", r.body["expiresAt"], at)
+			}
+			waitUntil(when)
+			e.do("GET", path, "").expect(t, 404)
+			e.do("GET", path, "", "If-None-Match", etag).expect(t, 404)
+			e.do("HEAD", path, "").expect(t, 404)
+			e.do("PUT", path, `{"data":2}`).expect(t, 404)
+			e.do("PUT", path, `{"data":2}`, "If-Match", etag).expect(t, 404)
+			e.do("DELETE", path, "", "If-Match", etag).expect(t, 412)
+			e.do("DELETE", path, "").expect(t, 204)
+			again := e.do("POST", path, `{"data":{"v":2}}`, "X-Uds-Subject", "erin").expect(t, 201)
+			if again.header.Get("ETag") == etag || num(t, again.body["version"]) != 1 {
+				t.Errorf("the new item reuses the expired one's revision: %s", again.raw)
+			}
+			e.do("GET", path, "", "If-None-Match", etag).expect(t, 200)
+			exactUsage(t, e, "erin")
+		})
+	}
+	// A POST onto an expired key that nothing read since replaces it.
+	at, when := expireSoon()
+	e.do("POST", base+"/exp/direct", `{"data":1,"expiresAt":"`+at+`"}`, "X-Uds-Subject", "erin").expect(t, 201)
+	waitUntil(when)
+	e.do("POST", base+"/exp/direct", `{"data":2}`, "X-Uds-Subject", "erin").expect(t, 201)
+	exactUsage(t, e, "erin")
+}
+
+func exactUsage(t *testing.T, e *env, owner string) {
+	t.Helper()
+	if rec, real := dynamotest.RecordedUsage(t, e.client, e.tables, app, owner), dynamotest.StoredUsage(t, e.client, e.tables, app, owner); rec != real {
+		t.Errorf("%s: usage %+v, the tables hold %+v", owner, rec, real)
+	}
+}
+
+// Expired items scattered over several DynamoDB query pages vanish from
+// list pages, which stay full, and the cursors stay valid.
+func TestListPagesSkipExpiredItems(t *testing.T) {
+	e := newEnv(t)
+	at, when := expireSoon()
+	list := base + "/exp/scattered"
+	pad := make([]byte, 30_000)
+	_, _ = rand.Read(pad)
+	value := base64.StdEncoding.EncodeToString(pad) // 40 KB: 25 items fill a 1 MB query page
+	live := 0
+	var wg sync.WaitGroup
+	for i := range 75 {
+		body := `{"data":"` + value + `"}`
+		if i%3 != 0 {
+			body = `{"data":"` + value + `","expiresAt":"` + at + `"}`
+		} else {
+			live++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.do("POST", fmt.Sprintf("%s/%03d", list, i), body, "X-Uds-Subject", "lena").expect(t, 201)
+		}()
+	}
+	wg.Wait()
+	waitUntil(when)
+	seen, cursor := 0, ""
+	for pages := 0; ; pages++ {
+		q := "?limit=7"
+		if cursor != "" {
+			q += "&cursor=" + cursor
+		}
+		r := e.do("GET", list+"/list"+q, "").expect(t, 200)
+		items := r.body["list"].([]any)
+		for _, it := range items {
+			var n int
+			sk := it.(map[string]any)["sortKey"].(string)
+			if _, err := fmt.Sscanf(sk, "%03d", &n); err != nil || n%3 != 0 {
+				t.Errorf("expired item %s on a page", sk)
+			}
+		}
+		seen += len(items)
+		c, more := r.body["cursor"].(string)
+		if more && len(items) != 7 {
+			t.Errorf("page %d holds %d items and a cursor; pages stay full", pages, len(items))
+		}
+		if !more {
+			break
+		}
+		cursor = c
+	}
+	if seen != live {
+		t.Errorf("pages held %d items, want the %d live ones", seen, live)
+	}
+	exactUsage(t, e, "lena")
+	if r := e.do("GET", admin+"/apps/"+app+"/users/lena/quota", "").expect(t, 200); num(t, r.body["usedItems"]) != int64(live) {
+		t.Errorf("usage after the pages: %s, want %d items", r.raw, live)
+	}
+}
+
+// An owner's expired items never cause a 403: a write that would be
+// refused reclaims them first; recompute counts live items only.
+func TestExpiredItemsFreeQuota(t *testing.T) {
+	e := newEnv(t)
+	e.do("PUT", admin+"/apps/"+app+"/users/quinn/quota", `{"limitItems": 3}`).expect(t, 200)
+	at, when := expireSoon()
+	for i := range 3 {
+		e.do("POST", fmt.Sprintf("%s/q/%d", base, i), `{"data":1,"expiresAt":"`+at+`"}`, "X-Uds-Subject", "quinn").expect(t, 201)
+	}
+	e.do("POST", base+"/q/x", `{"data":1}`, "X-Uds-Subject", "quinn").expect(t, 403)
+	waitUntil(when)
+	for i := range 3 {
+		e.do("POST", fmt.Sprintf("%s/q/new%d", base, i), `{"data":1}`, "X-Uds-Subject", "quinn").expect(t, 201)
+	}
+	e.do("POST", base+"/q/one-more", `{"data":1}`, "X-Uds-Subject", "quinn").expect(t, 403)
+	exactUsage(t, e, "quinn")
+
+	// Expired items nothing has touched: recompute reclaims them.
+	at, when = expireSoon()
+	e.do("PUT", admin+"/apps/"+app+"/users/rita/quota", `{"limitItems": 100}`).expect(t, 200)
+	for i := range 4 {
+		e.do("POST", fmt.Sprintf("%s/r/%d", base, i), `{"data":1,"expiresAt":"`+at+`"}`, "X-Uds-Subject", "rita").expect(t, 201)
+	}
+	waitUntil(when)
+	r := e.do("POST", admin+"/apps/"+app+"/users/rita/quota/recompute", "").expect(t, 200)
+	if num(t, r.body["usedItems"]) != 0 {
+		t.Errorf("recompute after expiry: %s", r.raw)
+	}
+	exactUsage(t, e, "rita")
+}
+
+// Writes racing the expiry of their keys keep usage exact.
+func TestConcurrentWritesOntoExpiringKeys(t *testing.T) {
+	e := newEnv(t)
+	at, when := expireSoon()
+	for i := range 6 {
+		e.do("POST", fmt.Sprintf("%s/race/%d", base, i), `{"data":1,"expiresAt":"`+at+`"}`, "X-Uds-Subject", "sam").expect(t, 201)
+	}
+	var wg sync.WaitGroup
+	deadline := when.Add(800 * time.Millisecond)
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline); i++ {
+				path := fmt.Sprintf("%s/race/%d", base, (w+i)%6)
+				switch i % 3 {
+				case 0:
+					e.do("POST", path, `{"data":"`+strings.Repeat("p", i%50)+`"}`, "X-Uds-Subject", "sam")
+				case 1:
+					e.do("PUT", path, `{"data":2,"ttl":1}`, "X-Uds-Subject", "sam")
+				default:
+					e.do("DELETE", path, "", "X-Uds-Subject", "sam")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	time.Sleep(1100 * time.Millisecond) // every ttl of 1 s is past
+	for i := range 6 {
+		e.do("GET", fmt.Sprintf("%s/race/%d", base, i), "")
+	}
+	e.do("POST", admin+"/apps/"+app+"/users/sam/quota/recompute", "").expect(t, 200)
+	exactUsage(t, e, "sam")
+}
