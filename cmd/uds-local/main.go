@@ -54,6 +54,9 @@ func run() error {
 	if *initOnly {
 		return nil
 	}
+	if cfg.SweepInterval > 0 {
+		go sweep(ctx, store.New(client, cfg.Tables), cfg.SweepInterval)
+	}
 	addr := os.Getenv(config.EnvListenAddr)
 	if addr == "" {
 		addr = config.DefaultListenAddr
@@ -70,4 +73,25 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// sweep stands in for DynamoDB's TTL and the expiry function: DynamoDB
+// Local's tables have no TTL deletion, so every interval the expired items
+// still stored are removed and their usage released, as meeting them in a
+// request would.
+func sweep(ctx context.Context, st *store.Store, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := st.SweepExpired(ctx); err != nil {
+			log.Printf("sweeping expired items: %v", err)
+		} else if n > 0 {
+			log.Printf("removed %d expired items", n)
+		}
+	}
 }

@@ -22,6 +22,7 @@ const (
 	EnvDeleteAllBudget     = "UDS_DELETE_ALL_BUDGET"
 	EnvRequestBudget       = "UDS_REQUEST_BUDGET"
 	EnvRecomputeQuiet      = "UDS_RECOMPUTE_QUIET"
+	EnvSweepInterval       = "UDS_SWEEP_INTERVAL"
 	EnvListenAddr          = "UDS_LISTEN_ADDR"
 	EnvTrustSubjectHeader  = "UDS_TRUST_SUBJECT_HEADER"
 	DefaultListenAddr      = "127.0.0.1:8080"
@@ -35,6 +36,9 @@ const (
 	// usage change when it is built, before any retry) plus the owner
 	// index's propagation lag, which is normally under a second.
 	DefaultRecomputeQuiet = 60 * time.Second
+	// DefaultSweepInterval is how often the local server removes expired
+	// items (DynamoDB Local's tables have no TTL deletion).
+	DefaultSweepInterval = 30 * time.Second
 )
 
 // Config is everything the functions and the local server read from the
@@ -63,6 +67,9 @@ type Config struct {
 	// RecomputeQuiet is how long an owner's usage must have been quiet
 	// before recompute may lower it.
 	RecomputeQuiet time.Duration
+	// SweepInterval is how often the local server removes expired items;
+	// 0 turns it off. The functions ignore it.
+	SweepInterval time.Duration
 }
 
 // FromEnv reads the configuration. Only malformed values are errors.
@@ -103,6 +110,9 @@ func FromEnv() (Config, error) {
 		return c, err
 	}
 	if c.RecomputeQuiet, err = envDuration(EnvRecomputeQuiet, DefaultRecomputeQuiet); err != nil {
+		return c, err
+	}
+	if c.SweepInterval, err = envDuration(EnvSweepInterval, DefaultSweepInterval); err != nil {
 		return c, err
 	}
 	return c, nil

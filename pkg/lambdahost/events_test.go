@@ -48,7 +48,11 @@ func TestEventsReplay(t *testing.T) {
 	if err := json.Unmarshal(raw, &manifest); err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob("../../events/*/*.json")
+	var files []string
+	for _, group := range []string{"kv", "list", "admin"} { // events/expiry holds stream events
+		g, _ := filepath.Glob("../../events/" + group + "/*.json")
+		files = append(files, g...)
+	}
 	if len(manifest) != len(files) {
 		t.Errorf("manifest lists %d events, events/ holds %d", len(manifest), len(files))
 	}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"time"
@@ -90,4 +92,83 @@ func keyOf(av map[string]types.AttributeValue) (uds.Key, bool) {
 		return uds.Key{}, false
 	}
 	return uds.Key{App: parts[0], Namespace: parts[1], ID: parts[2], SortKey: str(av, schema.AttrSortKey)}, true
+}
+
+// markerLife is how long a release marker is kept: far longer than a
+// stream record can be delivered again (streams keep records 24 hours).
+const markerLife = 7 * 24 * time.Hour
+
+// ReleaseRemoved releases the usage of an item that DynamoDB's TTL
+// deleted, given the item as the stream's old image shows it. The release
+// is a transaction with a marker named after the item's incarnation (key
+// and creation instant): a repeated stream record finds the marker and
+// releases nothing. Items that were never counted release nothing.
+func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.AttributeValue) (released bool, err error) {
+	dataKey := str(old, schema.AttrDataKey)
+	app, _, _ := strings.Cut(dataKey, uds.KeyDelimiter)
+	who, counted := owner(app, old)
+	if !counted {
+		return false, nil
+	}
+	id := sha256.Sum256([]byte(dataKey + "\x00" + str(old, schema.AttrSortKey) + "\x00" + str(old, schema.AttrCreatedDate)))
+	marker := types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String(s.tables.Apps),
+		Item: map[string]types.AttributeValue{
+			schema.AttrApp:       &types.AttributeValueMemberS{Value: "released#" + hex.EncodeToString(id[:])},
+			schema.AttrExpiresAt: &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().Add(markerLife).Unix(), 10)},
+		},
+		ConditionExpression:      aws.String("attribute_not_exists(#a)"),
+		ExpressionAttributeNames: map[string]string{"#a": schema.AttrApp},
+	}}
+	release, err := s.usageChange(ctx, app, who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}, uds.Limits{})
+	if err != nil {
+		return false, err
+	}
+	refused, err := s.transact(ctx, "release expired "+dataKey, marker, release)
+	switch {
+	case err != nil:
+		return false, err
+	case refused.conditionFailed(0):
+		return false, nil // released already, by an earlier delivery
+	case refused != nil:
+		return false, failed("release expired "+dataKey, errUnexpectedCancel(refused))
+	}
+	return true, nil
+}
+
+// SweepExpired removes every expired item still stored, releasing their
+// sizes, as meeting them would: the local server runs it on a timer, since
+// DynamoDB Local's tables have no TTL deletion. It returns how many items
+// it removed.
+func (s *Store) SweepExpired(ctx context.Context) (int, error) {
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	removed := 0
+	for _, table := range []string{s.tables.Data, s.tables.List} {
+		in := &dynamodb.ScanInput{
+			TableName:                 aws.String(table),
+			FilterExpression:          aws.String("#xm <= :now"),
+			ExpressionAttributeNames:  map[string]string{"#xm": schema.AttrExpiresAtMillis},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":now": &types.AttributeValueMemberN{Value: now}},
+		}
+		for {
+			out, err := s.client.Scan(ctx, in)
+			if err != nil {
+				return removed, failed("sweep "+table, err)
+			}
+			byApp := map[string][]listEntry{}
+			for _, it := range out.Items {
+				if key, ok := keyOf(it); ok {
+					byApp[key.App] = append(byApp[key.App], listEntry{key: key, state: it})
+				}
+			}
+			for app, items := range byApp {
+				removed += s.reclaim(ctx, app, items)
+			}
+			if out.LastEvaluatedKey == nil {
+				break
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
+	}
+	return removed, nil
 }

@@ -1,0 +1,114 @@
+// Package expiry is the fourth function: it reads the data tables'
+// DynamoDB streams and releases the usage of every item DynamoDB's TTL
+// deleted, once per item however often a record is delivered. Items UDS
+// removes itself (a read or write meeting an expired item) are released by
+// the request that removed them; their records come from UDS, not from
+// DynamoDB, and are skipped here (the event source mapping's filter keeps
+// them from invoking the function at all).
+package expiry
+
+import (
+	"context"
+	"log"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/store"
+)
+
+// TTLPrincipal is the stream record identity of DynamoDB's TTL deletions.
+const TTLPrincipal = "dynamodb.amazonaws.com"
+
+// Releaser releases the usage of an item DynamoDB's TTL deleted, given its
+// old image; *store.Store has it.
+type Releaser interface {
+	ReleaseRemoved(ctx context.Context, old map[string]types.AttributeValue) (bool, error)
+}
+
+// Handler processes a batch of stream records in order. It reports the
+// first record it could not release as the batch's failure, so Lambda
+// retries from there (records of one shard stay in order).
+func Handler(r Releaser, log *slog.Logger) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		var resp events.DynamoDBEventResponse
+		released := 0
+		for _, rec := range ev.Records {
+			if !IsTTLRemoval(rec) {
+				continue
+			}
+			ok, err := r.ReleaseRemoved(ctx, image(rec.Change.OldImage))
+			if err != nil {
+				log.ErrorContext(ctx, "release of an expired item failed", "eventID", rec.EventID, "error", err)
+				resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: rec.Change.SequenceNumber}}
+				break
+			}
+			if ok {
+				released++
+			}
+		}
+		log.InfoContext(ctx, "expiry batch", "records", len(ev.Records), "released", released, "failed", len(resp.BatchItemFailures))
+		return resp, nil
+	}
+}
+
+// IsTTLRemoval reports whether a record is DynamoDB's TTL deleting an item.
+func IsTTLRemoval(rec events.DynamoDBEventRecord) bool {
+	return rec.EventName == "REMOVE" && rec.UserIdentity != nil &&
+		rec.UserIdentity.Type == "Service" && rec.UserIdentity.PrincipalID == TTLPrincipal
+}
+
+// image converts a stream image to the SDK's attribute values.
+func image(m map[string]events.DynamoDBAttributeValue) map[string]types.AttributeValue {
+	out := make(map[string]types.AttributeValue, len(m))
+	for k, v := range m {
+		out[k] = value(v)
+	}
+	return out
+}
+
+func value(v events.DynamoDBAttributeValue) types.AttributeValue {
+	switch v.DataType() {
+	case events.DataTypeString:
+		return &types.AttributeValueMemberS{Value: v.String()}
+	case events.DataTypeNumber:
+		return &types.AttributeValueMemberN{Value: v.Number()}
+	case events.DataTypeBinary:
+		return &types.AttributeValueMemberB{Value: v.Binary()}
+	case events.DataTypeBoolean:
+		return &types.AttributeValueMemberBOOL{Value: v.Boolean()}
+	case events.DataTypeStringSet:
+		return &types.AttributeValueMemberSS{Value: v.StringSet()}
+	case events.DataTypeNumberSet:
+		return &types.AttributeValueMemberNS{Value: v.NumberSet()}
+	case events.DataTypeBinarySet:
+		return &types.AttributeValueMemberBS{Value: v.BinarySet()}
+	case events.DataTypeList:
+		l := v.List()
+		out := make([]types.AttributeValue, len(l))
+		for i, e := range l {
+			out[i] = value(e)
+		}
+		return &types.AttributeValueMemberL{Value: out}
+	case events.DataTypeMap:
+		return &types.AttributeValueMemberM{Value: image(v.Map())}
+	}
+	return &types.AttributeValueMemberNULL{Value: true}
+}
+
+// Main is the expiry function's whole main: read the configuration once,
+// build the client at init, and serve stream batches.
+func Main() {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		log.Fatalf("configuration: %v", err)
+	}
+	client, err := store.NewClient(context.Background(), cfg.Endpoint)
+	if err != nil {
+		log.Fatalf("init: %v", err)
+	}
+	lambda.Start(Handler(store.New(client, cfg.Tables), slog.Default()))
+}

@@ -1,0 +1,120 @@
+package expiry_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/internal/dynamotest"
+	"github.com/udsproject/uds/pkg/expiry"
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+const app = "d53065bd-f932-4841-83fb-849717d8df0f"
+
+func readEvent(t *testing.T, name string) events.DynamoDBEvent {
+	t.Helper()
+	b, err := os.ReadFile("../../events/expiry/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.DynamoDBEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// tableOf maps a record's stream ARN to the test's table of the same kind.
+func tableOf(rec events.DynamoDBEventRecord, tables store.Tables) string {
+	if strings.Contains(rec.EventSourceArn, "table/data_store_list/") {
+		return tables.List
+	}
+	return tables.Data
+}
+
+// counted stores a record's old image as a counted item, as UDS wrote it,
+// and then deletes it as DynamoDB's TTL would: what the record reports.
+func counted(t *testing.T, c *dynamodb.Client, tables store.Tables, rec events.DynamoDBEventRecord) {
+	t.Helper()
+	ctx := context.Background()
+	item := map[string]types.AttributeValue{} // the fixtures hold strings and numbers
+	for k, v := range rec.Change.OldImage {
+		if v.DataType() == events.DataTypeNumber {
+			item[k] = &types.AttributeValueMemberN{Value: v.Number()}
+		} else {
+			item[k] = &types.AttributeValueMemberS{Value: v.String()}
+		}
+	}
+	size := item["itemSize"].(*types.AttributeValueMemberN).Value
+	if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tableOf(rec, tables)), Item: item}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(tables.Usage),
+		Key: map[string]types.AttributeValue{
+			"user": &types.AttributeValueMemberS{Value: item["createdBySubject"].(*types.AttributeValueMemberS).Value},
+			"app":  &types.AttributeValueMemberS{Value: app},
+		},
+		UpdateExpression:          aws.String("ADD usedBytes :b, usedItems :one"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":b": &types.AttributeValueMemberN{Value: size}, ":one": &types.AttributeValueMemberN{Value: "1"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	key := map[string]types.AttributeValue{"dataKey": item["dataKey"]}
+	if sk, ok := item["sortKey"]; ok {
+		key["sortKey"] = sk
+	}
+	if _, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(tableOf(rec, tables)), Key: key}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The stream events under events/expiry replayed through the handler:
+// each TTL deletion is released once, however often it is delivered, and
+// removals by UDS itself are left alone.
+func TestStreamEventsReplay(t *testing.T) {
+	c := dynamotest.Client(t)
+	tables := dynamotest.NewTables(t)
+	st := store.New(c, tables)
+	h := expiry.Handler(st, slog.New(slog.DiscardHandler))
+	ttl := readEvent(t, "01-ttl-removals.json")
+	for _, rec := range ttl.Records {
+		counted(t, c, tables, rec)
+	}
+	usage := func() uds.Usage { return dynamotest.RecordedUsage(t, c, tables, app, "erin") }
+	if u := usage(); u.Items != 2 {
+		t.Fatalf("before the replay: %+v", u)
+	}
+	for _, tc := range []struct {
+		file string
+		want uds.Usage
+	}{
+		{"01-ttl-removals.json", uds.Usage{}},
+		{"02-ttl-removal-redelivered.json", uds.Usage{}},
+		{"01-ttl-removals.json", uds.Usage{}}, // the whole batch again
+		{"03-removal-by-uds.json", uds.Usage{}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			resp, err := h(context.Background(), readEvent(t, tc.file))
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("handler: %+v, %v", resp, err)
+			}
+			if u := usage(); u != tc.want {
+				t.Errorf("usage %+v, want %+v", u, tc.want)
+			}
+		})
+	}
+	if !expiry.IsTTLRemoval(ttl.Records[0]) || expiry.IsTTLRemoval(readEvent(t, "03-removal-by-uds.json").Records[0]) {
+		t.Error("IsTTLRemoval does not tell DynamoDB's deletions from others")
+	}
+}
