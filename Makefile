@@ -10,7 +10,7 @@
 #   make build   arm64 Lambda bootstraps and zips under build/
 
 SHELL := /bin/bash
-FUNCTIONS := kv list admin
+FUNCTIONS := kv list admin expiry
 GO_BUILD_FLAGS := -tags lambda.norpc -trimpath -buildvcs=false -ldflags='-s -w'
 ENGINE := scripts/with-dynamodb.sh
 UDS_LISTEN_ADDR ?= 127.0.0.1:8080

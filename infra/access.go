@@ -10,9 +10,10 @@ import (
 // Function names. Each is also the name of the zip the root Makefile builds
 // (build/<name>.zip) and of the directory under functions/.
 const (
-	fnKV    = "kv"
-	fnList  = "list"
-	fnAdmin = "admin"
+	fnKV     = "kv"
+	fnList   = "list"
+	fnAdmin  = "admin"
+	fnExpiry = "expiry"
 )
 
 // functionSpec sizes one Lambda function.
@@ -63,6 +64,12 @@ var functionSpecs = []functionSpec{
 		// take as long as API Gateway allows.
 		Timeout:     29 * time.Second,
 		Description: "UDS administration: usage listings and quotas",
+	},
+	{
+		Name: fnExpiry, ConstructID: "ExpiryFunction", MemoryMB: 256,
+		// A batch of up to 100 stream records is 100 small transactions.
+		Timeout:     60 * time.Second,
+		Description: "UDS expiry: releases the usage of items DynamoDB's TTL deleted",
 	},
 }
 
@@ -130,5 +137,12 @@ var functionAccess = map[string][]tableAccess{
 		// both data tables and never the items themselves.
 		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
+	},
+	fnExpiry: {
+		// A release is a transaction of the owner's usage change and a
+		// marker in the apps table that makes a redelivered record a no-op.
+		// Reading the streams is granted with the event source mappings.
+		{Table: schema.Usage, Actions: []string{"dynamodb:UpdateItem"}},
+		{Table: schema.Apps, Actions: []string{"dynamodb:PutItem"}},
 	},
 }

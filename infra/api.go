@@ -130,6 +130,9 @@ func (s *UdsStack) defineAPI(props *UdsStackProps) {
 	// gets its own invoke permission, scoped to that route.
 	integrations := map[string]awsapigatewayv2.HttpRouteIntegration{}
 	for _, f := range functionSpecs {
+		if !servesRoutes(f.Name) {
+			continue
+		}
 		integrations[f.Name] = awsapigatewayv2integrations.NewHttpLambdaIntegration(
 			jsii.String(f.ConstructID+"Integration"), s.Functions[f.Name],
 			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
@@ -185,4 +188,15 @@ func corsOptions(origins []string) *awsapigatewayv2.CorsPreflightOptions {
 		ExposeHeaders: jsii.Strings("ETag", "Location", "Retry-After"),
 		MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
 	}
+}
+
+// servesRoutes reports whether a function is behind the API (the expiry
+// function is not: its events come from the tables' streams).
+func servesRoutes(fn string) bool {
+	for _, r := range apiRoutes {
+		if r.Function == fn {
+			return true
+		}
+	}
+	return false
 }

@@ -16,14 +16,14 @@ import (
 	"github.com/udsproject/uds/pkg/schema"
 )
 
-// UdsStack is the deployed UDS: the tables, the three functions and the HTTP
+// UdsStack is the deployed UDS: the tables, the four functions and the HTTP
 // API in front of them. The fields let tests find the resources a construct
 // made without guessing logical IDs.
 type UdsStack struct {
 	awscdk.Stack
 	// Tables by schema.Table.ID.
 	Tables map[string]awsdynamodb.ITable
-	// Functions by function name (kv, list, admin).
+	// Functions by function name (kv, list, admin, expiry).
 	Functions map[string]awslambda.Function
 	Roles     map[string]awsiam.Role
 	API       awsapigatewayv2.HttpApi
@@ -48,6 +48,7 @@ func NewUdsStack(scope constructs.Construct, id string, props *UdsStackProps) *U
 		s.defineFunction(f, props)
 	}
 	s.defineAPI(props)
+	s.defineExpiry(props)
 	s.defineAlarms()
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
@@ -97,6 +98,7 @@ func defineTable(scope constructs.Construct, t schema.Table, props *UdsStackProp
 		},
 		TimeToLiveAttribute: jsii.String(schema.AttrExpiresAt),
 		RemovalPolicy:       awscdk.RemovalPolicy_RETAIN,
+		Stream:              streamOf(t),
 	})
 	for _, idx := range t.Indexes {
 		gsi := &awsdynamodb.GlobalSecondaryIndexProps{

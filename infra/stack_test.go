@@ -235,6 +235,12 @@ var wantAccess = map[string]map[string][]string{
 		"DataTable/index/byOwner":     {"Query"},
 		"ListTable/index/byOwner":     {"Query"},
 	},
+	fnExpiry: {
+		"UsageTable":       {"UpdateItem"},
+		"AppsTable":        {"PutItem"},
+		"DataTable/stream": {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
+		"ListTable/stream": {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
+	},
 }
 
 // wantRoutes is every route key of the API and the function behind it.
@@ -262,18 +268,20 @@ func TestDefaultStack(t *testing.T) {
 
 	t.Run("resource counts", func(t *testing.T) {
 		want := map[string]int{
-			"AWS::DynamoDB::Table":           len(schema.Tables),
-			"AWS::Lambda::Function":          len(functionSpecs),
-			"AWS::IAM::Role":                 len(functionSpecs),
-			"AWS::IAM::Policy":               len(functionSpecs),
-			"AWS::ApiGatewayV2::Api":         1,
-			"AWS::ApiGatewayV2::Stage":       1,
-			"AWS::ApiGatewayV2::Integration": len(functionSpecs),
-			"AWS::ApiGatewayV2::Route":       len(wantRoutes),
-			"AWS::ApiGatewayV2::Authorizer":  0,
-			"AWS::Lambda::Permission":        len(wantRoutes),
-			"AWS::Logs::LogGroup":            len(functionSpecs) + 1,
-			"AWS::CloudWatch::Alarm":         1 + 2*len(functionSpecs) + 2*len(schema.Tables),
+			"AWS::DynamoDB::Table":            len(schema.Tables),
+			"AWS::Lambda::Function":           len(functionSpecs),
+			"AWS::IAM::Role":                  len(functionSpecs),
+			"AWS::IAM::Policy":                len(functionSpecs),
+			"AWS::ApiGatewayV2::Api":          1,
+			"AWS::ApiGatewayV2::Stage":        1,
+			"AWS::ApiGatewayV2::Integration":  len(functionSpecs) - 1, // not the expiry function
+			"AWS::ApiGatewayV2::Route":        len(wantRoutes),
+			"AWS::ApiGatewayV2::Authorizer":   0,
+			"AWS::Lambda::Permission":         len(wantRoutes),
+			"AWS::Logs::LogGroup":             len(functionSpecs) + 1,
+			"AWS::CloudWatch::Alarm":          1 + 2*len(functionSpecs) + 2*len(schema.Tables) + 2,
+			"AWS::Lambda::EventSourceMapping": 2,
+			"AWS::SQS::Queue":                 1,
 		}
 		for typ, n := range want {
 			if got := len(s.ofType(typ)); got != n {
@@ -295,9 +303,9 @@ func TestDefaultStack(t *testing.T) {
 			checkEqual(t, "Runtime", p["Runtime"], "provided.al2023")
 			checkEqual(t, "Architectures", p["Architectures"], []any{"arm64"})
 			checkEqual(t, "Handler", p["Handler"], "bootstrap")
-			checkEqual(t, "MemorySize", p["MemorySize"], 512.0)
+			checkEqual(t, "MemorySize", p["MemorySize"], f.MemoryMB)
 			checkEqual(t, "Timeout", p["Timeout"], f.Timeout.Seconds())
-			if f.Timeout.Seconds() > 29 {
+			if servesRoutes(f.Name) && f.Timeout.Seconds() > 29 {
 				t.Errorf("timeout %v is longer than API Gateway waits", f.Timeout)
 			}
 			if _, ok := p["Code"].(map[string]any)["S3Key"]; !ok {
@@ -420,11 +428,13 @@ func TestDefaultStack(t *testing.T) {
 			}
 		}
 		checkEqual(t, "alarm metrics", metrics, map[string]int{
-			"AWS/ApiGateway/5xx":             1,
-			"AWS/Lambda/Errors":              len(functionSpecs),
-			"AWS/Lambda/Throttles":           len(functionSpecs),
-			"AWS/DynamoDB/ThrottledRequests": len(schema.Tables) * len(tableOperations),
-			"AWS/DynamoDB/SystemErrors":      len(schema.Tables) * len(tableOperations),
+			"AWS/ApiGateway/5xx":                         1,
+			"AWS/Lambda/IteratorAge":                     1,
+			"AWS/SQS/ApproximateNumberOfMessagesVisible": 1,
+			"AWS/Lambda/Errors":                          len(functionSpecs),
+			"AWS/Lambda/Throttles":                       len(functionSpecs),
+			"AWS/DynamoDB/ThrottledRequests":             len(schema.Tables) * len(tableOperations),
+			"AWS/DynamoDB/SystemErrors":                  len(schema.Tables) * len(tableOperations),
 		})
 	})
 
@@ -542,8 +552,12 @@ func checkAccess(t *testing.T, s *synthesized, tableArn func(schema.Table) strin
 	sort.Slice(tables, func(i, j int) bool { return len(tableArn(tables[i])) > len(tableArn(tables[j])) })
 	var pairs []string
 	for _, table := range tables {
+		if stream := strings.Replace(tableArn(table), ".Arn}", ".StreamArn}", 1); stream != tableArn(table) {
+			pairs = append(pairs, stream, table.ID+"/stream")
+		}
 		pairs = append(pairs, tableArn(table), table.ID)
 	}
+	streams := len(s.ofType("AWS::Lambda::EventSourceMapping")) > 0
 	names := strings.NewReplacer(pairs...)
 
 	for _, f := range functionSpecs {
@@ -563,6 +577,9 @@ func checkAccess(t *testing.T, s *synthesized, tableArn func(schema.Table) strin
 			}
 			want := map[string][]string{}
 			for k, v := range wantAccess[f.Name] {
+				if strings.HasSuffix(k, "/stream") && !streams {
+					continue // imported tables: no stream the stack controls
+				}
 				want[k] = append([]string(nil), v...)
 				sort.Strings(want[k])
 			}
@@ -700,6 +717,44 @@ func TestJWTAuthorizer(t *testing.T) {
 			checkEqual(t, f.Name+" "+config.EnvSubjectClaim, env[config.EnvSubjectClaim], "email")
 		}
 	})
+}
+
+// The expiry function reads the data tables' streams, filtered to
+// DynamoDB's TTL deletions, with bisection, bounded retries and a failure
+// queue.
+func TestExpiryStreams(t *testing.T) {
+	s := synth(t, nil)
+	for _, table := range schema.Tables {
+		spec, _ := s.resources[s.logicalID(t, s.stack.Tables[table.ID])].Properties["StreamSpecification"].(map[string]any)
+		if table.Streamed {
+			checkEqual(t, table.ID+" stream", spec["StreamViewType"], "OLD_IMAGE")
+		} else if spec != nil {
+			t.Errorf("%s has a stream: %v", table.ID, spec)
+		}
+	}
+	for _, id := range s.ofType("AWS::Lambda::EventSourceMapping") {
+		p := s.resources[id].Properties
+		checkEqual(t, "StartingPosition", p["StartingPosition"], "TRIM_HORIZON")
+		checkEqual(t, "BisectBatchOnFunctionError", p["BisectBatchOnFunctionError"], true)
+		checkEqual(t, "MaximumRetryAttempts", p["MaximumRetryAttempts"], float64(expiryRetries))
+		checkEqual(t, "FunctionResponseTypes", p["FunctionResponseTypes"], []any{"ReportBatchItemFailures"})
+		filters := asList(p["FilterCriteria"].(map[string]any)["Filters"])
+		if len(filters) != 1 {
+			t.Fatalf("filters %v", filters)
+		}
+		var pattern map[string]any
+		if err := json.Unmarshal([]byte(filters[0].(map[string]any)["Pattern"].(string)), &pattern); err != nil {
+			t.Fatal(err)
+		}
+		checkEqual(t, "filter", pattern, map[string]any{
+			"eventName":    []any{"REMOVE"},
+			"userIdentity": map[string]any{"type": []any{"Service"}, "principalId": []any{"dynamodb.amazonaws.com"}},
+		})
+		dest := p["DestinationConfig"].(map[string]any)["OnFailure"].(map[string]any)["Destination"]
+		if !strings.Contains(fmt.Sprint(dest), "ExpiryFailures") {
+			t.Errorf("on-failure destination %v", dest)
+		}
+	}
 }
 
 func TestImportExistingTables(t *testing.T) {

@@ -43,6 +43,9 @@ type Table struct {
 	Hash        KeyAttr
 	Range       *KeyAttr
 	Indexes     []Index
+	// Streamed tables keep a stream of old images, from which the expiry
+	// function releases the usage of items DynamoDB's TTL deleted.
+	Streamed bool
 }
 
 // Attribute names of the data tables. The first group is the seed's
@@ -126,6 +129,7 @@ var Data = Table{
 	EnvVar:      "UDS_TABLE_DATA",
 	Hash:        KeyAttr{AttrDataKey, String},
 	Indexes:     []Index{ownerIndex},
+	Streamed:    true,
 }
 
 // List is the sorted-list table (seed 002's data_store_list).
@@ -136,6 +140,7 @@ var List = Table{
 	Hash:        KeyAttr{AttrDataKey, String},
 	Range:       &KeyAttr{AttrSortKey, String},
 	Indexes:     []Index{ownerIndex},
+	Streamed:    true,
 }
 
 // Usage holds per (user, app) usage and the per-user limit override. Its hash

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/udsproject/uds/pkg/schema"
+)
+
+const (
+	// expiryRetries bounds how often a failing batch is retried (halved
+	// each time by bisection) before its records go to the failure queue.
+	expiryRetries = 10
+	// iteratorAgeThresholdMs alarms when the expiry function falls a
+	// minute behind the streams: quotas then still count expired items,
+	// and recompute's quiet period assumes the lag is shorter.
+	iteratorAgeThresholdMs = 60_000
+)
+
+// streamOf is the stream a table keeps: old images for the tables whose
+// TTL deletions the expiry function releases, none for the others.
+func streamOf(t schema.Table) awsdynamodb.StreamViewType {
+	if t.Streamed {
+		return awsdynamodb.StreamViewType_OLD_IMAGE
+	}
+	return ""
+}
+
+// defineExpiry feeds the data tables' streams to the expiry function. The
+// mappings' filter passes only DynamoDB's own TTL deletions, so the many
+// other writes never invoke it. A batch that keeps failing is bisected,
+// retried a bounded number of times, and then recorded in a queue that
+// an alarm watches. Imported tables have no stream the stack controls;
+// their expired items are removed and released when UDS meets them.
+func (s *UdsStack) defineExpiry(props *UdsStackProps) {
+	fn, role := s.Functions[fnExpiry], s.Roles[fnExpiry]
+	failures := awssqs.NewQueue(s.Stack, jsii.String("ExpiryFailures"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	ttlOnly := awslambda.FilterCriteria_Filter(&map[string]interface{}{
+		"eventName": awslambda.FilterRule_IsEqual(jsii.String("REMOVE")),
+		"userIdentity": map[string]interface{}{
+			"type":        awslambda.FilterRule_IsEqual(jsii.String("Service")),
+			"principalId": awslambda.FilterRule_IsEqual(jsii.String("dynamodb.amazonaws.com")),
+		},
+	})
+	for _, t := range schema.Tables {
+		if !t.Streamed || props.ImportTables[t.ID] {
+			continue
+		}
+		stream := s.Tables[t.ID].TableStreamArn()
+		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"),
+			Resources: jsii.Strings(*stream),
+		}))
+		mapping := awslambda.NewEventSourceMapping(s.Stack, jsii.String(t.ID+"ExpiryMapping"), &awslambda.EventSourceMappingProps{
+			Target:                  fn,
+			EventSourceArn:          stream,
+			StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
+			BatchSize:               jsii.Number(100),
+			BisectBatchOnError:      jsii.Bool(true),
+			RetryAttempts:           jsii.Number(expiryRetries),
+			ReportBatchItemFailures: jsii.Bool(true),
+			OnFailure:               awslambdaeventsources.NewSqsDlq(failures),
+			Filters:                 &[]*map[string]interface{}{ttlOnly},
+		})
+		// Lambda checks the role when it creates the mapping.
+		mapping.Node().AddDependency(role)
+	}
+	s.alarm("ExpiryIteratorAgeAlarm", fn.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{
+		Period: alarmPeriod, Statistic: jsii.String("Maximum"),
+	}), iteratorAgeThresholdMs, "The UDS expiry function is more than a minute behind the data tables' streams")
+	s.alarm("ExpiryFailuresAlarm", failures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+		Period: alarmPeriod, Statistic: jsii.String("Maximum"),
+	}), 1, "Stream records the UDS expiry function could not release are waiting in its failure queue")
+}
