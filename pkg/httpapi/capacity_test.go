@@ -25,6 +25,9 @@ var capacityReport = flag.String("capacity-report", "", "write the capacity tabl
 // ceil(n/25) batch writes and one usage write per owner for delete-all. A
 // growing update costs a refused conditional write more: it learns the old
 // size from it instead of reading first.
+// expiring adds a ttl of one second to a write body.
+func expiring(body string) string { return strings.Replace(body, "{", `{"ttl":1,`, 1) }
+
 func TestCapacityTable(t *testing.T) {
 	tables := dynamotest.NewTables(t)
 	counter := dynamotest.NewCounter(dynamotest.Client(t))
@@ -58,6 +61,12 @@ func TestCapacityTable(t *testing.T) {
 		{"GET list page, 1000 items of 1 KB (1 MB)", 200, func() response { return e.do("GET", list+"/list?limit=1000", "") }, map[string]int{"Query": 2}},
 		{"GET list page, 100 items of 20 KB (2 MB)", 200, func() response { return e.do("GET", big+"/list?limit=100", "") }, map[string]int{"Query": 3}},
 		{"DELETE list of 1000 items (delete-all)", 204, func() response { return e.do("DELETE", list+"/list", "") }, map[string]int{"Query": 2, "TransactWriteItems": 11}},
+		{"POST key-value item expiring in 1 s (1 KB)", 201, func() response { return e.do("POST", base+"/cap/ttl", expiring(kb(1))) }, map[string]int{"TransactWriteItems": 1}},
+		{"GET key-value item that expires (1 KB)", 200, func() response { return e.do("GET", base+"/cap/ttl", "") }, map[string]int{"GetItem": 1}},
+		{"GET expired key-value item (404, removes it)", 404, func() response {
+			time.Sleep(1100 * time.Millisecond)
+			return e.do("GET", base+"/cap/ttl", "")
+		}, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
 	}
 	var md strings.Builder
 	md.WriteString("| API operation | DynamoDB calls | RCU | WCU |\n|---|---|---:|---:|\n")

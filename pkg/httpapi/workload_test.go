@@ -75,6 +75,7 @@ var scenarios = []scenario{
 }
 
 // TestAccountingWorkload checks, per scenario, that answers tell the truth
+// (one write in five expires a second later)
 // (a model of each worker's own items), that no owner's usage record ever
 // passes the limit, that once quiet every record equals what the tables
 // hold, and that recompute then finds no drift.
@@ -245,6 +246,28 @@ type model struct {
 	known  bool // false after an answer that leaves the outcome open
 	exists bool
 	etag   string
+	// expires is when the item expires, if it does.
+	expires time.Time
+}
+
+// settle makes the model exact again around an expiry: an item about to
+// expire is waited out, and is then absent.
+func (m *model) settle() {
+	if !m.known || !m.exists || m.expires.IsZero() || time.Until(m.expires) > 300*time.Millisecond {
+		return
+	}
+	time.Sleep(time.Until(m.expires) + 30*time.Millisecond)
+	*m = model{known: true}
+}
+
+// expiresIn reads the expiresAt of an answer's body.
+func expiresIn(answer string) time.Time {
+	i := strings.Index(answer, `"expiresAt":"`)
+	if i < 0 {
+		return time.Time{}
+	}
+	at, _ := time.Parse(time.RFC3339Nano, answer[i+len(`"expiresAt":"`):][:len("2006-01-02T15:04:05.000Z")])
+	return at
 }
 
 type worker struct {
@@ -264,7 +287,12 @@ func (w *worker) itemPath(i int) string {
 
 // value is JSON of a random size, so updates grow and shrink items.
 func (w *worker) value() string {
-	return `{"data":{"w":` + strconv.Itoa(w.id) + `,"pad":"` + strings.Repeat("p", 10+w.rng.IntN(600)) + `"}}`
+	expiry := ""
+	if w.rng.IntN(5) == 0 {
+		// One write in five expires within the run.
+		expiry = `,"ttl":1`
+	}
+	return `{"data":{"w":` + strconv.Itoa(w.id) + `,"pad":"` + strings.Repeat("p", 10+w.rng.IntN(600)) + `"}` + expiry + `}`
 }
 
 // step sends one random request and checks its answer against the model.
@@ -308,6 +336,7 @@ func (w *worker) itemStep(kill time.Duration) {
 	if !m.known {
 		w.resync(i)
 	}
+	m.settle()
 	var method, ifMatch string
 	switch r := w.rng.IntN(100); {
 	case r < 35:
@@ -352,7 +381,7 @@ func (w *worker) itemStep(kill time.Duration) {
 	}
 	switch st {
 	case 201, 200:
-		m.exists, m.etag = true, etag
+		m.exists, m.etag, m.expires = true, etag, expiresIn(answer)
 	case 204:
 		m.exists, m.etag = false, ""
 	}
@@ -383,7 +412,8 @@ func (w *worker) resync(i int) {
 		st, answer := w.env.send(0, "GET", w.itemPath(i), w.owner, "", "")
 		switch st {
 		case 200:
-			w.items[i] = model{known: true, exists: true, etag: answer[strings.LastIndexByte(answer, 0)+1:]}
+			w.items[i] = model{known: true, exists: true, etag: answer[strings.LastIndexByte(answer, 0)+1:], expires: expiresIn(answer)}
+			w.items[i].settle()
 			return
 		case 404:
 			w.items[i] = model{known: true}
@@ -397,6 +427,7 @@ func (w *worker) resync(i int) {
 // checkModel compares the model with what the API answers once quiet.
 func (w *worker) checkModel() {
 	for i, m := range w.items {
+		m.settle()
 		if !m.known {
 			continue
 		}
