@@ -57,9 +57,11 @@ func TestExpiryInput(t *testing.T) {
 	}
 }
 
-// expireSoon is an expiresAt about a second ahead, and the instant.
-func expireSoon() (string, time.Time) {
-	at := time.Now().Add(1200 * time.Millisecond).UTC().Truncate(time.Millisecond)
+// expireIn is an expiresAt d ahead, and the instant. d leaves the test
+// time to write what expires (make test runs packages side by side on two
+// cores, under the race detector).
+func expireIn(d time.Duration) (string, time.Time) {
+	at := time.Now().Add(d).UTC().Truncate(time.Millisecond)
 	return at.Format("2006-01-02T15:04:05.000Z"), at
 }
 
@@ -71,7 +73,7 @@ func TestExpiredItemsAreGoneEverywhere(t *testing.T) {
 	e := newEnv(t)
 	for _, path := range []string{base + "/exp/item", base + "/exp/list/2024-01-01"} {
 		t.Run(path[len(base):], func(t *testing.T) {
-			at, when := expireSoon()
+			at, when := expireIn(2 * time.Second)
 			created := e.do("POST", path, `{"data":{"v":1},"expiresAt":"`+at+`"}`, "X-Uds-Subject", "erin").expect(t, 201)
 			etag := created.header.Get("ETag")
 			if r := e.do("GET", path, "").expect(t, 200); r.body["expiresAt"] != at {
@@ -94,7 +96,7 @@ func TestExpiredItemsAreGoneEverywhere(t *testing.T) {
 		})
 	}
 	// A POST onto an expired key that nothing read since replaces it.
-	at, when := expireSoon()
+	at, when := expireIn(2 * time.Second)
 	e.do("POST", base+"/exp/direct", `{"data":1,"expiresAt":"`+at+`"}`, "X-Uds-Subject", "erin").expect(t, 201)
 	waitUntil(when)
 	e.do("POST", base+"/exp/direct", `{"data":2}`, "X-Uds-Subject", "erin").expect(t, 201)
@@ -112,7 +114,7 @@ func exactUsage(t *testing.T, e *env, owner string) {
 // list pages, which stay full, and the cursors stay valid.
 func TestListPagesSkipExpiredItems(t *testing.T) {
 	e := newEnv(t)
-	at, when := expireSoon()
+	at, when := expireIn(6 * time.Second)
 	list := base + "/exp/scattered"
 	pad := make([]byte, 30_000)
 	_, _ = rand.Read(pad)
@@ -173,7 +175,7 @@ func TestListPagesSkipExpiredItems(t *testing.T) {
 func TestExpiredItemsFreeQuota(t *testing.T) {
 	e := newEnv(t)
 	e.do("PUT", admin+"/apps/"+app+"/users/quinn/quota", `{"limitItems": 3}`).expect(t, 200)
-	at, when := expireSoon()
+	at, when := expireIn(2 * time.Second)
 	for i := range 3 {
 		e.do("POST", fmt.Sprintf("%s/q/%d", base, i), `{"data":1,"expiresAt":"`+at+`"}`, "X-Uds-Subject", "quinn").expect(t, 201)
 	}
@@ -186,7 +188,7 @@ func TestExpiredItemsFreeQuota(t *testing.T) {
 	exactUsage(t, e, "quinn")
 
 	// Expired items nothing has touched: recompute reclaims them.
-	at, when = expireSoon()
+	at, when = expireIn(2 * time.Second)
 	e.do("PUT", admin+"/apps/"+app+"/users/rita/quota", `{"limitItems": 100}`).expect(t, 200)
 	for i := range 4 {
 		e.do("POST", fmt.Sprintf("%s/r/%d", base, i), `{"data":1,"expiresAt":"`+at+`"}`, "X-Uds-Subject", "rita").expect(t, 201)
@@ -202,7 +204,7 @@ func TestExpiredItemsFreeQuota(t *testing.T) {
 // Writes racing the expiry of their keys keep usage exact.
 func TestConcurrentWritesOntoExpiringKeys(t *testing.T) {
 	e := newEnv(t)
-	at, when := expireSoon()
+	at, when := expireIn(2 * time.Second)
 	for i := range 6 {
 		e.do("POST", fmt.Sprintf("%s/race/%d", base, i), `{"data":1,"expiresAt":"`+at+`"}`, "X-Uds-Subject", "sam").expect(t, 201)
 	}

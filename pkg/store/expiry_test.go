@@ -12,7 +12,7 @@ import (
 func TestSweepExpired(t *testing.T) {
 	ctx := context.Background()
 	f := newFaultyStore(t, 8)
-	at := time.Now().Add(800 * time.Millisecond).Truncate(time.Millisecond)
+	at := time.Now().Add(2 * time.Second).Truncate(time.Millisecond)
 	for i := range 5 {
 		w := writeAs("tess", key(t, "sweep", fmt.Sprint(i)), `{"v":1}`)
 		if i < 3 {
