@@ -17,10 +17,10 @@ const (
 	// expiryRetries bounds how often a failing batch is retried (halved
 	// each time by bisection) before its records go to the failure queue.
 	expiryRetries = 10
-	// iteratorAgeThresholdMs alarms when the expiry function falls a
-	// minute behind the streams: quotas then still count expired items,
-	// and recompute's quiet period assumes the lag is shorter.
-	iteratorAgeThresholdMs = 60_000
+	// iteratorAgeThresholdMs alarms when the expiry function falls 30 s
+	// behind the streams: quotas then still count expired items, and
+	// recompute's quiet period (60 s) assumes the lag is well shorter.
+	iteratorAgeThresholdMs = 30_000
 )
 
 // streamOf is the stream a table keeps: old images for the tables whose
@@ -77,7 +77,7 @@ func (s *UdsStack) defineExpiry(props *UdsStackProps) {
 	}
 	s.alarm("ExpiryIteratorAgeAlarm", fn.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{
 		Period: alarmPeriod, Statistic: jsii.String("Maximum"),
-	}), iteratorAgeThresholdMs, "The UDS expiry function is more than a minute behind the data tables' streams")
+	}), iteratorAgeThresholdMs, "The UDS expiry function is more than 30 s behind the data tables' streams")
 	s.alarm("ExpiryFailuresAlarm", failures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 		Period: alarmPeriod, Statistic: jsii.String("Maximum"),
 	}), 1, "Stream records the UDS expiry function could not release are waiting in its failure queue")
