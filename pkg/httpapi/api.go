@@ -32,6 +32,7 @@ type Store interface {
 	AppUsers(ctx context.Context, app, after string, limit int) ([]uds.UserUsage, bool, error)
 	UserApps(ctx context.Context, user, after string, limit int) ([]uds.AppUsage, bool, error)
 	Recompute(ctx context.Context, app, user string) (uds.Recomputed, error)
+	WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item, error)
 }
 
 // SubjectFunc names the caller of a request. It returns ErrUnauthenticated
@@ -76,6 +77,10 @@ type API struct {
 	budget  time.Duration
 	request time.Duration
 	log     *slog.Logger
+	// route serves a request among the routes of the given groups: a
+	// batch runs its operations through it. (A field, since the route
+	// table itself refers to the batch handler.)
+	route func(http.ResponseWriter, *http.Request, Group)
 }
 
 // New returns the handler for the given route groups.
@@ -86,7 +91,7 @@ func New(st Store, groups Group, c Config) *API {
 	if c.RequestBudget <= 0 {
 		c.RequestBudget = config.DefaultRequestBudget
 	}
-	return &API{
+	a := &API{
 		store:   st,
 		groups:  groups,
 		subject: c.Subject,
@@ -95,6 +100,8 @@ func New(st Store, groups Group, c Config) *API {
 		request: c.RequestBudget,
 		log:     c.Logger,
 	}
+	a.route = a.serve
+	return a
 }
 
 // withBudget bounds ctx by budget and by the host's deadline less margin.

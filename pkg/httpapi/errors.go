@@ -32,6 +32,8 @@ type errorBody struct {
 	LimitItems *int64 `json:"limitItems,omitempty"`
 	// Deleted counts what a partial delete-all removed.
 	Deleted *int `json:"deleted,omitempty"`
+	// FailedIndex names the operation that refused an atomic batch.
+	FailedIndex *int `json:"failedIndex,omitempty"`
 }
 
 // statusTable maps each domain error to its status and message: the one
@@ -76,6 +78,10 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	var quota *uds.QuotaError
 	var incomplete *uds.IncompleteError
 	var unavailable *uds.UnavailableError
+	var batch *uds.BatchError
+	if errors.As(err, &batch) {
+		body.FailedIndex = &batch.Index
+	}
 	switch {
 	case errors.As(err, &invalid):
 		body.Error = "Invalid " + invalid.Field

@@ -44,6 +44,11 @@ func readWrite(r *http.Request, w *uds.Write) error {
 	if err != nil {
 		return uds.Invalid("body", "could not be read")
 	}
+	return parseWrite(body, w)
+}
+
+// parseWrite validates a POST or PUT body into w.
+func parseWrite(body []byte, w *uds.Write) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return uds.Invalid("body", `is empty; send {"data": <any JSON value>}`)
 	}
@@ -81,6 +86,7 @@ func readWrite(r *http.Request, w *uds.Write) error {
 		}
 		w.ClassName = cn
 	}
+	var err error
 	w.ExpiresAt, err = expiry(&b, time.Now())
 	return err
 }
@@ -144,12 +150,16 @@ func jsonProblem(err error) string {
 
 // ifMatch parses the If-Match header.
 func ifMatch(r *http.Request) (uds.Precondition, error) {
+	return parseIfMatch(strings.Join(r.Header.Values("If-Match"), ","))
+}
+
+// parseIfMatch parses an If-Match value; empty imposes nothing.
+func parseIfMatch(v string) (uds.Precondition, error) {
 	var p uds.Precondition
-	values := r.Header.Values("If-Match")
-	if len(values) == 0 {
+	if v == "" {
 		return p, nil
 	}
-	tags, err := entityTags(strings.Join(values, ","))
+	tags, err := entityTags(v)
 	if err != nil {
 		return p, uds.Invalid("If-Match", "%s", err)
 	}

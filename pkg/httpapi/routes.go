@@ -36,6 +36,9 @@ type route struct {
 var routes = []route{
 	{GroupKV, "/data/{applicationUuid}/quota", map[string]handler{
 		http.MethodGet: (*API).ownQuota}},
+	// A batch of item operations of both kinds; the kv function serves it.
+	{GroupKV, "/data/{applicationUuid}/batch", map[string]handler{
+		http.MethodPost: (*API).batch}},
 	{GroupKV, "/data/{applicationUuid}/{namespace}/{id}", map[string]handler{
 		http.MethodGet: (*API).getItem, http.MethodPost: (*API).createItem,
 		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}},
@@ -95,6 +98,11 @@ func Routes(groups Group) []Route {
 // an encoded slash (%2F) stays inside its segment; each segment is then
 // unescaped. One trailing slash is accepted on every route.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.serve(w, r, a.groups)
+}
+
+// serve routes a request among the routes of groups.
+func (a *API) serve(w http.ResponseWriter, r *http.Request, groups Group) {
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), BasePath+"/")
 	if !ok {
 		a.notFound(w, r)
@@ -113,7 +121,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	allow := ""
 	for i := range routes {
 		rt := &routes[i]
-		if rt.group&a.groups == 0 {
+		if rt.group&groups == 0 {
 			continue
 		}
 		p, ok := match(routeSegments[i], segs)

@@ -178,6 +178,10 @@ func (f *fakeStore) Recompute(context.Context, string, string) (uds.Recomputed, 
 	return uds.Recomputed{}, errFake
 }
 
+func (f *fakeStore) WriteAtomic(context.Context, []uds.BatchOp) ([]uds.Item, error) {
+	return nil, errFake
+}
+
 func benchEvent(method, path, body string) events.APIGatewayV2HTTPRequest {
 	return events.APIGatewayV2HTTPRequest{
 		Version: "2.0", RawPath: path, Body: body,

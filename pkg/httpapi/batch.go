@@ -1,0 +1,301 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// maxBatchBodyBytes bounds a batch request (Lambda takes at most 6 MB).
+const maxBatchBodyBytes = 6 << 20
+
+// batchWorkers is how many operations of a non-atomic batch run at once.
+const batchWorkers = 8
+
+type batchBody struct {
+	Atomic     bool          `json:"atomic"`
+	Operations []batchOpJSON `json:"operations"`
+}
+
+type batchOpJSON struct {
+	Method      string          `json:"method"`
+	Path        string          `json:"path"`
+	Body        json.RawMessage `json:"body"`
+	IfMatch     string          `json:"ifMatch"`
+	IfNoneMatch string          `json:"ifNoneMatch"`
+}
+
+// batchResult is one operation's answer: what the single-item route would
+// have answered.
+type batchResult struct {
+	Status int             `json:"status"`
+	ETag   string          `json:"etag,omitempty"`
+	Body   json.RawMessage `json:"body,omitempty"`
+	// BodyOmitted marks a write whose answer body did not fit the
+	// response; the write happened (see Status and ETag).
+	BodyOmitted bool `json:"bodyOmitted,omitempty"`
+}
+
+type batchJSON struct {
+	Results []batchResult `json:"results"`
+}
+
+// batch serves POST .../data/{app}/batch: many item operations in one
+// request, applied one by one (each answered as its own route would), or
+// atomically, all or none. Every operation is checked before anything is
+// written; a malformed one is a 400 naming its index.
+func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
+	app, err := uds.ParseApp(p.app)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBatchBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		a.fail(w, r, &uds.TooLargeError{Reason: "a batch request takes at most 6 MB"}, nil)
+		return
+	case err != nil:
+		a.fail(w, r, uds.Invalid("body", "could not be read"), nil)
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var b batchBody
+	if err := dec.Decode(&b); err != nil || dec.More() {
+		a.fail(w, r, uds.Invalid("body", `is not a JSON object of the form {"atomic": false, "operations": [...]}`), nil)
+		return
+	}
+	subject, err := a.subject(r)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	ops, err := checkBatch(app, subject, &b)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	if b.Atomic {
+		a.batchAtomic(w, r, ops)
+		return
+	}
+	results := make([]batchResult, len(b.Operations))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(batchWorkers, len(results)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				results[i] = a.runOperation(r, app, b.Operations[i])
+			}
+		}()
+	}
+	for i := range results {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	fitResults(results, func(i int) bool { return strings.EqualFold(b.Operations[i].Method, http.MethodGet) })
+	writeJSON(w, http.StatusOK, batchJSON{Results: results})
+}
+
+// checkBatch validates every operation and returns the writes of an atomic
+// batch (nil otherwise).
+func checkBatch(app, subject string, b *batchBody) ([]uds.BatchOp, error) {
+	limit := uds.MaxBatchOps
+	if b.Atomic {
+		limit = uds.MaxAtomicOps
+	}
+	switch n := len(b.Operations); {
+	case n == 0:
+		return nil, uds.Invalid("operations", "must hold at least one operation")
+	case n > limit:
+		return nil, uds.Invalid("operations", "holds %d operations; at most %d fit a batch with \"atomic\": %v", n, limit, b.Atomic)
+	}
+	var ops []uds.BatchOp
+	seen := map[uds.Key]int{}
+	for i, o := range b.Operations {
+		field := func(f string) string { return "operations[" + strconv.Itoa(i) + "]." + f }
+		op, err := checkOperation(app, subject, o, b.Atomic)
+		if err != nil {
+			var inv *uds.InvalidError
+			if errors.As(err, &inv) {
+				return nil, &uds.InvalidError{Field: field(inv.Field), Reason: inv.Reason}
+			}
+			var big *uds.TooLargeError
+			if errors.As(err, &big) {
+				return nil, &uds.TooLargeError{Reason: field("body") + ": " + big.Reason}
+			}
+			return nil, err
+		}
+		if j, dup := seen[op.Write.Key]; dup && b.Atomic {
+			return nil, uds.Invalid(field("path"), "names the same item as operations[%d]; an atomic batch writes each item once", j)
+		}
+		seen[op.Write.Key] = i
+		ops = append(ops, op)
+	}
+	if !b.Atomic {
+		return nil, nil
+	}
+	return ops, nil
+}
+
+// checkOperation validates one operation as its single-item route would.
+func checkOperation(app, subject string, o batchOpJSON, atomic bool) (uds.BatchOp, error) {
+	op := uds.BatchOp{Method: strings.ToUpper(o.Method)}
+	switch op.Method {
+	case http.MethodPost, http.MethodPut, http.MethodDelete:
+	case http.MethodGet:
+		if atomic {
+			return op, uds.Invalid("method", "GET has no place in an atomic batch, which writes")
+		}
+	default:
+		return op, uds.Invalid("method", "must be POST, PUT, DELETE or GET, got %q", o.Method)
+	}
+	segs := strings.Split(strings.Trim(o.Path, "/"), "/")
+	if len(segs) < 2 {
+		return op, uds.Invalid("path", "must be {namespace}/{id} or {namespace}/{id}/{sortKey}, got %q", o.Path)
+	}
+	for i, s := range segs {
+		u, err := url.PathUnescape(s)
+		if err != nil {
+			return op, uds.Invalid("path", "malformed percent-encoding in %q", s)
+		}
+		segs[i] = u
+	}
+	pp := params{app: app, namespace: segs[0], id: segs[1]}
+	if len(segs) > 2 {
+		pp.sortKey, pp.listItem = strings.Join(segs[2:], "/"), true
+	}
+	key, err := itemKey(pp)
+	if err != nil {
+		return op, err
+	}
+	op.Write = uds.Write{Key: key, Subject: subject}
+	hasBody := len(o.Body) > 0 && string(o.Body) != "null"
+	switch {
+	case (op.Method == http.MethodPost || op.Method == http.MethodPut) && !hasBody:
+		return op, uds.Invalid("body", "is required for %s", op.Method)
+	case (op.Method == http.MethodGet || op.Method == http.MethodDelete) && hasBody:
+		return op, uds.Invalid("body", "has no place in a %s", op.Method)
+	case hasBody:
+		if err := parseWrite(o.Body, &op.Write); err != nil {
+			return op, err
+		}
+	}
+	if o.IfMatch != "" {
+		if op.Method != http.MethodPut && op.Method != http.MethodDelete {
+			return op, uds.Invalid("ifMatch", "applies to PUT and DELETE")
+		}
+		if op.Write.IfMatch, err = parseIfMatch(o.IfMatch); err != nil {
+			return op, err
+		}
+	}
+	if o.IfNoneMatch != "" {
+		if op.Method != http.MethodGet {
+			return op, uds.Invalid("ifNoneMatch", "applies to GET")
+		}
+		if _, err := entityTags(o.IfNoneMatch); err != nil {
+			return op, uds.Invalid("ifNoneMatch", "%s", err)
+		}
+	}
+	return op, nil
+}
+
+// runOperation answers one operation of a non-atomic batch through its
+// single-item route, as the caller, so its status and body are exactly
+// that route's.
+func (a *API) runOperation(r *http.Request, app string, o batchOpJSON) batchResult {
+	u, err := url.Parse(BasePath + "/data/" + app + "/" + strings.TrimPrefix(o.Path, "/"))
+	if err != nil {
+		return batchResult{Status: http.StatusBadRequest}
+	}
+	inner := r.Clone(r.Context())
+	inner.Method, inner.URL, inner.RequestURI = strings.ToUpper(o.Method), u, ""
+	inner.Body, inner.ContentLength = io.NopCloser(bytes.NewReader(o.Body)), int64(len(o.Body))
+	for h, v := range map[string]string{"If-Match": o.IfMatch, "If-None-Match": o.IfNoneMatch} {
+		inner.Header.Del(h)
+		if v != "" {
+			inner.Header.Set(h, v)
+		}
+	}
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	a.route(rec, inner, GroupKV|GroupList)
+	res := batchResult{Status: rec.status, ETag: rec.header.Get("ETag")}
+	if b := bytes.TrimSpace(rec.body.Bytes()); len(b) > 0 {
+		res.Body = b
+	}
+	return res
+}
+
+// fitResults keeps the batch answer within Lambda's payload: past the
+// budget, a read answers 413 (read that item on its own) and a write keeps
+// its status and ETag without its body.
+func fitResults(results []batchResult, isRead func(int) bool) {
+	total := 0
+	for i := range results {
+		total += rawPayloadBytes(results[i].Body) + 64
+		if total <= maxPageBytes || results[i].Body == nil {
+			continue
+		}
+		if isRead(i) {
+			results[i] = batchResult{Status: http.StatusRequestEntityTooLarge, Body: json.RawMessage(fmt.Sprintf(
+				`{"error":"Payload too large","details":"the batch answer would pass Lambda's 6 MB; read this item on its own","timestamp":%q}`, now()))}
+			continue
+		}
+		results[i].Body, results[i].BodyOmitted = nil, true
+	}
+}
+
+// recorder captures what a route answers.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) WriteHeader(status int)      { r.status = status }
+func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
+
+// batchAtomic applies the writes all or none.
+func (a *API) batchAtomic(w http.ResponseWriter, r *http.Request, ops []uds.BatchOp) {
+	items, err := a.store.WriteAtomic(r.Context(), ops)
+	if err != nil {
+		var be *uds.BatchError
+		if errors.As(err, &be) {
+			a.fail(w, r, err, &ops[be.Index].Write.Key)
+			return
+		}
+		a.fail(w, r, err, nil)
+		return
+	}
+	results := make([]batchResult, len(ops))
+	for i, op := range ops {
+		switch op.Method {
+		case http.MethodDelete:
+			results[i] = batchResult{Status: http.StatusNoContent}
+		default:
+			status := http.StatusOK
+			if op.Method == http.MethodPost {
+				status = http.StatusCreated
+			}
+			b, _ := json.Marshal(toJSON(&items[i]))
+			results[i] = batchResult{Status: status, ETag: items[i].Revision().ETag(), Body: b}
+		}
+	}
+	fitResults(results, func(int) bool { return false })
+	writeJSON(w, http.StatusOK, batchJSON{Results: results})
+}

@@ -1,0 +1,30 @@
+package uds
+
+import "strconv"
+
+// MaxBatchOps and MaxAtomicOps bound a batch: operations applied one by
+// one, and operations applied all or none (one DynamoDB transaction, which
+// also carries the owners' usage changes).
+const (
+	MaxBatchOps  = 100
+	MaxAtomicOps = 50
+)
+
+// BatchOp is one write of an atomic batch: POST, PUT or DELETE of Write.Key
+// (Write.IfMatch for PUT and DELETE).
+type BatchOp struct {
+	Method string
+	Write  Write
+}
+
+// BatchError says which operation of a batch failed, and why.
+type BatchError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchError) Error() string { return "operation " + strconv.Itoa(e.Index) + ": " + e.Err.Error() }
+
+// Unwrap returns the operation's error, so that errors.Is and errors.As
+// see its kind.
+func (e *BatchError) Unwrap() error { return e.Err }
