@@ -23,7 +23,9 @@ type BatchError struct {
 	Err   error
 }
 
-func (e *BatchError) Error() string { return "operation " + strconv.Itoa(e.Index) + ": " + e.Err.Error() }
+func (e *BatchError) Error() string {
+	return "operation " + strconv.Itoa(e.Index) + ": " + e.Err.Error()
+}
 
 // Unwrap returns the operation's error, so that errors.Is and errors.As
 // see its kind.
