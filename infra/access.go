@@ -101,8 +101,13 @@ type tableAccess struct {
 // recompute stores a corrected total with a one-action transaction.
 var functionAccess = map[string][]tableAccess{
 	fnKV: {
+		// The kv function also serves batches, whose operations address
+		// list items too and whose atomic form reads with BatchGetItem.
 		{Table: schema.Data, Actions: []string{
-			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem",
+		}},
+		{Table: schema.List, Actions: []string{
+			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem",
 		}},
 		{Table: schema.Usage, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem",
@@ -110,6 +115,9 @@ var functionAccess = map[string][]tableAccess{
 		{Table: schema.Apps, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:BatchGetItem",
 		}},
+		// A write refused for quota looks for its owner's expired items.
+		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
+		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 	},
 	fnList: {
 		{Table: schema.List, Actions: []string{
@@ -122,6 +130,10 @@ var functionAccess = map[string][]tableAccess{
 		{Table: schema.Apps, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:BatchGetItem",
 		}},
+		// ...and removes them, key-value items included.
+		{Table: schema.Data, Actions: []string{"dynamodb:DeleteItem"}},
+		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
+		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 	},
 	fnAdmin: {
 		// A user's apps are a query on the usage table's hash key; an
@@ -134,7 +146,9 @@ var functionAccess = map[string][]tableAccess{
 		// the app limits view reads the app alone; limit changes update.
 		{Table: schema.Apps, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}},
 		// Recompute reads an owner's items through the owner index of
-		// both data tables and never the items themselves.
+		// both data tables, and removes the expired ones first.
+		{Table: schema.Data, Actions: []string{"dynamodb:DeleteItem"}},
+		{Table: schema.List, Actions: []string{"dynamodb:DeleteItem"}},
 		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 	},

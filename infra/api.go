@@ -47,11 +47,12 @@ var (
 // .../{id}/list (GET, DELETE) wins over the greedy .../{id}/{sortKey+}. The
 // greedy variable lets a sort key contain slashes. POST or PUT on .../list
 // falls through to the greedy route and the list function rejects the
-// reserved sort key. The quota route has one segment fewer than an item
-// route, so the two never overlap.
+// reserved sort key. The quota and batch routes have one segment fewer
+// than an item route, so they never overlap.
 var apiRoutes = []apiRoute{
 	{Methods: methodsItem, Path: apiBase + "/data/{app}/{namespace}/{id}", Function: fnKV},
 	{Methods: []awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_HEAD}, Path: apiBase + "/data/{app}/quota", Function: fnKV},
+	{Methods: []awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_POST}, Path: apiBase + "/data/{app}/batch", Function: fnKV},
 	{Methods: methodsReadDelete, Path: apiBase + "/data/{app}/{namespace}/{id}/list", Function: fnList},
 	{Methods: methodsItem, Path: apiBase + "/data/{app}/{namespace}/{id}/{sortKey+}", Function: fnList},
 	{Methods: []awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_ANY}, Path: apiBase + "/admin/{proxy+}", Function: fnAdmin, Admin: true},
