@@ -19,6 +19,7 @@ import (
 // Store is what the HTTP layer needs from storage; *store.Store has it.
 type Store interface {
 	Get(context.Context, uds.Key) (uds.Item, error)
+	GetMany(context.Context, []uds.Key) ([]uds.Item, []error)
 	Create(context.Context, uds.Write) (uds.Item, error)
 	Update(context.Context, uds.Write) (uds.Item, error)
 	Delete(context.Context, uds.Key, uds.Precondition) error

@@ -91,6 +91,23 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 		return
 	}
 	results := make([]batchResult, len(b.Operations))
+	// Reads go out together in BatchGetItem; writes through their routes.
+	var reads []int
+	var keys []uds.Key
+	for i, o := range b.Operations {
+		if strings.EqualFold(o.Method, http.MethodGet) {
+			op, _ := checkOperation(app, subject, o, false) // checked above
+			reads, keys = append(reads, i), append(keys, op.Write.Key)
+		}
+	}
+	if len(keys) > 0 {
+		items, errs := a.store.GetMany(r.Context(), keys)
+		for j, i := range reads {
+			rec := &recorder{header: http.Header{}, status: http.StatusOK}
+			a.answerGet(rec, a.operationRequest(r, app, b.Operations[i]), keys[j], items[j], errs[j])
+			results[i] = rec.result()
+		}
+	}
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range min(batchWorkers, len(results)) {
@@ -98,12 +115,16 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				results[i] = a.runOperation(r, app, b.Operations[i])
+				rec := &recorder{header: http.Header{}, status: http.StatusOK}
+				a.route(rec, a.operationRequest(r, app, b.Operations[i]), GroupKV|GroupList)
+				results[i] = rec.result()
 			}
 		}()
 	}
-	for i := range results {
-		next <- i
+	for i, o := range b.Operations {
+		if !strings.EqualFold(o.Method, http.MethodGet) {
+			next <- i
+		}
 	}
 	close(next)
 	wg.Wait()
@@ -214,16 +235,14 @@ func checkOperation(app, subject string, o batchOpJSON, atomic bool) (uds.BatchO
 	return op, nil
 }
 
-// runOperation answers one operation of a non-atomic batch through its
-// single-item route, as the caller, so its status and body are exactly
-// that route's.
-func (a *API) runOperation(r *http.Request, app string, o batchOpJSON) batchResult {
-	u, err := url.Parse(BasePath + "/data/" + app + "/" + strings.TrimPrefix(o.Path, "/"))
-	if err != nil {
-		return batchResult{Status: http.StatusBadRequest}
-	}
+// operationRequest is one operation of a non-atomic batch as a request to
+// its single-item route, made by the batch's caller, so that its answer is
+// exactly that route's.
+func (a *API) operationRequest(r *http.Request, app string, o batchOpJSON) *http.Request {
 	inner := r.Clone(r.Context())
-	inner.Method, inner.URL, inner.RequestURI = strings.ToUpper(o.Method), u, ""
+	inner.Method, inner.RequestURI = strings.ToUpper(o.Method), ""
+	// The path was checked, so it parses.
+	inner.URL, _ = url.Parse(BasePath + "/data/" + app + "/" + strings.TrimPrefix(o.Path, "/"))
 	inner.Body, inner.ContentLength = io.NopCloser(bytes.NewReader(o.Body)), int64(len(o.Body))
 	for h, v := range map[string]string{"If-Match": o.IfMatch, "If-None-Match": o.IfNoneMatch} {
 		inner.Header.Del(h)
@@ -231,13 +250,7 @@ func (a *API) runOperation(r *http.Request, app string, o batchOpJSON) batchResu
 			inner.Header.Set(h, v)
 		}
 	}
-	rec := &recorder{header: http.Header{}, status: http.StatusOK}
-	a.route(rec, inner, GroupKV|GroupList)
-	res := batchResult{Status: rec.status, ETag: rec.header.Get("ETag")}
-	if b := bytes.TrimSpace(rec.body.Bytes()); len(b) > 0 {
-		res.Body = b
-	}
-	return res
+	return inner
 }
 
 // fitResults keeps the batch answer within Lambda's payload: past the
@@ -269,6 +282,15 @@ type recorder struct {
 func (r *recorder) Header() http.Header         { return r.header }
 func (r *recorder) WriteHeader(status int)      { r.status = status }
 func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
+
+// result is what the route answered, as a batch slot.
+func (r *recorder) result() batchResult {
+	res := batchResult{Status: r.status, ETag: r.header.Get("ETag")}
+	if b := bytes.TrimSpace(r.body.Bytes()); len(b) > 0 {
+		res.Body = b
+	}
+	return res
+}
 
 // batchAtomic applies the writes all or none.
 func (a *API) batchAtomic(w http.ResponseWriter, r *http.Request, ops []uds.BatchOp) {

@@ -25,6 +25,19 @@ var capacityReport = flag.String("capacity-report", "", "write the capacity tabl
 // ceil(n/25) batch writes and one usage write per owner for delete-all. A
 // growing update costs a refused conditional write more: it learns the old
 // size from it instead of reading first.
+// batchOf is a batch of n operations on items ns/0 .. ns/n-1.
+func batchOf(n int, method, ns, body string, atomic bool) string {
+	ops := make([]string, n)
+	for i := range ops {
+		ops[i] = fmt.Sprintf(`{"method":%q,"path":"%s/%d"`, method, ns, i)
+		if body != "" {
+			ops[i] += `,"body":` + body
+		}
+		ops[i] += "}"
+	}
+	return fmt.Sprintf(`{"atomic":%v,"operations":[%s]}`, atomic, strings.Join(ops, ","))
+}
+
 // expiring adds a ttl of one second to a write body.
 func expiring(body string) string { return strings.Replace(body, "{", `{"ttl":1,`, 1) }
 
@@ -67,6 +80,9 @@ func TestCapacityTable(t *testing.T) {
 			time.Sleep(1100 * time.Millisecond)
 			return e.do("GET", base+"/cap/ttl", "")
 		}, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
+		{"batch of 100 POSTs (1 KB), one by one", 200, func() response { return e.do("POST", base+"/batch", batchOf(100, "POST", "b1", kb(1), false)) }, map[string]int{"TransactWriteItems": 100}},
+		{"batch of 100 GETs (1 KB)", 200, func() response { return e.do("POST", base+"/batch", batchOf(100, "GET", "b1", "", false)) }, map[string]int{"BatchGetItem": 1}},
+		{"batch of 50 POSTs (1 KB), atomic", 200, func() response { return e.do("POST", base+"/batch", batchOf(50, "POST", "b2", kb(1), true)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}},
 	}
 	var md strings.Builder
 	md.WriteString("| API operation | DynamoDB calls | RCU | WCU |\n|---|---|---:|---:|\n")

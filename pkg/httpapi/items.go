@@ -33,6 +33,12 @@ func (a *API) getItem(w http.ResponseWriter, r *http.Request, p params) {
 		return
 	}
 	it, err := a.store.Get(r.Context(), key)
+	a.answerGet(w, r, key, it, err)
+}
+
+// answerGet answers a read of key: the item with its ETag, 304 when
+// If-None-Match names it, or the error.
+func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it uds.Item, err error) {
 	if err != nil {
 		a.fail(w, r, err, &key)
 		return

@@ -178,6 +178,10 @@ func (f *fakeStore) Recompute(context.Context, string, string) (uds.Recomputed, 
 	return uds.Recomputed{}, errFake
 }
 
+func (f *fakeStore) GetMany(_ context.Context, keys []uds.Key) ([]uds.Item, []error) {
+	return make([]uds.Item, len(keys)), make([]error, len(keys))
+}
+
 func (f *fakeStore) WriteAtomic(context.Context, []uds.BatchOp) ([]uds.Item, error) {
 	return nil, errFake
 }
@@ -211,8 +215,8 @@ var benchBody = `{"data":{"s":"` + strings.Repeat("a", 980) + `"}}`
 // BenchmarkGet1KB and BenchmarkPost1KB run our whole layer (adapter,
 // routing, validation, store, SDK) with DynamoDB stubbed at the transport;
 // the Floor benchmarks run the adapter alone. The target is at most 2x.
-// A POST makes two DynamoDB calls (the usage reservation and the write; the
-// limits read is cached after the first request).
+// A POST makes one DynamoDB call (a transaction of the write and the usage
+// change; the limits read is cached after the first request).
 func BenchmarkGet1KB(b *testing.B) {
 	runBench(b, benchHandler(b), benchEvent("GET", benchPath, ""), 200)
 }
@@ -237,4 +241,34 @@ func BenchmarkFloorGet1KB(b *testing.B) {
 
 func BenchmarkFloorPost1KB(b *testing.B) {
 	runBench(b, floorHandler(), benchEvent("POST", benchPath, benchBody), 200)
+}
+
+// batchBody is a batch of n operations of one method on items b/0 .. b/n-1.
+func batchBody(n int, method string, atomic bool) string {
+	ops := make([]string, n)
+	for i := range ops {
+		ops[i] = `{"method":"` + method + `","path":"b/` + strconv.Itoa(i) + `"`
+		if method != "GET" {
+			ops[i] += `,"body":` + benchBody
+		}
+		ops[i] += "}"
+	}
+	return `{"atomic":` + strconv.FormatBool(atomic) + `,"operations":[` + strings.Join(ops, ",") + `]}`
+}
+
+const benchBatchPath = "/rest/api/v1/data/d53065bd-f932-4841-83fb-849717d8df0f/batch"
+
+// The batch benchmarks run a whole 100-operation batch (50 atomic)
+// through the Lambda handler, DynamoDB stubbed at the transport: compare
+// with 100 times BenchmarkPost1KB.
+func BenchmarkBatch100Posts(b *testing.B) {
+	runBench(b, benchHandler(b), benchEvent("POST", benchBatchPath, batchBody(100, "POST", false)), 200)
+}
+
+func BenchmarkBatch100Gets(b *testing.B) {
+	runBench(b, benchHandler(b), benchEvent("POST", benchBatchPath, batchBody(100, "GET", false)), 200)
+}
+
+func BenchmarkBatchAtomic50Posts(b *testing.B) {
+	runBench(b, benchHandler(b), benchEvent("POST", benchBatchPath, batchBody(50, "POST", true)), 200)
 }

@@ -60,3 +60,51 @@ func (s *Store) readMeta(ctx context.Context, key uds.Key) (map[string]types.Att
 	}
 	return out.Item, nil
 }
+
+// GetMany reads items by key, strongly consistent, with BatchGetItem
+// (100 keys a call): for each key the item, or uds.ErrNotFound.
+func (s *Store) GetMany(ctx context.Context, keys []uds.Key) ([]uds.Item, []error) {
+	items, errs := make([]uds.Item, len(keys)), make([]error, len(keys))
+	found := map[string]map[string]types.AttributeValue{}
+	for start := 0; start < len(keys); start += 100 {
+		in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{}}
+		for _, k := range keys[start:min(start+100, len(keys))] {
+			ka := in.RequestItems[s.table(k)]
+			ka.Keys, ka.ConsistentRead = append(ka.Keys, keyAV(k)), aws.Bool(true)
+			in.RequestItems[s.table(k)] = ka
+		}
+		for attempt := 0; len(in.RequestItems) > 0; attempt++ {
+			out, err := s.client.BatchGetItem(ctx, in)
+			if err == nil && len(out.UnprocessedKeys) > 0 {
+				err = sleep(ctx, backoff(attempt))
+			}
+			if err != nil {
+				err = failed("read items", err)
+				for i := range errs {
+					errs[i] = err
+				}
+				return items, errs
+			}
+			for _, got := range out.Responses {
+				for _, it := range got {
+					found[str(it, schema.AttrDataKey)+"\x00"+str(it, schema.AttrSortKey)] = it
+				}
+			}
+			in.RequestItems = out.UnprocessedKeys
+		}
+	}
+	now := time.Now()
+	for i, k := range keys {
+		av := found[k.DataKey()+"\x00"+k.SortKey]
+		switch {
+		case av == nil:
+			errs[i] = uds.ErrNotFound
+		case expired(av, now):
+			s.reclaim(ctx, k.App, []listEntry{{key: k, state: av}})
+			errs[i] = uds.ErrNotFound
+		default:
+			items[i], errs[i] = decodeItem(k, av)
+		}
+	}
+	return items, errs
+}
