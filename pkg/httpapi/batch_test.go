@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
@@ -214,4 +216,34 @@ func TestBatchesUnderFaults(t *testing.T) {
 	ft.Set()
 	t.Logf("faults %v", injected)
 	exactUsage(t, e, "wren")
+}
+
+func TestBatchTooLarge(t *testing.T) {
+	e := newEnv(t)
+	big := `"` + strings.Repeat("x", 1<<20) + `"`
+	_, r := e.batch(t, 413, `{"operations":[{"method":"GET","path":"a/b"},{"method":"POST","path":"a/c","body":{"data":`+big+`}}]}`)
+	if !strings.Contains(fmt.Sprint(r.body["details"]), "operations[1].body") {
+		t.Errorf("413 does not name the operation: %s", r.raw)
+	}
+	// Eighteen values of 300 KB of base64 (225 KB stored) pass DynamoDB's 4 MB
+	// per transaction: an atomic batch refuses them, naming the one that
+	// passes the limit.
+	var ops []string
+	for i := range 18 {
+		ops = append(ops, fmt.Sprintf(`{"method":"POST","path":"big/%d","body":{"data":%q}}`, i, incompressible(300_000)))
+	}
+	_, r = e.batch(t, 413, `{"atomic":true,"operations":[`+strings.Join(ops, ",")+`]}`)
+	if r.body["failedIndex"] == nil {
+		t.Errorf("no failedIndex: %.300s", r.raw)
+	}
+	if n := e.count(e.tables.Data); n != 0 {
+		t.Errorf("a refused batch wrote %d items", n)
+	}
+}
+
+// incompressible is a string of n random base64 characters.
+func incompressible(n int) string {
+	b := make([]byte, n*3/4)
+	_, _ = rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
 }

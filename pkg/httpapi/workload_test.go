@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -305,10 +306,37 @@ func (w *worker) step() {
 	switch r := w.rng.IntN(100); {
 	case r < 60:
 		w.itemStep(kill)
-	case r < 85:
+	case r < 80:
 		list := base + "/lists/shared" + strconv.Itoa(w.rng.IntN(2))
 		st, _ := w.env.send(kill, "POST", list+"/"+strconv.Itoa(w.id)+"-"+strconv.Itoa(w.rng.IntN(1000)), w.owner, w.value(), "")
 		w.expect("POST list item", st, killed, 201, 403, 409)
+	case r < 85:
+		// A batch of list item writes, one by one or atomic: its slots
+		// (or, atomic, its answer) are checked like single requests.
+		atomic := w.rng.IntN(2) == 0
+		var ops []string
+		for range 3 {
+			path := "lists/shared" + strconv.Itoa(w.rng.IntN(2)) + "/" + strconv.Itoa(w.id) + "-" + strconv.Itoa(w.rng.IntN(1000))
+			if w.rng.IntN(3) == 0 {
+				ops = append(ops, `{"method":"DELETE","path":"`+path+`"}`)
+			} else {
+				ops = append(ops, `{"method":"POST","path":"`+path+`","body":`+w.value()+`}`)
+			}
+		}
+		body := `{"atomic":` + strconv.FormatBool(atomic) + `,"operations":[` + strings.Join(ops, ",") + `]}`
+		st, answer := w.env.send(kill, "POST", base+"/batch", w.owner, body, "")
+		if atomic {
+			// Two operations may name one item: a 400 that writes nothing.
+			w.expect("atomic batch", st, killed, 200, 400, 403, 409)
+			break
+		}
+		if w.expect("batch", st, killed, 200) {
+			var out struct{ Results []struct{ Status int } }
+			_ = json.Unmarshal([]byte(answer[:strings.LastIndexByte(answer, 0)]), &out)
+			for _, res := range out.Results {
+				w.expect("batch slot", res.Status, false, 201, 204, 403, 409)
+			}
+		}
 	case r < 92:
 		list := base + "/lists/shared" + strconv.Itoa(w.rng.IntN(2))
 		st, _ := w.env.send(kill, "DELETE", list+"/list", w.owner, "", "")
