@@ -148,17 +148,18 @@ func jsonProblem(err error) string {
 	return "malformed JSON"
 }
 
-// ifMatch parses the If-Match header.
+// ifMatch parses the If-Match header; without one nothing is imposed.
 func ifMatch(r *http.Request) (uds.Precondition, error) {
-	return parseIfMatch(strings.Join(r.Header.Values("If-Match"), ","))
+	values := r.Header.Values("If-Match")
+	if len(values) == 0 {
+		return uds.Precondition{}, nil
+	}
+	return parseIfMatch(strings.Join(values, ","))
 }
 
-// parseIfMatch parses an If-Match value; empty imposes nothing.
+// parseIfMatch parses an If-Match value (an empty one is invalid).
 func parseIfMatch(v string) (uds.Precondition, error) {
 	var p uds.Precondition
-	if v == "" {
-		return p, nil
-	}
 	tags, err := entityTags(v)
 	if err != nil {
 		return p, uds.Invalid("If-Match", "%s", err)
