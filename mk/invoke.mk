@@ -9,7 +9,7 @@
 #       the response on stdout, the function's logs and
 #       "init_duration_ms=… duration_ms=… status=…" on stderr.
 #
-#   make invoke-floor [FUNCTIONS="kv list admin"] [FLOOR_REPEAT=10]
+#   make invoke-floor [FUNCTIONS="kv list admin expiry"] [FLOOR_REPEAT=10]
 #       $(FLOOR_REPEAT) cold starts of cmd/hello-lambda and of each function,
 #       then a table of min/median init durations and the ratio of each
 #       median to the hello-world median.
@@ -19,7 +19,7 @@
 # function as UDS_DYNAMODB_ENDPOINT). With an empty DDB_ENDPOINT the
 # function talks to real DynamoDB with the credentials of the environment.
 
-FUNCTIONS ?= kv list admin
+FUNCTIONS ?= kv list admin expiry
 FN ?=
 EVENT ?=
 # Prerequisite that starts the engine; empty to use an engine already running.
@@ -33,6 +33,8 @@ FLOOR_EVENT_hello ?= events/kv/08-get-missing.json
 FLOOR_EVENT_kv ?= events/kv/08-get-missing.json
 FLOOR_EVENT_list ?= events/list/12-get-missing.json
 FLOOR_EVENT_admin ?= events/admin/03-user-quota.json
+# A stream record the expiry function skips: its init, nothing else.
+FLOOR_EVENT_expiry ?= events/expiry/03-removal-by-uds.json
 
 HOST_BUILD_DIR := build/host
 HOST_GO_BUILD_FLAGS := -tags lambda.norpc -trimpath -buildvcs=false -ldflags='-s -w'
