@@ -94,9 +94,8 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 	// Reads go out together in BatchGetItem; writes through their routes.
 	var reads []int
 	var keys []uds.Key
-	for i, o := range b.Operations {
-		if strings.EqualFold(o.Method, http.MethodGet) {
-			op, _ := checkOperation(app, subject, o, false) // checked above
+	for i, op := range ops {
+		if op.Method == http.MethodGet {
 			reads, keys = append(reads, i), append(keys, op.Write.Key)
 		}
 	}
@@ -121,19 +120,18 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 			}
 		}()
 	}
-	for i, o := range b.Operations {
-		if !strings.EqualFold(o.Method, http.MethodGet) {
+	for i, op := range ops {
+		if op.Method != http.MethodGet {
 			next <- i
 		}
 	}
 	close(next)
 	wg.Wait()
-	fitResults(results, func(i int) bool { return strings.EqualFold(b.Operations[i].Method, http.MethodGet) })
+	fitResults(results, func(i int) bool { return ops[i].Method == http.MethodGet })
 	writeJSON(w, http.StatusOK, batchJSON{Results: results})
 }
 
-// checkBatch validates every operation and returns the writes of an atomic
-// batch (nil otherwise).
+// checkBatch validates every operation and returns them parsed.
 func checkBatch(app, subject string, b *batchBody) ([]uds.BatchOp, error) {
 	limit := uds.MaxBatchOps
 	if b.Atomic {
@@ -166,9 +164,6 @@ func checkBatch(app, subject string, b *batchBody) ([]uds.BatchOp, error) {
 		}
 		seen[op.Write.Key] = i
 		ops = append(ops, op)
-	}
-	if !b.Atomic {
-		return nil, nil
 	}
 	return ops, nil
 }
