@@ -53,7 +53,7 @@ test-go: engine
 	$(ENGINE) -- go test -race -count=1 ./...
 
 # The randomised accounting workload of make test, longer: more requests
-# per worker and several seeds of every fault mix (about 10 minutes).
+# per worker and several seeds of every fault mix (about 15 minutes).
 SOAK_OPS ?= 600
 SOAK_ROUNDS ?= 3
 soak: engine
