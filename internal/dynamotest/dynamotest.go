@@ -28,14 +28,10 @@ var (
 	clientErr  error
 )
 
-// Client returns a client of the test engine. Without an endpoint the test
-// fails: the suite is meant to run through `make test`, which starts one.
+// Client returns a client of the test engine.
 func Client(t testing.TB) *dynamodb.Client {
 	t.Helper()
-	endpoint := os.Getenv(config.EnvDynamoDBEndpoint)
-	if endpoint == "" {
-		t.Fatalf("%s is not set: run the tests with `make test`, which starts DynamoDB Local, or point it at an engine", config.EnvDynamoDBEndpoint)
-	}
+	endpoint := engine(t)
 	clientOnce.Do(func() { client, clientErr = store.NewClient(context.Background(), endpoint) })
 	if clientErr != nil {
 		t.Fatalf("DynamoDB client: %v", clientErr)
@@ -43,17 +39,24 @@ func Client(t testing.TB) *dynamodb.Client {
 	return client
 }
 
+// engine is the test engine's endpoint. Without one the test fails: the
+// suite is meant to run through `make test`, which starts one.
+func engine(t testing.TB) string {
+	t.Helper()
+	endpoint := os.Getenv(config.EnvDynamoDBEndpoint)
+	if endpoint == "" {
+		t.Fatalf("%s is not set: run the tests with `make test`, which starts DynamoDB Local, or point it at an engine", config.EnvDynamoDBEndpoint)
+	}
+	return endpoint
+}
+
 // FaultyClient returns a client of the test engine, configured as the
 // functions configure theirs, whose traffic passes through a fault
 // injector with the given seed and no rules yet.
 func FaultyClient(t testing.TB, seed uint64) (*dynamodb.Client, *faults.Transport) {
 	t.Helper()
-	endpoint := os.Getenv(config.EnvDynamoDBEndpoint)
-	if endpoint == "" {
-		t.Fatalf("%s is not set: run the tests with `make test`", config.EnvDynamoDBEndpoint)
-	}
 	ft := faults.New(seed, http.DefaultTransport.(*http.Transport).Clone())
-	c, err := store.NewClient(context.Background(), endpoint, func(o *dynamodb.Options) {
+	c, err := store.NewClient(context.Background(), engine(t), func(o *dynamodb.Options) {
 		o.HTTPClient = &http.Client{Transport: ft}
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,8 +72,8 @@ type checkpoint struct {
 	// Done marks finished segments.
 	Positions map[string][]store.ScanPosition `json:"positions"`
 	Done      map[string][]bool               `json:"done"`
-	// Touched lists the owners whose usage grew, as JSON [app, owner]
-	// pairs (a subject may hold any character).
+	// Touched lists the owners whose usage grew, as "app|owner" (an app
+	// never holds the delimiter; a subject may).
 	Touched  map[string]bool `json:"touched"`
 	Legacy   uds.Usage       `json:"legacy"`
 	Adopted  int             `json:"adopted"`
@@ -101,18 +102,13 @@ func Run(ctx context.Context, admin Admin, st *store.Store, o Options) (Report, 
 	// 1. The owner index, without which recompute cannot read an owner's
 	// items.
 	for _, t := range dataTables {
-		state, err := store.OwnerIndexState(ctx, admin, t.name)
+		added, err := store.AddOwnerIndex(ctx, admin, t.name, t.table, o.DryRun)
 		if err != nil {
 			return rep, err
 		}
-		if state == store.IndexMissing {
+		if added {
 			rep.IndexesCreated = append(rep.IndexesCreated, t.name)
 			fmt.Fprintf(o.Progress, "%s: adding the owner index%s\n", t.name, dryNote(o.DryRun))
-			if !o.DryRun {
-				if err := store.CreateOwnerIndex(ctx, admin, t.name, t.table); err != nil {
-					return rep, err
-				}
-			}
 		}
 	}
 
@@ -170,11 +166,8 @@ func Run(ctx context.Context, admin Admin, st *store.Store, o Options) (Report, 
 	}
 	sort.Strings(owners)
 	for _, k := range owners {
-		var pair []string
-		if err := json.Unmarshal([]byte(k), &pair); err != nil || len(pair) != 2 {
-			return rep, fmt.Errorf("checkpoint owner %q is not an [app, owner] pair", k)
-		}
-		ow := OwnerResult{App: pair[0], Owner: pair[1]}
+		app, owner, _ := strings.Cut(k, uds.KeyDelimiter)
+		ow := OwnerResult{App: app, Owner: owner}
 		rc, err := st.Recompute(ctx, ow.App, ow.Owner)
 		if err != nil {
 			return rep, err
@@ -202,8 +195,7 @@ func backfillSegment(ctx context.Context, st *store.Store, o Options, table stri
 		for _, it := range items {
 			found.Items++
 			found.Bytes += it.Size
-			key, _ := json.Marshal([]string{it.App, it.Owner})
-			touched[string(key)] = true
+			touched[it.App+uds.KeyDelimiter+it.Owner] = true
 		}
 		adopted, changed := 0, 0
 		if !o.DryRun && len(items) > 0 {

@@ -78,10 +78,6 @@ type API struct {
 	budget  time.Duration
 	request time.Duration
 	log     *slog.Logger
-	// route serves a request among the routes of the given groups: a
-	// batch runs its operations through it. (A field, since the route
-	// table itself refers to the batch handler.)
-	route func(http.ResponseWriter, *http.Request, Group)
 }
 
 // New returns the handler for the given route groups.
@@ -92,7 +88,7 @@ func New(st Store, groups Group, c Config) *API {
 	if c.RequestBudget <= 0 {
 		c.RequestBudget = config.DefaultRequestBudget
 	}
-	a := &API{
+	return &API{
 		store:   st,
 		groups:  groups,
 		subject: c.Subject,
@@ -101,8 +97,6 @@ func New(st Store, groups Group, c Config) *API {
 		request: c.RequestBudget,
 		log:     c.Logger,
 	}
-	a.route = a.serve
-	return a
 }
 
 // withBudget bounds ctx by budget and by the host's deadline less margin.

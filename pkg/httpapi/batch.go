@@ -90,8 +90,15 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 		a.batchAtomic(w, r, ops)
 		return
 	}
-	results := make([]batchResult, len(b.Operations))
-	// Reads go out together in BatchGetItem; writes through their routes.
+	a.batchOneByOne(w, r, ops, b.Operations)
+}
+
+// batchOneByOne applies every operation on its own and answers each slot as
+// the operation's route would.
+func (a *API) batchOneByOne(w http.ResponseWriter, r *http.Request, ops []uds.BatchOp, raw []batchOpJSON) {
+	results := make([]batchResult, len(ops))
+	// Reads go out together in one BatchGetItem; writes run as their
+	// routes run them, with the operations already checked.
 	var reads []int
 	var keys []uds.Key
 	for i, op := range ops {
@@ -102,9 +109,11 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 	if len(keys) > 0 {
 		items, errs := a.store.GetMany(r.Context(), keys)
 		for j, i := range reads {
-			rec := &recorder{header: http.Header{}, status: http.StatusOK}
-			a.answerGet(rec, a.operationRequest(r, app, b.Operations[i]), keys[j], items[j], errs[j])
-			results[i] = rec.result()
+			var inm []string
+			if v := raw[i].IfNoneMatch; v != "" {
+				inm = []string{v}
+			}
+			results[i] = record(func(w http.ResponseWriter) { a.answerGet(w, r, keys[j], items[j], errs[j], inm) })
 		}
 	}
 	var wg sync.WaitGroup
@@ -114,9 +123,7 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				rec := &recorder{header: http.Header{}, status: http.StatusOK}
-				a.route(rec, a.operationRequest(r, app, b.Operations[i]), GroupKV|GroupList)
-				results[i] = rec.result()
+				results[i] = record(func(w http.ResponseWriter) { a.applyOperation(w, r, ops[i]) })
 			}
 		}()
 	}
@@ -129,6 +136,19 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 	wg.Wait()
 	fitResults(results, func(i int) bool { return ops[i].Method == http.MethodGet })
 	writeJSON(w, http.StatusOK, batchJSON{Results: results})
+}
+
+// applyOperation applies one checked write of a non-atomic batch as its
+// single-item route would.
+func (a *API) applyOperation(w http.ResponseWriter, r *http.Request, op uds.BatchOp) {
+	switch op.Method {
+	case http.MethodPost:
+		a.applyWrite(w, r, op.Write, http.StatusCreated)
+	case http.MethodPut:
+		a.applyWrite(w, r, op.Write, http.StatusOK)
+	default:
+		a.applyDelete(w, r, op.Write.Key, op.Write.IfMatch)
+	}
 }
 
 // checkBatch validates every operation and returns them parsed.
@@ -230,24 +250,6 @@ func checkOperation(app, subject string, o batchOpJSON, atomic bool) (uds.BatchO
 	return op, nil
 }
 
-// operationRequest is one operation of a non-atomic batch as a request to
-// its single-item route, made by the batch's caller, so that its answer is
-// exactly that route's.
-func (a *API) operationRequest(r *http.Request, app string, o batchOpJSON) *http.Request {
-	inner := r.Clone(r.Context())
-	inner.Method, inner.RequestURI = strings.ToUpper(o.Method), ""
-	// The path was checked, so it parses.
-	inner.URL, _ = url.Parse(BasePath + "/data/" + app + "/" + strings.TrimPrefix(o.Path, "/"))
-	inner.Body, inner.ContentLength = io.NopCloser(bytes.NewReader(o.Body)), int64(len(o.Body))
-	for h, v := range map[string]string{"If-Match": o.IfMatch, "If-None-Match": o.IfNoneMatch} {
-		inner.Header.Del(h)
-		if v != "" {
-			inner.Header.Set(h, v)
-		}
-	}
-	return inner
-}
-
 // fitResults keeps the batch answer within Lambda's payload: past the
 // budget, a read answers 413 (read that item on its own) and a write keeps
 // its status and ETag without its body.
@@ -267,7 +269,19 @@ func fitResults(results []batchResult, isRead func(int) bool) {
 	}
 }
 
-// recorder captures what a route answers.
+// record runs answer against a recorder and returns what it answered, as
+// a batch slot.
+func record(answer func(http.ResponseWriter)) batchResult {
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	answer(rec)
+	res := batchResult{Status: rec.status, ETag: rec.header.Get("ETag")}
+	if b := bytes.TrimSpace(rec.body.Bytes()); len(b) > 0 {
+		res.Body = b
+	}
+	return res
+}
+
+// recorder captures an answer.
 type recorder struct {
 	header http.Header
 	status int
@@ -277,15 +291,6 @@ type recorder struct {
 func (r *recorder) Header() http.Header         { return r.header }
 func (r *recorder) WriteHeader(status int)      { r.status = status }
 func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
-
-// result is what the route answered, as a batch slot.
-func (r *recorder) result() batchResult {
-	res := batchResult{Status: r.status, ETag: r.header.Get("ETag")}
-	if b := bytes.TrimSpace(r.body.Bytes()); len(b) > 0 {
-		res.Body = b
-	}
-	return res
-}
 
 // batchAtomic applies the writes all or none.
 func (a *API) batchAtomic(w http.ResponseWriter, r *http.Request, ops []uds.BatchOp) {
@@ -304,13 +309,10 @@ func (a *API) batchAtomic(w http.ResponseWriter, r *http.Request, ops []uds.Batc
 		switch op.Method {
 		case http.MethodDelete:
 			results[i] = batchResult{Status: http.StatusNoContent}
+		case http.MethodPost:
+			results[i] = record(func(w http.ResponseWriter) { answerWritten(w, &items[i], http.StatusCreated) })
 		default:
-			status := http.StatusOK
-			if op.Method == http.MethodPost {
-				status = http.StatusCreated
-			}
-			b, _ := json.Marshal(toJSON(&items[i]))
-			results[i] = batchResult{Status: status, ETag: items[i].Revision().ETag(), Body: b}
+			results[i] = record(func(w http.ResponseWriter) { answerWritten(w, &items[i], http.StatusOK) })
 		}
 	}
 	fitResults(results, func(int) bool { return false })

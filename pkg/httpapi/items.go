@@ -33,18 +33,18 @@ func (a *API) getItem(w http.ResponseWriter, r *http.Request, p params) {
 		return
 	}
 	it, err := a.store.Get(r.Context(), key)
-	a.answerGet(w, r, key, it, err)
+	a.answerGet(w, r, key, it, err, r.Header.Values("If-None-Match"))
 }
 
 // answerGet answers a read of key: the item with its ETag, 304 when
-// If-None-Match names it, or the error.
-func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it uds.Item, err error) {
+// the If-None-Match values name it, or the error.
+func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it uds.Item, err error, ifNoneMatch []string) {
 	if err != nil {
 		a.fail(w, r, err, &key)
 		return
 	}
 	etag := it.Revision().ETag()
-	match, err := noneMatch(r, etag)
+	match, err := noneMatch(ifNoneMatch, etag)
 	if err != nil {
 		a.fail(w, r, err, &key)
 		return
@@ -87,22 +87,35 @@ func (a *API) writeItem(w http.ResponseWriter, r *http.Request, p params, status
 		a.fail(w, r, err, &key)
 		return
 	}
+	a.applyWrite(w, r, write, status)
+}
+
+// applyWrite creates (201) or updates (200) the item of a checked write
+// and answers.
+func (a *API) applyWrite(w http.ResponseWriter, r *http.Request, write uds.Write, status int) {
 	var it uds.Item
+	var err error
 	if status == http.StatusCreated {
 		it, err = a.store.Create(r.Context(), write)
 	} else {
 		it, err = a.store.Update(r.Context(), write)
 	}
 	if err != nil {
-		a.fail(w, r, err, &key)
+		a.fail(w, r, err, &write.Key)
 		return
 	}
+	answerWritten(w, &it, status)
+}
+
+// answerWritten answers a write that happened: the item with its ETag,
+// and where a created item lives.
+func answerWritten(w http.ResponseWriter, it *uds.Item, status int) {
 	h := w.Header()
 	h.Set("ETag", it.Revision().ETag())
 	if status == http.StatusCreated {
-		h.Set("Location", itemPath(key))
+		h.Set("Location", itemPath(it.Key))
 	}
-	writeJSON(w, status, toJSON(&it))
+	writeJSON(w, status, toJSON(it))
 }
 
 func (a *API) deleteItem(w http.ResponseWriter, r *http.Request, p params) {
@@ -112,10 +125,16 @@ func (a *API) deleteItem(w http.ResponseWriter, r *http.Request, p params) {
 		return
 	}
 	pre, err := ifMatch(r)
-	if err == nil {
-		err = a.store.Delete(r.Context(), key, pre)
-	}
 	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
+	a.applyDelete(w, r, key, pre)
+}
+
+// applyDelete deletes the item at key under the precondition and answers.
+func (a *API) applyDelete(w http.ResponseWriter, r *http.Request, key uds.Key, pre uds.Precondition) {
+	if err := a.store.Delete(r.Context(), key, pre); err != nil {
 		a.fail(w, r, err, &key)
 		return
 	}

@@ -215,8 +215,7 @@ func entityTags(v string) ([]string, error) {
 }
 
 // noneMatch reports whether If-None-Match names the item's current ETag.
-func noneMatch(r *http.Request, etag string) (bool, error) {
-	values := r.Header.Values("If-None-Match")
+func noneMatch(values []string, etag string) (bool, error) {
 	if len(values) == 0 {
 		return false, nil
 	}

@@ -98,11 +98,6 @@ func Routes(groups Group) []Route {
 // an encoded slash (%2F) stays inside its segment; each segment is then
 // unescaped. One trailing slash is accepted on every route.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.serve(w, r, a.groups)
-}
-
-// serve routes a request among the routes of groups.
-func (a *API) serve(w http.ResponseWriter, r *http.Request, groups Group) {
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), BasePath+"/")
 	if !ok {
 		a.notFound(w, r)
@@ -121,7 +116,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, groups Group) {
 	allow := ""
 	for i := range routes {
 		rt := &routes[i]
-		if rt.group&groups == 0 {
+		if rt.group&a.groups == 0 {
 			continue
 		}
 		p, ok := match(routeSegments[i], segs)

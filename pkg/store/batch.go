@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/schema"
@@ -85,11 +83,11 @@ type atomicPlan struct {
 // change per owner.
 func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []encodedValue, states []map[string]types.AttributeValue, token string) (atomicPlan, error) {
 	p := atomicPlan{firstGrowth: map[string]int{}, limits: map[string]uds.Limits{}, items: make([]uds.Item, len(ops))}
-	deltas := map[string]uds.Usage{}
+	app := ops[0].Write.App
+	deltas := ownerDeltas{}
 	move := func(owner string, d uds.Usage, i int) {
-		u := deltas[owner]
-		deltas[owner] = uds.Usage{Bytes: u.Bytes + d.Bytes, Items: u.Items + d.Items}
-		if _, seen := p.firstGrowth[owner]; !seen && (d.Bytes > 0 || d.Items > 0) {
+		deltas.add(app, owner, d)
+		if _, seen := p.firstGrowth[owner]; !seen && d.Grows() {
 			p.firstGrowth[owner] = i
 		}
 	}
@@ -102,8 +100,7 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 			if live {
 				return p, &uds.BatchError{Index: i, Err: uds.ErrConflict}
 			}
-			it := uds.Item{Key: w.Key, Data: w.Data, ClassName: w.ClassName, CreatedDate: now, CreatedBy: w.Subject,
-				UpdatedDate: now, UpdatedBy: w.Subject, Version: 1, ExpiresAt: w.ExpiresAt}
+			it := newItem(w, now)
 			put := &types.Put{TableName: aws.String(s.table(w.Key)), Item: encodeItem(&it, values[i])}
 			if old == nil {
 				put.ConditionExpression = aws.String("attribute_not_exists(#k)")
@@ -151,36 +148,19 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 			}
 		}
 	}
-	owners := make([]string, 0, len(deltas))
-	for o := range deltas {
-		owners = append(owners, o)
-	}
-	sort.Strings(owners)
-	for _, o := range owners {
-		d := deltas[o]
-		if d == (uds.Usage{}) {
-			continue
-		}
-		app := ops[0].Write.App
-		var action types.TransactWriteItem
-		var err error
-		if d.Bytes > 0 || d.Items > 0 {
-			var lim uds.Limits
-			action, lim, err = s.chargeFor(ctx, app, o, d)
-			p.limits[o] = lim
-		} else {
-			action, err = s.usageChange(ctx, app, o, d, uds.Limits{})
-		}
+	var err error
+	deltas.each(func(app, o string, d uds.Usage) {
 		if err != nil {
-			var q *uds.QuotaError
-			if errors.As(err, &q) {
-				return p, &uds.BatchError{Index: p.firstGrowth[o], Err: err}
-			}
-			return p, err
+			return
+		}
+		var action types.TransactWriteItem
+		action, p.limits[o], err = s.usageAction(ctx, app, o, d)
+		if errors.As(err, new(*uds.QuotaError)) {
+			err = &uds.BatchError{Index: p.firstGrowth[o], Err: err}
 		}
 		p.add(action, o)
-	}
-	return p, nil
+	})
+	return p, err
 }
 
 func (p *atomicPlan) add(a types.TransactWriteItem, owner string) {
@@ -189,50 +169,19 @@ func (p *atomicPlan) add(a types.TransactWriteItem, owner string) {
 }
 
 // readStates reads the items a batch writes, strongly consistent and
-// without their values, in one BatchGetItem per table (nil where there is
-// none).
+// without their values (nil where there is none).
 func (s *Store) readStates(ctx context.Context, ops []uds.BatchOp) ([]map[string]types.AttributeValue, error) {
-	states := make([]map[string]types.AttributeValue, len(ops))
-	keysBy := map[string][]map[string]types.AttributeValue{}
-	for _, op := range ops {
-		keysBy[s.table(op.Write.Key)] = append(keysBy[s.table(op.Write.Key)], keyAV(op.Write.Key))
-	}
-	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{}}
-	for table, keys := range keysBy {
-		in.RequestItems[table] = types.KeysAndAttributes{
-			Keys: keys, ConsistentRead: aws.Bool(true),
-			ProjectionExpression: aws.String(metaProjection + ", #s"), ExpressionAttributeNames: withSortKey(metaNames),
-		}
-	}
-	found := map[string]map[string]types.AttributeValue{}
-	for attempt := 0; len(in.RequestItems) > 0; attempt++ {
-		out, err := s.client.BatchGetItem(ctx, in)
-		if err != nil {
-			return nil, failed("read a batch's items", err)
-		}
-		for _, items := range out.Responses {
-			for _, it := range items {
-				found[str(it, schema.AttrDataKey)+"\x00"+str(it, schema.AttrSortKey)] = it
-			}
-		}
-		in.RequestItems = out.UnprocessedKeys
-		if len(in.RequestItems) > 0 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return nil, failed("read a batch's items", err)
-			}
-		}
-	}
+	keys := make([]uds.Key, len(ops))
 	for i, op := range ops {
-		states[i] = found[op.Write.DataKey()+"\x00"+op.Write.SortKey]
+		keys[i] = op.Write.Key
+	}
+	found, err := s.batchGet(ctx, keys, metaProjection)
+	if err != nil {
+		return nil, err
+	}
+	states := make([]map[string]types.AttributeValue, len(ops))
+	for i, k := range keys {
+		states[i] = found[itemID(k)]
 	}
 	return states, nil
-}
-
-func withSortKey(names map[string]string) map[string]string {
-	out := make(map[string]string, len(names)+1)
-	for k, v := range names {
-		out[k] = v
-	}
-	out["#s"] = schema.AttrSortKey
-	return out
 }

@@ -84,6 +84,8 @@ func encodeValue(w *uds.Write) (encodedValue, error) {
 		schema.AttrWriteToken, schema.AttrExpiresAt, schema.AttrExpiresAtMillis} {
 		names += len(n)
 	}
+	// 96 bytes hold the numbers (version, size, schema version, expiry)
+	// and the 32-character write token.
 	upper := keyBytes + stored + len(w.ClassName) + names + 2*len(timeLayout) + len(w.Subject) + len(w.App) + creatorAllowance + 96
 	if upper > MaxItemBytes {
 		return v, &uds.TooLargeError{Reason: fmt.Sprintf("the value takes %d bytes after compression; with its key and attributes it does not fit DynamoDB's %d-byte item limit", stored, MaxItemBytes)}

@@ -21,13 +21,8 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	if err != nil {
 		return uds.Item{}, err
 	}
-	now := writeTime()
-	it := uds.Item{
-		Key: w.Key, Data: w.Data, ClassName: w.ClassName,
-		CreatedDate: now, CreatedBy: w.Subject, UpdatedDate: now, UpdatedBy: w.Subject,
-		Version: 1, ExpiresAt: w.ExpiresAt,
-	}
-	charge, lim, err := s.chargeFor(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
+	it := newItem(&w, writeTime())
+	charge, lim, err := s.usageAction(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
 	if err != nil {
 		return uds.Item{}, err
 	}
@@ -58,5 +53,15 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 		default:
 			return uds.Item{}, failed(op, errUnexpectedCancel(refused))
 		}
+	}
+}
+
+// newItem is the item a create of w makes at now: version 1, created and
+// updated by the writer.
+func newItem(w *uds.Write, now time.Time) uds.Item {
+	return uds.Item{
+		Key: w.Key, Data: w.Data, ClassName: w.ClassName,
+		CreatedDate: now, CreatedBy: w.Subject, UpdatedDate: now, UpdatedBy: w.Subject,
+		Version: 1, ExpiresAt: w.ExpiresAt,
 	}
 }

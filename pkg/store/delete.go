@@ -33,11 +33,7 @@ func (s *Store) Delete(ctx context.Context, key uds.Key, ifMatch uds.Preconditio
 		}
 		actions := []types.TransactWriteItem{s.deleteAction(key, old)}
 		if who, counted := owner(key.App, old); counted {
-			release, err := s.usageChange(ctx, key.App, who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}, uds.Limits{})
-			if err != nil {
-				return err
-			}
-			actions = append(actions, release)
+			actions = append(actions, s.usageChange(key.App, who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}))
 		}
 		refused, err := s.transact(ctx, op, actions...)
 		switch {

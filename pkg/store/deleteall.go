@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,19 +157,14 @@ func (s *Store) readEntries(ctx context.Context, list uds.Key, batches chan<- []
 func (s *Store) removeEntries(ctx context.Context, op, app string, pending []listEntry) (int, error) {
 	for len(pending) > 0 {
 		actions := make([]types.TransactWriteItem, 0, len(pending)+1)
-		freed := map[string]uds.Usage{}
+		freed := ownerDeltas{}
 		for _, e := range pending {
 			actions = append(actions, s.removeAction(e))
 			if who, counted := owner(app, e.state); counted {
-				f := freed[who]
-				freed[who] = uds.Usage{Bytes: f.Bytes + num(e.state, schema.AttrItemSize), Items: f.Items + 1}
+				freed.add(app, who, uds.Usage{Bytes: num(e.state, schema.AttrItemSize), Items: 1})
 			}
 		}
-		owners := make([]string, 0, len(freed))
-		for who := range freed {
-			owners = append(owners, who)
-		}
-		if len(actions)+len(owners) > maxTxActions {
+		if len(actions)+len(freed) > maxTxActions {
 			// Refreshed items brought new owners: split the batch.
 			half := len(pending) / 2
 			n, err := s.removeEntries(ctx, op, app, pending[:half])
@@ -180,14 +174,9 @@ func (s *Store) removeEntries(ctx context.Context, op, app string, pending []lis
 			m, err := s.removeEntries(ctx, op, app, pending[half:])
 			return n + m, err
 		}
-		sort.Strings(owners)
-		for _, who := range owners {
-			release, err := s.usageChange(ctx, app, who, freed[who].Negate(), uds.Limits{})
-			if err != nil {
-				return 0, err
-			}
-			actions = append(actions, release)
-		}
+		freed.each(func(app, who string, u uds.Usage) {
+			actions = append(actions, s.usageChange(app, who, u.Negate()))
+		})
 		refused, err := s.transact(ctx, op, actions...)
 		if err != nil {
 			return 0, err

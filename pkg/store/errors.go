@@ -76,19 +76,6 @@ func isTransient(err error) bool {
 	return retry.RetryableConnectionError{}.IsErrorRetryable(err) == aws.TrueTernary
 }
 
-// isThrottle reports whether DynamoDB refused for capacity reasons.
-func isThrottle(err error) bool {
-	var apiErr smithy.APIError
-	if !errors.As(err, &apiErr) {
-		return false
-	}
-	switch apiErr.ErrorCode() {
-	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
-		return true
-	}
-	return false
-}
-
 // isConditionFailed reports whether a single-item write was refused by its
 // condition.
 func isConditionFailed(err error) bool {

@@ -52,36 +52,14 @@ func (s *Store) readLive(ctx context.Context, key uds.Key) (map[string]types.Att
 }
 
 // reclaimOwner removes an owner's expired items, found through the owner
-// index (which projects the expiry, the size and the keys), so that they
-// never cause a quota refusal. It returns how many it removed.
+// index (which projects the expiry and the size), so that they never cause
+// a quota refusal. It returns how many it removed.
 func (s *Store) reclaimOwner(ctx context.Context, app, owner string) int {
-	var found []listEntry
-	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
-	for _, table := range []string{s.tables.Data, s.tables.List} {
-		in := &dynamodb.QueryInput{
-			TableName:                aws.String(table),
-			IndexName:                aws.String(schema.IndexByOwner),
-			KeyConditionExpression:   aws.String("#o = :o"),
-			FilterExpression:         aws.String("#xm <= :now"),
-			ExpressionAttributeNames: map[string]string{"#o": schema.AttrOwnerKey, "#xm": schema.AttrExpiresAtMillis},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":o": &types.AttributeValueMemberS{Value: ownerKey(app, owner)}, ":now": &types.AttributeValueMemberN{Value: now},
-			},
-		}
-		err := s.queryAll(ctx, in, maxReclaim-len(found), func(it map[string]types.AttributeValue) {
-			key, ok := keyOf(it)
-			if ok {
-				found = append(found, listEntry{key: key, state: it})
-			}
-		})
-		if err != nil || len(found) >= maxReclaim {
-			break
-		}
-	}
-	if len(found) == 0 {
+	_, gone, err := s.ownedItems(ctx, app, owner)
+	if err != nil || len(gone) == 0 {
 		return 0
 	}
-	return s.reclaim(ctx, app, found)
+	return s.reclaim(ctx, app, gone)
 }
 
 // keyOf parses a stored item's key; false for a dataKey UDS could not
@@ -120,10 +98,7 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 		ConditionExpression:      aws.String("attribute_not_exists(#a)"),
 		ExpressionAttributeNames: map[string]string{"#a": schema.AttrApp},
 	}}
-	release, err := s.usageChange(ctx, app, who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}, uds.Limits{})
-	if err != nil {
-		return false, err
-	}
+	release := s.usageChange(app, who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1})
 	refused, err := s.transact(ctx, "release expired "+dataKey, marker, release)
 	switch {
 	case err != nil:

@@ -22,24 +22,30 @@ func (s *Store) Get(ctx context.Context, key uds.Key) (uds.Item, error) {
 	if err != nil {
 		return uds.Item{}, failed("get "+key.DataKey(), err)
 	}
-	if out.Item == nil {
+	return s.liveItem(ctx, key, out.Item, time.Now())
+}
+
+// liveItem decodes an item read at now: uds.ErrNotFound when there is none
+// or when it has expired (it is reclaimed then).
+func (s *Store) liveItem(ctx context.Context, key uds.Key, av map[string]types.AttributeValue, now time.Time) (uds.Item, error) {
+	switch {
+	case av == nil:
+		return uds.Item{}, uds.ErrNotFound
+	case expired(av, now):
+		s.reclaim(ctx, key.App, []listEntry{{key: key, state: av}})
 		return uds.Item{}, uds.ErrNotFound
 	}
-	if expired(out.Item, time.Now()) {
-		s.reclaim(ctx, key.App, []listEntry{{key: key, state: out.Item}})
-		return uds.Item{}, uds.ErrNotFound
-	}
-	return decodeItem(key, out.Item)
+	return decodeItem(key, av)
 }
 
 // metaProjection is what a write needs to know of the item it replaces or
 // removes: its revision, owner and size, and the token of its last update
 // (with its audit fields, for the answer to a retried update), and its
 // expiry.
-const metaProjection = "#k, #v, #cd, #cb, #ud, #ub, #o, #z, #wt, #xm"
+const metaProjection = "#k, #s, #v, #cd, #cb, #ud, #ub, #o, #z, #wt, #xm"
 
 var metaNames = map[string]string{
-	"#k": schema.AttrDataKey, "#v": schema.AttrVersion, "#cd": schema.AttrCreatedDate,
+	"#k": schema.AttrDataKey, "#s": schema.AttrSortKey, "#v": schema.AttrVersion, "#cd": schema.AttrCreatedDate,
 	"#cb": schema.AttrCreatedBySubject, "#ud": schema.AttrUpdatedDate, "#ub": schema.AttrUpdatedBySubject, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize,
 	"#wt": schema.AttrWriteToken, "#xm": schema.AttrExpiresAtMillis,
 }
@@ -61,16 +67,35 @@ func (s *Store) readMeta(ctx context.Context, key uds.Key) (map[string]types.Att
 	return out.Item, nil
 }
 
-// GetMany reads items by key, strongly consistent, with BatchGetItem
-// (100 keys a call): for each key the item, or uds.ErrNotFound.
+// GetMany reads items by key, strongly consistent, in BatchGetItem calls:
+// for each key the item, or uds.ErrNotFound.
 func (s *Store) GetMany(ctx context.Context, keys []uds.Key) ([]uds.Item, []error) {
 	items, errs := make([]uds.Item, len(keys)), make([]error, len(keys))
+	found, err := s.batchGet(ctx, keys, "")
+	now := time.Now()
+	for i, k := range keys {
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		items[i], errs[i] = s.liveItem(ctx, k, found[itemID(k)], now)
+	}
+	return items, errs
+}
+
+// batchGet reads items by key, strongly consistent, with BatchGetItem
+// (100 keys a call, unprocessed keys sent again): the items found, by
+// itemID. A projection, when given, names what is read with metaNames.
+func (s *Store) batchGet(ctx context.Context, keys []uds.Key, projection string) (map[string]map[string]types.AttributeValue, error) {
 	found := map[string]map[string]types.AttributeValue{}
 	for start := 0; start < len(keys); start += 100 {
 		in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{}}
 		for _, k := range keys[start:min(start+100, len(keys))] {
 			ka := in.RequestItems[s.table(k)]
 			ka.Keys, ka.ConsistentRead = append(ka.Keys, keyAV(k)), aws.Bool(true)
+			if projection != "" {
+				ka.ProjectionExpression, ka.ExpressionAttributeNames = aws.String(projection), metaNames
+			}
 			in.RequestItems[s.table(k)] = ka
 		}
 		for attempt := 0; len(in.RequestItems) > 0; attempt++ {
@@ -79,11 +104,7 @@ func (s *Store) GetMany(ctx context.Context, keys []uds.Key) ([]uds.Item, []erro
 				err = sleep(ctx, backoff(attempt))
 			}
 			if err != nil {
-				err = failed("read items", err)
-				for i := range errs {
-					errs[i] = err
-				}
-				return items, errs
+				return nil, failed("read items", err)
 			}
 			for _, got := range out.Responses {
 				for _, it := range got {
@@ -93,18 +114,8 @@ func (s *Store) GetMany(ctx context.Context, keys []uds.Key) ([]uds.Item, []erro
 			in.RequestItems = out.UnprocessedKeys
 		}
 	}
-	now := time.Now()
-	for i, k := range keys {
-		av := found[k.DataKey()+"\x00"+k.SortKey]
-		switch {
-		case av == nil:
-			errs[i] = uds.ErrNotFound
-		case expired(av, now):
-			s.reclaim(ctx, k.App, []listEntry{{key: k, state: av}})
-			errs[i] = uds.ErrNotFound
-		default:
-			items[i], errs[i] = decodeItem(k, av)
-		}
-	}
-	return items, errs
+	return found, nil
 }
+
+// itemID names an item among the items of both data tables.
+func itemID(k uds.Key) string { return k.DataKey() + "\x00" + k.SortKey }

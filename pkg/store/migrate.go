@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -45,54 +44,53 @@ func OwnerIndexState(ctx context.Context, c IndexAdmin, table string) (IndexStat
 	if err != nil {
 		return "", failed("describe "+table, err)
 	}
-	for _, gsi := range out.Table.GlobalSecondaryIndexes {
+	return ownerIndexState(out.Table), nil
+}
+
+func ownerIndexState(t *types.TableDescription) IndexState {
+	for _, gsi := range t.GlobalSecondaryIndexes {
 		if aws.ToString(gsi.IndexName) != schema.IndexByOwner {
 			continue
 		}
 		if gsi.IndexStatus == types.IndexStatusActive && !aws.ToBool(gsi.Backfilling) {
-			return IndexActive, nil
+			return IndexActive
 		}
-		return IndexCreating, nil
+		return IndexCreating
 	}
-	return IndexMissing, nil
+	return IndexMissing
 }
 
-// CreateOwnerIndex adds the owner index, as schema describes it, to a data
-// table that lacks it. A table with provisioned capacity gives the index
-// the table's own.
-func CreateOwnerIndex(ctx context.Context, c IndexAdmin, table string, t schema.Table) error {
+// AddOwnerIndex adds the owner index, as the schema defines it, to a data
+// table that lacks it (unless dryRun), and reports whether it was missing.
+// A table with provisioned capacity gives the index the table's own.
+func AddOwnerIndex(ctx context.Context, c IndexAdmin, table string, t schema.Table, dryRun bool) (bool, error) {
 	out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
-		return failed("describe "+table, err)
+		return false, failed("describe "+table, err)
 	}
-	var ix schema.Index
-	for _, i := range t.Indexes {
-		if i.Name == schema.IndexByOwner {
-			ix = i
+	if ownerIndexState(out.Table) != IndexMissing || dryRun {
+		return ownerIndexState(out.Table) == IndexMissing, nil
+	}
+	// The index as CreateTables would define it.
+	def := createTableInput(t, table)
+	create := &types.CreateGlobalSecondaryIndexAction{}
+	for _, gsi := range def.GlobalSecondaryIndexes {
+		if aws.ToString(gsi.IndexName) == schema.IndexByOwner {
+			create.IndexName, create.KeySchema, create.Projection = gsi.IndexName, gsi.KeySchema, gsi.Projection
 		}
 	}
-	in := createTableInput(t, table)
-	create := &types.CreateGlobalSecondaryIndexAction{
-		IndexName: aws.String(ix.Name),
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(ix.Hash.Name), KeyType: types.KeyTypeHash}},
-		Projection: &types.Projection{
-			ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: ix.NonKeyAttributes,
-		},
-	}
-	if p := out.Table.ProvisionedThroughput; out.Table.BillingModeSummary == nil || out.Table.BillingModeSummary.BillingMode == types.BillingModeProvisioned {
-		if p != nil && aws.ToInt64(p.ReadCapacityUnits) > 0 {
-			create.ProvisionedThroughput = &types.ProvisionedThroughput{ReadCapacityUnits: p.ReadCapacityUnits, WriteCapacityUnits: p.WriteCapacityUnits}
-		}
+	if p := out.Table.ProvisionedThroughput; p != nil && aws.ToInt64(p.ReadCapacityUnits) > 0 {
+		create.ProvisionedThroughput = &types.ProvisionedThroughput{ReadCapacityUnits: p.ReadCapacityUnits, WriteCapacityUnits: p.WriteCapacityUnits}
 	}
 	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{
 		TableName:                   aws.String(table),
-		AttributeDefinitions:        in.AttributeDefinitions,
+		AttributeDefinitions:        def.AttributeDefinitions,
 		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: create}},
 	})
 	if err != nil {
-		return failed("add the owner index to "+table, err)
+		return false, failed("add the owner index to "+table, err)
 	}
-	return nil
+	return true, nil
 }
 
 // ScanPosition is where a segment of a scan stopped: the last key read, as
@@ -204,7 +202,7 @@ func (s *Store) AdoptLegacy(ctx context.Context, table string, items []LegacyIte
 // adoptActions are the item updates of a batch and the usage changes of
 // its owners, in a stable order.
 func (s *Store) adoptActions(table string, batch []LegacyItem) (items, usage []types.TransactWriteItem) {
-	charges := map[[2]string]uds.Usage{}
+	charges := ownerDeltas{}
 	for _, it := range batch {
 		names := map[string]string{
 			"#k": schema.AttrDataKey, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize,
@@ -214,19 +212,20 @@ func (s *Store) adoptActions(table string, batch []LegacyItem) (items, usage []t
 			":o":  &types.AttributeValueMemberS{Value: ownerKey(it.App, it.Owner)},
 			":z":  &types.AttributeValueMemberN{Value: strconv.FormatInt(it.Size, 10)},
 			":sv": &types.AttributeValueMemberN{Value: schemaVersion},
-			":vb": &types.AttributeValueMemberN{Value: strconv.FormatInt(it.ValueBytes, 10)},
 		}
-		cond := "attribute_exists(#k) AND attribute_not_exists(#o) AND size(#v) = :vb AND "
+		// The item must still lack an owner and hold a value of the size
+		// measured (size() of a missing attribute fails, hence the other
+		// form) and the class name read.
+		cond := "attribute_exists(#k) AND attribute_not_exists(#o) AND attribute_not_exists(#v)"
+		if it.ValueBytes > 0 {
+			cond = "attribute_exists(#k) AND attribute_not_exists(#o) AND size(#v) = :vb"
+			values[":vb"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(it.ValueBytes, 10)}
+		}
 		if it.ClassName != nil {
-			cond += "#cn = :cn"
+			cond += " AND #cn = :cn"
 			values[":cn"] = &types.AttributeValueMemberS{Value: *it.ClassName}
 		} else {
-			cond += "attribute_not_exists(#cn)"
-		}
-		if it.ValueBytes == 0 {
-			// No dataValue at all: size() of a missing attribute fails.
-			cond = strings.Replace(cond, "size(#v) = :vb", "attribute_not_exists(#v)", 1)
-			delete(values, ":vb")
+			cond += " AND attribute_not_exists(#cn)"
 		}
 		key := map[string]types.AttributeValue{schema.AttrDataKey: &types.AttributeValueMemberS{Value: it.DataKey}}
 		if it.SortKey != "" {
@@ -240,20 +239,11 @@ func (s *Store) adoptActions(table string, batch []LegacyItem) (items, usage []t
 			ExpressionAttributeNames:  names,
 			ExpressionAttributeValues: values,
 		}})
-		owner := [2]string{it.App, it.Owner}
-		c := charges[owner]
-		charges[owner] = uds.Usage{Bytes: c.Bytes + it.Size, Items: c.Items + 1}
+		charges.add(it.App, it.Owner, uds.Usage{Bytes: it.Size, Items: 1})
 	}
-	owners := make([][2]string, 0, len(charges))
-	for o := range charges {
-		owners = append(owners, o)
-	}
-	sort.Slice(owners, func(i, j int) bool { return owners[i][0]+"|"+owners[i][1] < owners[j][0]+"|"+owners[j][1] })
-	for _, o := range owners {
-		// A growth without limits never refuses, so no error comes back.
-		action, _ := s.usageChange(context.Background(), o[0], o[1], charges[o], uds.Limits{})
-		usage = append(usage, action)
-	}
+	charges.each(func(app, owner string, u uds.Usage) {
+		usage = append(usage, s.usageChange(app, owner, u))
+	})
 	return items, usage
 }
 
@@ -277,5 +267,5 @@ func indexNotReady(err error) bool {
 		return false
 	}
 	msg := strings.ToLower(apiErr.ErrorMessage())
-	return strings.Contains(msg, "index")
+	return strings.Contains(msg, "specified index") || strings.Contains(msg, "backfilling")
 }

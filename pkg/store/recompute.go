@@ -32,17 +32,20 @@ const maxRecomputeAttempts = 5
 // real one. Otherwise the result says when to try again.
 func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed, error) {
 	op := "recompute usage of " + user + " in " + app
-	// Expired items still stored are removed (and released) first, so
-	// that the sum of live items below is what the record should say.
-	s.reclaimOwner(ctx, app, user)
-	for range maxRecomputeAttempts {
+	for attempt := 0; attempt < maxRecomputeAttempts; attempt++ {
 		appLimits, record, err := s.readRecords(ctx, app, user, true)
 		if err != nil {
 			return uds.Recomputed{}, err
 		}
-		actual, err := s.sumOwned(ctx, app, user)
+		actual, gone, err := s.ownedItems(ctx, app, user)
 		if err != nil {
 			return uds.Recomputed{}, err
+		}
+		if len(gone) > 0 && attempt == 0 {
+			// Expired items still stored are removed (and released)
+			// first, so that the live sum is what the record should say.
+			s.reclaim(ctx, app, gone)
+			continue
 		}
 		q := uds.Quota{
 			App: app, User: user, Used: usageOf(record),
@@ -104,25 +107,33 @@ func (s *Store) storeUsage(app, user string, record map[string]types.AttributeVa
 	}}
 }
 
-// sumOwned adds up the sizes of an owner's items in both data tables.
-func (s *Store) sumOwned(ctx context.Context, app, user string) (uds.Usage, error) {
+// ownedItems reads an owner's items in both data tables through the owner
+// index: the live ones add up to live, the expired ones (at most
+// maxReclaim) come back to be reclaimed.
+func (s *Store) ownedItems(ctx context.Context, app, user string) (live uds.Usage, gone []listEntry, err error) {
 	var (
-		mu    sync.Mutex
-		total uds.Usage
-		wg    sync.WaitGroup
-		errs  [2]error
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs [2]error
 	)
 	now := time.Now()
-	for i, table := range []string{s.tables.Data, s.tables.List} {
+	// The index holds the table's keys, so the list table's sort key too.
+	for i, t := range []struct{ name, projection string }{{s.tables.Data, "#k, #o, #z, #xm"}, {s.tables.List, "#k, #s, #o, #z, #xm"}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			names := map[string]string{
+				"#k": schema.AttrDataKey, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize, "#xm": schema.AttrExpiresAtMillis,
+			}
+			if t.name == s.tables.List {
+				names["#s"] = schema.AttrSortKey
+			}
 			in := &dynamodb.QueryInput{
-				TableName:                aws.String(table),
+				TableName:                aws.String(t.name),
 				IndexName:                aws.String(schema.IndexByOwner),
 				KeyConditionExpression:   aws.String("#o = :o"),
-				ProjectionExpression:     aws.String("#z, #xm"),
-				ExpressionAttributeNames: map[string]string{"#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize, "#xm": schema.AttrExpiresAtMillis},
+				ProjectionExpression:     aws.String(t.projection),
+				ExpressionAttributeNames: names,
 				ExpressionAttributeValues: map[string]types.AttributeValue{
 					":o": &types.AttributeValueMemberS{Value: ownerKey(app, user)},
 				},
@@ -135,11 +146,11 @@ func (s *Store) sumOwned(ctx context.Context, app, user string) (uds.Usage, erro
 				}
 				mu.Lock()
 				for _, it := range out.Items {
-					if expired(it, now) {
-						continue // gone, whether or not removed yet
+					if !expired(it, now) {
+						live = live.Plus(uds.Usage{Bytes: num(it, schema.AttrItemSize), Items: 1})
+					} else if key, ok := keyOf(it); ok && len(gone) < maxReclaim {
+						gone = append(gone, listEntry{key: key, state: it})
 					}
-					total.Bytes += num(it, schema.AttrItemSize)
-					total.Items++
 				}
 				mu.Unlock()
 				if out.LastEvaluatedKey == nil {
@@ -152,9 +163,9 @@ func (s *Store) sumOwned(ctx context.Context, app, user string) (uds.Usage, erro
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {
 		if indexNotReady(err) {
-			return uds.Usage{}, errIndexNotReady
+			return uds.Usage{}, nil, errIndexNotReady
 		}
-		return uds.Usage{}, failed("sum usage of "+user+" in "+app, err)
+		return uds.Usage{}, nil, failed("sum usage of "+user+" in "+app, err)
 	}
-	return total, nil
+	return live, gone, nil
 }

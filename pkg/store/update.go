@@ -128,14 +128,7 @@ func (s *Store) updateAlone(ctx context.Context, op string, up *types.Update, to
 
 // updateCharged writes an update together with the usage change it makes.
 func (s *Store) updateCharged(ctx context.Context, op string, up *types.Update, app, who string, change uds.Usage) (writeOutcome, error) {
-	var usage types.TransactWriteItem
-	var lim uds.Limits
-	var err error
-	if change.Bytes > 0 || change.Items > 0 {
-		usage, lim, err = s.chargeFor(ctx, app, who, change)
-	} else {
-		usage, err = s.usageChange(ctx, app, who, change, uds.Limits{})
-	}
+	usage, lim, err := s.usageAction(ctx, app, who, change)
 	if err != nil {
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"hash/fnv"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -37,14 +38,12 @@ func usageKey(app, user string) map[string]types.AttributeValue {
 	}
 }
 
-// usageChange is the transaction action that adds d to the owner's usage
-// record, creating it (with its app shard, for the app's users index) if
-// needed, and stamps the change time that recompute waits on. When d grows
-// a dimension that has a limit, the action holds only while the result
-// stays within it; a change that could not fit even an empty account is a
-// *uds.QuotaError at once.
-func (s *Store) usageChange(ctx context.Context, app, owner string, d uds.Usage, lim uds.Limits) (types.TransactWriteItem, error) {
-	up := &types.Update{
+// usageChange is the update that adds d to the owner's usage record
+// unconditionally, creating it (with its app shard, for the app's users
+// index) if needed, and stamps the change time that recompute waits on.
+// Releases use it as it is; usageAction adds the limits to growth.
+func (s *Store) usageChange(app, owner string, d uds.Usage) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{
 		TableName:        aws.String(s.tables.Usage),
 		Key:              usageKey(app, owner),
 		UpdateExpression: aws.String("ADD #ub :b, #ui :i SET #s = :s, #lw = :lw"),
@@ -57,7 +56,24 @@ func (s *Store) usageChange(ctx context.Context, app, owner string, d uds.Usage,
 			":s":  &types.AttributeValueMemberS{Value: AppShard(app, owner)},
 			":lw": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
 		},
+	}}
+}
+
+// usageAction is the usage change of a write. One that grows a dimension
+// reads the limits in effect (through the cache) and holds only while the
+// result stays within them, so concurrent writers can never pass them; one
+// that could not fit even an empty account is a *uds.QuotaError at once.
+// It returns the limits it applied, for the body of a refusal.
+func (s *Store) usageAction(ctx context.Context, app, owner string, d uds.Usage) (types.TransactWriteItem, uds.Limits, error) {
+	action := s.usageChange(app, owner, d)
+	if !d.Grows() {
+		return action, uds.Limits{}, nil
 	}
+	lim, err := s.limits.get(ctx, s, app, owner)
+	if err != nil {
+		return action, lim, err
+	}
+	up := action.Update
 	var conds []string
 	for _, c := range []struct {
 		name, value  string
@@ -70,7 +86,7 @@ func (s *Store) usageChange(ctx context.Context, app, owner string, d uds.Usage,
 			continue
 		}
 		if c.delta > c.limit {
-			return types.TransactWriteItem{}, s.quotaError(ctx, app, owner, lim, nil)
+			return action, lim, s.quotaError(ctx, app, owner, lim, nil)
 		}
 		// usage + delta <= limit, written as usage <= limit - delta since
 		// conditions have no arithmetic.
@@ -81,18 +97,31 @@ func (s *Store) usageChange(ctx context.Context, app, owner string, d uds.Usage,
 		up.ConditionExpression = aws.String(joinAnd(conds))
 		up.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	}
-	return types.TransactWriteItem{Update: up}, nil
+	return action, lim, nil
 }
 
-// chargeFor is the usage change of a write that grows usage: the limits in
-// effect are read (through the cache) and become its condition.
-func (s *Store) chargeFor(ctx context.Context, app, owner string, d uds.Usage) (types.TransactWriteItem, uds.Limits, error) {
-	lim, err := s.limits.get(ctx, s, app, owner)
-	if err != nil {
-		return types.TransactWriteItem{}, lim, err
+// ownerDeltas adds up the usage changes of one transaction per owner (by
+// owner key), so that it moves each owner's record once.
+type ownerDeltas map[string]uds.Usage
+
+func (d ownerDeltas) add(app, owner string, u uds.Usage) {
+	k := ownerKey(app, owner)
+	d[k] = d[k].Plus(u)
+}
+
+// each calls fn for every owner whose usage changes, in owner key order.
+func (d ownerDeltas) each(fn func(app, owner string, u uds.Usage)) {
+	keys := make([]string, 0, len(d))
+	for k, u := range d {
+		if u != (uds.Usage{}) {
+			keys = append(keys, k)
+		}
 	}
-	action, err := s.usageChange(ctx, app, owner, d, lim)
-	return action, lim, err
+	sort.Strings(keys)
+	for _, k := range keys {
+		app, owner, _ := strings.Cut(k, uds.KeyDelimiter)
+		fn(app, owner, d[k])
+	}
 }
 
 // quotaError builds the refusal, with the usage record DynamoDB returned

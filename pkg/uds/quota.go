@@ -44,6 +44,12 @@ type Usage struct {
 // Negate returns the change that undoes u.
 func (u Usage) Negate() Usage { return Usage{Bytes: -u.Bytes, Items: -u.Items} }
 
+// Plus returns u and v added up.
+func (u Usage) Plus(v Usage) Usage { return Usage{Bytes: u.Bytes + v.Bytes, Items: u.Items + v.Items} }
+
+// Grows reports whether u adds to either dimension.
+func (u Usage) Grows() bool { return u.Bytes > 0 || u.Items > 0 }
+
 // Quota is an owner's usage in an app beside the limits in effect (0 means
 // unlimited).
 type Quota struct {
