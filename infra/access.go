@@ -118,6 +118,8 @@ var functionAccess = map[string][]tableAccess{
 		// A write refused for quota looks for its owner's expired items.
 		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
+		// Every request reads its namespace's policy (cached).
+		{Table: schema.Namespaces, Actions: []string{"dynamodb:GetItem"}},
 	},
 	fnList: {
 		{Table: schema.List, Actions: []string{
@@ -134,6 +136,7 @@ var functionAccess = map[string][]tableAccess{
 		{Table: schema.Data, Actions: []string{"dynamodb:DeleteItem"}},
 		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
+		{Table: schema.Namespaces, Actions: []string{"dynamodb:GetItem"}},
 	},
 	fnAdmin: {
 		// A user's apps are a query on the usage table's hash key; an
@@ -151,6 +154,12 @@ var functionAccess = map[string][]tableAccess{
 		{Table: schema.List, Actions: []string{"dynamodb:DeleteItem"}},
 		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
+		// Namespace policies: read, set and listed per app. A change that
+		// moves a namespace's items to another key space first scans the
+		// data tables for an item of the namespace.
+		{Table: schema.Namespaces, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"}},
+		{Table: schema.Data, Actions: []string{"dynamodb:Scan"}},
+		{Table: schema.List, Actions: []string{"dynamodb:Scan"}},
 	},
 	fnExpiry: {
 		// A release is a transaction of the owner's usage change and a

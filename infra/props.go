@@ -239,7 +239,7 @@ func (c *contextReader) string(key, fallback string) string {
 
 // tables reads a set of tables: true (all), false (none), or a
 // comma-separated list of the names the table context keys use (data,
-// list, usage, apps).
+// list, usage, apps, namespaces).
 func (c *contextReader) tables(key string) map[string]bool {
 	out := map[string]bool{}
 	v, ok := c.raw(key)
@@ -263,7 +263,7 @@ func (c *contextReader) tables(key string) map[string]bool {
 				}
 			}
 			if !found {
-				c.errs = append(c.errs, fmt.Errorf("context %s: %q is not a table (data, list, usage, apps)", key, name))
+				c.errs = append(c.errs, fmt.Errorf("context %s: %q is not a table (data, list, usage, apps, namespaces)", key, name))
 			}
 		}
 		return out

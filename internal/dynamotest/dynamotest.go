@@ -84,13 +84,14 @@ func uniqueTables(t testing.TB) store.Tables {
 	_, _ = rand.Read(b)
 	prefix := "t" + hex.EncodeToString(b) + "_"
 	tables := store.Tables{
-		Data:  prefix + schema.Data.DefaultName,
-		List:  prefix + schema.List.DefaultName,
-		Usage: prefix + schema.Usage.DefaultName,
-		Apps:  prefix + schema.Apps.DefaultName,
+		Data:       prefix + schema.Data.DefaultName,
+		List:       prefix + schema.List.DefaultName,
+		Usage:      prefix + schema.Usage.DefaultName,
+		Apps:       prefix + schema.Apps.DefaultName,
+		Namespaces: prefix + schema.Namespaces.DefaultName,
 	}
 	t.Cleanup(func() {
-		for _, name := range []string{tables.Data, tables.List, tables.Usage, tables.Apps} {
+		for _, name := range []string{tables.Data, tables.List, tables.Usage, tables.Apps, tables.Namespaces} {
 			_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 		}
 	})

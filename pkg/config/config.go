@@ -76,10 +76,11 @@ type Config struct {
 func FromEnv() (Config, error) {
 	c := Config{
 		Tables: schema.TableNames{
-			Data:  envOr(schema.Data.EnvVar, schema.Data.DefaultName),
-			List:  envOr(schema.List.EnvVar, schema.List.DefaultName),
-			Usage: envOr(schema.Usage.EnvVar, schema.Usage.DefaultName),
-			Apps:  envOr(schema.Apps.EnvVar, schema.Apps.DefaultName),
+			Data:       envOr(schema.Data.EnvVar, schema.Data.DefaultName),
+			List:       envOr(schema.List.EnvVar, schema.List.DefaultName),
+			Usage:      envOr(schema.Usage.EnvVar, schema.Usage.DefaultName),
+			Apps:       envOr(schema.Apps.EnvVar, schema.Apps.DefaultName),
+			Namespaces: envOr(schema.Namespaces.EnvVar, schema.Namespaces.DefaultName),
 		},
 		Endpoint:     os.Getenv(EnvDynamoDBEndpoint),
 		SubjectClaim: envOr(EnvSubjectClaim, DefaultSubjectClaim),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/cursor"
+	"github.com/udsproject/uds/pkg/policy"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -24,7 +25,7 @@ type Store interface {
 	Update(context.Context, uds.Write) (uds.Item, error)
 	Delete(context.Context, uds.Key, uds.Precondition) error
 	ListItems(context.Context, store.ListQuery) (store.ListPage, error)
-	DeleteList(context.Context, uds.Key) (int, error)
+	DeleteList(ctx context.Context, list uds.Key, onlyCreator string) (int, error)
 
 	Quota(ctx context.Context, app, user string) (uds.Quota, error)
 	AppLimits(ctx context.Context, app string) (uds.Limits, error)
@@ -34,6 +35,11 @@ type Store interface {
 	UserApps(ctx context.Context, user, after string, limit int) ([]uds.AppUsage, bool, error)
 	Recompute(ctx context.Context, app, user string) (uds.Recomputed, error)
 	WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item, error)
+
+	Policy(ctx context.Context, app, namespace string) (uds.Policy, error)
+	StoredPolicy(ctx context.Context, app, namespace string) (uds.Policy, error)
+	SetPolicy(ctx context.Context, app, namespace string, p uds.Policy) (uds.Policy, error)
+	Policies(ctx context.Context, app, after string, limit int) ([]uds.NamespacePolicy, bool, error)
 }
 
 // SubjectFunc names the caller of a request. It returns ErrUnauthenticated
@@ -75,6 +81,8 @@ type API struct {
 	groups  Group
 	subject SubjectFunc
 	cursors *cursor.Sealer
+	// schemas holds the namespaces' compiled JSON Schemas.
+	schemas *policy.Cache
 	budget  time.Duration
 	request time.Duration
 	log     *slog.Logger
@@ -93,6 +101,7 @@ func New(st Store, groups Group, c Config) *API {
 		groups:  groups,
 		subject: c.Subject,
 		cursors: cursor.NewSealer(c.CursorSecret),
+		schemas: &policy.Cache{},
 		budget:  c.DeleteAllBudget,
 		request: c.RequestBudget,
 		log:     c.Logger,

@@ -86,22 +86,38 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
+	// Each operation meets its namespace's policy as on its own route.
+	refused := make([]error, len(ops))
+	for i := range ops {
+		refused[i] = a.scopeOperation(r.Context(), &ops[i])
+	}
 	if b.Atomic {
+		for i, err := range refused {
+			if err != nil {
+				a.fail(w, r, &uds.BatchError{Index: i, Err: err}, &ops[i].Write.Key)
+				return
+			}
+		}
 		a.batchAtomic(w, r, ops)
 		return
 	}
-	a.batchOneByOne(w, r, ops, b.Operations)
+	a.batchOneByOne(w, r, ops, b.Operations, refused)
 }
 
 // batchOneByOne applies every operation on its own and answers each slot as
-// the operation's route would.
-func (a *API) batchOneByOne(w http.ResponseWriter, r *http.Request, ops []uds.BatchOp, raw []batchOpJSON) {
+// the operation's route would; a slot whose operation its namespace's
+// policy refused answers that refusal.
+func (a *API) batchOneByOne(w http.ResponseWriter, r *http.Request, ops []uds.BatchOp, raw []batchOpJSON, refused []error) {
 	results := make([]batchResult, len(ops))
 	// Reads go out together in one BatchGetItem; writes run as their
 	// routes run them, with the operations already checked.
 	var reads []int
 	var keys []uds.Key
 	for i, op := range ops {
+		if refused[i] != nil {
+			results[i] = record(func(w http.ResponseWriter) { a.fail(w, r, refused[i], &op.Write.Key) })
+			continue
+		}
 		if op.Method == http.MethodGet {
 			reads, keys = append(reads, i), append(keys, op.Write.Key)
 		}
@@ -128,7 +144,7 @@ func (a *API) batchOneByOne(w http.ResponseWriter, r *http.Request, ops []uds.Ba
 		}()
 	}
 	for i, op := range ops {
-		if op.Method != http.MethodGet {
+		if op.Method != http.MethodGet && refused[i] == nil {
 			next <- i
 		}
 	}

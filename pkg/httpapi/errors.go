@@ -34,6 +34,14 @@ type errorBody struct {
 	Deleted *int `json:"deleted,omitempty"`
 	// FailedIndex names the operation that refused an atomic batch.
 	FailedIndex *int `json:"failedIndex,omitempty"`
+	// Violations, on 422, say where data fails the namespace's schema.
+	Violations []violationJSON `json:"violations,omitempty"`
+}
+
+type violationJSON struct {
+	InstanceLocation string `json:"instanceLocation"`
+	KeywordLocation  string `json:"keywordLocation"`
+	Message          string `json:"message"`
 }
 
 // statusTable maps each domain error to its status and message: the one
@@ -47,6 +55,9 @@ var statusTable = []struct {
 	{uds.ErrInvalid, http.StatusBadRequest, "Bad request", "Bad request"},
 	{ErrUnauthenticated, http.StatusUnauthorized, "Unauthenticated", "Unauthenticated"},
 	{uds.ErrQuotaExceeded, http.StatusForbidden, "Quota exceeded", "Quota exceeded"},
+	{uds.ErrForbidden, http.StatusForbidden, "Forbidden", "Forbidden"},
+	{uds.ErrSchema, http.StatusUnprocessableEntity, "Schema validation failed", "Schema validation failed"},
+	{uds.ErrInUse, http.StatusConflict, "Namespace holds data", "Namespace holds data"},
 	{uds.ErrNotFound, http.StatusNotFound, "Key not found", "Item not found"},
 	{uds.ErrConflict, http.StatusConflict, "Key already exists", "Item already exists"},
 	{uds.ErrPrecondition, http.StatusPreconditionFailed, "Precondition failed", "Precondition failed"},
@@ -79,6 +90,8 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	var incomplete *uds.IncompleteError
 	var unavailable *uds.UnavailableError
 	var batch *uds.BatchError
+	var forbidden *uds.ForbiddenError
+	var schemaErr *uds.SchemaError
 	if errors.As(err, &batch) {
 		body.FailedIndex = &batch.Index
 	}
@@ -113,6 +126,18 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 			body.Details = unavailable.Reason
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(unavailable.RetryAfter.Seconds()))))
+	case errors.As(err, &forbidden):
+		body.Details = forbidden.Reason
+	case errors.Is(err, uds.ErrForbidden):
+		body.Details = "in this owner-write namespace only the item's creator may change or delete it"
+	case errors.As(err, &schemaErr):
+		body.Details = "data does not match the namespace's JSON Schema"
+		body.Violations = make([]violationJSON, len(schemaErr.Violations))
+		for i, v := range schemaErr.Violations {
+			body.Violations[i] = violationJSON(v)
+		}
+	case errors.Is(err, uds.ErrInUse):
+		body.Details = "the namespace holds items, and a change into or out of private would move them to another key space where nobody could reach them; delete them first"
 	case errors.Is(err, uds.ErrPrecondition):
 		body.Details = "If-Match names none of the item's current ETags"
 	case errors.Is(err, ErrUnauthenticated):

@@ -32,8 +32,13 @@ func (a *API) getItem(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, &key)
 		return
 	}
-	it, err := a.store.Get(r.Context(), key)
-	a.answerGet(w, r, key, it, err, r.Header.Values("If-None-Match"))
+	sc, err := a.inNamespace(r, key)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
+	it, err := a.store.Get(r.Context(), sc.key)
+	a.answerGet(w, r, sc.key, it, err, r.Header.Values("If-None-Match"))
 }
 
 // answerGet answers a read of key: the item with its ETag, 304 when
@@ -72,18 +77,23 @@ func (a *API) writeItem(w http.ResponseWriter, r *http.Request, p params, status
 		a.fail(w, r, err, &key)
 		return
 	}
-	write := uds.Write{Key: key}
-	if write.Subject, err = a.subject(r); err != nil {
+	sc, err := a.inNamespace(r, key)
+	if err != nil {
 		a.fail(w, r, err, &key)
 		return
 	}
+	write := uds.Write{Key: sc.key, Subject: sc.subject}
 	if status == http.StatusOK {
 		if write.IfMatch, err = ifMatch(r); err != nil {
 			a.fail(w, r, err, &key)
 			return
 		}
+		write.IfMatch = sc.guard(write.IfMatch)
 	}
-	if err = readWrite(r, &write); err != nil {
+	if err = readWrite(r, &write); err == nil {
+		err = a.checkData(&sc, write.Data)
+	}
+	if err != nil {
 		a.fail(w, r, err, &key)
 		return
 	}
@@ -124,12 +134,17 @@ func (a *API) deleteItem(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, &key)
 		return
 	}
+	sc, err := a.inNamespace(r, key)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
 	pre, err := ifMatch(r)
 	if err != nil {
 		a.fail(w, r, err, &key)
 		return
 	}
-	a.applyDelete(w, r, key, pre)
+	a.applyDelete(w, r, sc.key, sc.guard(pre))
 }
 
 // applyDelete deletes the item at key under the precondition and answers.

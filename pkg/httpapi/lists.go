@@ -32,12 +32,19 @@ func (a *API) listItems(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, &key)
 		return
 	}
-	q, c, err := parseListQuery(r, key)
+	sc, err := a.inNamespace(r, key)
 	if err != nil {
 		a.fail(w, r, err, &key)
 		return
 	}
-	binding := listBinding(key, q.Range)
+	q, c, err := parseListQuery(r, sc.key)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
+	// In a private namespace the key, and so the binding, is the
+	// caller's: another caller's cursor does not open.
+	binding := listBinding(sc.key, q.Range)
 	if c != "" {
 		position, err := a.cursors.Open(binding, c)
 		if err != nil {
@@ -142,9 +149,14 @@ func (a *API) deleteList(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, &key)
 		return
 	}
+	sc, err := a.inNamespace(r, key)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
 	ctx, cancel := withBudget(r.Context(), a.budget, deleteAllMargin)
 	defer cancel()
-	if _, err := a.store.DeleteList(ctx, key); err != nil {
+	if _, err := a.store.DeleteList(ctx, sc.key, sc.onlyCreator()); err != nil {
 		a.fail(w, r, err, &key)
 		return
 	}

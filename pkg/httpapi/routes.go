@@ -62,6 +62,11 @@ var routes = []route{
 		http.MethodDelete: (*API).deleteUserLimits}},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/users/{user}/quota/recompute", map[string]handler{
 		http.MethodPost: (*API).recompute}},
+	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces", map[string]handler{
+		http.MethodGet: (*API).listPolicies}},
+	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces/{namespace}", map[string]handler{
+		http.MethodGet: (*API).getPolicy, http.MethodPut: (*API).putPolicy,
+		http.MethodDelete: (*API).deletePolicy}},
 }
 
 // routeSegments holds each route's pattern split into segments.

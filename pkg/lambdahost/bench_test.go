@@ -88,7 +88,7 @@ func lambdaEnv(b *testing.B) {
 	b.Setenv("AWS_SESSION_TOKEN", "IQoJb3JpZ2luX2VjEXAMPLETOKEN")
 }
 
-var benchTables = store.Tables{Data: "data_store", List: "data_store_list", Usage: "data_usage", Apps: "apps"}
+var benchTables = store.Tables{Data: "data_store", List: "data_store_list", Usage: "data_usage", Apps: "apps", Namespaces: "namespace_policies"}
 
 func apiHandler(st httpapi.Store) lambdahost.HandlerFunc {
 	return lambdahost.Handler(httpapi.New(st, httpapi.GroupAll, httpapi.Config{
@@ -159,7 +159,7 @@ func (f *fakeStore) Delete(context.Context, uds.Key, uds.Precondition) error { r
 func (f *fakeStore) ListItems(context.Context, store.ListQuery) (store.ListPage, error) {
 	return store.ListPage{}, errFake
 }
-func (f *fakeStore) DeleteList(context.Context, uds.Key) (int, error) { return 0, errFake }
+func (f *fakeStore) DeleteList(context.Context, uds.Key, string) (int, error) { return 0, errFake }
 func (f *fakeStore) Quota(context.Context, string, string) (uds.Quota, error) {
 	return uds.Quota{}, errFake
 }
@@ -182,6 +182,19 @@ func (f *fakeStore) GetMany(_ context.Context, keys []uds.Key) ([]uds.Item, []er
 	return make([]uds.Item, len(keys)), make([]error, len(keys))
 }
 
+// The benchmarked namespaces have no policy: shared, without a schema.
+func (f *fakeStore) Policy(context.Context, string, string) (uds.Policy, error) {
+	return uds.Policy{}, nil
+}
+func (f *fakeStore) StoredPolicy(context.Context, string, string) (uds.Policy, error) {
+	return uds.Policy{}, errFake
+}
+func (f *fakeStore) SetPolicy(context.Context, string, string, uds.Policy) (uds.Policy, error) {
+	return uds.Policy{}, errFake
+}
+func (f *fakeStore) Policies(context.Context, string, string, int) ([]uds.NamespacePolicy, bool, error) {
+	return nil, false, errFake
+}
 func (f *fakeStore) WriteAtomic(context.Context, []uds.BatchOp) ([]uds.Item, error) {
 	return nil, errFake
 }

@@ -96,6 +96,15 @@ const (
 	AttrLastWrite = "lastWrite"
 )
 
+// Attribute names of the namespaces table (namespace policies; the
+// updatedDate attribute is shared with the data tables).
+const (
+	AttrNamespace     = "namespace"
+	AttrAccess        = "access"
+	AttrJSONSchema    = "jsonSchema"
+	AttrPolicyVersion = "policyVersion"
+)
+
 // Index names.
 const (
 	IndexByOwner    = "byOwner"
@@ -168,12 +177,22 @@ var Apps = Table{
 	Hash:        KeyAttr{AttrApp, String},
 }
 
+// Namespaces holds the policies of namespaces (access mode and JSON
+// Schema), keyed by app so that one query lists an app's policies.
+var Namespaces = Table{
+	ID:          "NamespacesTable",
+	DefaultName: "namespace_policies",
+	EnvVar:      "UDS_TABLE_NAMESPACES",
+	Hash:        KeyAttr{AttrApp, String},
+	Range:       &KeyAttr{AttrNamespace, String},
+}
+
 // Tables lists every table UDS uses.
-var Tables = []Table{Data, List, Usage, Apps}
+var Tables = []Table{Data, List, Usage, Apps, Namespaces}
 
 // TableNames holds the physical name of each table of a deployment.
 type TableNames struct {
-	Data, List, Usage, Apps string
+	Data, List, Usage, Apps, Namespaces string
 }
 
 // Name returns the physical name of t.
@@ -187,6 +206,8 @@ func (n TableNames) Name(t Table) string {
 		return n.Usage
 	case Apps.ID:
 		return n.Apps
+	case Namespaces.ID:
+		return n.Namespaces
 	}
 	return ""
 }

@@ -122,6 +122,8 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 			switch {
 			case !live:
 				return p, &uds.BatchError{Index: i, Err: uds.ErrNotFound}
+			case refusesWriter(w.IfMatch, old):
+				return p, &uds.BatchError{Index: i, Err: uds.ErrForbidden}
 			case !w.IfMatch.Matches(decodeMeta(w.Key, old).Revision()):
 				return p, &uds.BatchError{Index: i, Err: uds.ErrPrecondition}
 			}
@@ -139,6 +141,8 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 				return p, &uds.BatchError{Index: i, Err: uds.ErrPrecondition}
 			case !live:
 				continue // nothing there: 204, nothing to write
+			case refusesWriter(w.IfMatch, old):
+				return p, &uds.BatchError{Index: i, Err: uds.ErrForbidden}
 			case !w.IfMatch.Matches(decodeMeta(w.Key, old).Revision()):
 				return p, &uds.BatchError{Index: i, Err: uds.ErrPrecondition}
 			}

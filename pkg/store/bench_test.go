@@ -17,7 +17,7 @@ func BenchmarkDeleteList(b *testing.B) {
 		b.StopTimer()
 		fillList(b, s, list, n, 100)
 		b.StartTimer()
-		if got, err := s.DeleteList(ctx, list); err != nil || got != n {
+		if got, err := s.DeleteList(ctx, list, ""); err != nil || got != n {
 			b.Fatalf("deleted %d, %v", got, err)
 		}
 	}

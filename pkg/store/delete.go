@@ -12,7 +12,8 @@ import (
 
 // Delete removes one item. Deleting nothing succeeds (DELETE is
 // idempotent) unless ifMatch is set: then the item must exist at one of the
-// named revisions, else uds.ErrPrecondition.
+// named revisions, else uds.ErrPrecondition; ifMatch.Creator refuses
+// another creator's item with uds.ErrForbidden.
 //
 // It reads the item's revision, owner and size, then deletes exactly that
 // revision and releases exactly its size in one transaction; if another
@@ -28,6 +29,8 @@ func (s *Store) Delete(ctx context.Context, key uds.Key, ifMatch uds.Preconditio
 			return uds.ErrPrecondition
 		case old == nil:
 			return nil
+		case refusesWriter(ifMatch, old):
+			return uds.ErrForbidden
 		case !ifMatch.Matches(decodeMeta(key, old).Revision()):
 			return uds.ErrPrecondition
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,9 @@ type listEntry struct {
 	key         uds.Key
 	state       map[string]types.AttributeValue
 	expiredOnly bool
+	// creator, when set, keeps the removal to items that subject created
+	// (an owner-write namespace).
+	creator string
 }
 
 // DeleteList removes every item of a list. Keys are read page by page
@@ -48,7 +52,21 @@ type listEntry struct {
 // sent again without the items that are gone. Nothing is released twice.
 // When ctx ends first, the result is a *uds.IncompleteError that says how
 // many items were deleted: the caller answers so, never silently.
-func (s *Store) DeleteList(ctx context.Context, list uds.Key) (int, error) {
+//
+// With creator set (an owner-write namespace), a list that holds an item
+// another subject created is refused with uds.ErrForbidden before anything
+// is deleted, and only creator's items are ever removed: one that another
+// subject puts in the list meanwhile stays.
+func (s *Store) DeleteList(ctx context.Context, list uds.Key, creator string) (int, error) {
+	if creator != "" {
+		foreign, err := s.holdsOthers(ctx, list, creator)
+		if err != nil {
+			return 0, err
+		}
+		if foreign {
+			return 0, &uds.ForbiddenError{Reason: "the list holds items other callers created; in an owner-write namespace a caller can delete all of a list only when every item in it is their own"}
+		}
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	batches := make(chan []listEntry, deleteWorkers)
@@ -70,7 +88,7 @@ func (s *Store) DeleteList(ctx context.Context, list uds.Key) (int, error) {
 			}
 		}()
 	}
-	readErr := s.readEntries(ctx, list, batches)
+	readErr := s.readEntries(ctx, list, creator, batches)
 	close(batches)
 	wg.Wait()
 	n := int(deleted.Load())
@@ -90,17 +108,18 @@ func (s *Store) DeleteList(ctx context.Context, list uds.Key) (int, error) {
 	}
 }
 
-// readEntries queries the list's keys, revisions, owners and sizes and
-// sends them in batches that fit one transaction with their owners' usage
-// changes.
-func (s *Store) readEntries(ctx context.Context, list uds.Key, batches chan<- []listEntry) error {
+// readEntries queries the list's keys, revisions, creators, owners and
+// sizes and sends them in batches that fit one transaction with their
+// owners' usage changes. With creator set, it leaves other creators' items
+// out.
+func (s *Store) readEntries(ctx context.Context, list uds.Key, creator string, batches chan<- []listEntry) error {
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.tables.List),
 		KeyConditionExpression: aws.String("#k = :k"),
-		ProjectionExpression:   aws.String("#k, #s, #o, #z, #v, #cd"),
+		ProjectionExpression:   aws.String("#k, #s, #o, #z, #v, #cd, #cb"),
 		ExpressionAttributeNames: map[string]string{
 			"#k": schema.AttrDataKey, "#s": schema.AttrSortKey, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize,
-			"#v": schema.AttrVersion, "#cd": schema.AttrCreatedDate,
+			"#v": schema.AttrVersion, "#cd": schema.AttrCreatedDate, "#cb": schema.AttrCreatedBySubject,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":k": &types.AttributeValueMemberS{Value: list.DataKey()}},
 		ConsistentRead:            aws.Bool(true),
@@ -125,6 +144,9 @@ func (s *Store) readEntries(ctx context.Context, list uds.Key, batches chan<- []
 			return failed("read list "+list.DataKey(), err)
 		}
 		for _, it := range out.Items {
+			if creator != "" && str(it, schema.AttrCreatedBySubject) != creator {
+				continue
+			}
 			who, _ := owner(list.App, it)
 			size := num(it, schema.AttrItemSize)
 			fits := len(batch)+len(owners)+1 < maxTxActions || (owners[who] && len(batch)+len(owners) < maxTxActions)
@@ -135,7 +157,7 @@ func (s *Store) readEntries(ctx context.Context, list uds.Key, batches chan<- []
 			}
 			key := list
 			key.SortKey = str(it, schema.AttrSortKey)
-			batch = append(batch, listEntry{key: key, state: it})
+			batch = append(batch, listEntry{key: key, state: it, creator: creator})
 			owners[who] = true
 			bytes += size
 		}
@@ -196,8 +218,11 @@ func (s *Store) removeEntries(ctx context.Context, op, app string, pending []lis
 				continue
 			}
 			changed = true
-			if current := refused.item(i); current != nil && (!e.expiredOnly || expired(current, now)) {
-				next = append(next, listEntry{key: e.key, state: current, expiredOnly: e.expiredOnly})
+			current := refused.item(i)
+			keep := current != nil && (!e.expiredOnly || expired(current, now)) &&
+				(e.creator == "" || str(current, schema.AttrCreatedBySubject) == e.creator)
+			if keep {
+				next = append(next, listEntry{key: e.key, state: current, expiredOnly: e.expiredOnly, creator: e.creator})
 			}
 		}
 		if !changed {
@@ -231,4 +256,36 @@ func (s *Store) removeAction(e listEntry) types.TransactWriteItem {
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}
+}
+
+// holdsOthers reports whether a list holds an item that another subject
+// than creator created and that has not expired: a strongly consistent
+// query that returns only such items and stops at the first.
+func (s *Store) holdsOthers(ctx context.Context, list uds.Key, creator string) (bool, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(s.tables.List),
+		KeyConditionExpression:   aws.String("#k = :k"),
+		FilterExpression:         aws.String("(attribute_not_exists(#cb) OR #cb <> :me) AND (attribute_not_exists(#xm) OR #xm > :now)"),
+		ProjectionExpression:     aws.String("#k"),
+		ExpressionAttributeNames: map[string]string{"#k": schema.AttrDataKey, "#cb": schema.AttrCreatedBySubject, "#xm": schema.AttrExpiresAtMillis},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":k":   &types.AttributeValueMemberS{Value: list.DataKey()},
+			":me":  &types.AttributeValueMemberS{Value: creator},
+			":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
+		},
+		ConsistentRead: aws.Bool(true),
+	}
+	for {
+		out, err := s.client.Query(ctx, in)
+		if err != nil {
+			return false, failed("read list "+list.DataKey(), err)
+		}
+		if len(out.Items) > 0 {
+			return true, nil
+		}
+		if out.LastEvaluatedKey == nil {
+			return false, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
 }

@@ -65,11 +65,15 @@ func (s *Store) reclaimOwner(ctx context.Context, app, owner string) int {
 // keyOf parses a stored item's key; false for a dataKey UDS could not
 // have written (the seed's service may have).
 func keyOf(av map[string]types.AttributeValue) (uds.Key, bool) {
-	parts := strings.Split(str(av, schema.AttrDataKey), uds.KeyDelimiter)
-	if len(parts) != 3 {
+	parts := strings.SplitN(str(av, schema.AttrDataKey), uds.KeyDelimiter, 4)
+	if len(parts) < 3 {
 		return uds.Key{}, false
 	}
-	return uds.Key{App: parts[0], Namespace: parts[1], ID: parts[2], SortKey: str(av, schema.AttrSortKey)}, true
+	k := uds.Key{App: parts[0], Namespace: parts[1], ID: parts[2], SortKey: str(av, schema.AttrSortKey)}
+	if len(parts) == 4 {
+		k.Owner = parts[3]
+	}
+	return k, true
 }
 
 // markerLife is how long a release marker is kept: far longer than a

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -13,46 +11,17 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// maxCachedLimits bounds the limits cache; past it the cache starts over.
-const maxCachedLimits = 10_000
-
-// limitsCache keeps the limits in effect per (app, user) for a short time,
-// so a data write reads them (one BatchGetItem of the app default and the
-// user override) only now and then. Its TTL is how long a limit change can
-// take to be enforced.
-type limitsCache struct {
-	ttl    time.Duration
-	global uds.Limits
-	mu     sync.Mutex
-	m      map[string]cachedLimits
-}
-
-type cachedLimits struct {
-	limits  uds.Limits
-	expires time.Time
-}
-
-func (c *limitsCache) get(ctx context.Context, s *Store, app, user string) (uds.Limits, error) {
-	key := ownerKey(app, user)
-	now := time.Now()
-	c.mu.Lock()
-	e, ok := c.m[key]
-	c.mu.Unlock()
-	if ok && now.Before(e.expires) {
-		return e.limits, nil
-	}
-	appLimits, record, err := s.readRecords(ctx, app, user, false)
-	if err != nil {
-		return uds.Limits{}, err
-	}
-	lim := uds.Resolve(limitsOf(record), appLimits, c.global)
-	c.mu.Lock()
-	if len(c.m) >= maxCachedLimits {
-		c.m = map[string]cachedLimits{}
-	}
-	c.m[key] = cachedLimits{limits: lim, expires: now.Add(c.ttl)}
-	c.mu.Unlock()
-	return lim, nil
+// limitsInEffect returns the limits in effect for user in app, cached:
+// a data write reads them (one BatchGetItem of the app default and the user
+// override) only now and then.
+func (s *Store) limitsInEffect(ctx context.Context, app, user string) (uds.Limits, error) {
+	return s.limits.get(ownerKey(app, user), func() (uds.Limits, error) {
+		appLimits, record, err := s.readRecords(ctx, app, user, false)
+		if err != nil {
+			return uds.Limits{}, err
+		}
+		return uds.Resolve(limitsOf(record), appLimits, s.globalLimits), nil
+	})
 }
 
 // readRecords reads an app's default limits and a user's usage record

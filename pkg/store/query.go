@@ -85,7 +85,9 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 		ConsistentRead:            aws.Bool(true),
 	}
 	if q.After != "" {
-		in.ExclusiveStartKey = keyAV(uds.Key{App: q.List.App, Namespace: q.List.Namespace, ID: q.List.ID, SortKey: q.After})
+		start := q.List
+		start.SortKey = q.After
+		in.ExclusiveStartKey = keyAV(start)
 	}
 
 	size := q.ItemBytes

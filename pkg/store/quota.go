@@ -23,7 +23,7 @@ func (s *Store) Quota(ctx context.Context, app, user string) (uds.Quota, error) 
 	return uds.Quota{
 		App: app, User: user,
 		Used:   usageOf(record),
-		Limits: uds.Resolve(limitsOf(record), appLimits, s.limits.global),
+		Limits: uds.Resolve(limitsOf(record), appLimits, s.globalLimits),
 	}, nil
 }
 

@@ -49,7 +49,7 @@ func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed
 		}
 		q := uds.Quota{
 			App: app, User: user, Used: usageOf(record),
-			Limits: uds.Resolve(limitsOf(record), appLimits, s.limits.global),
+			Limits: uds.Resolve(limitsOf(record), appLimits, s.globalLimits),
 		}
 		drift := uds.Usage{Bytes: q.Used.Bytes - actual.Bytes, Items: q.Used.Items - actual.Items}
 		if drift == (uds.Usage{}) {

@@ -31,12 +31,14 @@ type Tables = schema.TableNames
 type Store struct {
 	client         Client
 	tables         Tables
-	limits         limitsCache
+	globalLimits   uds.Limits
+	limits         ttlCache[uds.Limits]
+	policies       ttlCache[uds.Policy]
 	recomputeQuiet time.Duration
 }
 
-// DefaultLimitsTTL is how long limits are cached unless WithLimitsTTL says
-// otherwise.
+// DefaultLimitsTTL is how long limits and namespace policies are cached
+// unless WithLimitsTTL says otherwise.
 const DefaultLimitsTTL = 30 * time.Second
 
 // Option configures a Store.
@@ -44,11 +46,13 @@ type Option func(*Store)
 
 // WithDefaultLimits sets the global per-user limits, used where neither the
 // app nor the user sets one (0: unlimited).
-func WithDefaultLimits(l uds.Limits) Option { return func(s *Store) { s.limits.global = l } }
+func WithDefaultLimits(l uds.Limits) Option { return func(s *Store) { s.globalLimits = l } }
 
-// WithLimitsTTL sets how long limits are cached, and so how long a limit
-// change takes to be enforced.
-func WithLimitsTTL(d time.Duration) Option { return func(s *Store) { s.limits.ttl = d } }
+// WithLimitsTTL sets how long limits and namespace policies are cached, and
+// so how long a change of them takes to be enforced.
+func WithLimitsTTL(d time.Duration) Option {
+	return func(s *Store) { s.limits.ttl, s.policies.ttl = d, d }
+}
 
 // WithRecomputeQuiet sets how long an owner's usage must have been quiet
 // before recompute may lower it: longer than the longest request plus the
@@ -58,7 +62,7 @@ func WithRecomputeQuiet(d time.Duration) Option { return func(s *Store) { s.reco
 // New returns a Store over client.
 func New(client Client, tables Tables, opts ...Option) *Store {
 	s := &Store{client: client, tables: tables, recomputeQuiet: config.DefaultRecomputeQuiet}
-	s.limits = limitsCache{ttl: DefaultLimitsTTL, m: map[string]cachedLimits{}}
+	s.limits.ttl, s.policies.ttl = DefaultLimitsTTL, DefaultLimitsTTL
 	for _, o := range opts {
 		o(s)
 	}

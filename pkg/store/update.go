@@ -50,6 +50,10 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 			return uds.Item{}, unknownOutcome(op, "the item is gone")
 		case old == nil:
 			return uds.Item{}, uds.ErrNotFound
+		case refusesWriter(w.IfMatch, old) && uncertain:
+			return uds.Item{}, unknownOutcome(op, "the item changed")
+		case refusesWriter(w.IfMatch, old):
+			return uds.Item{}, uds.ErrForbidden
 		case !w.IfMatch.Matches(decodeMeta(w.Key, old).Revision()) && uncertain:
 			return uds.Item{}, unknownOutcome(op, "the item changed")
 		case !w.IfMatch.Matches(decodeMeta(w.Key, old).Revision()):
@@ -220,6 +224,13 @@ func committed(w *uds.Write, current map[string]types.AttributeValue) uds.Item {
 	it := decodeMeta(w.Key, current)
 	it.Data, it.ClassName, it.ExpiresAt = w.Data, w.ClassName, w.ExpiresAt
 	return it
+}
+
+// refusesWriter reports whether pre names a creator other than the one of
+// the item old shows. The write that follows is conditional on exactly
+// that revision, so the creator cannot change in between.
+func refusesWriter(pre uds.Precondition, old map[string]types.AttributeValue) bool {
+	return pre.Creator != "" && str(old, schema.AttrCreatedBySubject) != pre.Creator
 }
 
 // exactRevision is a condition that holds only while the item is still at

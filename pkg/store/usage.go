@@ -69,7 +69,7 @@ func (s *Store) usageAction(ctx context.Context, app, owner string, d uds.Usage)
 	if !d.Grows() {
 		return action, uds.Limits{}, nil
 	}
-	lim, err := s.limits.get(ctx, s, app, owner)
+	lim, err := s.limitsInEffect(ctx, app, owner)
 	if err != nil {
 		return action, lim, err
 	}

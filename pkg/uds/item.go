@@ -79,6 +79,11 @@ type Precondition struct {
 	// Revisions lists the acceptable revisions; the write happens only if
 	// the item is at one of them.
 	Revisions []Revision
+	// Creator, when set, is the only subject that may change or delete the
+	// item (an owner-write namespace): an item another subject created,
+	// or one without a recorded creator, is ErrForbidden. It is checked
+	// before the revisions.
+	Creator string
 }
 
 // Matches reports whether an item at rev satisfies the precondition.

@@ -24,11 +24,20 @@ type Key struct {
 	Namespace string
 	ID        string
 	SortKey   string
+	// Owner, set in a private namespace, is the subject whose key space
+	// holds the item; it is never shown as part of the item's path.
+	Owner string
 }
 
-// DataKey is the partition key "{app}|{namespace}|{id}".
+// DataKey is the partition key "{app}|{namespace}|{id}", followed by
+// "|{owner}" in a private namespace. Namespace and id hold no delimiter,
+// so the owner (which may) is everything after the third one.
 func (k Key) DataKey() string {
-	return k.App + KeyDelimiter + k.Namespace + KeyDelimiter + k.ID
+	dk := k.App + KeyDelimiter + k.Namespace + KeyDelimiter + k.ID
+	if k.Owner != "" {
+		dk += KeyDelimiter + k.Owner
+	}
+	return dk
 }
 
 // NewKey validates and normalises the parts of a key-value item or list key.
@@ -48,6 +57,11 @@ func NewKey(app, namespace, id string) (Key, error) {
 		return Key{}, Invalid("id", "applicationUuid, namespace and id together take %d bytes; at most %d fit a DynamoDB partition key", n, MaxDataKeyBytes)
 	}
 	return k, nil
+}
+
+// ParseNamespace validates a namespace named on its own (admin routes).
+func ParseNamespace(s string) (string, error) {
+	return s, checkSegment("namespace", s)
 }
 
 // WithSortKey validates a sort key and returns the list item key.

@@ -1,0 +1,150 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/udsproject/uds/pkg/policy"
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// policyJSON is a namespace's policy as the admin routes show it; a
+// namespace without one shows the defaults at version 0.
+type policyJSON struct {
+	ApplicationUUID string          `json:"applicationUuid"`
+	Namespace       string          `json:"namespace"`
+	Access          uds.Access      `json:"access"`
+	Schema          json.RawMessage `json:"schema"`
+	Version         int64           `json:"version"`
+	UpdatedDate     string          `json:"updatedDate,omitempty"`
+}
+
+func policyBody(app, namespace string, p uds.Policy) policyJSON {
+	j := policyJSON{ApplicationUUID: app, Namespace: namespace, Access: p.Mode(), Schema: p.Schema, Version: p.Version}
+	if j.Schema == nil {
+		j.Schema = json.RawMessage("null")
+	}
+	if !p.Updated.IsZero() {
+		j.UpdatedDate = store.FormatTime(p.Updated)
+	}
+	return j
+}
+
+func appAndNamespace(p params) (app, namespace string, err error) {
+	if app, err = uds.ParseApp(p.app); err != nil {
+		return "", "", err
+	}
+	namespace, err = uds.ParseNamespace(p.namespace)
+	return app, namespace, err
+}
+
+func (a *API) getPolicy(w http.ResponseWriter, r *http.Request, p params) {
+	app, namespace, err := appAndNamespace(p)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	pol, err := a.store.StoredPolicy(r.Context(), app, namespace)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, policyBody(app, namespace, pol))
+}
+
+func (a *API) putPolicy(w http.ResponseWriter, r *http.Request, p params) {
+	app, namespace, err := appAndNamespace(p)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	pol, err := a.readPolicy(r)
+	if err == nil {
+		pol, err = a.store.SetPolicy(r.Context(), app, namespace, pol)
+	}
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, policyBody(app, namespace, pol))
+}
+
+// deletePolicy restores the defaults: shared, without a schema.
+func (a *API) deletePolicy(w http.ResponseWriter, r *http.Request, p params) {
+	app, namespace, err := appAndNamespace(p)
+	if err == nil {
+		_, err = a.store.SetPolicy(r.Context(), app, namespace, uds.Policy{})
+	}
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// listPolicies lists the policies set in an app, by namespace.
+func (a *API) listPolicies(w http.ResponseWriter, r *http.Request, p params) {
+	app, err := uds.ParseApp(p.app)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	page(a, w, r, "namespaces", "namespaces\x00"+app,
+		func(after string, limit int) ([]uds.NamespacePolicy, bool, error) {
+			return a.store.Policies(r.Context(), app, after, limit)
+		},
+		func(np uds.NamespacePolicy) (any, string) { return policyBody(app, np.Namespace, np.Policy), np.Namespace })
+}
+
+// maxPolicyBody bounds a policy body: a schema of at most 64 KB, compacted,
+// with room for formatting.
+const maxPolicyBody = 4 * policy.MaxSchemaBytes
+
+// readPolicy parses {"access": ..., "schema": {...} | null} and compiles
+// the schema, so that one that cannot be used is refused now rather than
+// at the first write.
+func (a *API) readPolicy(r *http.Request) (uds.Policy, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxPolicyBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return uds.Policy{}, &uds.TooLargeError{Reason: "a policy body takes at most 256 KB, and its schema at most 64 KB"}
+	case err != nil:
+		return uds.Policy{}, uds.Invalid("body", "could not be read")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var b struct {
+		Access *string          `json:"access"`
+		Schema *json.RawMessage `json:"schema"`
+	}
+	if err := dec.Decode(&b); err != nil {
+		return uds.Policy{}, uds.Invalid("body", `is not {"access": "shared" | "private" | "owner-write", "schema": {...} | null}: %s`, jsonProblem(err))
+	}
+	if dec.More() {
+		return uds.Policy{}, uds.Invalid("body", "has content after the JSON object")
+	}
+	if b.Access == nil {
+		return uds.Policy{}, uds.Invalid("access", `is required: "shared", "private" or "owner-write"`)
+	}
+	var pol uds.Policy
+	if pol.Access, err = uds.ParseAccess(*b.Access); err != nil {
+		return pol, err
+	}
+	if b.Schema == nil || string(*b.Schema) == "null" {
+		return pol, nil
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, *b.Schema); err != nil {
+		return pol, uds.Invalid("schema", "is not JSON")
+	}
+	pol.Schema = compact.Bytes()
+	if _, err := a.schemas.Schema(pol.Schema); err != nil {
+		return pol, err
+	}
+	return pol, nil
+}

@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// scope is what a namespace's policy makes of a request on one item or
+// list: the key in the caller's key space, the caller, and the policy.
+type scope struct {
+	key     uds.Key
+	subject string
+	policy  uds.Policy
+}
+
+// inNamespace names the caller of r and applies the policy of key's
+// namespace.
+func (a *API) inNamespace(r *http.Request, key uds.Key) (scope, error) {
+	subject, err := a.subject(r)
+	if err != nil {
+		return scope{key: key}, err
+	}
+	return a.scopeOf(r.Context(), subject, key)
+}
+
+// scopeOf applies the policy of key's namespace to subject's request: in a
+// private namespace the key moves into the subject's key space, and the
+// anonymous caller, who has none, is refused.
+func (a *API) scopeOf(ctx context.Context, subject string, key uds.Key) (scope, error) {
+	sc := scope{key: key, subject: subject}
+	var err error
+	if sc.policy, err = a.store.Policy(ctx, key.App, key.Namespace); err != nil {
+		return sc, err
+	}
+	if sc.policy.Mode() != uds.AccessPrivate {
+		return sc, nil
+	}
+	if subject == Anonymous {
+		return sc, Unauthenticated("namespace " + key.Namespace + " is private: each caller has items of their own, and an anonymous caller has none; authenticate")
+	}
+	sc.key, err = key.InSpaceOf(subject)
+	if err != nil {
+		sc.key = key
+	}
+	return sc, err
+}
+
+// guard adds what the policy requires of a change to an existing item: in
+// an owner-write namespace, that the caller created it.
+func (sc *scope) guard(pre uds.Precondition) uds.Precondition {
+	if sc.policy.Mode() == uds.AccessOwnerWrite {
+		pre.Creator = sc.subject
+	}
+	return pre
+}
+
+// onlyCreator is the subject a delete-all must be limited to: the caller in
+// an owner-write namespace, nobody otherwise.
+func (sc *scope) onlyCreator() string {
+	if sc.policy.Mode() == uds.AccessOwnerWrite {
+		return sc.subject
+	}
+	return ""
+}
+
+// checkData validates data against the namespace's JSON Schema, if it
+// has one: nil or a *uds.SchemaError.
+func (a *API) checkData(sc *scope, data json.RawMessage) error {
+	if sc.policy.Schema == nil {
+		return nil
+	}
+	s, err := a.schemas.Schema(sc.policy.Schema)
+	if err != nil {
+		// The schema was checked when the policy was set.
+		return fmt.Errorf("compile the schema of %s/%s: %w", sc.key.App, sc.key.Namespace, err)
+	}
+	return s.Check(data)
+}
+
+// scopeOperation applies the policy to a checked batch operation, in
+// place, as the operation's single-item route would.
+func (a *API) scopeOperation(ctx context.Context, op *uds.BatchOp) error {
+	sc, err := a.scopeOf(ctx, op.Write.Subject, op.Write.Key)
+	if err != nil {
+		return err
+	}
+	op.Write.Key = sc.key
+	if op.Method == http.MethodPut || op.Method == http.MethodDelete {
+		op.Write.IfMatch = sc.guard(op.Write.IfMatch)
+	}
+	if op.Method == http.MethodPost || op.Method == http.MethodPut {
+		return a.checkData(&sc, op.Write.Data)
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package store
+
+import (
+	"sync"
+	"time"
+)
+
+// maxCached bounds each cache; past it the cache starts over.
+const maxCached = 10_000
+
+// ttlCache keeps values read from DynamoDB for a short time, so that a
+// request reads limits and namespace policies only now and then. Its TTL
+// is how long a change of them can take to apply.
+type ttlCache[V any] struct {
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[string]cachedValue[V]
+}
+
+type cachedValue[V any] struct {
+	value   V
+	expires time.Time
+}
+
+// get returns the cached value of key, or loads and keeps it.
+func (c *ttlCache[V]) get(key string, load func() (V, error)) (V, error) {
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.value, nil
+	}
+	v, err := load()
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCached {
+		c.m = map[string]cachedValue[V]{}
+	}
+	c.m[key] = cachedValue[V]{value: v, expires: now.Add(c.ttl)}
+	c.mu.Unlock()
+	return v, nil
+}
+
+// forget drops key, so that this container applies a change it made at
+// once.
+func (c *ttlCache[V]) forget(key string) {
+	c.mu.Lock()
+	delete(c.m, key)
+	c.mu.Unlock()
+}
