@@ -97,7 +97,9 @@ func (a *API) listPolicies(w http.ResponseWriter, r *http.Request, p params) {
 		func(after string, limit int) ([]uds.NamespacePolicy, bool, error) {
 			return a.store.Policies(r.Context(), app, after, limit)
 		},
-		func(np uds.NamespacePolicy) (any, string) { return policyBody(app, np.Namespace, np.Policy), np.Namespace })
+		func(np uds.NamespacePolicy) (any, string) {
+			return policyBody(app, np.Namespace, np.Policy), np.Namespace
+		})
 }
 
 // maxPolicyBody bounds a policy body: a schema of at most 64 KB, compacted,
