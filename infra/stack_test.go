@@ -225,6 +225,7 @@ var wantAccess = map[string]map[string][]string{
 		"AppsTable":               {"GetItem", "BatchGetItem"},
 		"DataTable/index/byOwner": {"Query"},
 		"ListTable/index/byOwner": {"Query"},
+		"NamespacesTable":         {"GetItem"},
 	},
 	fnList: {
 		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"},
@@ -233,15 +234,17 @@ var wantAccess = map[string]map[string][]string{
 		"DataTable":               {"DeleteItem"},
 		"DataTable/index/byOwner": {"Query"},
 		"ListTable/index/byOwner": {"Query"},
+		"NamespacesTable":         {"GetItem"},
 	},
 	fnAdmin: {
 		"UsageTable":                  {"UpdateItem", "Query", "BatchGetItem"},
 		"UsageTable/index/byAppShard": {"Query"},
 		"AppsTable":                   {"GetItem", "UpdateItem", "BatchGetItem"},
-		"DataTable":                   {"DeleteItem"},
-		"ListTable":                   {"DeleteItem"},
+		"DataTable":                   {"DeleteItem", "Scan"},
+		"ListTable":                   {"DeleteItem", "Scan"},
 		"DataTable/index/byOwner":     {"Query"},
 		"ListTable/index/byOwner":     {"Query"},
+		"NamespacesTable":             {"GetItem", "UpdateItem", "Query"},
 	},
 	fnExpiry: {
 		"UsageTable":       {"UpdateItem"},
@@ -802,11 +805,24 @@ func TestImportSomeTables(t *testing.T) {
 	for _, id := range s.ofType("AWS::DynamoDB::Table") {
 		created[s.resources[id].Properties["TableName"].(string)] = true
 	}
-	checkEqual(t, "created tables", created, map[string]bool{schema.Usage.DefaultName: true, schema.Apps.DefaultName: true})
+	checkEqual(t, "created tables", created, map[string]bool{
+		schema.Usage.DefaultName: true, schema.Apps.DefaultName: true, schema.Namespaces.DefaultName: true,
+	})
 	for _, f := range functionSpecs {
 		env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 		checkEqual(t, f.Name+" data table", env[schema.Data.EnvVar], "legacy_data")
 	}
+}
+
+// A deployment of the release before namespace policies has every table
+// but the namespaces table: importing those four creates just that one.
+func TestImportAllButNamespaces(t *testing.T) {
+	s := synth(t, map[string]any{ctxImportTables: "data,list,usage,apps"})
+	created := map[string]bool{}
+	for _, id := range s.ofType("AWS::DynamoDB::Table") {
+		created[s.resources[id].Properties["TableName"].(string)] = true
+	}
+	checkEqual(t, "created tables", created, map[string]bool{schema.Namespaces.DefaultName: true})
 }
 
 func TestContextConfiguration(t *testing.T) {
@@ -934,7 +950,7 @@ func TestTableContextKeys(t *testing.T) {
 	for _, table := range schema.Tables {
 		got = append(got, tableContextKey(table))
 	}
-	checkEqual(t, "context keys", got, []string{"tableData", "tableList", "tableUsage", "tableApps"})
+	checkEqual(t, "context keys", got, []string{"tableData", "tableList", "tableUsage", "tableApps", "tableNamespaces"})
 }
 
 func checkEqual(t *testing.T, what string, got, want any) {

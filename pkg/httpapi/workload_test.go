@@ -76,10 +76,12 @@ var scenarios = []scenario{
 }
 
 // TestAccountingWorkload checks, per scenario, that answers tell the truth
-// (one write in five expires a second later)
-// (a model of each worker's own items), that no owner's usage record ever
+// (a model of each worker's own items; in the owner-write namespace, that
+// other owners' items are refused), that no owner's usage record ever
 // passes the limit, that once quiet every record equals what the tables
-// hold, and that recompute then finds no drift.
+// hold, and that recompute then finds no drift. One write in five expires
+// a second later; lists live in shared, private and owner-write
+// namespaces.
 func TestAccountingWorkload(t *testing.T) {
 	for round := range *workloadRounds {
 		for i, sc := range scenarios {
@@ -130,6 +132,11 @@ func runWorkload(t *testing.T, sc scenario, seed uint64) {
 	t.Cleanup(e.srv.Close)
 	if st, _ := e.send(0, "PUT", admin+"/apps/"+app+"/quota", "admin", fmt.Sprintf(`{"limitBytes":%d,"limitItems":%d}`, limitBytes, limitItems), ""); st != 200 {
 		t.Fatalf("setting the app's limits: %d", st)
+	}
+	for ns, access := range workloadPolicies {
+		if st, body := e.send(0, "PUT", admin+"/apps/"+app+"/namespaces/"+ns, "admin", `{"access":"`+access+`"}`, ""); st != 200 {
+			t.Fatalf("setting the policy of %s: %d %s", ns, st, body)
+		}
 	}
 
 	ft.Set(sc.rules...)
@@ -286,6 +293,18 @@ func (w *worker) itemPath(i int) string {
 	return base + "/kv/w" + strconv.Itoa(w.id) + "-" + strconv.Itoa(i)
 }
 
+// workloadPolicies are the namespaces of the workload's lists that have a
+// policy: the private one gives every owner a list of their own, and in the
+// owner-write one delete-alls and writes of other owners' items are
+// refused.
+var workloadPolicies = map[string]string{"mine": "private", "owned": "owner-write"}
+
+// listPath is one of the lists all workers write into, in a random
+// namespace.
+func (w *worker) listPath() string {
+	return [...]string{"lists/shared0", "lists/shared1", "owned/thread", "mine/feed"}[w.rng.IntN(4)]
+}
+
 // value is JSON of a random size, so updates grow and shrink items.
 func (w *worker) value() string {
 	expiry := ""
@@ -307,7 +326,7 @@ func (w *worker) step() {
 	case r < 60:
 		w.itemStep(kill)
 	case r < 80:
-		list := base + "/lists/shared" + strconv.Itoa(w.rng.IntN(2))
+		list := base + "/" + w.listPath()
 		st, _ := w.env.send(kill, "POST", list+"/"+strconv.Itoa(w.id)+"-"+strconv.Itoa(w.rng.IntN(1000)), w.owner, w.value(), "")
 		w.expect("POST list item", st, killed, 201, 403, 409)
 	case r < 85:
@@ -316,7 +335,7 @@ func (w *worker) step() {
 		atomic := w.rng.IntN(2) == 0
 		var ops []string
 		for range 3 {
-			path := "lists/shared" + strconv.Itoa(w.rng.IntN(2)) + "/" + strconv.Itoa(w.id) + "-" + strconv.Itoa(w.rng.IntN(1000))
+			path := w.listPath() + "/" + strconv.Itoa(w.id) + "-" + strconv.Itoa(w.rng.IntN(1000))
 			if w.rng.IntN(3) == 0 {
 				ops = append(ops, `{"method":"DELETE","path":"`+path+`"}`)
 			} else {
@@ -338,19 +357,41 @@ func (w *worker) step() {
 			}
 		}
 	case r < 92:
-		list := base + "/lists/shared" + strconv.Itoa(w.rng.IntN(2))
+		list := base + "/" + w.listPath()
 		st, _ := w.env.send(kill, "DELETE", list+"/list", w.owner, "", "")
-		w.expect("DELETE list", st, killed, 204)
+		if strings.Contains(list, "/owned/") {
+			w.expect("DELETE owner-write list", st, killed, 204, 403)
+		} else {
+			w.expect("DELETE list", st, killed, 204)
+		}
 	default:
 		// Another owner's list items change under a delete-all: PUT
 		// grows or shrinks one, DELETE removes one.
-		path := base + "/lists/shared" + strconv.Itoa(w.rng.IntN(2)) + "/" + strconv.Itoa(w.rng.IntN(workloadWorkers)) + "-" + strconv.Itoa(w.rng.IntN(1000))
+		creator := w.rng.IntN(workloadWorkers)
+		list := w.listPath()
+		path := base + "/" + list + "/" + strconv.Itoa(creator) + "-" + strconv.Itoa(w.rng.IntN(1000))
+		// Only the worker numbered so creates this item; in the
+		// owner-write namespace only its owner may change it.
+		foreign := list == "owned/thread" && creator%workloadOwners != w.id%workloadOwners
+		var st int
+		var answer string
 		if w.rng.IntN(2) == 0 {
-			st, _ := w.env.send(kill, "PUT", path, w.owner, w.value(), "")
-			w.expect("PUT list item", st, killed, 200, 403, 404)
+			st, answer = w.env.send(kill, "PUT", path, w.owner, w.value(), "")
+			if foreign {
+				w.expect("PUT another owner's item", st, killed, 403, 404)
+			} else {
+				w.expect("PUT list item", st, killed, 200, 403, 404)
+			}
 		} else {
-			st, _ := w.env.send(kill, "DELETE", path, w.owner, "", "")
-			w.expect("DELETE list item", st, killed, 204)
+			st, answer = w.env.send(kill, "DELETE", path, w.owner, "", "")
+			if foreign {
+				w.expect("DELETE another owner's item", st, killed, 204, 403)
+			} else {
+				w.expect("DELETE list item", st, killed, 204)
+			}
+		}
+		if foreign && st == 403 && !strings.Contains(answer, `"error":"Forbidden"`) {
+			w.t.Errorf("a write of another owner's item was refused for another reason: %s", answer)
 		}
 	}
 }

@@ -45,7 +45,10 @@ func Draft(metaschema string) (string, bool) {
 		u, ok = strings.CutPrefix(u, "http://")
 	}
 	name, known := drafts[u]
-	return name, ok && known
+	if !ok || !known {
+		return "", false
+	}
+	return name, true
 }
 
 // resourceURL names the schema being compiled: references relative to it
