@@ -52,9 +52,11 @@ type UdsStackProps struct {
 	// from the map gets its schema DefaultName.
 	TableNames map[string]string
 	// ImportTables names, by schema.Table.ID, the tables that already exist
-	// and are referenced instead of created: all four when adopting the
-	// tables an earlier stack retained, the two data tables when moving
-	// from a seed deployment (which has no usage or apps table).
+	// and are referenced instead of created: all of them when adopting the
+	// tables an earlier stack retained, the four but namespaces when
+	// upgrading a release that had no namespace policies, the two data
+	// tables when moving from a seed deployment (which has no usage or
+	// apps table).
 	ImportTables map[string]bool
 	// AssetDir is the directory holding kv.zip, list.zip and admin.zip, each
 	// with a single executable named bootstrap.

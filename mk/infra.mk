@@ -23,12 +23,15 @@
 #   STACK_NAME             stackName             stack name (UdsStack)
 #   TABLE_DATA             tableData             table names (the seed's
 #   TABLE_LIST             tableList             data_store, data_store_list,
-#   TABLE_USAGE            tableUsage            data_usage, apps)
-#   TABLE_APPS             tableApps
-#   IMPORT_EXISTING_TABLES importExistingTables  true: use all four existing
-#                                                tables (kept by an earlier
-#                                                stack); data,list: adopt a
-#                                                seed deployment's tables
+#   TABLE_USAGE            tableUsage            data_usage, apps,
+#   TABLE_APPS             tableApps             namespace_policies)
+#   TABLE_NAMESPACES       tableNamespaces
+#   IMPORT_EXISTING_TABLES importExistingTables  true: use every existing
+#                                                table (kept by an earlier
+#                                                stack); a list such as
+#                                                data,list,usage,apps: those
+#                                                (data,list adopts a seed
+#                                                deployment's tables)
 #   JWT_ISSUER             jwtIssuer             with JWT_AUDIENCE (comma-
 #   JWT_AUDIENCE           jwtAudience           separated): JWT authorizer on
 #                                                the data routes; without them
@@ -57,6 +60,7 @@ NODE_MODULES_STAMP := node_modules/.package-lock.json
 CDK_CONTEXT_VARS := \
 	STACK_NAME=stackName \
 	TABLE_DATA=tableData TABLE_LIST=tableList TABLE_USAGE=tableUsage TABLE_APPS=tableApps \
+	TABLE_NAMESPACES=tableNamespaces \
 	IMPORT_EXISTING_TABLES=importExistingTables \
 	JWT_ISSUER=jwtIssuer JWT_AUDIENCE=jwtAudience JWT_SUBJECT_CLAIM=jwtSubjectClaim \
 	CURSOR_SECRET=cursorSecret \
