@@ -411,3 +411,32 @@ func TestPolicyChangeReachesOtherContainers(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// In a namespace without a policy every caller reaches every item, as
+// before policies existed.
+func TestSharedNamespace(t *testing.T) {
+	e := newEnv(t)
+	item, list := base+"/open/item", base+"/open/feed"
+	e.as("alice", "POST", item, `{"data":1}`).expect(t, 201)
+	for _, sk := range []string{"a", "b"} {
+		e.as("alice", "POST", list+"/"+sk, `{"data":1}`).expect(t, 201)
+	}
+	e.as("bob", "GET", item, "").expect(t, 200)
+	e.as("", "GET", item, "").expect(t, 200)
+	page := e.as("alice", "GET", list+"/list?limit=1", "").expect(t, 200)
+	cursor, _ := page.body["cursor"].(string)
+	if got := listSortKeys(t, e.as("bob", "GET", list+"/list?limit=1&cursor="+cursor, "").expect(t, 200)); strings.Join(got, ",") != "b" {
+		t.Errorf("bob continues alice's cursor with %v", got)
+	}
+	if got := listSortKeys(t, e.as("bob", "GET", list+"/list?startKey=b", "").expect(t, 200)); strings.Join(got, ",") != "b" {
+		t.Errorf("bob's range %v", got)
+	}
+	if r := e.as("bob", "PUT", item, `{"data":2}`).expect(t, 200); r.body["createdBySubject"] != "alice" || r.body["updatedBySubject"] != "bob" {
+		t.Errorf("bob's update %s", r.raw)
+	}
+	e.as("bob", "DELETE", item, "").expect(t, 204)
+	e.as("bob", "DELETE", list+"/list", "").expect(t, 204)
+	if got := listSortKeys(t, e.as("alice", "GET", list+"/list", "").expect(t, 200)); len(got) != 0 {
+		t.Errorf("left %v", got)
+	}
+}
