@@ -141,8 +141,9 @@ func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Poli
 const scanSegments = 4
 
 // holdsData reports whether a namespace holds a live item, in any key
-// space. Items are keyed by hash alone, so this is a filtered scan of both
-// data tables in parallel segments, which stops at the first item found:
+// space. Items are keyed by hash alone, so this is a filtered, strongly
+// consistent scan of both data tables in parallel segments, which stops at
+// the first item found:
 // its cost grows with the tables, and only a change into or out of
 // private pays it.
 func (s *Store) holdsData(ctx context.Context, app, namespace string) (bool, error) {
@@ -185,11 +186,13 @@ func (s *Store) holdsData(ctx context.Context, app, namespace string) (bool, err
 // starts with prefix.
 func (s *Store) scanForPrefix(ctx context.Context, table string, segment int32, prefix, now string) (bool, error) {
 	in := &dynamodb.ScanInput{
-		TableName:                aws.String(table),
-		Segment:                  aws.Int32(segment),
-		TotalSegments:            aws.Int32(scanSegments),
-		ProjectionExpression:     aws.String("#k"),
-		FilterExpression:         aws.String("begins_with(#k, :p) AND (attribute_not_exists(#xm) OR #xm > :now)"),
+		TableName:            aws.String(table),
+		Segment:              aws.Int32(segment),
+		TotalSegments:        aws.Int32(scanSegments),
+		ProjectionExpression: aws.String("#k"),
+		FilterExpression:     aws.String("begins_with(#k, :p) AND (attribute_not_exists(#xm) OR #xm > :now)"),
+		// A strongly consistent scan sees an item written a moment ago.
+		ConsistentRead:           aws.Bool(true),
 		ExpressionAttributeNames: map[string]string{"#k": schema.AttrDataKey, "#xm": schema.AttrExpiresAtMillis},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":p":   &types.AttributeValueMemberS{Value: prefix},
