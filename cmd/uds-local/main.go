@@ -6,15 +6,19 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"log"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/server"
@@ -44,7 +48,17 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	api, client, err := server.Build(ctx, cfg, httpapi.GroupAll, subject)
+	// Request lines and EMF records both go to stdout, as on Lambda.
+	var handler slog.Handler = slog.NewTextHandler(os.Stdout, nil)
+	if cfg.LogFormat == "json" {
+		handler = slog.NewJSONHandler(os.Stdout, nil)
+	}
+	logger := slog.New(handler)
+	slog.SetDefault(logger)
+	api, client, err := server.Build(ctx, cfg, httpapi.GroupAll, server.Host{
+		Subject: subject, Logger: logger, Metrics: emf.NewWriter(os.Stdout),
+		Function: httpapi.GroupAll.Name(), RequestAttrs: localRequestID,
+	})
 	if err != nil {
 		return err
 	}
@@ -73,6 +87,14 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// localRequestID gives each request a random id in its log line, where
+// Lambda's log handler would add the invocation's.
+func localRequestID(*http.Request) []slog.Attr {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return []slog.Attr{slog.String("requestId", hex.EncodeToString(b))}
 }
 
 // sweep stands in for DynamoDB's TTL and the expiry function: DynamoDB

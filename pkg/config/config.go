@@ -25,6 +25,7 @@ const (
 	EnvSweepInterval       = "UDS_SWEEP_INTERVAL"
 	EnvListenAddr          = "UDS_LISTEN_ADDR"
 	EnvTrustSubjectHeader  = "UDS_TRUST_SUBJECT_HEADER"
+	EnvLogFormat           = "UDS_LOG_FORMAT"
 	DefaultListenAddr      = "127.0.0.1:8080"
 	DefaultSubjectClaim    = "sub"
 	DefaultLimitsCacheTTL  = 30 * time.Second
@@ -67,6 +68,9 @@ type Config struct {
 	// RecomputeQuiet is how long an owner's usage must have been quiet
 	// before recompute may lower it.
 	RecomputeQuiet time.Duration
+	// LogFormat is the local server's log format, "text" or "json"; on
+	// Lambda the function's log format (the stack sets JSON) decides.
+	LogFormat string
 	// SweepInterval is how often the local server removes expired items;
 	// 0 turns it off. The functions ignore it.
 	SweepInterval time.Duration
@@ -115,6 +119,11 @@ func FromEnv() (Config, error) {
 	}
 	if c.SweepInterval, err = envDuration(EnvSweepInterval, DefaultSweepInterval); err != nil {
 		return c, err
+	}
+	switch c.LogFormat = envOr(EnvLogFormat, "text"); c.LogFormat {
+	case "text", "json":
+	default:
+		return c, fmt.Errorf("%s: want text or json, got %q", EnvLogFormat, c.LogFormat)
 	}
 	return c, nil
 }

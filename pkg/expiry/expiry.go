@@ -9,13 +9,18 @@ package expiry
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"log/slog"
+	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/store"
 )
@@ -31,18 +36,24 @@ type Releaser interface {
 
 // Handler processes a batch of stream records in order. It reports the
 // first record it could not release as the batch's failure, so Lambda
-// retries from there (records of one shard stay in order).
-func Handler(r Releaser, log *slog.Logger) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+// retries from there (records of one shard stay in order). Each batch
+// leaves one log line and one EMF record: records, releases, skips and
+// failures, and the DynamoDB calls they took.
+func Handler(r Releaser, log *slog.Logger, metrics *emf.Writer) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		start := time.Now()
+		ctx, calls := store.WithCallStats(ctx)
 		var resp events.DynamoDBEventResponse
-		released := 0
+		released, skipped := 0, 0
+		var failure error
 		for _, rec := range ev.Records {
 			if !IsTTLRemoval(rec) {
+				skipped++
 				continue
 			}
 			ok, err := r.ReleaseRemoved(ctx, image(rec.Change.OldImage))
 			if err != nil {
-				log.ErrorContext(ctx, "release of an expired item failed", "eventID", rec.EventID, "error", err)
+				failure = fmt.Errorf("record %s: %w", rec.EventID, err)
 				resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: rec.Change.SequenceNumber}}
 				break
 			}
@@ -50,7 +61,31 @@ func Handler(r Releaser, log *slog.Logger) func(context.Context, events.DynamoDB
 				released++
 			}
 		}
-		log.InfoContext(ctx, "expiry batch", "records", len(ev.Records), "released", released, "failed", len(resp.BatchItemFailures))
+		c := calls.Snapshot()
+		attrs := []slog.Attr{
+			slog.Int("records", len(ev.Records)), slog.Int("released", released), slog.Int("skipped", skipped),
+			slog.Int("failed", len(resp.BatchItemFailures)), slog.Float64("latencyMs", float64(time.Since(start).Microseconds())/1000),
+			slog.Group("dynamodb", slog.Int("calls", c.Calls), slog.Int("retries", c.Retries), slog.Int("throttles", c.Throttles),
+				slog.Float64("writeUnits", c.WriteUnits)),
+		}
+		level := slog.LevelInfo
+		if failure != nil {
+			level = slog.LevelError
+			attrs = append(attrs, slog.String("cause", failure.Error()))
+		}
+		log.LogAttrs(ctx, level, "expiry batch", attrs...)
+		_ = metrics.Write(emf.Record{
+			Dimensions: map[string]string{"function": "expiry"},
+			Directives: []emf.Directive{{DimensionSets: [][]string{{"function"}}, Metrics: []emf.Metric{
+				{Name: "StreamRecords", Unit: emf.Count, Value: float64(len(ev.Records))},
+				{Name: "Releases", Unit: emf.Count, Value: float64(released)},
+				{Name: "ReleaseFailures", Unit: emf.Count, Value: float64(len(resp.BatchItemFailures))},
+				{Name: "DynamoDBCalls", Unit: emf.Count, Value: float64(c.Calls)},
+				{Name: "DynamoDBRetries", Unit: emf.Count, Value: float64(c.Retries)},
+				{Name: "DynamoDBThrottles", Unit: emf.Count, Value: float64(c.Throttles)},
+				{Name: "WriteCapacityUnits", Unit: emf.None, Value: c.WriteUnits},
+			}}},
+		})
 		return resp, nil
 	}
 }
@@ -102,6 +137,8 @@ func value(v events.DynamoDBAttributeValue) types.AttributeValue {
 // Main is the expiry function's whole main: read the configuration once,
 // build the client at init, and serve stream batches.
 func Main() {
+	logger := lambdacontext.NewLogger()
+	slog.SetDefault(logger)
 	cfg, err := config.FromEnv()
 	if err != nil {
 		log.Fatalf("configuration: %v", err)
@@ -110,5 +147,5 @@ func Main() {
 	if err != nil {
 		log.Fatalf("init: %v", err)
 	}
-	lambda.Start(Handler(store.New(client, cfg.Tables), slog.Default()))
+	lambda.Start(Handler(store.New(client, cfg.Tables), logger, emf.NewWriter(os.Stdout)))
 }

@@ -1,6 +1,7 @@
 package expiry_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -14,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/internal/dynamotest"
+	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/internal/emf/emftest"
 	"github.com/udsproject/uds/pkg/expiry"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
@@ -86,7 +89,8 @@ func TestStreamEventsReplay(t *testing.T) {
 	c := dynamotest.Client(t)
 	tables := dynamotest.NewTables(t)
 	st := store.New(c, tables)
-	h := expiry.Handler(st, slog.New(slog.DiscardHandler))
+	var metrics bytes.Buffer
+	h := expiry.Handler(st, slog.New(slog.DiscardHandler), emf.NewWriter(&metrics))
 	ttl := readEvent(t, "01-ttl-removals.json")
 	for _, rec := range ttl.Records {
 		counted(t, c, tables, rec)
@@ -96,21 +100,37 @@ func TestStreamEventsReplay(t *testing.T) {
 		t.Fatalf("before the replay: %+v", u)
 	}
 	for _, tc := range []struct {
-		file string
-		want uds.Usage
+		file     string
+		want     uds.Usage
+		releases float64
 	}{
-		{"01-ttl-removals.json", uds.Usage{}},
-		{"02-ttl-removal-redelivered.json", uds.Usage{}},
-		{"01-ttl-removals.json", uds.Usage{}}, // the whole batch again
-		{"03-removal-by-uds.json", uds.Usage{}},
+		{"01-ttl-removals.json", uds.Usage{}, 2},
+		{"02-ttl-removal-redelivered.json", uds.Usage{}, 0},
+		{"01-ttl-removals.json", uds.Usage{}, 0}, // the whole batch again
+		{"03-removal-by-uds.json", uds.Usage{}, 0},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			resp, err := h(context.Background(), readEvent(t, tc.file))
+			metrics.Reset()
+			ev := readEvent(t, tc.file)
+			resp, err := h(context.Background(), ev)
 			if err != nil || len(resp.BatchItemFailures) != 0 {
 				t.Fatalf("handler: %+v, %v", resp, err)
 			}
 			if u := usage(); u != tc.want {
 				t.Errorf("usage %+v, want %+v", u, tc.want)
+			}
+			line := bytes.TrimSpace(metrics.Bytes())
+			if err := emftest.Check(line); err != nil {
+				t.Fatalf("EMF record: %v\n%s", err, line)
+			}
+			var rec struct {
+				Function                               string
+				StreamRecords, Releases, DynamoDBCalls float64
+			}
+			_ = json.Unmarshal(line, &rec)
+			if rec.Function != "expiry" || rec.StreamRecords != float64(len(ev.Records)) || rec.Releases != tc.releases ||
+				(tc.releases > 0 && rec.DynamoDBCalls == 0) {
+				t.Errorf("EMF record %s, want %v releases", line, tc.releases)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/cursor"
 	"github.com/udsproject/uds/pkg/policy"
@@ -57,6 +58,20 @@ const (
 	GroupAll = GroupKV | GroupList | GroupAdmin
 )
 
+// Name is the group's function name: "kv", "list", "admin", or "local"
+// for the local server's all-groups API.
+func (g Group) Name() string {
+	switch g {
+	case GroupKV:
+		return "kv"
+	case GroupList:
+		return "list"
+	case GroupAdmin:
+		return "admin"
+	}
+	return "local"
+}
+
 // Config holds what the API needs beside the store.
 type Config struct {
 	Subject      SubjectFunc
@@ -68,7 +83,16 @@ type Config struct {
 	// config.DefaultRequestBudget). On Lambda the function's deadline
 	// bounds it too.
 	RequestBudget time.Duration
-	Logger        *slog.Logger
+	// Logger takes one line per request (slog.Default() if nil).
+	Logger *slog.Logger
+	// RequestAttrs adds what the host knows of a request to its log line
+	// (the API Gateway request id on Lambda, a generated one locally).
+	RequestAttrs func(*http.Request) []slog.Attr
+	// Metrics takes one EMF record per request; nil writes none.
+	Metrics *emf.Writer
+	// Function names the function in metric dimensions ("kv", "list",
+	// "admin", or "local").
+	Function string
 }
 
 // answerMargin is kept free before a deadline the host sets (the Lambda
@@ -86,6 +110,10 @@ type API struct {
 	budget  time.Duration
 	request time.Duration
 	log     *slog.Logger
+	// requestAttrs, metrics and function: see Config.
+	requestAttrs func(*http.Request) []slog.Attr
+	metrics      *emf.Writer
+	function     string
 }
 
 // New returns the handler for the given route groups.
@@ -105,6 +133,10 @@ func New(st Store, groups Group, c Config) *API {
 		budget:  c.DeleteAllBudget,
 		request: c.RequestBudget,
 		log:     c.Logger,
+
+		requestAttrs: c.RequestAttrs,
+		metrics:      c.Metrics,
+		function:     c.Function,
 	}
 }
 

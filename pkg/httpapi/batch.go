@@ -86,6 +86,7 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
+	observationFrom(r.Context()).noteBatch(len(ops))
 	// Each operation meets its namespace's policy as on its own route.
 	refused := make([]error, len(ops))
 	for i := range ops {

@@ -67,7 +67,8 @@ var statusTable = []struct {
 }
 
 // fail answers err. Domain errors get their status and a message safe to
-// show; anything else is logged and answered 500 without its text.
+// show; anything else is answered 500 without its text, which goes to the
+// request's log line.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.Key) {
 	body := errorBody{Timestamp: now()}
 	if key != nil {
@@ -118,9 +119,9 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		body.Details = fmt.Sprintf("deleted %d items before the time budget ran out; repeat the request to delete the rest", incomplete.Deleted)
 		w.Header().Set("Retry-After", "1")
 	case errors.As(err, &unavailable):
-		// The cause goes to the log; the client learns that it may retry,
-		// and that a write may or may not have been applied.
-		a.log.WarnContext(r.Context(), "data store unavailable", "method", r.Method, "path", r.URL.Path, "error", err)
+		// The cause goes to the log (the request's line); the client
+		// learns that it may retry, and that a write may or may not have
+		// been applied.
 		body.Details = "the data store did not complete the request in time; retry after the Retry-After delay. A write answered so may or may not have been applied: GET the item (or repeat the write with If-Match) to tell"
 		if unavailable.Reason != "" {
 			body.Details = unavailable.Reason
@@ -142,9 +143,8 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		body.Details = "If-Match names none of the item's current ETags"
 	case errors.Is(err, ErrUnauthenticated):
 		body.Details = err.Error()
-	case status == http.StatusInternalServerError:
-		a.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
+	observationFrom(r.Context()).noteError(status, body.Error, err)
 	writeJSON(w, status, body)
 }
 
@@ -158,12 +158,14 @@ func limitPtr(v int64) *int64 {
 
 func now() string { return time.Now().UTC().Format(time.RFC3339) }
 
+const badURLError = "Invalid path"
+
 // WriteBadURL answers a request whose URL cannot even be parsed (malformed
 // percent-encoding) with the same 400 body as every other invalid input.
 // Hosts call it when they cannot build an *http.Request at all.
 func WriteBadURL(w http.ResponseWriter, path string) {
 	writeJSON(w, http.StatusBadRequest, errorBody{
-		Error:     "Invalid path",
+		Error:     badURLError,
 		Details:   "malformed percent-encoding in " + strconv.Quote(path),
 		Timestamp: now(),
 	})

@@ -156,7 +156,9 @@ func (a *API) deleteList(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	ctx, cancel := withBudget(r.Context(), a.budget, deleteAllMargin)
 	defer cancel()
-	if _, err := a.store.DeleteList(ctx, sc.key, sc.onlyCreator()); err != nil {
+	n, err := a.store.DeleteList(ctx, sc.key, sc.onlyCreator())
+	observationFrom(r.Context()).noteDeleted(n)
+	if err != nil {
 		a.fail(w, r, err, &key)
 		return
 	}

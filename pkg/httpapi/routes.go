@@ -99,22 +99,30 @@ func Routes(groups Group) []Route {
 	return out
 }
 
-// ServeHTTP routes a request. Paths are split on their escaped form so that
-// an encoded slash (%2F) stays inside its segment; each segment is then
-// unescaped. One trailing slash is accepted on every route.
+// ServeHTTP routes a request, and logs and measures it (observe.go).
+// Paths are split on their escaped form so that an encoded slash (%2F)
+// stays inside its segment; each segment is then unescaped. One trailing
+// slash is accepted on every route.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	route, p, serve := a.dispatch(r)
+	a.serveObserved(w, r, route, p, serve)
+}
+
+// dispatch finds what serves r: the route's name for logs and metrics
+// (method and pattern), the parameters it captured, and the handler.
+func (a *API) dispatch(r *http.Request) (string, params, func(http.ResponseWriter, *http.Request)) {
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), BasePath+"/")
 	if !ok {
-		a.notFound(w, r)
-		return
+		return unmatched, params{}, a.notFound
 	}
 	var segBuf [8]string // room for every route's segments
 	segs := segBuf[:0]
 	for s := range strings.SplitSeq(strings.TrimSuffix(rest, "/"), "/") {
 		u, err := url.PathUnescape(s)
 		if err != nil {
-			a.fail(w, r, uds.Invalid("path", "malformed percent-encoding in %q", s), nil)
-			return
+			return unmatched, params{}, func(w http.ResponseWriter, r *http.Request) {
+				a.fail(w, r, uds.Invalid("path", "malformed percent-encoding in %q", s), nil)
+			}
 		}
 		segs = append(segs, u)
 	}
@@ -128,17 +136,22 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			continue
 		}
-		h := rt.methods[r.Method]
+		h, method := rt.methods[r.Method], r.Method
+		bodyless := false
 		if h == nil && r.Method == http.MethodHead && rt.methods[http.MethodGet] != nil {
 			// HEAD is GET without the body (RFC 9110), headers and status
 			// included.
-			h, w = rt.methods[http.MethodGet], bodiless{w}
+			h, bodyless = rt.methods[http.MethodGet], true
 		}
 		if h != nil {
-			ctx, cancel := withBudget(r.Context(), a.request, answerMargin)
-			defer cancel()
-			h(a, w, r.WithContext(ctx), p)
-			return
+			return method + " " + rt.pattern, p, func(w http.ResponseWriter, r *http.Request) {
+				if bodyless {
+					w = bodiless{w}
+				}
+				ctx, cancel := withBudget(r.Context(), a.request, answerMargin)
+				defer cancel()
+				h(a, w, r.WithContext(ctx), p)
+			}
 		}
 		// The first route that matches the path is the resource and
 		// names the methods allowed; a later one (the greedy sort key
@@ -148,10 +161,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if allow != "" {
-		methodNotAllowed(w, r, allow)
-		return
+		return unmatched, params{}, func(w http.ResponseWriter, r *http.Request) { methodNotAllowed(w, r, allow) }
 	}
-	a.notFound(w, r)
+	return unmatched, params{}, a.notFound
 }
 
 // allowed lists a route's methods for the Allow header, HEAD beside GET.
@@ -208,6 +220,7 @@ func match(pat, segs []string) (params, bool) {
 }
 
 func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
+	observationFrom(r.Context()).noteError(http.StatusNotFound, "Route not found", nil)
 	writeJSON(w, http.StatusNotFound, errorBody{Error: "Route not found", Details: r.Method + " " + r.URL.Path + " is not a UDS route" + a.servedBy(), Timestamp: now()})
 }
 
@@ -221,5 +234,6 @@ func (a *API) servedBy() string {
 // methodNotAllowed answers 405 with the methods the route has.
 func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
+	observationFrom(r.Context()).noteError(http.StatusMethodNotAllowed, "Method not allowed", nil)
 	writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: "Method not allowed", Details: r.Method + " is not allowed here; allowed: " + allow, Timestamp: now()})
 }

@@ -1,16 +1,21 @@
 package lambdahost_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/udsproject/uds/internal/dynamotest"
+	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/internal/emf/emftest"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/lambdahost"
@@ -28,9 +33,12 @@ func TestEventsReplay(t *testing.T) {
 		LimitsCacheTTL:  time.Second,
 		DeleteAllBudget: 20 * time.Second,
 	}
+	// Each event's request line and EMF record are checked too.
+	var logs, metrics bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	handlers := map[string]lambdahost.HandlerFunc{}
 	for name, group := range map[string]httpapi.Group{"kv": httpapi.GroupKV, "list": httpapi.GroupList, "admin": httpapi.GroupAdmin} {
-		h, err := lambdahost.New(context.Background(), cfg, group)
+		h, err := lambdahost.New(context.Background(), cfg, group, logger, emf.NewWriter(&metrics))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,10 +78,13 @@ func TestEventsReplay(t *testing.T) {
 			if h == nil {
 				t.Fatalf("no function %q", m.Function)
 			}
+			logs.Reset()
+			metrics.Reset()
 			res, err := h(context.Background(), ev)
 			if err != nil {
 				t.Fatalf("handler error: %v", err)
 			}
+			checkObserved(t, m.Function, ev, res.StatusCode, logs.Bytes(), metrics.Bytes())
 			if res.StatusCode != m.Status {
 				t.Fatalf("status %d, want %d; body %s", res.StatusCode, m.Status, res.Body)
 			}
@@ -87,5 +98,52 @@ func TestEventsReplay(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkObserved checks the one request line and the one EMF record a
+// request left.
+func checkObserved(t *testing.T, function string, ev events.APIGatewayV2HTTPRequest, status int, logs, metrics []byte) {
+	t.Helper()
+	lines := bytes.Split(bytes.TrimSpace(logs), []byte("\n"))
+	if len(lines) != 1 {
+		t.Fatalf("%d log lines, want one: %s", len(lines), logs)
+	}
+	var line struct {
+		Level, Msg, Route, Method, Subject, APIRequestID string
+		Status, BytesIn, BytesOut                        int
+		LatencyMs                                        float64
+		Cause                                            string
+		DynamoDB                                         *struct{ Calls int } `json:"dynamodb"`
+	}
+	if err := json.Unmarshal(lines[0], &line); err != nil {
+		t.Fatal(err)
+	}
+	wantLevel := "INFO"
+	if status >= 500 {
+		wantLevel = "ERROR"
+	}
+	if line.Msg != "request" || line.Level != wantLevel || line.Status != status || line.Method != ev.RequestContext.HTTP.Method ||
+		line.Route == "" || line.LatencyMs <= 0 || line.DynamoDB == nil || line.APIRequestID != ev.RequestContext.RequestID ||
+		line.BytesIn != len(ev.Body) || (status != 204 && ev.RequestContext.HTTP.Method != "HEAD" && line.BytesOut == 0) {
+		t.Errorf("request line %s", lines[0])
+	}
+	if jwt := ev.RequestContext.Authorizer; jwt != nil && jwt.JWT != nil && line.Subject != jwt.JWT.Claims["sub"] {
+		t.Errorf("subject %q, want the token's %q", line.Subject, jwt.JWT.Claims["sub"])
+	}
+	records := bytes.Split(bytes.TrimSpace(metrics), []byte("\n"))
+	if len(records) != 1 {
+		t.Fatalf("%d EMF records, want one: %s", len(records), metrics)
+	}
+	if err := emftest.Check(records[0]); err != nil {
+		t.Errorf("EMF record: %v\n%s", err, records[0])
+	}
+	var rec struct {
+		Function, Route, StatusClass string
+		Requests                     float64
+	}
+	_ = json.Unmarshal(records[0], &rec)
+	if rec.Function != function || rec.Route != line.Route || rec.StatusClass != strconv.Itoa(status/100)+"xx" || rec.Requests != 1 {
+		t.Errorf("EMF record %s", records[0])
 	}
 }

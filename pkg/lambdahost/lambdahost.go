@@ -5,15 +5,19 @@ package lambdahost
 import (
 	"context"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/server"
@@ -34,7 +38,16 @@ func Handler(h http.Handler) HandlerFunc {
 		}
 		if _, err := url.PathUnescape(path); err != nil {
 			w := core.NewProxyResponseWriterV2()
-			httpapi.WriteBadURL(w, path)
+			if api, ok := h.(*httpapi.API); ok {
+				header := http.Header{}
+				for k, v := range ev.Headers {
+					header.Set(k, v)
+				}
+				ctx = context.WithValue(ctx, gatewayIDKey{}, ev.RequestContext.RequestID)
+				api.ServeBadURL(ctx, w, ev.RequestContext.HTTP.Method, path, header)
+			} else {
+				httpapi.WriteBadURL(w, path)
+			}
 			return w.GetProxyResponse()
 		}
 		return adapter.ProxyWithContext(ctx, ev)
@@ -65,23 +78,49 @@ func Subject(claim string) httpapi.SubjectFunc {
 	}
 }
 
-// New builds the handler of one function from its configuration.
-func New(ctx context.Context, cfg config.Config, group httpapi.Group) (HandlerFunc, error) {
-	api, _, err := server.Build(ctx, cfg, group, Subject(cfg.SubjectClaim))
+// New builds the handler of one function from its configuration. Request
+// lines go to logger, EMF records to metrics (none if nil).
+func New(ctx context.Context, cfg config.Config, group httpapi.Group, logger *slog.Logger, metrics *emf.Writer) (HandlerFunc, error) {
+	api, _, err := server.Build(ctx, cfg, group, server.Host{
+		Subject: Subject(cfg.SubjectClaim), Logger: logger, Metrics: metrics,
+		Function: group.Name(), RequestAttrs: gatewayRequestID,
+	})
 	if err != nil {
 		return nil, err
 	}
 	return Handler(api), nil
 }
 
+// gatewayRequestID names the API Gateway request in the request's log
+// line, beside the Lambda request id the log handler adds: it is the id
+// of the gateway's access log.
+func gatewayRequestID(r *http.Request) []slog.Attr {
+	id, _ := r.Context().Value(gatewayIDKey{}).(string)
+	if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok {
+		id = rc.RequestID
+	}
+	if id == "" {
+		return nil
+	}
+	return []slog.Attr{slog.String("apiRequestId", id)}
+}
+
+// gatewayIDKey carries the gateway's request id of an event that the
+// adapter could not turn into a request (see Handler).
+type gatewayIDKey struct{}
+
 // Main is a function's whole main: read the configuration once, build the
 // clients at init, and serve events until the runtime stops the process.
+// Logs follow the function's log format (JSON when the stack sets it) and
+// level, with the Lambda request id; metrics are EMF lines on stdout.
 func Main(group httpapi.Group) {
+	logger := lambdacontext.NewLogger()
+	slog.SetDefault(logger)
 	cfg, err := config.FromEnv()
 	if err != nil {
 		log.Fatalf("configuration: %v", err)
 	}
-	h, err := New(context.Background(), cfg, group)
+	h, err := New(context.Background(), cfg, group, logger, emf.NewWriter(os.Stdout))
 	if err != nil {
 		log.Fatalf("init: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -35,7 +36,7 @@ func TestListPagesFitTheLambdaPayload(t *testing.T) {
 		Endpoint:     os.Getenv(config.EnvDynamoDBEndpoint),
 		SubjectClaim: "sub", CursorSecret: []byte("payload"), LimitsCacheTTL: time.Second,
 	}
-	h, err := lambdahost.New(ctx, cfg, httpapi.GroupList)
+	h, err := lambdahost.New(ctx, cfg, httpapi.GroupList, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,18 +6,31 @@ package server
 import (
 	"context"
 	"log/slog"
+	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
+// Host is what the process serving the API provides: who the caller is,
+// where request lines and metrics go, and the function's name in metric
+// dimensions.
+type Host struct {
+	Subject      httpapi.SubjectFunc
+	Logger       *slog.Logger
+	RequestAttrs func(*http.Request) []slog.Attr
+	Metrics      *emf.Writer
+	Function     string
+}
+
 // Build returns the API for the given route groups and the DynamoDB client
 // it uses.
-func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, subject httpapi.SubjectFunc) (*httpapi.API, *dynamodb.Client, error) {
+func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Host) (*httpapi.API, *dynamodb.Client, error) {
 	client, err := store.NewClient(ctx, cfg.Endpoint)
 	if err != nil {
 		return nil, nil, err
@@ -27,11 +40,14 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, subject
 		store.WithLimitsTTL(cfg.LimitsCacheTTL),
 		store.WithRecomputeQuiet(cfg.RecomputeQuiet))
 	api := httpapi.New(st, groups, httpapi.Config{
-		Subject:         subject,
+		Subject:         host.Subject,
 		CursorSecret:    cfg.CursorSecret,
 		DeleteAllBudget: cfg.DeleteAllBudget,
 		RequestBudget:   cfg.RequestBudget,
-		Logger:          slog.Default(),
+		Logger:          host.Logger,
+		RequestAttrs:    host.RequestAttrs,
+		Metrics:         host.Metrics,
+		Function:        host.Function,
 	})
 	return api, client, nil
 }

@@ -16,7 +16,8 @@ import (
 // NewClient builds a DynamoDB client from the standard AWS configuration
 // chain. A non-empty endpoint points it at DynamoDB Local or another
 // compatible engine; such engines accept any credentials, so placeholders
-// are used when the environment has none. optFns adjust the client's
+// are used when the environment has none. The client counts the calls of
+// requests whose context carries CallStats. optFns adjust the client's
 // options last (benchmarks replace its HTTP transport).
 func NewClient(ctx context.Context, endpoint string, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
 	var opts []func(*awsconfig.LoadOptions) error
@@ -32,6 +33,7 @@ func NewClient(ctx context.Context, endpoint string, optFns ...func(*dynamodb.Op
 	}
 	return dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
 		o.Retryer = newRetryer()
+		countCalls(o)
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 			// DynamoDB Local's CRC32 response header does not always

@@ -1,0 +1,75 @@
+// Package emftest checks Embedded Metric Format lines against the
+// specification, for the tests of packages that write them.
+package emftest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/udsproject/uds/pkg/policy"
+)
+
+// Check validates one EMF line against the specification: its structure
+// against emf-spec.schema.json, then the rules a schema cannot
+// say (every dimension a directive names is a string member of the root
+// of at most 1,024 characters; every metric a number, or an array of at
+// most 100 numbers). Tests of packages that write EMF use it.
+func Check(line []byte) error {
+	_, file, _, _ := runtime.Caller(0)
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(file), "emf-spec.schema.json"))
+	if err != nil {
+		return err
+	}
+	spec, err := policy.Compile(raw)
+	if err != nil {
+		return fmt.Errorf("the specification schema: %w", err)
+	}
+	if err := spec.Check(line); err != nil {
+		return fmt.Errorf("%w: %+v", err, err)
+	}
+	var doc struct {
+		AWS struct {
+			CloudWatchMetrics []struct {
+				Dimensions [][]string
+				Metrics    []struct{ Name string }
+			}
+		} `json:"_aws"`
+	}
+	var root map[string]any
+	if err := json.Unmarshal(line, &doc); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(line, &root); err != nil {
+		return err
+	}
+	for _, d := range doc.AWS.CloudWatchMetrics {
+		for _, set := range d.Dimensions {
+			for _, name := range set {
+				v, ok := root[name].(string)
+				if !ok || len(v) > 1024 {
+					return fmt.Errorf("dimension %q: the root holds %#v, want a string of at most 1024 characters", name, root[name])
+				}
+			}
+		}
+		for _, m := range d.Metrics {
+			switch v := root[m.Name].(type) {
+			case float64:
+			case []any:
+				if len(v) > 100 {
+					return fmt.Errorf("metric %q holds %d values, at most 100", m.Name, len(v))
+				}
+				for _, x := range v {
+					if _, ok := x.(float64); !ok {
+						return fmt.Errorf("metric %q holds %#v, not a number", m.Name, x)
+					}
+				}
+			default:
+				return fmt.Errorf("metric %q: the root holds %#v, want a number", m.Name, root[m.Name])
+			}
+		}
+	}
+	return nil
+}

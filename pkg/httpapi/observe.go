@@ -1,0 +1,239 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/pkg/store"
+)
+
+// unmatched is the route of requests no route serves (404 and 405).
+const unmatched = "unmatched"
+
+// observation is what one request's log line and metrics say beyond what
+// the response shows: filled by the handler (and, for batches, by its
+// parallel operations) while it runs.
+type observation struct {
+	mu sync.Mutex
+	// quotaRefusals and conditionalFailures count refused writes: one for
+	// a single-item route, one per refused operation of a batch.
+	quotaRefusals, conditionalFailures int
+	// errorKind is the error body's "error" of the request's own answer
+	// (for a batch, the first operation's that failed).
+	errorKind string
+	// cause is the first internal error behind a 5xx, for the log only.
+	cause error
+	// deleted counts a delete-all's items; batchOps a batch's operations.
+	deleted, batchOps int
+}
+
+type observationKey struct{}
+
+func observationFrom(ctx context.Context) *observation {
+	ob, _ := ctx.Value(observationKey{}).(*observation)
+	return ob
+}
+
+// noteError records an answered error.
+func (ob *observation) noteError(status int, kind string, err error) {
+	if ob == nil {
+		return
+	}
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	switch {
+	case kind == "Quota exceeded":
+		ob.quotaRefusals++
+	case status == http.StatusConflict || status == http.StatusPreconditionFailed:
+		ob.conditionalFailures++
+	}
+	if ob.errorKind == "" {
+		ob.errorKind = kind
+	}
+	if status >= 500 && ob.cause == nil {
+		ob.cause = err
+	}
+}
+
+func (ob *observation) noteDeleted(n int) {
+	if ob != nil {
+		ob.mu.Lock()
+		ob.deleted = n
+		ob.mu.Unlock()
+	}
+}
+
+func (ob *observation) noteBatch(n int) {
+	if ob != nil {
+		ob.mu.Lock()
+		ob.batchOps = n
+		ob.mu.Unlock()
+	}
+}
+
+// observed is the response writer of an observed request: it keeps the
+// status and counts the bytes written.
+type observed struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (o *observed) WriteHeader(status int) {
+	if o.status == 0 {
+		o.status = status
+	}
+	o.ResponseWriter.WriteHeader(status)
+}
+
+func (o *observed) Write(p []byte) (int, error) {
+	if o.status == 0 {
+		o.status = http.StatusOK
+	}
+	n, err := o.ResponseWriter.Write(p)
+	o.bytes += n
+	return n, err
+}
+
+// countingBody counts the bytes of the request body the handler reads.
+type countingBody struct {
+	io.ReadCloser
+	n int
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n += n
+	return n, err
+}
+
+// serveObserved runs serve for a request on route and then writes its
+// log line and its metrics.
+func (a *API) serveObserved(w http.ResponseWriter, r *http.Request, route string, p params, serve func(http.ResponseWriter, *http.Request)) {
+	start := time.Now()
+	ctx, calls := store.WithCallStats(r.Context())
+	ob := &observation{}
+	ctx = context.WithValue(ctx, observationKey{}, ob)
+	body := &countingBody{ReadCloser: r.Body}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = body
+	}
+	ow := &observed{ResponseWriter: w}
+	r = r.WithContext(ctx)
+	serve(ow, r)
+	if ow.status == 0 {
+		ow.status = http.StatusOK
+	}
+	// The declared length counts a body the handler refused unread.
+	bytesIn := max(body.n, int(r.ContentLength))
+	a.report(r, route, p, ow, bytesIn, time.Since(start), calls.Snapshot(), ob)
+}
+
+// ServeBadURL answers, logs and measures a request whose URL cannot even be
+// parsed (malformed percent-encoding), which hosts cannot turn into an
+// *http.Request: 400, as WriteBadURL answers.
+func (a *API) ServeBadURL(ctx context.Context, w http.ResponseWriter, method, path string, header http.Header) {
+	r := (&http.Request{Method: method, URL: &url.URL{Path: path}, Header: header, Body: http.NoBody}).WithContext(ctx)
+	a.serveObserved(w, r, unmatched, params{}, func(w http.ResponseWriter, r *http.Request) {
+		observationFrom(r.Context()).noteError(http.StatusBadRequest, badURLError, nil)
+		WriteBadURL(w, path)
+	})
+}
+
+// report writes one request's log line (INFO; ERROR when a 5xx was
+// answered, with the internal error) and its EMF record.
+func (a *API) report(r *http.Request, route string, p params, ow *observed, bytesIn int, took time.Duration, c store.Calls, ob *observation) {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	ms := float64(took.Microseconds()) / 1000
+	level := slog.LevelInfo
+	if ow.status >= 500 || ob.cause != nil {
+		level = slog.LevelError
+	}
+	subject, _ := a.subject(r)
+	if a.log.Enabled(r.Context(), level) {
+		attrs := make([]slog.Attr, 0, 24)
+		attrs = append(attrs,
+			slog.String("route", route), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", ow.status), slog.Float64("latencyMs", ms),
+			slog.String("app", p.app), slog.String("namespace", p.namespace), slog.String("subject", subject),
+			slog.Int("bytesIn", bytesIn), slog.Int("bytesOut", ow.bytes),
+			slog.Group("dynamodb", slog.Int("calls", c.Calls), slog.Int("retries", c.Retries), slog.Int("throttles", c.Throttles),
+				slog.Float64("readUnits", c.ReadUnits), slog.Float64("writeUnits", c.WriteUnits)),
+		)
+		if ob.quotaRefusals > 0 {
+			attrs = append(attrs, slog.String("quota", "refused"), slog.Int("quotaRefusals", ob.quotaRefusals))
+		}
+		if ob.errorKind != "" {
+			attrs = append(attrs, slog.String("error", ob.errorKind))
+		}
+		if ob.cause != nil {
+			attrs = append(attrs, slog.String("cause", ob.cause.Error()))
+		}
+		if ob.deleted > 0 {
+			attrs = append(attrs, slog.Int("deleted", ob.deleted))
+		}
+		if ob.batchOps > 0 {
+			attrs = append(attrs, slog.Int("batchOps", ob.batchOps))
+		}
+		if trace := r.Header.Get("X-Amzn-Trace-Id"); trace != "" {
+			attrs = append(attrs, slog.String("traceId", trace))
+		}
+		if a.requestAttrs != nil {
+			attrs = append(attrs, a.requestAttrs(r)...)
+		}
+		a.log.LogAttrs(r.Context(), level, "request", attrs...)
+	}
+	a.writeMetrics(route, ow.status, ms, c, ob)
+}
+
+// writeMetrics writes the request's EMF record. Dimensions are the
+// function, the route and the status class only; apps and subjects are
+// in the log line, never in dimensions.
+func (a *API) writeMetrics(route string, status int, ms float64, c store.Calls, ob *observation) {
+	if a.metrics == nil {
+		return
+	}
+	flag := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	class := string(rune('0'+status/100)) + "xx"
+	perRoute := []emf.Metric{
+		{Name: "Requests", Unit: emf.Count, Value: 1},
+		{Name: "Latency", Unit: emf.Milliseconds, Value: ms},
+		{Name: "ClientErrors", Unit: emf.Count, Value: flag(status >= 400 && status < 500)},
+		{Name: "ServerErrors", Unit: emf.Count, Value: flag(status >= 500)},
+	}
+	perFunction := []emf.Metric{
+		{Name: "QuotaRefusals", Unit: emf.Count, Value: float64(ob.quotaRefusals)},
+		{Name: "ConditionalFailures", Unit: emf.Count, Value: float64(ob.conditionalFailures)},
+		{Name: "DynamoDBCalls", Unit: emf.Count, Value: float64(c.Calls)},
+		{Name: "DynamoDBRetries", Unit: emf.Count, Value: float64(c.Retries)},
+		{Name: "DynamoDBThrottles", Unit: emf.Count, Value: float64(c.Throttles)},
+		{Name: "ReadCapacityUnits", Unit: emf.None, Value: c.ReadUnits},
+		{Name: "WriteCapacityUnits", Unit: emf.None, Value: c.WriteUnits},
+	}
+	if ob.deleted > 0 {
+		perFunction = append(perFunction, emf.Metric{Name: "DeleteAllItems", Unit: emf.Count, Value: float64(ob.deleted)})
+	}
+	if ob.batchOps > 0 {
+		perFunction = append(perFunction, emf.Metric{Name: "BatchOperations", Unit: emf.Count, Value: float64(ob.batchOps)})
+	}
+	_ = a.metrics.Write(emf.Record{
+		Dimensions: map[string]string{"function": a.function, "route": route, "statusClass": class},
+		Directives: []emf.Directive{
+			{DimensionSets: [][]string{{"function", "route"}, {"function"}}, Metrics: perRoute},
+			{DimensionSets: [][]string{{"function", "statusClass"}}, Metrics: []emf.Metric{{Name: "StatusClassRequests", Unit: emf.Count, Value: 1}}},
+			{DimensionSets: [][]string{{"function"}}, Metrics: perFunction},
+		},
+	})
+}

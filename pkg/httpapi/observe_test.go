@@ -1,0 +1,186 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/udsproject/uds/internal/dynamotest"
+	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/internal/emf/emftest"
+	"github.com/udsproject/uds/internal/faults"
+	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/store"
+)
+
+// lockedBuffer is a buffer that a server's goroutines may write at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// take returns the lines written since the last take, decoded.
+func (l *lockedBuffer) take(t *testing.T) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range bytes.Split(bytes.TrimSpace(l.b.Bytes()), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("not a JSON line: %s", line)
+		}
+		if _, isEMF := m["_aws"]; isEMF {
+			if err := emftest.Check(line); err != nil {
+				t.Errorf("EMF record: %v\n%s", err, line)
+			}
+		}
+		out = append(out, m)
+	}
+	l.b.Reset()
+	return out
+}
+
+// observedEnv is an API whose request lines and EMF records are kept.
+type observedEnv struct {
+	*env
+	logs, metrics *lockedBuffer
+	faults        *faults.Transport
+}
+
+func newObservedEnv(t *testing.T) *observedEnv {
+	client, ft := dynamotest.FaultyClient(t, 1)
+	tables := dynamotest.NewTables(t)
+	o := &observedEnv{logs: &lockedBuffer{}, metrics: &lockedBuffer{}, faults: ft}
+	api := httpapi.New(store.New(client, tables), httpapi.GroupAll, httpapi.Config{
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: 20 * time.Second,
+		Logger:  slog.New(slog.NewJSONHandler(o.logs, nil)), Metrics: emf.NewWriter(o.metrics), Function: "local",
+	})
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	o.env = &env{t: t, srv: srv, tables: tables, client: dynamotest.Client(t)}
+	return o
+}
+
+// one returns the single request line and EMF record of the last request.
+func (o *observedEnv) one(t *testing.T) (line, record map[string]any) {
+	t.Helper()
+	lines, records := o.logs.take(t), o.metrics.take(t)
+	if len(lines) != 1 || len(records) != 1 {
+		t.Fatalf("%d lines and %d records, want one each: %v %v", len(lines), len(records), lines, records)
+	}
+	return lines[0], records[0]
+}
+
+func TestRequestLinesAndMetrics(t *testing.T) {
+	o := newObservedEnv(t)
+	item := base + "/obs/item"
+	t.Run("create", func(t *testing.T) {
+		o.as("alice", "POST", item, `{"data":{"a":1}}`, "X-Amzn-Trace-Id", "Root=1-abc").expect(t, 201)
+		line, rec := o.one(t)
+		ddb := line["dynamodb"].(map[string]any)
+		want := map[string]any{
+			"msg": "request", "level": "INFO", "route": "POST /data/{applicationUuid}/{namespace}/{id}", "status": 201.0,
+			"app": app, "namespace": "obs", "subject": "alice", "bytesIn": float64(len(`{"data":{"a":1}}`)), "traceId": "Root=1-abc",
+		}
+		for k, v := range want {
+			if line[k] != v {
+				t.Errorf("%s = %v, want %v", k, line[k], v)
+			}
+		}
+		if line["latencyMs"].(float64) <= 0 || line["bytesOut"].(float64) == 0 || ddb["calls"].(float64) < 1 || ddb["writeUnits"].(float64) <= 0 {
+			t.Errorf("line %v", line)
+		}
+		if rec["function"] != "local" || rec["route"] != want["route"] || rec["statusClass"] != "2xx" || rec["Requests"] != 1.0 ||
+			rec["ServerErrors"] != 0.0 || rec["WriteCapacityUnits"].(float64) <= 0 || rec["DynamoDBCalls"] != ddb["calls"] {
+			t.Errorf("record %v", rec)
+		}
+		for _, forbidden := range []string{"app", "subject", "namespace"} {
+			if _, ok := rec[forbidden]; ok {
+				t.Errorf("the EMF record carries %s", forbidden)
+			}
+		}
+	})
+	t.Run("conflict", func(t *testing.T) {
+		o.as("alice", "POST", item, `{"data":1}`).expect(t, 409)
+		line, rec := o.one(t)
+		if line["error"] != "Key already exists" || rec["ConditionalFailures"] != 1.0 || rec["ClientErrors"] != 1.0 || rec["statusClass"] != "4xx" {
+			t.Errorf("line %v, record %v", line, rec)
+		}
+	})
+	t.Run("quota refusal", func(t *testing.T) {
+		o.do("PUT", "/rest/api/v1/admin/apps/"+app+"/users/bob/quota", `{"limitItems":1}`).expect(t, 200)
+		o.logs.take(t)
+		o.metrics.take(t)
+		o.as("bob", "POST", base+"/obs/b1", `{"data":1}`).expect(t, 201)
+		o.one(t)
+		o.as("bob", "POST", base+"/obs/b2", `{"data":1}`).expect(t, 403)
+		line, rec := o.one(t)
+		if line["quota"] != "refused" || line["error"] != "Quota exceeded" || rec["QuotaRefusals"] != 1.0 {
+			t.Errorf("line %v, record %v", line, rec)
+		}
+	})
+	t.Run("batch", func(t *testing.T) {
+		o.as("bob", "POST", base+"/batch", `{"operations":[{"method":"POST","path":"obs/b3","body":{"data":1}},{"method":"GET","path":"obs/item"}]}`).expect(t, 200)
+		line, rec := o.one(t)
+		if line["batchOps"] != 2.0 || line["quotaRefusals"] != 1.0 || rec["BatchOperations"] != 2.0 || rec["QuotaRefusals"] != 1.0 {
+			t.Errorf("line %v, record %v", line, rec)
+		}
+	})
+	t.Run("delete-all", func(t *testing.T) {
+		for _, sk := range []string{"a", "b", "c"} {
+			o.as("alice", "POST", base+"/obs/list/"+sk, `{"data":1}`).expect(t, 201)
+		}
+		o.logs.take(t)
+		o.metrics.take(t)
+		o.as("alice", "DELETE", base+"/obs/list/list", "").expect(t, 204)
+		line, rec := o.one(t)
+		if line["deleted"] != 3.0 || rec["DeleteAllItems"] != 3.0 || line["route"] != "DELETE /data/{applicationUuid}/{namespace}/{id}/list" {
+			t.Errorf("line %v, record %v", line, rec)
+		}
+	})
+	t.Run("throttled and retried", func(t *testing.T) {
+		o.faults.Set(faults.Rule{Kind: faults.Throttle, Ops: []string{"GetItem"}, Nth: 1})
+		defer o.faults.Set()
+		o.as("alice", "GET", item, "").expect(t, 200)
+		line, rec := o.one(t)
+		ddb := line["dynamodb"].(map[string]any)
+		if ddb["retries"] != 1.0 || ddb["throttles"] != 1.0 || rec["DynamoDBRetries"] != 1.0 || rec["DynamoDBThrottles"] != 1.0 {
+			t.Errorf("line %v, record %v", line, rec)
+		}
+	})
+	t.Run("unavailable is an error line with its cause", func(t *testing.T) {
+		o.faults.Set(faults.Rule{Kind: faults.Unavailable, Ops: []string{"GetItem"}, Rate: 1})
+		defer o.faults.Set()
+		r := o.as("alice", "GET", item, "").expect(t, 503)
+		line, rec := o.one(t)
+		cause, _ := line["cause"].(string)
+		if line["level"] != "ERROR" || !strings.Contains(cause, "GetItem") || rec["ServerErrors"] != 1.0 || rec["statusClass"] != "5xx" {
+			t.Errorf("line %v, record %v", line, rec)
+		}
+		if strings.Contains(string(r.raw), "GetItem") {
+			t.Errorf("the internal error reached the client: %s", r.raw)
+		}
+	})
+	t.Run("unmatched", func(t *testing.T) {
+		o.do("GET", "/rest/api/v1/nothing", "").expect(t, 404)
+		line, rec := o.one(t)
+		if line["route"] != "unmatched" || line["error"] != "Route not found" || rec["route"] != "unmatched" {
+			t.Errorf("line %v, record %v", line, rec)
+		}
+	})
+}
