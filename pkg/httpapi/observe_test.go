@@ -68,7 +68,7 @@ func newObservedEnv(t *testing.T) *observedEnv {
 	o := &observedEnv{logs: &lockedBuffer{}, metrics: &lockedBuffer{}, faults: ft}
 	api := httpapi.New(store.New(client, tables), httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: 20 * time.Second,
-		Logger:  slog.New(slog.NewJSONHandler(o.logs, nil)), Metrics: emf.NewWriter(o.metrics), Function: "local",
+		Logger: slog.New(slog.NewJSONHandler(o.logs, nil)), Metrics: emf.NewWriter(o.metrics), Function: "local",
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
