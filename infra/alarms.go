@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -29,7 +30,19 @@ const (
 	// DynamoDB system errors (HTTP 500 from the service) are retried by the
 	// SDK; a steady stream of them is worth a look.
 	tableSystemErrorsThreshold = 5
+	// serverErrorSharePercent is the share of a function's requests that
+	// may answer 5xx before its alarm fires, once it serves at least
+	// minRequestsForShare requests in the period (below that, one failure
+	// is a large share of nothing).
+	serverErrorSharePercent = 1
+	minRequestsForShare     = 20
 )
+
+// p99LatencyThresholdMs is, per API function, the p99 latency that fires its
+// alarm when held for two of three periods. A single-item request takes a
+// few DynamoDB round trips; the list function's delete-all and the admin
+// function's listings and recompute take longer by design.
+var p99LatencyThresholdMs = map[string]float64{fnKV: 1000, fnList: 3000, fnAdmin: 5000}
 
 var alarmPeriod = awscdk.Duration_Minutes(jsii.Number(5))
 
@@ -75,6 +88,11 @@ func (s *UdsStack) defineAlarms() {
 		s.alarm(f.ConstructID+"ThrottlesAlarm", fn.MetricThrottles(sum), functionThrottlesThreshold,
 			"The UDS "+f.Name+" function was throttled")
 	}
+	for _, f := range functionSpecs {
+		if _, api := p99LatencyThresholdMs[f.Name]; api {
+			s.defineRequestAlarms(f)
+		}
+	}
 	for _, t := range schema.Tables {
 		table := s.Tables[t.ID]
 		s.alarm(t.ID+"ThrottlesAlarm",
@@ -84,6 +102,39 @@ func (s *UdsStack) defineAlarms() {
 			tableOperationsSum(table, "SystemErrors", "System errors, all operations"),
 			tableSystemErrorsThreshold, "DynamoDB system errors on the UDS "+t.ID)
 	}
+}
+
+// defineRequestAlarms alarms on an API function's own request metrics
+// (EMF, namespace UDS): its p99 latency, and the share of its requests
+// answered 5xx.
+func (s *UdsStack) defineRequestAlarms(f functionSpec) {
+	dims := &map[string]*string{"function": jsii.String(f.Name)}
+	metric := func(name, statistic string) awscloudwatch.Metric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String(udsNamespace), MetricName: jsii.String(name), DimensionsMap: dims,
+			Statistic: jsii.String(statistic), Period: alarmPeriod,
+		})
+	}
+	awscloudwatch.NewAlarm(s.Stack, jsii.String(f.ConstructID+"LatencyP99Alarm"), &awscloudwatch.AlarmProps{
+		Metric:             metric("Latency", "p99"),
+		Threshold:          jsii.Number(p99LatencyThresholdMs[f.Name]),
+		EvaluationPeriods:  jsii.Number(3),
+		DatapointsToAlarm:  jsii.Number(2),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		AlarmDescription:   jsii.String("The UDS " + f.Name + " function's p99 latency is high (see the README's runbook)"),
+	})
+	share := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("IF(requests >= " + strconv.Itoa(minRequestsForShare) + ", 100 * FILL(errors, 0) / requests, 0)"),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"requests": metric("Requests", "Sum"),
+			"errors":   metric("ServerErrors", "Sum"),
+		},
+		Label:  jsii.String("5xx share (%)"),
+		Period: alarmPeriod,
+	})
+	s.alarm(f.ConstructID+"ServerErrorShareAlarm", share, serverErrorSharePercent,
+		"Over 1% of the UDS "+f.Name+" function's requests answered 5xx (see the README's runbook)")
 }
 
 func (s *UdsStack) alarm(id string, metric awscloudwatch.IMetric, threshold float64, description string) {

@@ -33,6 +33,7 @@ const (
 	ctxCORSOrigins        = "corsOrigins"
 	ctxThrottleRateLimit  = "throttleRateLimit"
 	ctxThrottleBurstLimit = "throttleBurstLimit"
+	ctxLogLevel           = "logLevel"
 )
 
 // Defaults for the context values above.
@@ -41,6 +42,7 @@ const (
 	defaultAssetDir           = "build"
 	defaultThrottleRateLimit  = 100
 	defaultThrottleBurstLimit = 200
+	defaultLogLevel           = "INFO"
 )
 
 // UdsStackProps is everything the stack can be configured with. main fills it
@@ -80,6 +82,9 @@ type UdsStackProps struct {
 	// ThrottleRateLimit (requests per second) and ThrottleBurstLimit apply to
 	// the default stage as a whole.
 	ThrottleRateLimit, ThrottleBurstLimit float64
+	// LogLevel is the functions' application log level: DEBUG, INFO (one
+	// line per request), WARN or ERROR (failures only).
+	LogLevel string
 }
 
 // TableName returns the physical name of t under these props.
@@ -115,6 +120,7 @@ func PropsFromContext(node constructs.Node) (*UdsStackProps, error) {
 		CORSOrigins:        c.list(ctxCORSOrigins),
 		ThrottleRateLimit:  c.number(ctxThrottleRateLimit, defaultThrottleRateLimit),
 		ThrottleBurstLimit: c.number(ctxThrottleBurstLimit, defaultThrottleBurstLimit),
+		LogLevel:           strings.ToUpper(c.string(ctxLogLevel, defaultLogLevel)),
 	}
 	p.StackName = jsii.String(c.string(ctxStackName, defaultStackName))
 	p.Description = jsii.String("UDS, the Universal Data Store: DynamoDB tables, Lambda functions and the HTTP API.")
@@ -160,6 +166,11 @@ func (p *UdsStackProps) Validate() error {
 	}
 	if p.ThrottleRateLimit <= 0 || p.ThrottleBurstLimit <= 0 {
 		errs = append(errs, fmt.Errorf("context %s and %s must be positive", ctxThrottleRateLimit, ctxThrottleBurstLimit))
+	}
+	switch p.LogLevel {
+	case "DEBUG", "INFO", "WARN", "ERROR":
+	default:
+		errs = append(errs, fmt.Errorf("context %s: want DEBUG, INFO, WARN or ERROR, got %q", ctxLogLevel, p.LogLevel))
 	}
 	seen := map[string]string{}
 	for _, t := range schema.Tables {

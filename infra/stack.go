@@ -50,11 +50,18 @@ func NewUdsStack(scope constructs.Construct, id string, props *UdsStackProps) *U
 	s.defineAPI(props)
 	s.defineExpiry(props)
 	s.defineAlarms()
+	s.defineDashboard(props)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Base URL of the HTTP API; the routes start with /rest/api/v1"),
 		Value:       s.Stage.Url(),
 	})
+	for _, f := range functionSpecs {
+		awscdk.NewCfnOutput(stack, jsii.String(f.ConstructID+"LogGroup"), &awscdk.CfnOutputProps{
+			Description: jsii.String("Log group of the " + f.Name + " function: its request lines, for CloudWatch Logs Insights"),
+			Value:       s.Functions[f.Name].LogGroup().LogGroupName(),
+		})
+	}
 	for _, t := range schema.Tables {
 		awscdk.NewCfnOutput(stack, jsii.String(t.ID+"Name"), &awscdk.CfnOutputProps{
 			Description: jsii.String("Physical name of the " + t.ID + " (" + t.EnvVar + ")"),
@@ -166,6 +173,11 @@ func (s *UdsStack) defineFunction(f functionSpec, props *UdsStackProps) {
 		Environment:  functionEnvironment(f, props),
 		Role:         role,
 		LogGroup:     logGroup,
+		// The functions write JSON themselves (aws-lambda-go's slog
+		// handler follows this setting) and EMF records beside it.
+		LoggingFormat:         awslambda.LoggingFormat_JSON,
+		ApplicationLogLevelV2: awslambda.ApplicationLogLevel(props.LogLevel),
+		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
 	})
 	s.Functions[f.Name] = fn
 	s.Roles[f.Name] = role

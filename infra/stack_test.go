@@ -159,6 +159,12 @@ func (s *synthesized) logicalID(t *testing.T, c constructs.IConstruct) string {
 	return *s.stack.Stack.GetLogicalId(el)
 }
 
+// logicalIDOf finds the resource of the stack's direct child construct id.
+func (s *synthesized) logicalIDOf(t *testing.T, id string) string {
+	t.Helper()
+	return s.logicalID(t, s.stack.Stack.Node().FindChild(jsii.String(id)))
+}
+
 // flatten renders a CloudFormation value with intrinsics as one string:
 // {"Ref": X} as ${X}, {"Fn::GetAtt": [X, A]} as ${X.A}, Fn::Join joined.
 // It makes ARNs built from tokens comparable as text.
@@ -291,7 +297,8 @@ func TestDefaultStack(t *testing.T) {
 			"AWS::ApiGatewayV2::Authorizer":   0,
 			"AWS::Lambda::Permission":         len(wantRoutes),
 			"AWS::Logs::LogGroup":             len(functionSpecs) + 1,
-			"AWS::CloudWatch::Alarm":          1 + 2*len(functionSpecs) + 2*len(schema.Tables) + 2,
+			"AWS::CloudWatch::Alarm":          1 + 2*len(functionSpecs) + 2*len(schema.Tables) + 2 + 2*len(apiFunctions),
+			"AWS::CloudWatch::Dashboard":      1,
 			"AWS::Lambda::EventSourceMapping": 2,
 			"AWS::SQS::Queue":                 1,
 		}
@@ -326,6 +333,10 @@ func TestDefaultStack(t *testing.T) {
 			logGroup := strings.TrimSuffix(strings.TrimPrefix(flatten(p["LoggingConfig"].(map[string]any)["LogGroup"]), "${"), "}")
 			checkEqual(t, "log group type", s.resources[logGroup].Type, "AWS::Logs::LogGroup")
 			checkEqual(t, "log retention", s.resources[logGroup].Properties["RetentionInDays"], 30.0)
+			logging := p["LoggingConfig"].(map[string]any)
+			checkEqual(t, "LogFormat", logging["LogFormat"], "JSON")
+			checkEqual(t, "ApplicationLogLevel", logging["ApplicationLogLevel"], "INFO")
+			checkEqual(t, "SystemLogLevel", logging["SystemLogLevel"], "WARN")
 		})
 	}
 
@@ -434,7 +445,7 @@ func TestDefaultStack(t *testing.T) {
 					continue
 				}
 				metric := stat["Metric"].(map[string]any)
-				if metric["MetricName"] == "ThrottledRequests" || metric["MetricName"] == "SystemErrors" {
+				if metric["MetricName"] == "ThrottledRequests" || metric["MetricName"] == "SystemErrors" || metric["Namespace"] == udsNamespace {
 					metrics[metric["Namespace"].(string)+"/"+metric["MetricName"].(string)]++
 				}
 			}
@@ -447,12 +458,72 @@ func TestDefaultStack(t *testing.T) {
 			"AWS/Lambda/Throttles":                       len(functionSpecs),
 			"AWS/DynamoDB/ThrottledRequests":             len(schema.Tables) * len(tableOperations),
 			"AWS/DynamoDB/SystemErrors":                  len(schema.Tables) * len(tableOperations),
+			"UDS/Latency":                                len(apiFunctions),
+			"UDS/Requests":                               len(apiFunctions),
+			"UDS/ServerErrors":                           len(apiFunctions),
 		})
+	})
+
+	t.Run("request alarms", func(t *testing.T) {
+		for _, f := range functionSpecs {
+			threshold, api := p99LatencyThresholdMs[f.Name]
+			if !api {
+				continue
+			}
+			latency := s.resources[s.logicalIDOf(t, f.ConstructID+"LatencyP99Alarm")].Properties
+			checkEqual(t, f.Name+" latency metric", []any{latency["Namespace"], latency["MetricName"], latency["ExtendedStatistic"]}, []any{"UDS", "Latency", "p99"})
+			checkEqual(t, f.Name+" latency dimensions", latency["Dimensions"], []any{map[string]any{"Name": "function", "Value": f.Name}})
+			checkEqual(t, f.Name+" latency threshold", latency["Threshold"], threshold)
+			checkEqual(t, f.Name+" latency periods", []any{latency["EvaluationPeriods"], latency["DatapointsToAlarm"]}, []any{3.0, 2.0})
+			share := s.resources[s.logicalIDOf(t, f.ConstructID+"ServerErrorShareAlarm")].Properties
+			checkEqual(t, f.Name+" share threshold", share["Threshold"], float64(serverErrorSharePercent))
+			var expression string
+			for _, m := range asList(share["Metrics"]) {
+				m := m.(map[string]any)
+				if e, ok := m["Expression"].(string); ok {
+					expression = e
+					continue
+				}
+				dims := m["MetricStat"].(map[string]any)["Metric"].(map[string]any)["Dimensions"]
+				checkEqual(t, f.Name+" share dimensions", dims, []any{map[string]any{"Name": "function", "Value": f.Name}})
+			}
+			checkEqual(t, f.Name+" share expression", expression, "IF(requests >= 20, 100 * FILL(errors, 0) / requests, 0)")
+		}
+	})
+
+	t.Run("dashboard", func(t *testing.T) {
+		ids := s.ofType("AWS::CloudWatch::Dashboard")
+		if len(ids) != 1 {
+			t.Fatalf("%d dashboards", len(ids))
+		}
+		body := flatten(s.resources[ids[0]].Properties["DashboardBody"])
+		for _, want := range []string{
+			`SEARCH('{UDS,function,route} MetricName=\"Requests\"', 'Sum', 300)`,
+			`MetricName=\"Latency\"', 'p99'`, `MetricName=\"Latency\"', 'p50'`,
+			`MetricName=\"ClientErrors\"`, `MetricName=\"ServerErrors\"`,
+			`"QuotaRefusals"`, `"ConditionalFailures"`, `"DynamoDBThrottles"`, `"DynamoDBRetries"`,
+			`"ConsumedReadCapacityUnits"`, `"ConsumedWriteCapacityUnits"`, `MetricName=\"ThrottledRequests\" (TableName=\"data_store\" OR`,
+			`"Duration"`, `@initDuration`, `"ConcurrentExecutions"`, `"Errors"`, `"IteratorAge"`, `"Releases"`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the dashboard lacks %s", want)
+			}
+		}
 	})
 
 	t.Run("outputs", func(t *testing.T) {
 		if _, ok := s.outputs["ApiUrl"]; !ok {
 			t.Error("no ApiUrl output")
+		}
+		dashboard, _ := s.outputs["DashboardUrl"].(map[string]any)
+		if url := flatten(dashboard["Value"]); !strings.Contains(url, "#dashboards:name=${Dashboard") {
+			t.Errorf("DashboardUrl %q", url)
+		}
+		for _, f := range functionSpecs {
+			out, _ := s.outputs[f.ConstructID+"LogGroup"].(map[string]any)
+			if v := flatten(out["Value"]); !strings.HasPrefix(v, "${"+f.ConstructID+"Logs") {
+				t.Errorf("%sLogGroup output %q", f.ConstructID, v)
+			}
 		}
 		for _, table := range schema.Tables {
 			out, _ := s.outputs[table.ID+"Name"].(map[string]any)
@@ -834,11 +905,19 @@ func TestContextConfiguration(t *testing.T) {
 		ctxCORSOrigins:        "https://app.example.com, https://admin.example.com",
 		ctxThrottleRateLimit:  "50",
 		ctxThrottleBurstLimit: 75.0,
+		ctxLogLevel:           "warn",
 	}
 	for _, table := range schema.Tables {
 		context[tableContextKey(table)] = "staging-" + table.DefaultName
 	}
 	s := synth(t, context)
+
+	t.Run("log level", func(t *testing.T) {
+		for _, f := range functionSpecs {
+			logging := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["LoggingConfig"].(map[string]any)
+			checkEqual(t, f.Name+" ApplicationLogLevel", logging["ApplicationLogLevel"], "WARN")
+		}
+	})
 
 	t.Run("stack name", func(t *testing.T) {
 		checkEqual(t, "stack name", *s.stack.Stack.StackName(), "UdsStaging")
@@ -891,6 +970,7 @@ func TestPropsFromContextErrors(t *testing.T) {
 		{"bad throttle", map[string]any{ctxThrottleRateLimit: "fast"}, ctxThrottleRateLimit},
 		{"zero throttle", map[string]any{ctxThrottleBurstLimit: "0"}, "must be positive"},
 		{"shared table name", map[string]any{"tableApps": "data_store"}, "would share the name"},
+		{"bad log level", map[string]any{ctxLogLevel: "verbose"}, ctxLogLevel},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

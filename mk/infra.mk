@@ -45,6 +45,9 @@
 #                                                origins (none: no CORS)
 #   THROTTLE_RATE_LIMIT    throttleRateLimit     stage throttling, requests
 #   THROTTLE_BURST_LIMIT   throttleBurstLimit    per second and burst (100, 200)
+#   LOG_LEVEL              logLevel              functions' log level: DEBUG,
+#                                                INFO (a line per request),
+#                                                WARN or ERROR (INFO)
 #   CDK_DEPLOY_FLAGS       extra flags for cdk deploy, e.g. --require-approval never
 
 CDK := node_modules/.bin/cdk
@@ -66,7 +69,8 @@ CDK_CONTEXT_VARS := \
 	CURSOR_SECRET=cursorSecret \
 	DEFAULT_LIMIT_BYTES=defaultLimitBytes DEFAULT_LIMIT_ITEMS=defaultLimitItems \
 	CORS_ORIGINS=corsOrigins \
-	THROTTLE_RATE_LIMIT=throttleRateLimit THROTTLE_BURST_LIMIT=throttleBurstLimit
+	THROTTLE_RATE_LIMIT=throttleRateLimit THROTTLE_BURST_LIMIT=throttleBurstLimit \
+	LOG_LEVEL=logLevel
 
 cdk_var = $(word 1,$(subst =, ,$(1)))
 cdk_key = $(word 2,$(subst =, ,$(1)))

@@ -6,6 +6,7 @@ package emf
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
@@ -24,11 +25,10 @@ const (
 	None         = "None"
 )
 
-// Metric is one value of a record.
+// Metric names a metric and its unit.
 type Metric struct {
-	Name  string
-	Unit  string
-	Value float64
+	Name string
+	Unit string
 }
 
 // Directive publishes metrics under one or more dimension sets: each set is
@@ -38,40 +38,33 @@ type Directive struct {
 	Metrics       []Metric
 }
 
-// Record is one EMF document: dimension values, the directives that use
-// them, and properties that are logged but not turned into metrics (high
-// cardinality fields such as an app or a subject belong there).
-type Record struct {
-	Dimensions map[string]string
-	Directives []Directive
-	Properties map[string]any
+// Dimension is a dimension's value in a record.
+type Dimension struct {
+	Name, Value string
 }
 
-// Writer writes records to an output, one line each.
-type Writer struct {
-	mu  sync.Mutex
-	out io.Writer
-	now func() time.Time
+// Property is a member of a record that is logged but not turned into a
+// metric: high cardinality fields such as an app or a subject belong
+// there.
+type Property struct {
+	Name  string
+	Value any
 }
 
-// NewWriter returns a Writer to out (os.Stdout on Lambda).
-func NewWriter(out io.Writer) *Writer { return &Writer{out: out, now: time.Now} }
+// Layout is a kind of record: its directives, whose JSON is encoded once,
+// so that writing a record only encodes its values.
+type Layout struct {
+	metrics []Metric
+	// directives is the CloudWatchMetrics array, encoded.
+	directives []byte
+}
 
-var buffers = sync.Pool{New: func() any { return new([]byte) }}
-
-// Write writes r as one line. A nil Writer writes nothing, so callers need
-// no check. Dimension values, metric values and properties are members of
-// the root object; a property must not share a metric's or a dimension's
-// name. The line is encoded by hand: it is written once per request.
-func (w *Writer) Write(r Record) error {
-	if w == nil {
-		return nil
-	}
-	bp := buffers.Get().(*[]byte)
-	b := append((*bp)[:0], `{"_aws":{"Timestamp":`...)
-	b = strconv.AppendInt(b, w.now().UnixMilli(), 10)
-	b = append(b, `,"CloudWatchMetrics":[`...)
-	for i, d := range r.Directives {
+// NewLayout returns the layout of records with these directives. A metric
+// name must appear in one directive only.
+func NewLayout(directives ...Directive) *Layout {
+	l := &Layout{}
+	b := []byte{'['}
+	for i, d := range directives {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -101,36 +94,68 @@ func (w *Writer) Write(r Record) error {
 				b = appendString(b, m.Unit)
 			}
 			b = append(b, '}')
+			l.metrics = append(l.metrics, m)
 		}
 		b = append(b, "]}"...)
 	}
-	b = append(b, "]}"...)
-	for name, v := range r.Dimensions {
+	l.directives = append(b, ']')
+	return l
+}
+
+// Writer writes records to an output, one line each.
+type Writer struct {
+	mu  sync.Mutex
+	out io.Writer
+	now func() time.Time
+}
+
+// NewWriter returns a Writer to out (os.Stdout on Lambda).
+func NewWriter(out io.Writer) *Writer { return &Writer{out: out, now: time.Now} }
+
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// Write writes one record of layout l as one line: the dimensions' values,
+// the metrics' values in the layout's order, and properties, all members
+// of the root object beside "_aws". A property must not share a metric's
+// or a dimension's name. A nil Writer writes nothing, so callers need no
+// check.
+func (w *Writer) Write(l *Layout, dims []Dimension, values []float64, props ...Property) error {
+	if w == nil {
+		return nil
+	}
+	if len(values) != len(l.metrics) {
+		return fmt.Errorf("emf: %d values for a layout of %d metrics", len(values), len(l.metrics))
+	}
+	bp := buffers.Get().(*[]byte)
+	defer buffers.Put(bp)
+	b := append((*bp)[:0], `{"_aws":{"Timestamp":`...)
+	b = strconv.AppendInt(b, w.now().UnixMilli(), 10)
+	b = append(b, `,"CloudWatchMetrics":`...)
+	b = append(b, l.directives...)
+	b = append(b, '}')
+	for _, d := range dims {
 		b = append(b, ',')
-		b = appendString(b, name)
+		b = appendString(b, d.Name)
 		b = append(b, ':')
-		b = appendString(b, v)
+		b = appendString(b, d.Value)
 	}
-	for _, d := range r.Directives {
-		for _, m := range d.Metrics {
-			b = append(b, ',')
-			b = appendString(b, m.Name)
-			b = append(b, ':')
-			b = strconv.AppendFloat(b, m.Value, 'g', -1, 64)
-		}
-	}
-	for name, v := range r.Properties {
+	for i, m := range l.metrics {
 		b = append(b, ',')
-		b = appendString(b, name)
+		b = appendString(b, m.Name)
+		b = append(b, ':')
+		b = strconv.AppendFloat(b, values[i], 'g', -1, 64)
+	}
+	for _, p := range props {
+		b = append(b, ',')
+		b = appendString(b, p.Name)
 		b = append(b, ':')
 		var err error
-		if b, err = appendValue(b, v); err != nil {
+		if b, err = appendValue(b, p.Value); err != nil {
 			return err
 		}
 	}
 	b = append(b, '}', '\n')
 	*bp = b
-	defer buffers.Put(bp)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	_, err := w.out.Write(b)

@@ -12,16 +12,19 @@ import (
 func TestRecordsMeetTheSpecification(t *testing.T) {
 	var out bytes.Buffer
 	w := emf.NewWriter(&out)
-	err := w.Write(emf.Record{
-		Dimensions: map[string]string{"function": "kv", "route": "GET /data/{applicationUuid}/{namespace}/{id}"},
-		Directives: []emf.Directive{
-			{DimensionSets: [][]string{{"function", "route"}, {"function"}}, Metrics: []emf.Metric{
-				{Name: "Requests", Unit: emf.Count, Value: 1}, {Name: "Latency", Unit: emf.Milliseconds, Value: 12.5},
-			}},
-			{DimensionSets: [][]string{{}}, Metrics: []emf.Metric{{Name: "ReadCapacityUnits", Unit: emf.None, Value: 0.5}}},
-		},
-		Properties: map[string]any{"applicationUuid": "d53065bd-f932-4841-83fb-849717d8df0f", "subject": "auth0|abc", "note": "a \"quoted\" ünïcode\n line", "count": 3},
-	})
+	layout := emf.NewLayout(
+		emf.Directive{DimensionSets: [][]string{{"function", "route"}, {"function"}}, Metrics: []emf.Metric{
+			{Name: "Requests", Unit: emf.Count}, {Name: "Latency", Unit: emf.Milliseconds},
+		}},
+		emf.Directive{DimensionSets: [][]string{{}}, Metrics: []emf.Metric{{Name: "ReadCapacityUnits", Unit: emf.None}}},
+	)
+	err := w.Write(layout,
+		[]emf.Dimension{{Name: "function", Value: "kv"}, {Name: "route", Value: "GET /data/{applicationUuid}/{namespace}/{id}"}},
+		[]float64{1, 12.5, 0.5},
+		emf.Property{Name: "applicationUuid", Value: "d53065bd-f932-4841-83fb-849717d8df0f"}, emf.Property{Name: "subject", Value: "auth0|abc"},
+		emf.Property{Name: "note", Value: "a \"quoted\" ünïcode\n line"}, emf.Property{Name: "count", Value: 3},
+		emf.Property{Name: "list", Value: []int{1, 2}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +66,15 @@ func TestCheckRefusesBrokenRecords(t *testing.T) {
 
 func TestNilWriterWritesNothing(t *testing.T) {
 	var w *emf.Writer
-	if err := w.Write(emf.Record{}); err != nil {
+	if err := w.Write(emf.NewLayout(), nil, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestValuesMustMatchTheLayout(t *testing.T) {
+	w := emf.NewWriter(new(bytes.Buffer))
+	layout := emf.NewLayout(emf.Directive{Metrics: []emf.Metric{{Name: "Requests"}}})
+	if err := w.Write(layout, nil, []float64{1, 2}); err == nil {
+		t.Error("two values for one metric were written")
 	}
 }

@@ -65,8 +65,8 @@ func Handler(r Releaser, log *slog.Logger, metrics *emf.Writer) func(context.Con
 		attrs := []slog.Attr{
 			slog.Int("records", len(ev.Records)), slog.Int("released", released), slog.Int("skipped", skipped),
 			slog.Int("failed", len(resp.BatchItemFailures)), slog.Float64("latencyMs", float64(time.Since(start).Microseconds())/1000),
-			slog.Group("dynamodb", slog.Int("calls", c.Calls), slog.Int("retries", c.Retries), slog.Int("throttles", c.Throttles),
-				slog.Float64("writeUnits", c.WriteUnits)),
+			slog.Int("dynamodbCalls", c.Calls), slog.Int("dynamodbRetries", c.Retries), slog.Int("dynamodbThrottles", c.Throttles),
+			slog.Float64("writeUnits", c.WriteUnits),
 		}
 		level := slog.LevelInfo
 		if failure != nil {
@@ -74,21 +74,20 @@ func Handler(r Releaser, log *slog.Logger, metrics *emf.Writer) func(context.Con
 			attrs = append(attrs, slog.String("cause", failure.Error()))
 		}
 		log.LogAttrs(ctx, level, "expiry batch", attrs...)
-		_ = metrics.Write(emf.Record{
-			Dimensions: map[string]string{"function": "expiry"},
-			Directives: []emf.Directive{{DimensionSets: [][]string{{"function"}}, Metrics: []emf.Metric{
-				{Name: "StreamRecords", Unit: emf.Count, Value: float64(len(ev.Records))},
-				{Name: "Releases", Unit: emf.Count, Value: float64(released)},
-				{Name: "ReleaseFailures", Unit: emf.Count, Value: float64(len(resp.BatchItemFailures))},
-				{Name: "DynamoDBCalls", Unit: emf.Count, Value: float64(c.Calls)},
-				{Name: "DynamoDBRetries", Unit: emf.Count, Value: float64(c.Retries)},
-				{Name: "DynamoDBThrottles", Unit: emf.Count, Value: float64(c.Throttles)},
-				{Name: "WriteCapacityUnits", Unit: emf.None, Value: c.WriteUnits},
-			}}},
+		_ = metrics.Write(batchLayout, []emf.Dimension{{Name: "function", Value: "expiry"}}, []float64{
+			float64(len(ev.Records)), float64(released), float64(len(resp.BatchItemFailures)),
+			float64(c.Calls), float64(c.Retries), float64(c.Throttles), c.WriteUnits,
 		})
 		return resp, nil
 	}
 }
+
+// batchLayout is the EMF record of one stream batch, per function.
+var batchLayout = emf.NewLayout(emf.Directive{DimensionSets: [][]string{{"function"}}, Metrics: []emf.Metric{
+	{Name: "StreamRecords", Unit: emf.Count}, {Name: "Releases", Unit: emf.Count}, {Name: "ReleaseFailures", Unit: emf.Count},
+	{Name: "DynamoDBCalls", Unit: emf.Count}, {Name: "DynamoDBRetries", Unit: emf.Count}, {Name: "DynamoDBThrottles", Unit: emf.Count},
+	{Name: "WriteCapacityUnits", Unit: emf.None},
+}})
 
 // IsTTLRemoval reports whether a record is DynamoDB's TTL deleting an item.
 func IsTTLRemoval(rec events.DynamoDBEventRecord) bool {

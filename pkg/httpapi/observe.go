@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -113,26 +114,36 @@ func (c *countingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// serveObserved runs serve for a request on route and then writes its
-// log line and its metrics.
-func (a *API) serveObserved(w http.ResponseWriter, r *http.Request, route string, p params, serve func(http.ResponseWriter, *http.Request)) {
+// requestState is everything a request's observation keeps, in one
+// allocation: its DynamoDB calls, what the handler noted, and the counting
+// wrappers of its body and response.
+type requestState struct {
+	calls store.CallStats
+	ob    observation
+	body  countingBody
+	w     observed
+}
+
+// serveObserved runs d's handler for a request and then writes its log
+// line and its metrics.
+func (a *API) serveObserved(w http.ResponseWriter, r *http.Request, d dispatched) {
 	start := time.Now()
-	ctx, calls := store.WithCallStats(r.Context())
-	ob := &observation{}
-	ctx = context.WithValue(ctx, observationKey{}, ob)
-	body := &countingBody{ReadCloser: r.Body}
+	st := &requestState{}
+	ctx := st.calls.Context(r.Context())
+	ctx = context.WithValue(ctx, observationKey{}, &st.ob)
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = body
+		st.body.ReadCloser = r.Body
+		r.Body = &st.body
 	}
-	ow := &observed{ResponseWriter: w}
+	st.w.ResponseWriter = w
 	r = r.WithContext(ctx)
-	serve(ow, r)
-	if ow.status == 0 {
-		ow.status = http.StatusOK
+	a.serve(&st.w, r, d)
+	if st.w.status == 0 {
+		st.w.status = http.StatusOK
 	}
 	// The declared length counts a body the handler refused unread.
-	bytesIn := max(body.n, int(r.ContentLength))
-	a.report(r, route, p, ow, bytesIn, time.Since(start), calls.Snapshot(), ob)
+	bytesIn := max(st.body.n, int(r.ContentLength))
+	a.report(r, d.route, d.params, &st.w, bytesIn, time.Since(start), st.calls.Snapshot(), &st.ob)
 }
 
 // ServeBadURL answers, logs and measures a request whose URL cannot even be
@@ -140,10 +151,7 @@ func (a *API) serveObserved(w http.ResponseWriter, r *http.Request, route string
 // *http.Request: 400, as WriteBadURL answers.
 func (a *API) ServeBadURL(ctx context.Context, w http.ResponseWriter, method, path string, header http.Header) {
 	r := (&http.Request{Method: method, URL: &url.URL{Path: path}, Header: header, Body: http.NoBody}).WithContext(ctx)
-	a.serveObserved(w, r, unmatched, params{}, func(w http.ResponseWriter, r *http.Request) {
-		observationFrom(r.Context()).noteError(http.StatusBadRequest, badURLError, nil)
-		WriteBadURL(w, path)
-	})
+	a.serveObserved(w, r, dispatched{route: unmatched, badURL: true})
 }
 
 // report writes one request's log line (INFO; ERROR when a 5xx was
@@ -159,14 +167,26 @@ func (a *API) report(r *http.Request, route string, p params, ow *observed, byte
 	subject, _ := a.subject(r)
 	if a.log.Enabled(r.Context(), level) {
 		attrs := make([]slog.Attr, 0, 24)
-		attrs = append(attrs,
-			slog.String("route", route), slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int("status", ow.status), slog.Float64("latencyMs", ms),
+		// The route names the method and the pattern; an unmatched
+		// request's line gives its method and path instead. Zero
+		// retries, throttles and capacity units are left out: every
+		// attribute costs encoding time on every request.
+		attrs = append(attrs, slog.String("route", route))
+		if route == unmatched {
+			attrs = append(attrs, slog.String("method", r.Method), slog.String("path", r.URL.Path))
+		}
+		attrs = append(attrs, slog.Int("status", ow.status), slog.Float64("latencyMs", ms),
 			slog.String("app", p.app), slog.String("namespace", p.namespace), slog.String("subject", subject),
-			slog.Int("bytesIn", bytesIn), slog.Int("bytesOut", ow.bytes),
-			slog.Group("dynamodb", slog.Int("calls", c.Calls), slog.Int("retries", c.Retries), slog.Int("throttles", c.Throttles),
-				slog.Float64("readUnits", c.ReadUnits), slog.Float64("writeUnits", c.WriteUnits)),
-		)
+			slog.Int("bytesIn", bytesIn), slog.Int("bytesOut", ow.bytes), slog.Int("dynamodbCalls", c.Calls))
+		if c.Retries > 0 || c.Throttles > 0 {
+			attrs = append(attrs, slog.Int("dynamodbRetries", c.Retries), slog.Int("dynamodbThrottles", c.Throttles))
+		}
+		if c.ReadUnits > 0 {
+			attrs = append(attrs, slog.Float64("readUnits", c.ReadUnits))
+		}
+		if c.WriteUnits > 0 {
+			attrs = append(attrs, slog.Float64("writeUnits", c.WriteUnits))
+		}
 		if ob.quotaRefusals > 0 {
 			attrs = append(attrs, slog.String("quota", "refused"), slog.Int("quotaRefusals", ob.quotaRefusals))
 		}
@@ -206,34 +226,53 @@ func (a *API) writeMetrics(route string, status int, ms float64, c store.Calls, 
 		}
 		return 0
 	}
-	class := string(rune('0'+status/100)) + "xx"
-	perRoute := []emf.Metric{
-		{Name: "Requests", Unit: emf.Count, Value: 1},
-		{Name: "Latency", Unit: emf.Milliseconds, Value: ms},
-		{Name: "ClientErrors", Unit: emf.Count, Value: flag(status >= 400 && status < 500)},
-		{Name: "ServerErrors", Unit: emf.Count, Value: flag(status >= 500)},
-	}
-	perFunction := []emf.Metric{
-		{Name: "QuotaRefusals", Unit: emf.Count, Value: float64(ob.quotaRefusals)},
-		{Name: "ConditionalFailures", Unit: emf.Count, Value: float64(ob.conditionalFailures)},
-		{Name: "DynamoDBCalls", Unit: emf.Count, Value: float64(c.Calls)},
-		{Name: "DynamoDBRetries", Unit: emf.Count, Value: float64(c.Retries)},
-		{Name: "DynamoDBThrottles", Unit: emf.Count, Value: float64(c.Throttles)},
-		{Name: "ReadCapacityUnits", Unit: emf.None, Value: c.ReadUnits},
-		{Name: "WriteCapacityUnits", Unit: emf.None, Value: c.WriteUnits},
-	}
+	var buf [16]float64 // room for every layout's values
+	values := append(buf[:0],
+		1, ms, flag(status >= 400 && status < 500), flag(status >= 500), // per route
+		1, // per status class
+		float64(ob.quotaRefusals), float64(ob.conditionalFailures), float64(c.Calls), float64(c.Retries),
+		float64(c.Throttles), c.ReadUnits, c.WriteUnits)
+	layout := requestLayouts[0]
 	if ob.deleted > 0 {
-		perFunction = append(perFunction, emf.Metric{Name: "DeleteAllItems", Unit: emf.Count, Value: float64(ob.deleted)})
+		layout, values = requestLayouts[1], append(values, float64(ob.deleted))
 	}
 	if ob.batchOps > 0 {
-		perFunction = append(perFunction, emf.Metric{Name: "BatchOperations", Unit: emf.Count, Value: float64(ob.batchOps)})
+		layout, values = requestLayouts[2], append(values, float64(ob.batchOps))
 	}
-	_ = a.metrics.Write(emf.Record{
-		Dimensions: map[string]string{"function": a.function, "route": route, "statusClass": class},
-		Directives: []emf.Directive{
-			{DimensionSets: [][]string{{"function", "route"}, {"function"}}, Metrics: perRoute},
-			{DimensionSets: [][]string{{"function", "statusClass"}}, Metrics: []emf.Metric{{Name: "StatusClassRequests", Unit: emf.Count, Value: 1}}},
-			{DimensionSets: [][]string{{"function"}}, Metrics: perFunction},
-		},
-	})
+	dims := [...]emf.Dimension{{Name: "function", Value: a.function}, {Name: "route", Value: route},
+		{Name: "statusClass", Value: statusClasses[min(status/100, 5)]}}
+	_ = a.metrics.Write(layout, dims[:], values)
 }
+
+// requestMetrics are the per-function metrics of every request.
+var requestMetrics = []emf.Metric{
+	{Name: "QuotaRefusals", Unit: emf.Count}, {Name: "ConditionalFailures", Unit: emf.Count},
+	{Name: "DynamoDBCalls", Unit: emf.Count}, {Name: "DynamoDBRetries", Unit: emf.Count},
+	{Name: "DynamoDBThrottles", Unit: emf.Count}, {Name: "ReadCapacityUnits", Unit: emf.None},
+	{Name: "WriteCapacityUnits", Unit: emf.None},
+}
+
+// requestLayout is a request's EMF layout: per route and per function
+// (requests, latency, 4xx, 5xx), per status class (requests), per function
+// (requestMetrics and extra).
+func requestLayout(extra ...emf.Metric) *emf.Layout {
+	return emf.NewLayout(
+		emf.Directive{DimensionSets: [][]string{{"function", "route"}, {"function"}}, Metrics: []emf.Metric{
+			{Name: "Requests", Unit: emf.Count}, {Name: "Latency", Unit: emf.Milliseconds},
+			{Name: "ClientErrors", Unit: emf.Count}, {Name: "ServerErrors", Unit: emf.Count},
+		}},
+		emf.Directive{DimensionSets: [][]string{{"function", "statusClass"}}, Metrics: []emf.Metric{{Name: "StatusClassRequests", Unit: emf.Count}}},
+		emf.Directive{DimensionSets: [][]string{{"function"}}, Metrics: append(slices.Clip(requestMetrics), extra...)},
+	)
+}
+
+var (
+	// requestLayouts: every request; a delete-all (items deleted); a
+	// batch (its operations).
+	requestLayouts = [...]*emf.Layout{
+		requestLayout(),
+		requestLayout(emf.Metric{Name: "DeleteAllItems", Unit: emf.Count}),
+		requestLayout(emf.Metric{Name: "BatchOperations", Unit: emf.Count}),
+	}
+	statusClasses = [...]string{"0xx", "1xx", "2xx", "3xx", "4xx", "5xx"}
+)

@@ -78,6 +78,19 @@ var routeSegments = func() [][]string {
 	return out
 }()
 
+// routeNames holds, per route, "METHOD pattern" for each method it serves
+// (HEAD beside GET): its name in logs and metrics, built once.
+var routeNames = func() []map[string]string {
+	out := make([]map[string]string, len(routes))
+	for i, rt := range routes {
+		out[i] = map[string]string{http.MethodHead: http.MethodHead + " " + rt.pattern}
+		for m := range rt.methods {
+			out[i][m] = m + " " + rt.pattern
+		}
+	}
+	return out
+}()
+
 // Route is a served method and path pattern, as the OpenAPI document
 // writes it ({sortKey...} becomes {sortKey}).
 type Route struct {
@@ -104,25 +117,35 @@ func Routes(groups Group) []Route {
 // stays inside its segment; each segment is then unescaped. One trailing
 // slash is accepted on every route.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	route, p, serve := a.dispatch(r)
-	a.serveObserved(w, r, route, p, serve)
+	a.serveObserved(w, r, a.dispatch(r))
 }
 
-// dispatch finds what serves r: the route's name for logs and metrics
-// (method and pattern), the parameters it captured, and the handler.
-func (a *API) dispatch(r *http.Request) (string, params, func(http.ResponseWriter, *http.Request)) {
+// dispatched is what serves a request: the route's name for logs and
+// metrics (method and pattern, or unmatched), the parameters it captured
+// and its handler; without one, the methods the path allows (405), a
+// malformed path (400), or nothing (404).
+type dispatched struct {
+	route    string
+	params   params
+	handler  handler
+	bodiless bool // HEAD served by the GET handler
+	allow    string
+	badPath  error
+	badURL   bool
+}
+
+// dispatch finds what serves r.
+func (a *API) dispatch(r *http.Request) dispatched {
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), BasePath+"/")
 	if !ok {
-		return unmatched, params{}, a.notFound
+		return dispatched{route: unmatched}
 	}
 	var segBuf [8]string // room for every route's segments
 	segs := segBuf[:0]
 	for s := range strings.SplitSeq(strings.TrimSuffix(rest, "/"), "/") {
 		u, err := url.PathUnescape(s)
 		if err != nil {
-			return unmatched, params{}, func(w http.ResponseWriter, r *http.Request) {
-				a.fail(w, r, uds.Invalid("path", "malformed percent-encoding in %q", s), nil)
-			}
+			return dispatched{route: unmatched, badPath: uds.Invalid("path", "malformed percent-encoding in %q", s)}
 		}
 		segs = append(segs, u)
 	}
@@ -136,22 +159,13 @@ func (a *API) dispatch(r *http.Request) (string, params, func(http.ResponseWrite
 		if !ok {
 			continue
 		}
-		h, method := rt.methods[r.Method], r.Method
-		bodyless := false
-		if h == nil && r.Method == http.MethodHead && rt.methods[http.MethodGet] != nil {
+		if h := rt.methods[r.Method]; h != nil {
+			return dispatched{route: routeNames[i][r.Method], params: p, handler: h}
+		}
+		if r.Method == http.MethodHead && rt.methods[http.MethodGet] != nil {
 			// HEAD is GET without the body (RFC 9110), headers and status
 			// included.
-			h, bodyless = rt.methods[http.MethodGet], true
-		}
-		if h != nil {
-			return method + " " + rt.pattern, p, func(w http.ResponseWriter, r *http.Request) {
-				if bodyless {
-					w = bodiless{w}
-				}
-				ctx, cancel := withBudget(r.Context(), a.request, answerMargin)
-				defer cancel()
-				h(a, w, r.WithContext(ctx), p)
-			}
+			return dispatched{route: routeNames[i][http.MethodHead], params: p, handler: rt.methods[http.MethodGet], bodiless: true}
 		}
 		// The first route that matches the path is the resource and
 		// names the methods allowed; a later one (the greedy sort key
@@ -160,10 +174,29 @@ func (a *API) dispatch(r *http.Request) (string, params, func(http.ResponseWrite
 			allow = allowed(rt.methods)
 		}
 	}
-	if allow != "" {
-		return unmatched, params{}, func(w http.ResponseWriter, r *http.Request) { methodNotAllowed(w, r, allow) }
+	return dispatched{route: unmatched, allow: allow}
+}
+
+// serve runs what dispatch found, within the request's time budget.
+func (a *API) serve(w http.ResponseWriter, r *http.Request, d dispatched) {
+	switch {
+	case d.badURL:
+		observationFrom(r.Context()).noteError(http.StatusBadRequest, badURLError, nil)
+		WriteBadURL(w, r.URL.Path)
+	case d.badPath != nil:
+		a.fail(w, r, d.badPath, nil)
+	case d.handler != nil:
+		if d.bodiless {
+			w = bodiless{w}
+		}
+		ctx, cancel := withBudget(r.Context(), a.request, answerMargin)
+		defer cancel()
+		d.handler(a, w, r.WithContext(ctx), d.params)
+	case d.allow != "":
+		methodNotAllowed(w, r, d.allow)
+	default:
+		a.notFound(w, r)
 	}
-	return unmatched, params{}, a.notFound
 }
 
 // allowed lists a route's methods for the Allow header, HEAD beside GET.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/lambdahost"
 	"github.com/udsproject/uds/pkg/store"
@@ -90,15 +92,33 @@ func lambdaEnv(b *testing.B) {
 
 var benchTables = store.Tables{Data: "data_store", List: "data_store_list", Usage: "data_usage", Apps: "apps", Namespaces: "namespace_policies"}
 
+// apiHandler serves st as the functions do, request lines (JSON, as the
+// stack configures them) and EMF records included; they are encoded in
+// full and then discarded rather than written to the terminal.
 func apiHandler(st httpapi.Store) lambdahost.HandlerFunc {
 	return lambdahost.Handler(httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject: lambdahost.Subject("sub"), CursorSecret: []byte("k"),
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: emf.NewWriter(io.Discard), Function: "kv",
+	}))
+}
+
+// quietHandler is apiHandler without request lines and metrics: the
+// Quiet benchmarks beside the observed ones measure what observing costs.
+func quietHandler(b *testing.B) lambdahost.HandlerFunc {
+	return lambdahost.Handler(httpapi.New(store.New(stubClient(b), benchTables), httpapi.GroupAll, httpapi.Config{
+		Subject: lambdahost.Subject("sub"), CursorSecret: []byte("k"), Logger: slog.New(slog.DiscardHandler),
 	}))
 }
 
 // benchHandler is the production handler: the client is built by
 // store.NewClient as on Lambda, and only its HTTP transport is replaced.
 func benchHandler(b *testing.B) lambdahost.HandlerFunc {
+	return apiHandler(store.New(stubClient(b), benchTables))
+}
+
+// stubClient is the client store.NewClient builds on Lambda, over the
+// stub transport.
+func stubClient(b *testing.B) *dynamodb.Client {
 	lambdaEnv(b)
 	client, err := store.NewClient(context.Background(), "", func(o *dynamodb.Options) {
 		o.HTTPClient = &http.Client{Transport: stubTransport{}}
@@ -106,7 +126,7 @@ func benchHandler(b *testing.B) lambdahost.HandlerFunc {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return apiHandler(store.New(client, benchTables))
+	return client
 }
 
 // floorHandler is the same adapter serving a constant 1 KB response.
@@ -236,6 +256,14 @@ func BenchmarkGet1KB(b *testing.B) {
 
 func BenchmarkPost1KB(b *testing.B) {
 	runBench(b, benchHandler(b), benchEvent("POST", benchPath, benchBody), 201)
+}
+
+func BenchmarkQuietGet1KB(b *testing.B) {
+	runBench(b, quietHandler(b), benchEvent("GET", benchPath, ""), 200)
+}
+
+func BenchmarkQuietPost1KB(b *testing.B) {
+	runBench(b, quietHandler(b), benchEvent("POST", benchPath, benchBody), 201)
 }
 
 // The FakeStore benchmarks replace the store (and so the SDK) by an

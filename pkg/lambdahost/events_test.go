@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,7 +115,7 @@ func checkObserved(t *testing.T, function string, ev events.APIGatewayV2HTTPRequ
 		Status, BytesIn, BytesOut                        int
 		LatencyMs                                        float64
 		Cause                                            string
-		DynamoDB                                         *struct{ Calls int } `json:"dynamodb"`
+		DynamoDBCalls                                    *int `json:"dynamodbCalls"`
 	}
 	if err := json.Unmarshal(lines[0], &line); err != nil {
 		t.Fatal(err)
@@ -123,8 +124,9 @@ func checkObserved(t *testing.T, function string, ev events.APIGatewayV2HTTPRequ
 	if status >= 500 {
 		wantLevel = "ERROR"
 	}
-	if line.Msg != "request" || line.Level != wantLevel || line.Status != status || line.Method != ev.RequestContext.HTTP.Method ||
-		line.Route == "" || line.LatencyMs <= 0 || line.DynamoDB == nil || line.APIRequestID != ev.RequestContext.RequestID ||
+	if line.Msg != "request" || line.Level != wantLevel || line.Status != status ||
+		!(strings.HasPrefix(line.Route, ev.RequestContext.HTTP.Method+" ") || line.Route == "unmatched" && line.Method == ev.RequestContext.HTTP.Method) ||
+		line.Route == "" || line.LatencyMs <= 0 || line.DynamoDBCalls == nil || line.APIRequestID != ev.RequestContext.RequestID ||
 		line.BytesIn != len(ev.Body) || (status != 204 && ev.RequestContext.HTTP.Method != "HEAD" && line.BytesOut == 0) {
 		t.Errorf("request line %s", lines[0])
 	}

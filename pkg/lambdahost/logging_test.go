@@ -49,7 +49,7 @@ func TestRequestLineThroughLambdaLogHandler(t *testing.T) {
 	for _, want := range []string{
 		"level=INFO", "message=request", "requestId=8f5e1c2a-lambda-request", "apiRequestId=gw-request-1",
 		`route="GET /data/{applicationUuid}/{namespace}/{id}"`, "status=404", "namespace=logs", "subject=anonymous",
-		`traceId="Root=1-65a50929-5fd752fe2505473870faf985"`, "dynamodb.calls=2", `error="Key not found"`,
+		`traceId="Root=1-65a50929-5fd752fe2505473870faf985"`, "dynamodbCalls=2", `error="Key not found"`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the line lacks %s: %s", want, out)

@@ -34,7 +34,13 @@ type callStatsKey struct{}
 // returned CallStats.
 func WithCallStats(ctx context.Context) (context.Context, *CallStats) {
 	s := &CallStats{}
-	return context.WithValue(ctx, callStatsKey{}, s), s
+	return s.Context(ctx), s
+}
+
+// Context returns a context whose DynamoDB calls are counted in s: for
+// callers that keep s inside a larger per-request value.
+func (s *CallStats) Context(ctx context.Context) context.Context {
+	return context.WithValue(ctx, callStatsKey{}, s)
 }
 
 // Snapshot returns what was counted so far.

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/udsproject/uds/pkg/schema"
+)
+
+// udsNamespace is the CloudWatch namespace of the functions' EMF metrics
+// (internal/emf).
+const udsNamespace = "UDS"
+
+// dashboardPeriod is the resolution of every dashboard graph.
+var dashboardPeriod = awscdk.Duration_Minutes(jsii.Number(5))
+
+// apiFunctions are the functions behind the HTTP API, whose request
+// metrics carry a function and a route dimension.
+var apiFunctions = []string{fnKV, fnList, fnAdmin}
+
+// udsMetric is one of the functions' EMF metrics for one function.
+func udsMetric(name, function, statistic, label string) awscloudwatch.IMetric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:     jsii.String(udsNamespace),
+		MetricName:    jsii.String(name),
+		DimensionsMap: &map[string]*string{"function": jsii.String(function)},
+		Statistic:     jsii.String(statistic),
+		Period:        dashboardPeriod,
+		Label:         jsii.String(label),
+	})
+}
+
+// perRoute graphs an EMF metric for every route that has data: a SEARCH
+// finds the routes, so a route added to the API needs no change here.
+func perRoute(name, statistic, label string) awscloudwatch.IMetric {
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("SEARCH('{" + udsNamespace + ",function,route} MetricName=\"" + name + "\"', '" +
+			statistic + "', 300)"),
+		Label:  jsii.String(label),
+		Period: dashboardPeriod,
+	})
+}
+
+func graph(title string, left []awscloudwatch.IMetric, width float64) awscloudwatch.IWidget {
+	return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+		Title:  jsii.String(title),
+		Left:   &left,
+		Width:  jsii.Number(width),
+		Height: jsii.Number(6),
+		Period: dashboardPeriod,
+	})
+}
+
+// forFunctions is one metric per API function.
+func forFunctions(name, statistic string) []awscloudwatch.IMetric {
+	var out []awscloudwatch.IMetric
+	for _, f := range apiFunctions {
+		out = append(out, udsMetric(name, f, statistic, f))
+	}
+	return out
+}
+
+// defineDashboard builds the operations dashboard: per route requests,
+// latency and errors; quota refusals and conditional failures; DynamoDB
+// throttles, retries and capacity; the functions' duration, cold starts,
+// concurrency and errors; the expiry stream's lag and releases. Its URL
+// is a stack output.
+func (s *UdsStack) defineDashboard(props *UdsStackProps) {
+	d := awscloudwatch.NewDashboard(s.Stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		DefaultInterval: awscdk.Duration_Hours(jsii.Number(3)),
+	})
+	d.AddWidgets(awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{
+		Markdown: jsii.String("# UDS\nPer route: requests, p50/p99 latency, 4xx and 5xx (EMF metrics, namespace `UDS`). " +
+			"The README's runbook says what each alarm means and which Logs Insights queries to run first."),
+		Width: jsii.Number(24), Height: jsii.Number(2),
+	}))
+	d.AddWidgets(
+		graph("Requests per route", []awscloudwatch.IMetric{perRoute("Requests", "Sum", "")}, 8),
+		graph("p50 latency per route (ms)", []awscloudwatch.IMetric{perRoute("Latency", "p50", "")}, 8),
+		graph("p99 latency per route (ms)", []awscloudwatch.IMetric{perRoute("Latency", "p99", "")}, 8),
+	)
+	d.AddWidgets(
+		graph("4xx per route", []awscloudwatch.IMetric{perRoute("ClientErrors", "Sum", "")}, 8),
+		graph("5xx per route", []awscloudwatch.IMetric{perRoute("ServerErrors", "Sum", "")}, 8),
+		graph("Quota refusals and conditional failures (409/412)",
+			append(forFunctions("QuotaRefusals", "Sum"), forFunctions("ConditionalFailures", "Sum")...), 8),
+	)
+	var consumedRead, consumedWrite []awscloudwatch.IMetric
+	var tableNames []string
+	for _, t := range schema.Tables {
+		table := s.Tables[t.ID]
+		consumedRead = append(consumedRead, table.MetricConsumedReadCapacityUnits(&awscloudwatch.MetricOptions{Period: dashboardPeriod, Label: jsii.String(t.ID)}))
+		consumedWrite = append(consumedWrite, table.MetricConsumedWriteCapacityUnits(&awscloudwatch.MetricOptions{Period: dashboardPeriod, Label: jsii.String(t.ID)}))
+		tableNames = append(tableNames, `TableName="`+props.TableName(t)+`"`)
+	}
+	// DynamoDB publishes throttles per table and operation: one search
+	// finds every operation of the stack's tables.
+	tableThrottles := []awscloudwatch.IMetric{awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("SEARCH('{AWS/DynamoDB,TableName,Operation} MetricName=\"ThrottledRequests\" (" +
+			strings.Join(tableNames, " OR ") + ")', 'Sum', 300)"),
+		Label:  jsii.String(""),
+		Period: dashboardPeriod,
+	})}
+	d.AddWidgets(
+		graph("DynamoDB throttles and retries seen by the functions",
+			append(forFunctions("DynamoDBThrottles", "Sum"), forFunctions("DynamoDBRetries", "Sum")...), 6),
+		graph("DynamoDB throttled requests per table", tableThrottles, 6),
+		graph("Consumed read capacity per table", consumedRead, 6),
+		graph("Consumed write capacity per table", consumedWrite, 6),
+	)
+	var duration, concurrency, errs []awscloudwatch.IMetric
+	var logGroups []*string
+	for _, f := range functionSpecs {
+		fn := s.Functions[f.Name]
+		duration = append(duration,
+			fn.MetricDuration(&awscloudwatch.MetricOptions{Period: dashboardPeriod, Statistic: jsii.String("p50"), Label: jsii.String(f.Name + " p50")}),
+			fn.MetricDuration(&awscloudwatch.MetricOptions{Period: dashboardPeriod, Statistic: jsii.String("p99"), Label: jsii.String(f.Name + " p99")}))
+		concurrency = append(concurrency, fn.Metric(jsii.String("ConcurrentExecutions"), &awscloudwatch.MetricOptions{
+			Period: dashboardPeriod, Statistic: jsii.String("Maximum"), Label: jsii.String(f.Name)}))
+		errs = append(errs, fn.MetricErrors(&awscloudwatch.MetricOptions{Period: dashboardPeriod, Label: jsii.String(f.Name)}))
+		logGroups = append(logGroups, fn.LogGroup().LogGroupName())
+	}
+	d.AddWidgets(
+		graph("Function duration (ms)", duration, 6),
+		awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{
+			Title:         jsii.String("Cold starts: init duration (ms)"),
+			LogGroupNames: &logGroups,
+			QueryLines: jsii.Strings(
+				"filter @type = \"REPORT\" and ispresent(@initDuration)",
+				"stats count() as coldStarts, avg(@initDuration) as avgInitMs, pct(@initDuration, 99) as p99InitMs by bin(5m)",
+			),
+			View:  awscloudwatch.LogQueryVisualizationType_LINE,
+			Width: jsii.Number(6), Height: jsii.Number(6),
+		}),
+		graph("Concurrent executions", concurrency, 6),
+		graph("Function errors (crash or timeout)", errs, 6),
+	)
+	expiry := s.Functions[fnExpiry]
+	d.AddWidgets(
+		graph("Expiry: stream iterator age (ms)", []awscloudwatch.IMetric{expiry.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{
+			Period: dashboardPeriod, Statistic: jsii.String("Maximum"), Label: jsii.String("IteratorAge")})}, 12),
+		graph("Expiry: usage releases and failures", []awscloudwatch.IMetric{
+			udsMetric("Releases", fnExpiry, "Sum", "releases"), udsMetric("ReleaseFailures", fnExpiry, "Sum", "failures")}, 12),
+	)
+	awscdk.NewCfnOutput(s.Stack, jsii.String("DashboardUrl"), &awscdk.CfnOutputProps{
+		Description: jsii.String("The UDS operations dashboard in the CloudWatch console"),
+		Value: awscdk.Fn_Join(jsii.String(""), jsii.Strings(
+			"https://console.aws.amazon.com/cloudwatch/home?region=", *awscdk.Aws_REGION(),
+			"#dashboards:name=", *d.DashboardName())),
+	})
+}
