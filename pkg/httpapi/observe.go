@@ -166,7 +166,9 @@ func (a *API) report(r *http.Request, route string, p params, ow *observed, byte
 	}
 	subject, _ := a.subject(r)
 	if a.log.Enabled(r.Context(), level) {
-		attrs := make([]slog.Attr, 0, 24)
+		ap := attrPool.Get().(*[]slog.Attr)
+		defer attrPool.Put(ap)
+		attrs := (*ap)[:0]
 		// The route names the method and the pattern; an unmatched
 		// request's line gives its method and path instead. Zero
 		// retries, throttles and capacity units are left out: every
@@ -209,9 +211,17 @@ func (a *API) report(r *http.Request, route string, p params, ow *observed, byte
 			attrs = append(attrs, a.requestAttrs(r)...)
 		}
 		a.log.LogAttrs(r.Context(), level, "request", attrs...)
+		*ap = attrs
 	}
 	a.writeMetrics(route, ow.status, ms, c, ob)
 }
+
+// attrPool recycles the attribute slices of request lines: handlers do
+// not keep them past Handle.
+var attrPool = sync.Pool{New: func() any {
+	s := make([]slog.Attr, 0, 24)
+	return &s
+}}
 
 // writeMetrics writes the request's EMF record. Dimensions are the
 // function, the route and the status class only; apps and subjects are
