@@ -296,8 +296,8 @@ type envSettings struct {
 }
 
 // lambdaEnv is base plus the variables Lambda sets for a provided.al2023
-// function. The reserved ones replace what base has; region and
-// credentials are only filled in when base has none.
+// function. The reserved ones replace what base has; region, credentials
+// and the log format and level are only filled in when base has none.
 func lambdaEnv(base []string, s envSettings) []string {
 	set := map[string]string{
 		"AWS_LAMBDA_RUNTIME_API":          s.runtimeAPI,
@@ -316,6 +316,14 @@ func lambdaEnv(base []string, s envSettings) []string {
 	}
 	if lookup(base, "TZ") == "" {
 		set["TZ"] = ":UTC"
+	}
+	// The log format and level Lambda sets from the function's logging
+	// configuration: JSON and INFO, as the stack configures UDS's.
+	if lookup(base, "AWS_LAMBDA_LOG_FORMAT") == "" {
+		set["AWS_LAMBDA_LOG_FORMAT"] = "JSON"
+	}
+	if lookup(base, "AWS_LAMBDA_LOG_LEVEL") == "" {
+		set["AWS_LAMBDA_LOG_LEVEL"] = "INFO"
 	}
 	if lookup(base, "AWS_ACCESS_KEY_ID") == "" && lookup(base, "AWS_SECRET_ACCESS_KEY") == "" &&
 		lookup(base, "AWS_PROFILE") == "" {

@@ -279,6 +279,7 @@ func TestLambdaEnv(t *testing.T) {
 				"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256", "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
 				"AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "eu-west-1", "_HANDLER": "bootstrap",
 				"LAMBDA_TASK_ROOT": "/opt/kv", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "TZ": ":UTC",
+				"AWS_LAMBDA_LOG_FORMAT": "JSON", "AWS_LAMBDA_LOG_LEVEL": "INFO",
 			},
 		},
 		{
@@ -296,6 +297,11 @@ func TestLambdaEnv(t *testing.T) {
 			name: "a profile means no dummy credentials",
 			base: []string{"AWS_PROFILE=dev"},
 			want: map[string]string{"AWS_PROFILE": "dev", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""},
+		},
+		{
+			name: "a log format and level given are kept",
+			base: []string{"AWS_LAMBDA_LOG_FORMAT=Text", "AWS_LAMBDA_LOG_LEVEL=WARN"},
+			want: map[string]string{"AWS_LAMBDA_LOG_FORMAT": "Text", "AWS_LAMBDA_LOG_LEVEL": "WARN"},
 		},
 		{
 			name: "default region and TZ are kept",
