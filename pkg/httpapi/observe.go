@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // unmatched is the route of requests no route serves (404 and 405).
@@ -22,8 +24,9 @@ const unmatched = "unmatched"
 // parallel operations) while it runs.
 type observation struct {
 	mu sync.Mutex
-	// quotaRefusals and conditionalFailures count refused writes: one for
-	// a single-item route, one per refused operation of a batch.
+	// quotaRefusals and conditionalFailures (409 conflicts and 412
+	// preconditions) count refused writes: one for a single-item route,
+	// one per refused operation of a batch.
 	quotaRefusals, conditionalFailures int
 	// errorKind is the error body's "error" of the request's own answer
 	// (for a batch, the first operation's that failed).
@@ -49,9 +52,9 @@ func (ob *observation) noteError(status int, kind string, err error) {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
 	switch {
-	case kind == "Quota exceeded":
+	case errors.Is(err, uds.ErrQuotaExceeded):
 		ob.quotaRefusals++
-	case status == http.StatusConflict || status == http.StatusPreconditionFailed:
+	case errors.Is(err, uds.ErrConflict) || errors.Is(err, uds.ErrPrecondition):
 		ob.conditionalFailures++
 	}
 	if ob.errorKind == "" {
@@ -164,8 +167,8 @@ func (a *API) report(r *http.Request, route string, p params, ow *observed, byte
 	if ow.status >= 500 || ob.cause != nil {
 		level = slog.LevelError
 	}
-	subject, _ := a.subject(r)
 	if a.log.Enabled(r.Context(), level) {
+		subject, _ := a.subject(r)
 		ap := attrPool.Get().(*[]slog.Attr)
 		defer attrPool.Put(ap)
 		attrs := (*ap)[:0]

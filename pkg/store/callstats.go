@@ -94,32 +94,25 @@ func (callCounter) HandleInitialize(ctx context.Context, in middleware.Initializ
 // askCapacity sets ReturnConsumedCapacity where the caller left it unset
 // (the tests' counting client asks for INDEXES itself).
 func askCapacity(params any) {
-	total := types.ReturnConsumedCapacityTotal
 	switch in := params.(type) {
 	case *dynamodb.GetItemInput:
-		if in.ReturnConsumedCapacity == "" {
-			in.ReturnConsumedCapacity = total
-		}
+		askTotal(&in.ReturnConsumedCapacity)
 	case *dynamodb.UpdateItemInput:
-		if in.ReturnConsumedCapacity == "" {
-			in.ReturnConsumedCapacity = total
-		}
+		askTotal(&in.ReturnConsumedCapacity)
 	case *dynamodb.QueryInput:
-		if in.ReturnConsumedCapacity == "" {
-			in.ReturnConsumedCapacity = total
-		}
+		askTotal(&in.ReturnConsumedCapacity)
 	case *dynamodb.ScanInput:
-		if in.ReturnConsumedCapacity == "" {
-			in.ReturnConsumedCapacity = total
-		}
+		askTotal(&in.ReturnConsumedCapacity)
 	case *dynamodb.BatchGetItemInput:
-		if in.ReturnConsumedCapacity == "" {
-			in.ReturnConsumedCapacity = total
-		}
+		askTotal(&in.ReturnConsumedCapacity)
 	case *dynamodb.TransactWriteItemsInput:
-		if in.ReturnConsumedCapacity == "" {
-			in.ReturnConsumedCapacity = total
-		}
+		askTotal(&in.ReturnConsumedCapacity)
+	}
+}
+
+func askTotal(rc *types.ReturnConsumedCapacity) {
+	if *rc == "" {
+		*rc = types.ReturnConsumedCapacityTotal
 	}
 }
 
