@@ -5,11 +5,34 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/udsproject/uds/pkg/policy"
 	"github.com/udsproject/uds/pkg/uds"
 )
+
+// TestFirstCompilesAreChecked runs first in this package: the metaschemas
+// are compiled on first use (third_party/jsonschema), and schemas
+// compiled concurrently with that first use must still be checked
+// against them.
+func TestFirstCompilesAreChecked(t *testing.T) {
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = policy.Compile(json.RawMessage(`{"type":12}`))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, uds.ErrInvalid) {
+			t.Errorf("compile %d of an invalid schema: %v", i, err)
+		}
+	}
+}
 
 func TestDraft(t *testing.T) {
 	for _, c := range []struct {
