@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/santhosh-tekuri/jsonschema/v6/internal/message"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
-var defaultPrinter = message.NewPrinter(language.English)
+var defaultPrinter = message.NewPrinter()
 
 // format ---
 

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/santhosh-tekuri/jsonschema/v6/internal/message"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/message"
 )
 
 func (sch *Schema) Validate(v any) error {
