@@ -41,6 +41,9 @@ type Store interface {
 	StoredPolicy(ctx context.Context, app, namespace string) (uds.Policy, error)
 	SetPolicy(ctx context.Context, app, namespace string, p uds.Policy) (uds.Policy, error)
 	Policies(ctx context.Context, app, after string, limit int) ([]uds.NamespacePolicy, bool, error)
+
+	Export(context.Context, store.ExportQuery) (store.ExportPage, error)
+	Import(ctx context.Context, app string, records []uds.Record) (uds.ImportResult, error)
 }
 
 // SubjectFunc names the caller of a request. It returns ErrUnauthenticated

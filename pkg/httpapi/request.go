@@ -64,31 +64,46 @@ func parseWrite(body []byte, w *uds.Write) error {
 	if dec.More() {
 		return uds.Invalid("body", "has content after the JSON object")
 	}
-	if len(b.Data) == 0 || string(b.Data) == "null" {
-		return uds.Invalid("data", "is required and must not be null")
-	}
-	var compact bytes.Buffer
-	compact.Grow(len(b.Data))
-	if err := json.Compact(&compact, b.Data); err != nil {
-		return uds.Invalid("data", "is not valid JSON")
-	}
-	if compact.Len() > uds.MaxDataBytes {
-		return &uds.TooLargeError{Reason: "data takes " + strconv.Itoa(compact.Len()) + " bytes of JSON; at most 1 MiB (1048576 bytes) is stored"}
-	}
-	w.Data = compact.Bytes()
-	if b.ClassName != nil {
-		cn := *b.ClassName
-		switch {
-		case len(cn) > maxClassNameBytes:
-			return uds.Invalid("className", "is longer than %d bytes", maxClassNameBytes)
-		case strings.IndexFunc(cn, unicode.IsControl) >= 0:
-			return uds.Invalid("className", "must not contain control characters")
-		}
-		w.ClassName = cn
-	}
 	var err error
+	if w.Data, err = compactData(b.Data); err != nil {
+		return err
+	}
+	if b.ClassName != nil {
+		if err := checkClassName(*b.ClassName); err != nil {
+			return err
+		}
+		w.ClassName = *b.ClassName
+	}
 	w.ExpiresAt, err = expiry(&b, time.Now())
 	return err
+}
+
+// compactData validates a data value (present, not null, JSON, at most
+// uds.MaxDataBytes) and returns it compacted, the form it is stored in.
+func compactData(data json.RawMessage) (json.RawMessage, error) {
+	if len(data) == 0 || string(data) == "null" {
+		return nil, uds.Invalid("data", "is required and must not be null")
+	}
+	var compact bytes.Buffer
+	compact.Grow(len(data))
+	if err := json.Compact(&compact, data); err != nil {
+		return nil, uds.Invalid("data", "is not valid JSON")
+	}
+	if compact.Len() > uds.MaxDataBytes {
+		return nil, &uds.TooLargeError{Reason: "data takes " + strconv.Itoa(compact.Len()) + " bytes of JSON; at most 1 MiB (1048576 bytes) is stored"}
+	}
+	return compact.Bytes(), nil
+}
+
+// checkClassName validates a className: a type name, not data.
+func checkClassName(cn string) error {
+	switch {
+	case len(cn) > maxClassNameBytes:
+		return uds.Invalid("className", "is longer than %d bytes", maxClassNameBytes)
+	case strings.IndexFunc(cn, unicode.IsControl) >= 0:
+		return uds.Invalid("className", "must not contain control characters")
+	}
+	return nil
 }
 
 // expiry reads the expiry of a write: "ttl" in whole seconds from now, or

@@ -62,6 +62,10 @@ var routes = []route{
 		http.MethodDelete: (*API).deleteUserLimits}},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/users/{user}/quota/recompute", map[string]handler{
 		http.MethodPost: (*API).recompute}},
+	{GroupAdmin, "/admin/apps/{applicationUuid}/export", map[string]handler{
+		http.MethodGet: (*API).export}},
+	{GroupAdmin, "/admin/apps/{applicationUuid}/import", map[string]handler{
+		http.MethodPost: (*API).importRecords}},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces", map[string]handler{
 		http.MethodGet: (*API).listPolicies}},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces/{namespace}", map[string]handler{

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,6 +100,8 @@ type workloadEnv struct {
 	faults *faults.Transport
 	tables store.Tables
 	plain  *dynamodb.Client
+	// imported counts the records imports wrote, as their answers say.
+	imported atomic.Int64
 }
 
 // killAfter is the test's own header: the server stops working on the
@@ -132,6 +135,9 @@ func runWorkload(t *testing.T, sc scenario, seed uint64) {
 	t.Cleanup(e.srv.Close)
 	if st, _ := e.send(0, "PUT", admin+"/apps/"+app+"/quota", "admin", fmt.Sprintf(`{"limitBytes":%d,"limitItems":%d}`, limitBytes, limitItems), ""); st != 200 {
 		t.Fatalf("setting the app's limits: %d", st)
+	}
+	if st, _ := e.send(0, "PUT", admin+"/apps/"+app+"/users/"+importOwner+"/quota", "admin", `{"limitBytes":-1,"limitItems":-1}`, ""); st != 200 {
+		t.Fatalf("lifting the importer's limits: %d", st)
 	}
 	for ns, access := range workloadPolicies {
 		if st, body := e.send(0, "PUT", admin+"/apps/"+app+"/namespaces/"+ns, "admin", `{"access":"`+access+`"}`, ""); st != 200 {
@@ -170,13 +176,16 @@ func runWorkload(t *testing.T, sc scenario, seed uint64) {
 		w.checkModel()
 	}
 	var drift []string
+	owners := []string{importOwner}
 	for o := range workloadOwners {
-		owner := "u" + strconv.Itoa(o)
+		owners = append(owners, "u"+strconv.Itoa(o))
+	}
+	for _, owner := range owners {
 		rec, real := e.recorded(t, owner), e.real(t, owner)
 		if rec != real {
 			t.Errorf("%s: recorded %+v, the tables hold %+v", owner, rec, real)
 		}
-		if real.Items > limitItems || real.Bytes > limitBytes {
+		if owner != importOwner && (real.Items > limitItems || real.Bytes > limitBytes) {
 			t.Errorf("%s stores %+v, over the limit of %d items, %d bytes", owner, real, limitItems, limitBytes)
 		}
 		st, body := e.send(0, "POST", admin+"/apps/"+app+"/users/"+owner+"/quota/recompute", "admin", "", "")
@@ -185,8 +194,11 @@ func runWorkload(t *testing.T, sc scenario, seed uint64) {
 		}
 		drift = append(drift, fmt.Sprintf("%s %d/%d", owner, rec.Items-real.Items, rec.Bytes-real.Bytes))
 	}
-	t.Logf("%d requests (%s); %d DynamoDB calls, faults %v; drift (items/bytes) %s",
-		stats.total(), stats, calls, injected, strings.Join(drift, ", "))
+	if e.imported.Load() == 0 {
+		t.Error("no import wrote anything: the workload did not exercise import")
+	}
+	t.Logf("%d requests (%s); %d records imported; %d DynamoDB calls, faults %v; drift (items/bytes) %s",
+		stats.total(), stats, e.imported.Load(), calls, injected, strings.Join(drift, ", "))
 }
 
 func (e *workloadEnv) recorded(t *testing.T, owner string) uds.Usage {
@@ -356,6 +368,8 @@ func (w *worker) step() {
 				w.expect("batch slot", res.Status, false, 201, 204, 403, 409)
 			}
 		}
+	case r < 88:
+		w.importStep(kill)
 	case r < 92:
 		list := base + "/" + w.listPath()
 		st, _ := w.env.send(kill, "DELETE", list+"/list", w.owner, "", "")
@@ -394,6 +408,40 @@ func (w *worker) step() {
 			w.t.Errorf("a write of another owner's item was refused for another reason: %s", answer)
 		}
 	}
+}
+
+// importOwner owns the records the workload imports. Import does not apply
+// limits, so it has no limit to pass; its usage is checked like the others'.
+const importOwner = "u-import"
+
+// importStep imports three list items into a shared list, some expiring
+// within the run, some already there (skipped or conflicts), and checks that
+// every record is accounted for in the answer.
+func (w *worker) importStep(kill time.Duration) {
+	list := [...]string{"shared0", "shared1"}[w.rng.IntN(2)]
+	var records []string
+	for i := range 3 {
+		expiry := ""
+		if w.rng.IntN(5) == 0 {
+			expiry = `,"expiresAt":"` + time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano) + `"`
+		}
+		records = append(records, fmt.Sprintf(`{"namespace":"lists","id":%q,"sortKey":"imp-%d-%d","owner":%q,"data":{"pad":%q},`+
+			`"createdDate":"2026-01-02T03:04:05.678Z","createdBySubject":%q,"updatedDate":"2026-01-03T03:04:05.678Z","updatedBySubject":"u0","version":%d%s}`,
+			list, i, w.rng.IntN(20), importOwner, strings.Repeat("i", 10+w.rng.IntN(400)), importOwner, 1+w.rng.IntN(2), expiry))
+	}
+	st, answer := w.env.send(kill, "POST", admin+"/apps/"+app+"/import", "admin", `{"records":[`+strings.Join(records, ",")+`]}`, "")
+	if !w.expect("import", st, kill > 0, 200) {
+		return
+	}
+	var out struct {
+		Imported, Skipped, Expired int
+		Conflicts                  []struct{ Index int }
+	}
+	if err := json.Unmarshal([]byte(answer[:strings.LastIndexByte(answer, 0)]), &out); err != nil ||
+		out.Imported+out.Skipped+out.Expired+len(out.Conflicts) != len(records) {
+		w.t.Errorf("import of %d records answered %s", len(records), answer)
+	}
+	w.env.imported.Add(int64(out.Imported))
 }
 
 // itemStep writes one of the worker's own items and checks the answer.

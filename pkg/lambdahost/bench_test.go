@@ -218,6 +218,12 @@ func (f *fakeStore) Policies(context.Context, string, string, int) ([]uds.Namesp
 func (f *fakeStore) WriteAtomic(context.Context, []uds.BatchOp) ([]uds.Item, error) {
 	return nil, errFake
 }
+func (f *fakeStore) Export(context.Context, store.ExportQuery) (store.ExportPage, error) {
+	return store.ExportPage{}, errFake
+}
+func (f *fakeStore) Import(context.Context, string, []uds.Record) (uds.ImportResult, error) {
+	return uds.ImportResult{}, errFake
+}
 
 func benchEvent(method, path, body string) events.APIGatewayV2HTTPRequest {
 	return events.APIGatewayV2HTTPRequest{

@@ -1,0 +1,202 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// Export reads an app's data owner by owner, in owner order: each owner's
+// key-value items, then their list items, through the owner index of each
+// table. The index gives the keys; the items themselves are read strongly
+// consistent (BatchGetItem), so a record is never older than its index
+// entry. Items that expired, or were deleted since the index was read, are
+// left out. Items written before UDS and not yet migrated carry no owner
+// and are not in the index: migration comes first (README, "Migrating").
+
+// ExportPosition is where an export page ended: the last record's owner,
+// table and key. The zero position is the start of the app's data.
+type ExportPosition struct {
+	Owner   string `json:"o,omitempty"`
+	List    bool   `json:"l,omitempty"`
+	DataKey string `json:"k,omitempty"`
+	SortKey string `json:"s,omitempty"`
+}
+
+// ExportQuery selects one page of an app's records.
+type ExportQuery struct {
+	App   string
+	After ExportPosition
+	Limit int
+	// MaxBytes bounds the page as RecordBytes measures it: the page ends,
+	// after at least one record, before a record that would pass it.
+	MaxBytes    int
+	RecordBytes func(*uds.Record) int
+}
+
+// ExportPage is one page of records; Next is nil on the last page.
+type ExportPage struct {
+	Records []uds.Record
+	Next    *ExportPosition
+}
+
+// exportOwnersPerRead is how many owners one read of the app's users
+// index brings; most pages need few.
+const exportOwnersPerRead = 25
+
+// Export reads one page of the app's records after q.After.
+func (s *Store) Export(ctx context.Context, q ExportQuery) (ExportPage, error) {
+	page := exportPager{s: s, q: q}
+	pos := q.After
+	if pos.Owner != "" {
+		// Finish the owner the previous page stopped in.
+		if err := page.owner(ctx, pos); err != nil || page.full {
+			return page.result(), err
+		}
+	}
+	after := pos.Owner
+	for {
+		owners, more, err := s.AppUsers(ctx, q.App, after, exportOwnersPerRead)
+		if err != nil {
+			return ExportPage{}, err
+		}
+		for _, o := range owners {
+			if err := page.owner(ctx, ExportPosition{Owner: o.User}); err != nil || page.full {
+				return page.result(), err
+			}
+			after = o.User
+		}
+		if !more {
+			return page.result(), nil
+		}
+	}
+}
+
+// exportPager collects one page of records.
+type exportPager struct {
+	s       *Store
+	q       ExportQuery
+	records []uds.Record
+	bytes   int
+	// last is the position of the last record taken; full is set once the
+	// page holds all it may.
+	last ExportPosition
+	full bool
+}
+
+func (p *exportPager) result() ExportPage {
+	out := ExportPage{Records: p.records}
+	if p.full {
+		out.Next = &p.last
+	}
+	return out
+}
+
+// owner adds the owner's records from pos on: the rest of the table pos
+// is in, then the list table if pos is in the key-value table.
+func (p *exportPager) owner(ctx context.Context, pos ExportPosition) error {
+	if !pos.List {
+		if err := p.table(ctx, pos); err != nil || p.full {
+			return err
+		}
+		pos = ExportPosition{Owner: pos.Owner, List: true}
+	}
+	return p.table(ctx, pos)
+}
+
+// table adds the owner's records of one table after pos's key (from the
+// start when it has none), one index page at a time, until the page is
+// full or the owner has no more items there.
+func (p *exportPager) table(ctx context.Context, pos ExportPosition) error {
+	s := p.s
+	name := s.tables.Data
+	if pos.List {
+		name = s.tables.List
+	}
+	owner := ownerKey(p.q.App, pos.Owner)
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(name),
+		IndexName:                aws.String(schema.IndexByOwner),
+		KeyConditionExpression:   aws.String("#o = :o"),
+		ExpressionAttributeNames: map[string]string{"#o": schema.AttrOwnerKey},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":o": &types.AttributeValueMemberS{Value: owner},
+		},
+	}
+	if pos.DataKey != "" {
+		in.ExclusiveStartKey = map[string]types.AttributeValue{
+			schema.AttrOwnerKey: &types.AttributeValueMemberS{Value: owner},
+			schema.AttrDataKey:  &types.AttributeValueMemberS{Value: pos.DataKey},
+		}
+		if pos.List {
+			in.ExclusiveStartKey[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: pos.SortKey}
+		}
+	}
+	for {
+		// Read no more keys than the page can still take, and at most
+		// what one BatchGetItem reads.
+		in.Limit = aws.Int32(int32(min(p.q.Limit-len(p.records), 100)))
+		out, err := s.client.Query(ctx, in)
+		if err != nil {
+			if indexNotReady(err) {
+				return errIndexNotReady
+			}
+			return failed("export "+p.q.App, err)
+		}
+		if err := p.take(ctx, pos, out.Items); err != nil || p.full {
+			return err
+		}
+		if out.LastEvaluatedKey == nil {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// take reads the items of one index page whole and adds those still live,
+// in index order.
+func (p *exportPager) take(ctx context.Context, pos ExportPosition, entries []map[string]types.AttributeValue) error {
+	keys := make([]uds.Key, 0, len(entries))
+	for _, e := range entries {
+		if k, ok := keyOf(e); ok {
+			keys = append(keys, k)
+		}
+	}
+	found, err := p.s.batchGet(ctx, keys, "")
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, k := range keys {
+		av := found[itemID(k)]
+		if av == nil || expired(av, now) {
+			continue // deleted or expired since the index was read
+		}
+		it, err := decodeItem(k, av)
+		if err != nil {
+			return failed("export "+p.q.App, err)
+		}
+		rec := uds.Record{Item: it, Owner: pos.Owner}
+		n := 0
+		if p.q.RecordBytes != nil {
+			n = p.q.RecordBytes(&rec)
+		}
+		if len(p.records) > 0 && p.bytes+n > p.q.MaxBytes {
+			p.full = true
+			return nil
+		}
+		p.records, p.bytes = append(p.records, rec), p.bytes+n
+		p.last = ExportPosition{Owner: pos.Owner, List: pos.List, DataKey: k.DataKey(), SortKey: k.SortKey}
+		if len(p.records) >= p.q.Limit {
+			p.full = true
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// Import writes exported records back: each item as it was (owner, audit
+// fields, version, expiry, so its ETags stay valid) where its key is free,
+// charged to its owner's usage in the same transaction. Limits are not
+// applied: an import is an admin's restore, and an owner may come out over
+// their limit (their next growing write is refused until they are under
+// it again). A record whose key holds an identical item is skipped, so an
+// interrupted import is resumed by running it again; one whose key holds a
+// different item is a conflict, reported and left alone. Records that
+// expired are skipped.
+//
+// Records go in transactions of up to maxImportActions writes (puts plus
+// one usage change per owner), each all or none with a client request
+// token: a write whose answer was lost is recognised when it is retried,
+// and a process that dies leaves whole transactions behind, which the next
+// run skips.
+func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (uds.ImportResult, error) {
+	var res uds.ImportResult
+	now := time.Now()
+	pending := make([]importEntry, 0, len(records))
+	seen := make(map[string]int, len(records))
+	for i := range records {
+		rec := &records[i]
+		// One transaction cannot write an item twice, and one request has
+		// no business doing so.
+		id := itemID(rec.Key)
+		if j, dup := seen[id]; dup {
+			return uds.ImportResult{}, &uds.BatchError{Index: i, Err: uds.Invalid("key", "repeats the key of record %d", j)}
+		}
+		seen[id] = i
+		if rec.ExpiredAt(now) {
+			res.Expired++
+			continue
+		}
+		// encodeValue bounds the stored size with the writer's subject
+		// and an allowance for the creator's; an imported item brings
+		// its creator, updater and owner, and all three are counted.
+		v, err := encodeValue(&uds.Write{Key: rec.Key, Data: rec.Data, ClassName: rec.ClassName,
+			Subject: rec.CreatedBy + rec.UpdatedBy + rec.Owner})
+		if err != nil {
+			return uds.ImportResult{}, &uds.BatchError{Index: i, Err: err}
+		}
+		pending = append(pending, importEntry{index: i, rec: rec, value: v})
+	}
+	for len(pending) > 0 {
+		n, size, owners := 0, int64(0), map[string]bool{}
+		for n < len(pending) {
+			e := pending[n]
+			extra := 1
+			if !owners[e.rec.Owner] {
+				extra = 2
+			}
+			if n > 0 && (n+len(owners)+extra > maxImportActions || size+e.value.size > maxTxBytes) {
+				break
+			}
+			owners[e.rec.Owner] = true
+			size += e.value.size
+			n++
+		}
+		if err := s.importGroup(ctx, app, pending[:n], &res); err != nil {
+			return uds.ImportResult{}, err
+		}
+		pending = pending[n:]
+	}
+	return res, nil
+}
+
+// maxImportActions bounds the writes of one import transaction, within
+// DynamoDB's 100 actions.
+const maxImportActions = 100
+
+// importEntry is a record on its way in.
+type importEntry struct {
+	index int
+	rec   *uds.Record
+	value encodedValue
+	// reclaimed is set once an expired item on the record's key was
+	// removed to make room, so that it is done once.
+	reclaimed bool
+}
+
+// importGroup writes one group of records in one transaction. Records
+// whose key turns out taken are sorted into skipped and conflicts, and the
+// rest is sent again without them.
+func (s *Store) importGroup(ctx context.Context, app string, group []importEntry, res *uds.ImportResult) error {
+	op := "import into " + app
+	for len(group) > 0 {
+		actions := make([]types.TransactWriteItem, 0, len(group)+1)
+		deltas := ownerDeltas{}
+		for _, e := range group {
+			actions = append(actions, types.TransactWriteItem{Put: s.importPut(app, e)})
+			deltas.add(app, e.rec.Owner, uds.Usage{Bytes: e.value.size, Items: 1})
+		}
+		deltas.each(func(app, owner string, d uds.Usage) {
+			actions = append(actions, s.usageChange(app, owner, d))
+		})
+		refused, err := s.transact(ctx, op, actions...)
+		if err != nil {
+			return err
+		}
+		if refused == nil {
+			res.Imported += len(group)
+			return nil
+		}
+		rest := group[:0:0]
+		now := time.Now()
+		for i, e := range group {
+			stored := refused.item(i)
+			switch {
+			case !refused.conditionFailed(i):
+				rest = append(rest, e)
+			case expired(stored, now) && !e.reclaimed:
+				key, _ := keyOf(stored)
+				s.reclaim(ctx, app, []listEntry{{key: key, state: stored}})
+				e.reclaimed = true
+				rest = append(rest, e)
+			default:
+				same, err := sameItem(app, e.rec, stored)
+				if err != nil {
+					return failed(op, err)
+				}
+				if same {
+					res.Skipped++
+				} else {
+					res.Conflicts = append(res.Conflicts, uds.ImportConflict{Index: e.index, Key: e.rec.Key, Version: num(stored, schema.AttrVersion)})
+				}
+			}
+		}
+		if len(rest) == len(group) {
+			return failed(op, errUnexpectedCancel(refused))
+		}
+		group = rest
+	}
+	return nil
+}
+
+// importPut writes a record's item where its key is free, as it was
+// exported: owner key from the record, not from its creator.
+func (s *Store) importPut(app string, e importEntry) *types.Put {
+	item := encodeItem(&e.rec.Item, e.value)
+	item[schema.AttrOwnerKey] = &types.AttributeValueMemberS{Value: ownerKey(app, e.rec.Owner)}
+	return &types.Put{
+		TableName:                           aws.String(s.table(e.rec.Key)),
+		Item:                                item,
+		ConditionExpression:                 aws.String("attribute_not_exists(#k)"),
+		ExpressionAttributeNames:            map[string]string{"#k": schema.AttrDataKey},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// sameItem reports whether a stored item is the record: same value, class
+// name, audit fields, version, expiry and owner.
+func sameItem(app string, rec *uds.Record, stored map[string]types.AttributeValue) (bool, error) {
+	it, err := decodeItem(rec.Key, stored)
+	if err != nil {
+		return false, err
+	}
+	who, counted := owner(app, stored)
+	return counted && who == rec.Owner && bytes.Equal(it.Data, rec.Data) && it.ClassName == rec.ClassName &&
+		it.CreatedDate.Equal(rec.CreatedDate) && it.CreatedBy == rec.CreatedBy &&
+		it.UpdatedDate.Equal(rec.UpdatedDate) && it.UpdatedBy == rec.UpdatedBy &&
+		it.Version == rec.Version && it.ExpiresAt.Equal(rec.ExpiresAt), nil
+}

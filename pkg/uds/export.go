@@ -1,0 +1,43 @@
+package uds
+
+import "time"
+
+// MaxImportRecords bounds the records of one import request.
+const MaxImportRecords = 1000
+
+// Record is one item of an app as export writes it and import reads it
+// back: the item whole (key, value, audit fields, version, expiry) and the
+// owner whose usage it counts toward. The owner is the item's creator,
+// except for an item written before UDS, which is charged to whoever first
+// updated it; Key.Owner is set when the item sits in its owner's private
+// key space.
+type Record struct {
+	Item
+	Owner string
+}
+
+// ImportResult says what an import did with each record: written,
+// already present and identical (skipped), expired before it could be
+// written, or refused because a different item holds its key.
+type ImportResult struct {
+	Imported, Skipped, Expired int
+	Conflicts                  []ImportConflict
+}
+
+// ImportConflict is a record that import did not write because another
+// item, at the given version, holds its key.
+type ImportConflict struct {
+	Index   int
+	Key     Key
+	Version int64
+}
+
+// ParseInstant reads an RFC 3339 instant of a record, kept to the
+// millisecond, the precision UDS stores (and ETags carry).
+func ParseInstant(field, s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, Invalid(field, "must be an RFC 3339 instant such as 2030-01-15T10:30:00.000Z, got %q", truncate(s, 64))
+	}
+	return t.UTC().Truncate(time.Millisecond), nil
+}
