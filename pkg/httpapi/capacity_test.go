@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 )
 
@@ -55,6 +57,7 @@ func TestCapacityTable(t *testing.T) {
 	kb := func(n int) string { return `{"data":{"s":"` + strings.Repeat("a", n*1000-20) + `"}}` }
 	list := base + "/cap/list"
 	big := base + "/cap/big"
+	var exported string // the export page, as an import body
 	type row struct {
 		op     string
 		status int
@@ -74,6 +77,25 @@ func TestCapacityTable(t *testing.T) {
 		{"GET list page, 100 items of 1 KB", 200, func() response { return e.do("GET", list+"/list?limit=100", "") }, map[string]int{"Query": 1}},
 		{"GET list page, 1000 items of 1 KB (1 MB)", 200, func() response { return e.do("GET", list+"/list?limit=1000", "") }, map[string]int{"Query": 2}},
 		{"GET list page, 100 items of 20 KB (2 MB)", 200, func() response { return e.do("GET", big+"/list?limit=100", "") }, map[string]int{"Query": 3}},
+		// The users of an app are read from every shard of its index,
+		// then the owner's keys through the owner index of each table: one
+		// query of the key-value table's, and the list table's in the
+		// pages DynamoDB Local cuts (three here, for 1,100 items holding
+		// 3 MB), then the items, 100 a call.
+		{"GET export page, 1000 records of 1 KB (one owner)", 200, func() response {
+			r := e.do("GET", admin+"/apps/"+app+"/export?limit=1000", "")
+			var page struct{ Records json.RawMessage }
+			if err := json.Unmarshal(r.raw, &page); err != nil {
+				t.Fatal(err)
+			}
+			exported = `{"records":` + string(page.Records) + `}`
+			return r
+		}, map[string]int{"Query": schema.AppShards + 4, "BatchGetItem": 10}},
+		// 99 records and the owner's usage change per transaction; one
+		// read of the namespace's policy.
+		{"POST import of those 1000 records into another app", 200, func() response {
+			return e.do("POST", admin+"/apps/"+otherApp+"/import", exported)
+		}, map[string]int{"GetItem": 1, "TransactWriteItems": 11}},
 		{"DELETE list of 1000 items (delete-all)", 204, func() response { return e.do("DELETE", list+"/list", "") }, map[string]int{"Query": 2, "TransactWriteItems": 11}},
 		{"POST key-value item expiring in 1 s (1 KB)", 201, func() response { return e.do("POST", base+"/cap/ttl", expiring(kb(1))) }, map[string]int{"TransactWriteItems": 1}},
 		{"GET key-value item that expires (1 KB)", 200, func() response { return e.do("GET", base+"/cap/ttl", "") }, map[string]int{"GetItem": 1}},

@@ -34,8 +34,9 @@ type ExportQuery struct {
 	App   string
 	After ExportPosition
 	Limit int
-	// MaxBytes bounds the page as RecordBytes measures it: the page ends,
-	// after at least one record, before a record that would pass it.
+	// MaxBytes bounds the page as RecordBytes (required) measures it:
+	// the page ends, after at least one record, before a record that
+	// would pass it.
 	MaxBytes    int
 	RecordBytes func(*uds.Record) int
 }
@@ -111,7 +112,7 @@ func (p *exportPager) owner(ctx context.Context, pos ExportPosition) error {
 }
 
 // table adds the owner's records of one table after pos's key (from the
-// start when it has none), one index page at a time, until the page is
+// start when it has none), reading the index page by page, until the page is
 // full or the owner has no more items there.
 func (p *exportPager) table(ctx context.Context, pos ExportPosition) error {
 	s := p.s
@@ -138,10 +139,11 @@ func (p *exportPager) table(ctx context.Context, pos ExportPosition) error {
 			in.ExclusiveStartKey[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: pos.SortKey}
 		}
 	}
+	// Index entries wait until a full BatchGetItem's worth is pending,
+	// the page could end with them, or the owner has no more.
+	var pending []map[string]types.AttributeValue
 	for {
-		// Read no more keys than the page can still take, and at most
-		// what one BatchGetItem reads.
-		in.Limit = aws.Int32(int32(min(p.q.Limit-len(p.records), 100)))
+		in.Limit = aws.Int32(int32(p.q.Limit - len(p.records) - len(pending)))
 		out, err := s.client.Query(ctx, in)
 		if err != nil {
 			if indexNotReady(err) {
@@ -149,19 +151,41 @@ func (p *exportPager) table(ctx context.Context, pos ExportPosition) error {
 			}
 			return failed("export "+p.q.App, err)
 		}
-		if err := p.take(ctx, pos, out.Items); err != nil || p.full {
-			return err
+		pending = append(pending, out.Items...)
+		last := out.LastEvaluatedKey == nil
+		for len(pending) >= maxBatchGet || len(p.records)+len(pending) >= p.q.Limit || (last && len(pending) > 0) {
+			n := p.chunk(pending)
+			if err := p.read(ctx, pos, pending[:n]); err != nil || p.full {
+				return err
+			}
+			pending = pending[n:]
 		}
-		if out.LastEvaluatedKey == nil {
+		if last {
 			return nil
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 }
 
-// take reads the items of one index page whole and adds those still live,
-// in index order.
-func (p *exportPager) take(ctx context.Context, pos ExportPosition, entries []map[string]types.AttributeValue) error {
+// chunk is how many of the pending index entries to read at once: what
+// one BatchGetItem reads, and no more than the page can still hold by
+// their stored sizes (the index carries them), so that a page of large
+// items does not read far past its end.
+func (p *exportPager) chunk(entries []map[string]types.AttributeValue) int {
+	n, stored := 0, int64(0)
+	for n < len(entries) && n < maxBatchGet {
+		size := num(entries[n], schema.AttrItemSize)
+		if n > 0 && stored+size > int64(p.q.MaxBytes-p.bytes) {
+			break
+		}
+		stored += size
+		n++
+	}
+	return n
+}
+
+// read adds the live items of the given index entries.
+func (p *exportPager) read(ctx context.Context, pos ExportPosition, entries []map[string]types.AttributeValue) error {
 	keys := make([]uds.Key, 0, len(entries))
 	for _, e := range entries {
 		if k, ok := keyOf(e); ok {
@@ -183,10 +207,7 @@ func (p *exportPager) take(ctx context.Context, pos ExportPosition, entries []ma
 			return failed("export "+p.q.App, err)
 		}
 		rec := uds.Record{Item: it, Owner: pos.Owner}
-		n := 0
-		if p.q.RecordBytes != nil {
-			n = p.q.RecordBytes(&rec)
-		}
+		n := p.q.RecordBytes(&rec)
 		if len(p.records) > 0 && p.bytes+n > p.q.MaxBytes {
 			p.full = true
 			return nil

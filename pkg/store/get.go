@@ -88,9 +88,9 @@ func (s *Store) GetMany(ctx context.Context, keys []uds.Key) ([]uds.Item, []erro
 // itemID. A projection, when given, names what is read with metaNames.
 func (s *Store) batchGet(ctx context.Context, keys []uds.Key, projection string) (map[string]map[string]types.AttributeValue, error) {
 	found := map[string]map[string]types.AttributeValue{}
-	for start := 0; start < len(keys); start += 100 {
+	for start := 0; start < len(keys); start += maxBatchGet {
 		in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{}}
-		for _, k := range keys[start:min(start+100, len(keys))] {
+		for _, k := range keys[start:min(start+maxBatchGet, len(keys))] {
 			ka := in.RequestItems[s.table(k)]
 			ka.Keys, ka.ConsistentRead = append(ka.Keys, keyAV(k)), aws.Bool(true)
 			if projection != "" {
@@ -116,6 +116,9 @@ func (s *Store) batchGet(ctx context.Context, keys []uds.Key, projection string)
 	}
 	return found, nil
 }
+
+// maxBatchGet is how many keys one BatchGetItem reads.
+const maxBatchGet = 100
 
 // itemID names an item among the items of both data tables.
 func itemID(k uds.Key) string { return k.DataKey() + "\x00" + k.SortKey }
