@@ -103,6 +103,11 @@ func exportBinding(app string) string { return "export\x00" + app }
 // exportQuery parses limit (1..1000, default 1000) and cursor.
 func (a *API) exportQuery(r *http.Request, app string) (store.ExportQuery, error) {
 	q := store.ExportQuery{App: app, Limit: exportLimit, MaxBytes: maxPageBytes, RecordBytes: recordPayloadBytes}
+	// Half the request's time goes to reading owners; the rest is margin
+	// for the owner in hand, retries and the answer.
+	if dl, ok := r.Context().Deadline(); ok {
+		q.Deadline = time.Now().Add(time.Until(dl) / 2)
+	}
 	params, err := query(r)
 	if err != nil {
 		return q, err

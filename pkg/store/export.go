@@ -27,6 +27,8 @@ type ExportPosition struct {
 	List    bool   `json:"l,omitempty"`
 	DataKey string `json:"k,omitempty"`
 	SortKey string `json:"s,omitempty"`
+	// Done says the owner was exported whole.
+	Done bool `json:"d,omitempty"`
 }
 
 // ExportQuery selects one page of an app's records.
@@ -39,6 +41,10 @@ type ExportQuery struct {
 	// would pass it.
 	MaxBytes    int
 	RecordBytes func(*uds.Record) int
+	// Deadline, when set, ends the page at the next owner once passed
+	// (if the page has got anywhere), so that an app of many small owners
+	// is answered in time: each owner costs its own index queries.
+	Deadline time.Time
 }
 
 // ExportPage is one page of records; Next is nil on the last page.
@@ -49,13 +55,13 @@ type ExportPage struct {
 
 // exportOwnersPerRead is how many owners one read of the app's users
 // index brings; most pages need few.
-const exportOwnersPerRead = 25
+const exportOwnersPerRead = 100
 
 // Export reads one page of the app's records after q.After.
 func (s *Store) Export(ctx context.Context, q ExportQuery) (ExportPage, error) {
 	page := exportPager{s: s, q: q}
 	pos := q.After
-	if pos.Owner != "" {
+	if pos.Owner != "" && !pos.Done {
 		// Finish the owner the previous page stopped in.
 		if err := page.owner(ctx, pos); err != nil || page.full {
 			return page.result(), err
@@ -68,6 +74,10 @@ func (s *Store) Export(ctx context.Context, q ExportQuery) (ExportPage, error) {
 			return ExportPage{}, err
 		}
 		for _, o := range owners {
+			if !q.Deadline.IsZero() && time.Now().After(q.Deadline) && page.last.Owner != "" {
+				page.full = true
+				return page.result(), nil
+			}
 			if err := page.owner(ctx, ExportPosition{Owner: o.User}); err != nil || page.full {
 				return page.result(), err
 			}
@@ -108,7 +118,11 @@ func (p *exportPager) owner(ctx context.Context, pos ExportPosition) error {
 		}
 		pos = ExportPosition{Owner: pos.Owner, List: true}
 	}
-	return p.table(ctx, pos)
+	if err := p.table(ctx, pos); err != nil || p.full {
+		return err
+	}
+	p.last = ExportPosition{Owner: pos.Owner, Done: true}
+	return nil
 }
 
 // table adds the owner's records of one table after pos's key (from the
