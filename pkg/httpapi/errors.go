@@ -160,6 +160,17 @@ func now() string { return time.Now().UTC().Format(time.RFC3339) }
 
 const badURLError = "Invalid path"
 
+// WriteBadEvent answers a request that its host could not turn into an
+// *http.Request for another reason than its URL (on Lambda, a body marked
+// base64 that is not): 400.
+func WriteBadEvent(w http.ResponseWriter) {
+	writeJSON(w, http.StatusBadRequest, errorBody{
+		Error:     "Bad request",
+		Details:   "the request body could not be decoded",
+		Timestamp: now(),
+	})
+}
+
 // WriteBadURL answers a request whose URL cannot even be parsed (malformed
 // percent-encoding) with the same 400 body as every other invalid input.
 // Hosts call it when they cannot build an *http.Request at all.

@@ -59,7 +59,7 @@ func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it 
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	writeJSON(w, http.StatusOK, toJSON(&it))
+	writeItem(w, http.StatusOK, &it)
 }
 
 func (a *API) createItem(w http.ResponseWriter, r *http.Request, p params) {
@@ -125,7 +125,7 @@ func answerWritten(w http.ResponseWriter, it *uds.Item, status int) {
 	if status == http.StatusCreated {
 		h.Set("Location", itemPath(it.Key))
 	}
-	writeJSON(w, status, toJSON(it))
+	writeItem(w, status, it)
 }
 
 func (a *API) deleteItem(w http.ResponseWriter, r *http.Request, p params) {

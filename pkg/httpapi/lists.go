@@ -20,12 +20,6 @@ const (
 	deleteAllMargin = 2 * time.Second
 )
 
-// listJSON is seed 002's DataStoreListResponse.
-type listJSON struct {
-	List   []itemJSON `json:"list"`
-	Cursor string     `json:"cursor,omitempty"`
-}
-
 func (a *API) listItems(w http.ResponseWriter, r *http.Request, p params) {
 	key, err := itemKey(p)
 	if err != nil {
@@ -58,14 +52,11 @@ func (a *API) listItems(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, &key)
 		return
 	}
-	out := listJSON{List: make([]itemJSON, len(page.Items))}
-	for i := range page.Items {
-		out.List[i] = toJSON(&page.Items[i])
-	}
+	cursor := ""
 	if page.More {
-		out.Cursor = a.cursors.Seal(binding, position(page))
+		cursor = a.cursors.Seal(binding, position(page))
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeListPage(w, page.Items, cursor)
 }
 
 // A cursor's position is the last sort key of its page, and, when the

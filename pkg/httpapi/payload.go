@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"unicode/utf8"
 
 	"github.com/udsproject/uds/pkg/uds"
@@ -38,19 +39,23 @@ func itemPayloadBytes(it *uds.Item) int {
 // line and paragraph separators, which Go's encoder always escapes, take
 // up to seven bytes instead of three.
 func rawPayloadBytes(b []byte) int {
-	n := len(b)
-	for i := 0; i < len(b); i++ {
-		switch b[i] {
-		case '"', '\\':
-			n++
-		case 0xE2: // the lead byte of U+2028 and U+2029
-			if i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9) {
-				n += 4
-			}
+	// bytes.Count runs vectorised, many times faster than a loop over
+	// every byte; the separators are rare, so their lead byte is only
+	// looked at where it occurs.
+	n := len(b) + bytes.Count(b, quote) + bytes.Count(b, backslash)
+	for rest := b; ; {
+		i := bytes.IndexByte(rest, 0xE2) // the lead byte of U+2028 and U+2029
+		if i < 0 {
+			return n
 		}
+		if i+2 < len(rest) && rest[i+1] == 0x80 && (rest[i+2] == 0xA8 || rest[i+2] == 0xA9) {
+			n += 4
+		}
+		rest = rest[i+1:]
 	}
-	return n
 }
+
+var quote, backslash = []byte{'"'}, []byte{'\\'}
 
 // stringPayloadBytes is the payload size of a string value of the body:
 // escaped in the body, then escaped again. A quote or backslash takes four

@@ -29,7 +29,10 @@ import (
 // nothing of the network or the engine. Its responses carry what
 // DynamoDB's do: a request ID and the CRC32 of the body, which the client
 // validates.
-type stubTransport struct{}
+type stubTransport struct {
+	// query, when set, answers Query (the list benchmarks).
+	query *stubBody
+}
 
 var stubItem = `{"Item":{"dataKey":{"S":"d53065bd-f932-4841-83fb-849717d8df0f|bench|item"},` +
 	`"dataValue":{"S":"{\"s\":\"` + strings.Repeat("a", 980) + `\"}"},` +
@@ -51,7 +54,7 @@ var (
 	stubEmpty    = newStubBody(`{}`)
 )
 
-func (stubTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (t stubTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	b := stubEmpty
 	switch target := r.Header.Get("X-Amz-Target"); {
@@ -59,6 +62,8 @@ func (stubTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		b = stubGetItem
 	case strings.HasSuffix(target, ".BatchGetItem"):
 		b = stubBatchGet
+	case strings.HasSuffix(target, ".Query") && t.query != nil:
+		b = *t.query
 	}
 	return &http.Response{
 		StatusCode: 200,
@@ -119,9 +124,13 @@ func benchHandler(b *testing.B) lambdahost.HandlerFunc {
 // stubClient is the client store.NewClient builds on Lambda, over the
 // stub transport.
 func stubClient(b *testing.B) *dynamodb.Client {
+	return stubClientOf(b, stubTransport{})
+}
+
+func stubClientOf(b *testing.B, t stubTransport) *dynamodb.Client {
 	lambdaEnv(b)
 	client, err := store.NewClient(context.Background(), "", func(o *dynamodb.Options) {
-		o.HTTPClient = &http.Client{Transport: stubTransport{}}
+		o.HTTPClient = &http.Client{Transport: t}
 	})
 	if err != nil {
 		b.Fatal(err)

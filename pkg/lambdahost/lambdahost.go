@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/config"
@@ -26,18 +25,19 @@ import (
 // HandlerFunc is a Lambda handler for HTTP API events.
 type HandlerFunc func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
-// Handler adapts h to HTTP API events. A path with malformed
-// percent-encoding cannot become an *http.Request (the adapter would answer
-// with a gateway error), so it is answered 400 here.
+// Handler adapts h to HTTP API events: the adapter turns an event into an
+// *http.Request, and responseWriter turns the answer into the response. A
+// path with malformed percent-encoding cannot become an *http.Request (the
+// adapter would answer with a gateway error), so it is answered 400 here.
 func Handler(h http.Handler) HandlerFunc {
-	adapter := httpadapter.NewV2(h)
+	var adapter core.RequestAccessorV2
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		path := ev.RawPath
 		if path == "" {
 			path = ev.RequestContext.HTTP.Path
 		}
 		if _, err := url.PathUnescape(path); err != nil {
-			w := core.NewProxyResponseWriterV2()
+			w := newResponseWriter()
 			if api, ok := h.(*httpapi.API); ok {
 				header := http.Header{}
 				for k, v := range ev.Headers {
@@ -48,9 +48,18 @@ func Handler(h http.Handler) HandlerFunc {
 			} else {
 				httpapi.WriteBadURL(w, path)
 			}
-			return w.GetProxyResponse()
+			return w.response(), nil
 		}
-		return adapter.ProxyWithContext(ctx, ev)
+		req, err := adapter.EventToRequestWithContext(ctx, ev)
+		if err != nil {
+			// Only a body marked base64 that is not base64 gets here.
+			w := newResponseWriter()
+			httpapi.WriteBadEvent(w)
+			return w.response(), nil
+		}
+		w := newResponseWriter()
+		h.ServeHTTP(w, req)
+		return w.response(), nil
 	}
 }
 

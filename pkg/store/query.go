@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -98,6 +99,7 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 	var gone []listEntry
 	want := q.Limit + 1 // one more than the page, to learn whether more exist
 	items := make([]uds.Item, 0, min(want, 128))
+	sizes := make([]int, 0, min(want, 128))
 	bytes := 0
 	// full reports whether enough is read: the page plus one, or, once
 	// past the byte budget, at least two items (the page ends before the
@@ -127,6 +129,7 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 		if err != nil {
 			return ListPage{}, failed("query "+q.List.DataKey(), err)
 		}
+		items = slices.Grow(items, min(len(out.Items), want-len(items)))
 		for _, av := range out.Items {
 			sk := str(av, schema.AttrSortKey)
 			if skipEnd && sk == r.End {
@@ -143,8 +146,8 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 			if err != nil {
 				return ListPage{}, err
 			}
-			items = append(items, it)
-			bytes += size(&it)
+			items, sizes = append(items, it), append(sizes, size(&it))
+			bytes += sizes[len(sizes)-1]
 			if full() {
 				break
 			}
@@ -164,7 +167,7 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 	if q.MaxBytes > 0 {
 		total := 0
 		for i := range page.Items {
-			total += size(&page.Items[i])
+			total += sizes[i]
 			if total > q.MaxBytes && i > 0 {
 				page.Items, page.More, page.Cut = page.Items[:i], true, true
 				break

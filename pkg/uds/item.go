@@ -14,7 +14,8 @@ const MaxDataBytes = 1 << 20
 type Item struct {
 	Key
 	// Data is the stored JSON exactly as it was written (compacted): number
-	// precision, key order and unicode are kept.
+	// precision, key order and unicode are kept. It is never modified in
+	// place: a read may share it with the string it was decoded from.
 	Data        json.RawMessage
 	ClassName   string
 	CreatedDate time.Time
