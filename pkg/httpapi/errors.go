@@ -62,6 +62,7 @@ var statusTable = []struct {
 	{uds.ErrConflict, http.StatusConflict, "Key already exists", "Item already exists"},
 	{uds.ErrPrecondition, http.StatusPreconditionFailed, "Precondition failed", "Precondition failed"},
 	{uds.ErrTooLarge, http.StatusRequestEntityTooLarge, "Payload too large", "Payload too large"},
+	{errUnsupportedEncoding, http.StatusUnsupportedMediaType, "Unsupported content encoding", "Unsupported content encoding"},
 	{uds.ErrIncomplete, http.StatusServiceUnavailable, "List not fully deleted", "List not fully deleted"},
 	{uds.ErrUnavailable, http.StatusServiceUnavailable, "Service unavailable", "Service unavailable"},
 }
@@ -93,6 +94,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	var batch *uds.BatchError
 	var forbidden *uds.ForbiddenError
 	var schemaErr *uds.SchemaError
+	var coding *encodingError
 	if errors.As(err, &batch) {
 		body.FailedIndex = &batch.Index
 	}
@@ -102,6 +104,8 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		body.Details = invalid.Reason
 	case errors.As(err, &tooLarge):
 		body.Details = tooLarge.Reason
+	case errors.As(err, &coding):
+		body.Details = "request bodies may be sent as they are or gzip encoded, not " + strconv.Quote(coding.coding)
 	case errors.As(err, &quota):
 		q := quota.Quota
 		if caller, _ := a.subject(r); caller != q.User {

@@ -125,6 +125,7 @@ type requestState struct {
 	ob    observation
 	body  countingBody
 	w     observed
+	cw    compressor
 }
 
 // serveObserved runs d's handler for a request and then writes its log
@@ -140,7 +141,13 @@ func (a *API) serveObserved(w http.ResponseWriter, r *http.Request, d dispatched
 	}
 	st.w.ResponseWriter = w
 	r = r.WithContext(ctx)
-	a.serve(&st.w, r, d)
+	st.cw = compressor{ResponseWriter: &st.w, acceptsGzip: acceptsGzip(r)}
+	if err := requestCoding(r); err != nil {
+		a.fail(&st.cw, r, err, nil)
+	} else {
+		a.serve(&st.cw, r, d)
+	}
+	st.cw.finish()
 	if st.w.status == 0 {
 		st.w.status = http.StatusOK
 	}

@@ -1,0 +1,158 @@
+package httpapi
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Compression in both directions. API Gateway HTTP APIs pass bodies
+// through as they are, so UDS compresses its own answers: a body of at
+// least compressMin bytes goes gzip encoded to a client that accepts gzip
+// (base64 on Lambda, which the host does). Answers that carry an ETag are
+// sent as they are: the ETag names the item's revision, and a strong ETag
+// belongs to one encoding. Request bodies may be gzip encoded; what they
+// expand to is bounded by the same limits as plain bodies (413 past them).
+
+// compressMin is the smallest body worth compressing: below it gzip saves
+// a few hundred bytes at most and costs CPU on every request.
+const compressMin = 4 << 10
+
+// errUnsupportedEncoding is a request body in a coding UDS does not read.
+var errUnsupportedEncoding = errors.New("unsupported content encoding")
+
+// encodingError names the coding a request body came in.
+type encodingError struct{ coding string }
+
+func (e *encodingError) Error() string {
+	return "unsupported content encoding " + strconv.Quote(e.coding)
+}
+func (e *encodingError) Is(target error) bool { return target == errUnsupportedEncoding }
+
+var gzipWriters = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return w
+}}
+
+// compressor holds a response back until it is whole, then sends it gzip
+// encoded when it is eligible and the client takes gzip, as it is
+// otherwise. UDS handlers write whole bodies, so holding them costs
+// nothing.
+type compressor struct {
+	http.ResponseWriter
+	acceptsGzip bool
+	status      int
+	gz          *gzip.Writer
+	buf         bytes.Buffer
+	decided     bool
+}
+
+func (c *compressor) WriteHeader(status int) {
+	if c.status == 0 {
+		c.status = status
+	}
+}
+
+func (c *compressor) Write(p []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	if !c.decided {
+		c.decided = true
+		h := c.ResponseWriter.Header()
+		if len(p) >= compressMin && h.Get("ETag") == "" && h.Get("Content-Encoding") == "" {
+			h.Add("Vary", "Accept-Encoding")
+			if c.acceptsGzip {
+				c.gz = gzipWriters.Get().(*gzip.Writer)
+				c.buf.Grow(len(p) / 4)
+				c.gz.Reset(&c.buf)
+			}
+		}
+		if c.gz == nil {
+			c.ResponseWriter.WriteHeader(c.status)
+		}
+	}
+	if c.gz != nil {
+		return c.gz.Write(p)
+	}
+	return c.ResponseWriter.Write(p)
+}
+
+// finish sends what the handler answered.
+func (c *compressor) finish() {
+	switch {
+	case c.gz != nil:
+		_ = c.gz.Close() // writes to a bytes.Buffer cannot fail
+		gzipWriters.Put(c.gz)
+		h := c.ResponseWriter.Header()
+		h.Set("Content-Encoding", "gzip")
+		h.Set("Content-Length", strconv.Itoa(c.buf.Len()))
+		c.ResponseWriter.WriteHeader(c.status)
+		_, _ = c.ResponseWriter.Write(c.buf.Bytes())
+	case !c.decided && c.status != 0:
+		c.ResponseWriter.WriteHeader(c.status)
+	}
+}
+
+// acceptsGzip reports whether Accept-Encoding allows gzip: named (or as
+// x-gzip), or covered by *, with a q-value above zero.
+func acceptsGzip(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept-Encoding") {
+		for _, part := range strings.Split(v, ",") {
+			coding, params, _ := strings.Cut(part, ";")
+			coding = strings.ToLower(strings.TrimSpace(coding))
+			if coding != "gzip" && coding != "x-gzip" && coding != "*" {
+				continue
+			}
+			q := 1.0
+			if name, value, ok := strings.Cut(strings.TrimSpace(params), "="); ok && strings.EqualFold(strings.TrimSpace(name), "q") {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+					q = f
+				}
+			}
+			return q > 0
+		}
+	}
+	return false
+}
+
+// requestCoding prepares a request's body for reading: a gzip body is
+// expanded as it is read. Any coding but gzip and identity is refused.
+func requestCoding(r *http.Request) error {
+	coding := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	switch coding {
+	case "", "identity":
+		return nil
+	case "gzip", "x-gzip":
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &gzipBody{src: r.Body}
+		}
+		return nil
+	}
+	return &encodingError{coding: r.Header.Get("Content-Encoding")}
+}
+
+// gzipBody expands a gzip request body. Its reader is made on the first
+// read, so a body nobody reads costs nothing.
+type gzipBody struct {
+	src io.ReadCloser
+	zr  *gzip.Reader
+	err error
+}
+
+func (g *gzipBody) Read(p []byte) (int, error) {
+	if g.zr == nil && g.err == nil {
+		g.zr, g.err = gzip.NewReader(g.src)
+	}
+	if g.err != nil {
+		return 0, g.err
+	}
+	return g.zr.Read(p)
+}
+
+func (g *gzipBody) Close() error { return g.src.Close() }

@@ -1,0 +1,148 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// raw sends a request without the client's transparent decompression and
+// returns the status, headers and body as they came.
+func (e *env) raw(method, path string, body []byte, headers ...string) (int, http.Header, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res.StatusCode, res.Header, b
+}
+
+func gunzip(t *testing.T, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("not gzip: %v", err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func gzipped(b []byte) []byte {
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	_, _ = w.Write(b)
+	_ = w.Close()
+	return z.Bytes()
+}
+
+// TestResponseCompression checks which answers go gzip encoded: large
+// ones without an ETag, to clients that accept gzip, decoding to exactly
+// the plain answer.
+func TestResponseCompression(t *testing.T) {
+	e := newEnv(t)
+	list := base + "/gz/feed"
+	for i := range 60 {
+		e.do("POST", fmt.Sprintf("%s/k%03d", list, i), fmt.Sprintf(`{"data":{"title":"entry %d","tags":["news","sport"],"score":%d.5,"read":false}}`, i, i*37)).expect(t, 201)
+	}
+	e.do("POST", base+"/gz/big", `{"data":"`+strings.Repeat("large value ", 1000)+`"}`).expect(t, 201)
+	_, _, plain := e.raw("GET", list+"/list?limit=100", nil)
+	for _, tc := range []struct {
+		name, path, accept string
+		gzip, vary         bool
+	}{
+		{"page, gzip accepted", list + "/list?limit=100", "gzip, deflate, br", true, true},
+		{"page, gzip with a q-value", list + "/list?limit=100", "br;q=1.0, gzip;q=0.5", true, true},
+		{"page, any coding", list + "/list?limit=100", "*", true, true},
+		{"page, gzip refused", list + "/list?limit=100", "gzip;q=0, identity", false, true},
+		{"page, nothing accepted", list + "/list?limit=100", "", false, true},
+		{"small page", list + "/list?limit=2", "gzip", false, false},
+		{"item with an ETag", base + "/gz/big", "gzip", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, h, body := e.raw("GET", tc.path, nil, "Accept-Encoding", tc.accept)
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			if got := h.Get("Content-Encoding") == "gzip"; got != tc.gzip {
+				t.Fatalf("Content-Encoding %q, want gzip=%v", h.Get("Content-Encoding"), tc.gzip)
+			}
+			if got := h.Get("Vary") == "Accept-Encoding"; got != tc.vary {
+				t.Errorf("Vary %q, want Accept-Encoding=%v", h.Get("Vary"), tc.vary)
+			}
+			if h.Get("Content-Length") != fmt.Sprint(len(body)) {
+				t.Errorf("Content-Length %s for %d bytes", h.Get("Content-Length"), len(body))
+			}
+			if tc.gzip {
+				if got := gunzip(t, body); !bytes.Equal(got, plain) {
+					t.Errorf("the gzip body decodes to %d bytes, not the %d-byte plain answer", len(got), len(plain))
+				}
+				if ratio := float64(len(plain)) / float64(len(body)); ratio < 5 {
+					t.Errorf("a page of %d bytes compressed only %.1fx (%d bytes)", len(plain), ratio, len(body))
+				}
+			}
+		})
+	}
+	t.Run("HEAD", func(t *testing.T) {
+		status, h, body := e.raw("HEAD", list+"/list?limit=100", nil, "Accept-Encoding", "gzip")
+		if status != 200 || len(body) != 0 || h.Get("Content-Encoding") != "" {
+			t.Errorf("HEAD answered %d, %q, %d bytes", status, h.Get("Content-Encoding"), len(body))
+		}
+	})
+}
+
+// TestCompressedRequests checks gzip request bodies: read as plain ones,
+// bounded by the same limits once expanded, and refused when broken or in
+// a coding UDS does not read, with nothing written.
+func TestCompressedRequests(t *testing.T) {
+	e := newEnv(t)
+	value := `{"data":{"text":"` + strings.Repeat("compressible ", 500) + `"}}`
+	status, _, body := e.raw("POST", base+"/gzreq/ok", gzipped([]byte(value)), "Content-Encoding", "gzip", "Content-Type", "application/json")
+	if status != 201 {
+		t.Fatalf("a gzip body: %d %s", status, body)
+	}
+	if got := e.do("GET", base+"/gzreq/ok", "").expect(t, 200); !strings.Contains(string(got.raw), strings.Repeat("compressible ", 500)) {
+		t.Errorf("the stored value differs from the one sent")
+	}
+	bomb := gzipped([]byte(`{"data":"` + strings.Repeat("a", 3<<20) + `"}`))
+	for _, tc := range []struct {
+		name, coding string
+		body         []byte
+		status       int
+		error        string
+	}{
+		{"expands past the limit", "gzip", bomb, 413, "Payload too large"},
+		{"not gzip", "gzip", []byte(value), 400, "Invalid body"},
+		{"truncated", "gzip", gzipped([]byte(value))[:40], 400, "Invalid body"},
+		{"brotli", "br", []byte(value), 415, "Unsupported content encoding"},
+		{"deflate", "deflate", []byte(value), 415, "Unsupported content encoding"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, body := e.raw("POST", base+"/gzreq/"+strings.ReplaceAll(tc.name, " ", "-"), tc.body, "Content-Encoding", tc.coding)
+			if status != tc.status || !strings.Contains(string(body), `"error":"`+tc.error+`"`) {
+				t.Errorf("answered %d %s, want %d %q", status, body, tc.status, tc.error)
+			}
+		})
+	}
+	if n := e.count(e.tables.Data); n != 1 {
+		t.Errorf("refused requests wrote: %d items stored, want 1", n)
+	}
+}
