@@ -82,3 +82,63 @@ func TestRawPayloadBytesCountsEscapes(t *testing.T) {
 		}
 	}
 }
+
+// decodeWriteBody is the decoder's reading of a write body, which the one-
+// pass reading must match.
+func decodeWriteBody(body []byte) (writeBody, json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var b writeBody
+	if dec.Decode(&b) != nil || dec.More() {
+		return b, nil, false
+	}
+	data, err := compactData(b.Data)
+	return b, data, err == nil || len(b.Data) == 0 || string(b.Data) == "null"
+}
+
+// TestSplitWriteBodyMatchesTheDecoder checks the one-pass reading of write
+// bodies against encoding/json's on bodies of every shape it takes or
+// hands on: whatever it accepts, it reads as the decoder does.
+func TestSplitWriteBodyMatchesTheDecoder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	values := []string{`1`, `-2.5e10`, `"s"`, `"a,b}c]\"{"`, `{"x":[1,{"y":"}"}],"z":null}`, `[]`, `{}`, `null`, `true`, `"\u00e9\\n"`, `[[[]]]`}
+	names := []string{`"data"`, `"className"`, `"ttl"`, `"expiresAt"`, `"Data"`, `"d\u0061ta"`, `"other"`}
+	ws := []string{"", " ", "\n\t"}
+	read := 0
+	for range 20000 {
+		var b strings.Builder
+		b.WriteString(ws[rng.IntN(3)] + "{")
+		for m := range rng.IntN(4) {
+			if m > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(ws[rng.IntN(3)] + names[rng.IntN(len(names))] + ws[rng.IntN(3)] + ":" + ws[rng.IntN(3)] + values[rng.IntN(len(values))])
+		}
+		b.WriteString("}" + ws[rng.IntN(3)])
+		body := []byte(b.String())
+		var fast writeBody
+		data, ok := splitWriteBody(body, &fast)
+		if !ok {
+			continue // the decoder reads it
+		}
+		read++
+		slow, want, valid := decodeWriteBody(body)
+		if !valid {
+			t.Fatalf("%s: read in one pass, refused by the decoder", body)
+		}
+		if absent := len(slow.Data) == 0 || string(slow.Data) == "null"; absent {
+			if len(data) != 0 && string(data) != "null" {
+				t.Fatalf("%s: one pass read data %s, the decoder none", body, data)
+			}
+			data = want
+		}
+		if string(data) != string(want) || string(fast.TTL) != string(slow.TTL) || string(fast.ExpiresAt) != string(slow.ExpiresAt) ||
+			(fast.ClassName == nil) != (slow.ClassName == nil) || (fast.ClassName != nil && *fast.ClassName != *slow.ClassName) {
+			t.Fatalf("%s: one pass read data %s ttl %s expiresAt %s className %v; the decoder %s %s %s %v",
+				body, data, fast.TTL, fast.ExpiresAt, fast.ClassName, want, slow.TTL, slow.ExpiresAt, slow.ClassName)
+		}
+	}
+	if read < 2000 {
+		t.Errorf("only %d of 20000 bodies were read in one pass", read)
+	}
+}

@@ -55,18 +55,29 @@ func parseWrite(body []byte, w *uds.Write) error {
 	if !utf8.Valid(body) {
 		return uds.Invalid("body", "is not valid UTF-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	var b writeBody
-	if err := dec.Decode(&b); err != nil {
-		return uds.Invalid("body", "is not a JSON object of the form {\"data\": ..., \"className\": ...}: %s", jsonProblem(err))
-	}
-	if dec.More() {
-		return uds.Invalid("body", "has content after the JSON object")
-	}
 	var err error
-	if w.Data, err = compactData(b.Data); err != nil {
-		return err
+	if compact, ok := splitWriteBody(body, &b); ok {
+		// The body was compacted whole: its data needs no second pass.
+		if len(b.Data) == 0 || string(b.Data) == "null" {
+			return uds.Invalid("data", "is required and must not be null")
+		}
+		if len(b.Data) > uds.MaxDataBytes {
+			return &uds.TooLargeError{Reason: "data takes " + strconv.Itoa(len(b.Data)) + " bytes of JSON; at most 1 MiB (1048576 bytes) is stored"}
+		}
+		w.Data = compact
+	} else {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&b); err != nil {
+			return uds.Invalid("body", "is not a JSON object of the form {\"data\": ..., \"className\": ...}: %s", jsonProblem(err))
+		}
+		if dec.More() {
+			return uds.Invalid("body", "has content after the JSON object")
+		}
+		if w.Data, err = compactData(b.Data); err != nil {
+			return err
+		}
 	}
 	if b.ClassName != nil {
 		if err := checkClassName(*b.ClassName); err != nil {
@@ -76,6 +87,91 @@ func parseWrite(body []byte, w *uds.Write) error {
 	}
 	w.ExpiresAt, err = expiry(&b, time.Now())
 	return err
+}
+
+// splitWriteBody reads the common form of a write body in one pass over
+// its bytes: it compacts the whole body (which validates it) and splits
+// the compact object into its members. It returns the compacted data and
+// reports false for anything unusual (not JSON, not an object, a member
+// name with escapes or in another case, an unknown member, a className that
+// is not a string), which the decoder then reads or refuses with its
+// precise message.
+func splitWriteBody(body []byte, b *writeBody) (json.RawMessage, bool) {
+	var buf bytes.Buffer
+	buf.Grow(len(body))
+	if json.Compact(&buf, body) != nil {
+		return nil, false
+	}
+	c := buf.Bytes()
+	if c[0] != '{' {
+		return nil, false
+	}
+	for i := 1; i < len(c) && c[i] != '}'; {
+		if c[i] == ',' {
+			i++
+		}
+		end := skipJSON(c, i)
+		name := c[i+1 : end-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			return nil, false
+		}
+		i = end + 1 // past the colon
+		end = skipJSON(c, i)
+		value := json.RawMessage(c[i:end:end])
+		switch string(name) {
+		case "data":
+			b.Data = value
+		case "className":
+			switch {
+			case string(value) == "null":
+				b.ClassName = nil
+			case value[0] != '"' || json.Unmarshal(value, &b.ClassName) != nil:
+				return nil, false
+			}
+		case "ttl":
+			b.TTL = value
+		case "expiresAt":
+			b.ExpiresAt = value
+		default:
+			return nil, false
+		}
+		i = end
+	}
+	return b.Data, true
+}
+
+// skipJSON returns where the value starting at c[i] ends, in compact JSON
+// that is known to be valid.
+func skipJSON(c []byte, i int) int {
+	depth := 0
+	for j := i; j < len(c); j++ {
+		switch c[j] {
+		case '"':
+			for j++; c[j] != '"'; j++ {
+				if c[j] == '\\' {
+					j++
+				}
+			}
+			if depth == 0 {
+				return j + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth <= 0 {
+				if depth < 0 { // the end of the enclosing object
+					return j
+				}
+				return j + 1
+			}
+		case ',':
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return len(c)
 }
 
 // compactData validates a data value (present, not null, JSON, at most
