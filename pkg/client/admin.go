@@ -1,0 +1,191 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// The admin routes: IAM authorization (WithSigV4) on a deployed stack, open
+// on the local server.
+
+func adminApp(app string) string { return "/admin/apps/" + url.PathEscape(app) }
+
+func adminUser(app, user string) string { return adminApp(app) + "/users/" + url.PathEscape(user) }
+
+// UserUsage is what one user stores in an app.
+type UserUsage struct {
+	User  string `json:"user"`
+	Bytes int64  `json:"bytes"`
+	Items int64  `json:"items"`
+}
+
+// AppUsage is what a user stores in one app.
+type AppUsage struct {
+	ApplicationUUID string `json:"applicationUuid"`
+	Bytes           int64  `json:"bytes"`
+	Items           int64  `json:"items"`
+}
+
+// AppUsersPage reads one page of the users storing data in app, in user
+// order, after cursor; limit 0 takes the server's default.
+func (c *Client) AppUsersPage(ctx context.Context, app, cursor string, limit int) ([]UserUsage, string, error) {
+	var p struct {
+		Users  []UserUsage `json:"users"`
+		Cursor string      `json:"cursor"`
+	}
+	_, err := c.call(ctx, request{method: http.MethodGet, path: adminApp(app) + "/users", query: limitQuery(cursor, limit), retry: always}, &p, http.StatusOK)
+	return p.Users, p.Cursor, err
+}
+
+// AppUsers iterates over every user storing data in app.
+func (c *Client) AppUsers(ctx context.Context, app string) iter.Seq2[UserUsage, error] {
+	return pages(ctx, func(ctx context.Context, cursor string) ([]UserUsage, string, error) {
+		return c.AppUsersPage(ctx, app, cursor, 1000)
+	})
+}
+
+// UserAppsPage reads one page of the apps user stores data in, in app
+// order, after cursor.
+func (c *Client) UserAppsPage(ctx context.Context, user, cursor string, limit int) ([]AppUsage, string, error) {
+	var p struct {
+		Apps   []AppUsage `json:"apps"`
+		Cursor string     `json:"cursor"`
+	}
+	_, err := c.call(ctx, request{method: http.MethodGet, path: "/admin/users/" + url.PathEscape(user) + "/apps", query: limitQuery(cursor, limit), retry: always}, &p, http.StatusOK)
+	return p.Apps, p.Cursor, err
+}
+
+// UserApps iterates over every app user stores data in.
+func (c *Client) UserApps(ctx context.Context, user string) iter.Seq2[AppUsage, error] {
+	return pages(ctx, func(ctx context.Context, cursor string) ([]AppUsage, string, error) {
+		return c.UserAppsPage(ctx, user, cursor, 1000)
+	})
+}
+
+// UserQuota reads a user's usage in app and the limits in effect.
+func (c *Client) UserQuota(ctx context.Context, app, user string) (Quota, error) {
+	var q Quota
+	_, err := c.call(ctx, request{method: http.MethodGet, path: adminUser(app, user) + "/quota", retry: always}, &q, http.StatusOK)
+	return q, err
+}
+
+// Limits is one level of quota configuration: 0 leaves a dimension to the
+// next level (user override, app default, global default), -1 lifts it.
+type Limits struct {
+	LimitBytes int64 `json:"limitBytes"`
+	LimitItems int64 `json:"limitItems"`
+}
+
+// AppLimits reads app's default limits per user.
+func (c *Client) AppLimits(ctx context.Context, app string) (Limits, error) {
+	var l Limits
+	_, err := c.call(ctx, request{method: http.MethodGet, path: adminApp(app) + "/quota", retry: always}, &l, http.StatusOK)
+	return l, err
+}
+
+// SetAppLimits sets app's default limits per user.
+func (c *Client) SetAppLimits(ctx context.Context, app string, l Limits) error {
+	return c.putJSON(ctx, adminApp(app)+"/quota", l, nil)
+}
+
+// SetUserLimits overrides app's limits for one user and returns the user's
+// quota as it now stands.
+func (c *Client) SetUserLimits(ctx context.Context, app, user string, l Limits) (Quota, error) {
+	var q Quota
+	err := c.putJSON(ctx, adminUser(app, user)+"/quota", l, &q)
+	return q, err
+}
+
+// ClearUserLimits removes a user's override: app's defaults apply again.
+func (c *Client) ClearUserLimits(ctx context.Context, app, user string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: adminUser(app, user) + "/quota", retry: always}, http.StatusNoContent)
+	return err
+}
+
+// Recomputed is a recompute's answer: the usage now recorded, the drift it
+// found (recorded minus actual) and whether it was applied; when not, the
+// owner wrote too recently and RetryAfter says when to ask again.
+type Recomputed struct {
+	Quota
+	Drift struct {
+		Bytes int64 `json:"bytes"`
+		Items int64 `json:"items"`
+	} `json:"drift"`
+	Applied    bool          `json:"applied"`
+	RetryAfter time.Duration `json:"-"`
+}
+
+// Recompute rebuilds a user's usage in app from the data and reports the
+// drift.
+func (c *Client) Recompute(ctx context.Context, app, user string) (Recomputed, error) {
+	var r Recomputed
+	res, err := c.call(ctx, request{method: http.MethodPost, path: adminUser(app, user) + "/quota/recompute", retry: always}, &r, http.StatusOK)
+	if err == nil {
+		r.RetryAfter = retryAfter(res.header)
+	}
+	return r, err
+}
+
+// Policy is a namespace's policy: access "shared", "private" or
+// "owner-write", and an optional JSON Schema for its data.
+type Policy struct {
+	ApplicationUUID string          `json:"applicationUuid,omitempty"`
+	Namespace       string          `json:"namespace,omitempty"`
+	Access          string          `json:"access"`
+	Schema          json.RawMessage `json:"schema,omitempty"`
+	Version         int64           `json:"version,omitempty"`
+	UpdatedDate     string          `json:"updatedDate,omitempty"`
+}
+
+// PoliciesPage reads one page of app's namespace policies after cursor.
+func (c *Client) PoliciesPage(ctx context.Context, app, cursor string, limit int) ([]Policy, string, error) {
+	var p struct {
+		Namespaces []Policy `json:"namespaces"`
+		Cursor     string   `json:"cursor"`
+	}
+	_, err := c.call(ctx, request{method: http.MethodGet, path: adminApp(app) + "/namespaces", query: limitQuery(cursor, limit), retry: always}, &p, http.StatusOK)
+	return p.Namespaces, p.Cursor, err
+}
+
+// Policies iterates over every namespace of app that has a policy.
+func (c *Client) Policies(ctx context.Context, app string) iter.Seq2[Policy, error] {
+	return pages(ctx, func(ctx context.Context, cursor string) ([]Policy, string, error) {
+		return c.PoliciesPage(ctx, app, cursor, 1000)
+	})
+}
+
+// Policy reads a namespace's policy (the defaults, at version 0, when none
+// is set).
+func (c *Client) Policy(ctx context.Context, app, namespace string) (Policy, error) {
+	var p Policy
+	_, err := c.call(ctx, request{method: http.MethodGet, path: adminApp(app) + "/namespaces/" + url.PathEscape(namespace), retry: always}, &p, http.StatusOK)
+	return p, err
+}
+
+// SetPolicy sets a namespace's access and schema (only those two fields of
+// p are sent) and returns the policy stored.
+func (c *Client) SetPolicy(ctx context.Context, app, namespace string, p Policy) (Policy, error) {
+	var out Policy
+	err := c.putJSON(ctx, adminApp(app)+"/namespaces/"+url.PathEscape(namespace), Policy{Access: p.Access, Schema: p.Schema}, &out)
+	return out, err
+}
+
+// DeletePolicy restores a namespace's defaults.
+func (c *Client) DeletePolicy(ctx context.Context, app, namespace string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: adminApp(app) + "/namespaces/" + url.PathEscape(namespace), retry: always}, http.StatusNoContent)
+	return err
+}
+
+// putJSON PUTs v and decodes the answer into out.
+func (c *Client) putJSON(ctx context.Context, path string, v, out any) error {
+	b, err := jsonBody(v)
+	if err != nil {
+		return err
+	}
+	_, err = c.call(ctx, request{method: http.MethodPut, path: path, body: b, retry: always}, out, http.StatusOK)
+	return err
+}

@@ -1,0 +1,262 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// basePath prefixes every route of the API.
+const basePath = "/rest/api/v1"
+
+// Client calls one UDS deployment. It is safe for concurrent use.
+type Client struct {
+	base       string
+	http       *http.Client
+	token      string
+	subject    string
+	userAgent  string
+	signer     *sigV4
+	maxRetries int
+	backoff    time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithToken authenticates every request with a bearer token (a JWT that
+// the HTTP API's JWT authorizer accepts).
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithHTTPClient sends requests through hc instead of a default client.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
+
+// WithSubject names the caller to a local server started with
+// UDS_TRUST_SUBJECT_HEADER=1 (the X-Uds-Subject header). Deployed APIs
+// ignore it: the caller is who the authorizer says.
+func WithSubject(subject string) Option { return func(c *Client) { c.subject = subject } }
+
+// WithUserAgent sets the User-Agent of every request.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
+
+// WithRetries sets how many times a request that may be retried is sent
+// again (default 4), and the first pause, which doubles with every retry
+// (default 100 ms; each pause is drawn at random below its bound).
+func WithRetries(n int, backoff time.Duration) Option {
+	return func(c *Client) { c.maxRetries, c.backoff = n, backoff }
+}
+
+// New returns a client of the API at endpoint, such as
+// "http://127.0.0.1:8080" (make run) or the stack's ApiUrl output.
+func New(endpoint string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimSuffix(endpoint, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: endpoint %q is not an http(s) URL", endpoint)
+	}
+	c := &Client{
+		base: u.String(), http: &http.Client{Timeout: 60 * time.Second},
+		userAgent: "uds-go-client", maxRetries: 4, backoff: 100 * time.Millisecond,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// retry says when a failed request may be sent again. A retry never
+// applies a write twice, but after an answer was lost it may be answered
+// as a repeat: a conditional write that took effect the first time is
+// then refused (412), which the caller resolves by reading the item.
+type retry int
+
+const (
+	// unsent: only when the request certainly did not reach UDS: the
+	// connection could not be made, or the gateway throttled it (429).
+	// Creates and batches: repeating one that took effect would answer
+	// 409 for the caller's own write.
+	unsent retry = iota
+	// always: reads, and writes whose repetition changes nothing (PUT,
+	// DELETE, delete-all, import, recompute, limits, policies): also
+	// after a 502, 503 or 504 or a connection lost mid-request.
+	always
+)
+
+// request is one API call.
+type request struct {
+	method string
+	path   string // below basePath, already escaped
+	query  url.Values
+	body   []byte // JSON, or nil
+	header http.Header
+	retry  retry
+}
+
+// response is an answer with a status the caller expects.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends r, retrying as r.retry allows, and returns the answer when its
+// status is one of ok; any other status is an *APIError.
+func (c *Client) do(ctx context.Context, r request, ok ...int) (response, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := c.send(ctx, r)
+		if err == nil && !contains(ok, res.status) {
+			err = newAPIError(res.status, res.header, res.body)
+		}
+		if err == nil {
+			return res, nil
+		}
+		wait, retryable := c.retryable(r, err, attempt)
+		if !retryable {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, errors.Join(err, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// retryable reports whether a failed attempt may be sent again, and after
+// how long: Retry-After when the server gave one, otherwise exponential
+// backoff with full jitter.
+func (c *Client) retryable(r request, err error, attempt int) (time.Duration, bool) {
+	if attempt >= c.maxRetries {
+		return 0, false
+	}
+	wait := time.Duration(rand.Int64N(int64(c.backoff<<attempt) + 1))
+	var apiErr *APIError
+	switch {
+	case errors.As(err, &apiErr):
+		if apiErr.RetryAfter > 0 {
+			wait = apiErr.RetryAfter
+		}
+		switch apiErr.Status {
+		case http.StatusTooManyRequests:
+			return wait, true
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return wait, r.retry == always
+		}
+		return 0, false
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return 0, false
+	case notSent(err):
+		return wait, true
+	}
+	// A network error after the request may have reached the server.
+	return wait, r.retry == always
+}
+
+// transient reports whether a failure may pass: the gateway or UDS
+// unavailable, or the connection failed.
+func transient(err error) bool {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return errors.Is(apiErr, ErrUnavailable) || errors.Is(apiErr, ErrThrottled)
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// notSent reports whether a transport error happened before the request
+// could reach the server (no connection was made).
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// send makes one attempt.
+func (c *Client) send(ctx context.Context, r request) (response, error) {
+	u := c.base + basePath + r.path
+	if len(r.query) > 0 {
+		u += "?" + r.query.Encode()
+	}
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, u, body)
+	if err != nil {
+		return response{}, err
+	}
+	for k, v := range r.header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.subject != "" {
+		req.Header.Set("X-Uds-Subject", c.subject)
+	}
+	switch {
+	case c.signer != nil:
+		if err := c.signer.sign(ctx, req, r.body); err != nil {
+			return response{}, err
+		}
+	case c.token != "":
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return response{}, err
+	}
+	return response{status: res.StatusCode, header: res.Header, body: b}, nil
+}
+
+// call sends r and decodes a JSON answer into out (when out is not nil).
+func (c *Client) call(ctx context.Context, r request, out any, ok ...int) (response, error) {
+	res, err := c.do(ctx, r, ok...)
+	if err != nil || out == nil || len(res.body) == 0 {
+		return res, err
+	}
+	if err := json.Unmarshal(res.body, out); err != nil {
+		return res, fmt.Errorf("client: %s %s answered %d with a body that is not the expected JSON: %w", r.method, r.path, res.status, err)
+	}
+	return res, nil
+}
+
+// jsonBody encodes v for a request body.
+func jsonBody(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("client: encode the request body: %w", err)
+	}
+	return b, nil
+}
+
+func contains(list []int, v int) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// retryAfter reads a Retry-After header given in seconds.
+func retryAfter(h http.Header) time.Duration {
+	if s, err := strconv.Atoi(h.Get("Retry-After")); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	return 0
+}

@@ -1,0 +1,515 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/udsproject/uds/internal/dynamotest"
+	"github.com/udsproject/uds/pkg/client"
+	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/store"
+)
+
+const (
+	app      = "d53065bd-f932-4841-83fb-849717d8df0f"
+	otherApp = "0b4e7c4e-6f0a-4b43-9d53-2f6c1e0f6a11"
+)
+
+// newServer serves the whole API over fresh tables in the test engine, as
+// make run does (the caller's identity from X-Uds-Subject), and returns its
+// URL.
+func newServer(t *testing.T, deleteAllBudget time.Duration) string {
+	t.Helper()
+	api := httpapi.New(store.New(dynamotest.Client(t), dynamotest.NewTables(t), store.WithRecomputeQuiet(0)), httpapi.GroupAll, httpapi.Config{
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("client tests"), DeleteAllBudget: deleteAllBudget,
+	})
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func newClient(t *testing.T, url string, opts ...client.Option) *client.Client {
+	t.Helper()
+	c, err := client.New(url, append([]client.Option{client.WithRetries(4, time.Millisecond)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestItems(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t, newServer(t, 10*time.Second), client.WithSubject("alice"))
+	for _, key := range []client.Key{
+		{App: app, Namespace: "prefs", ID: "user 1"},
+		{App: app, Namespace: "feed", ID: "user1", SortKey: "2024/01/15 ümlaut?#%"},
+	} {
+		t.Run(key.Namespace, func(t *testing.T) {
+			it, err := c.Create(ctx, key, map[string]any{"theme": "dark"}, client.ClassName("Prefs"), client.TTL(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if it.Version != 1 || it.ETag == "" || it.ClassName != "Prefs" || it.SortKey != key.SortKey || it.CreatedBySubject != "alice" ||
+				it.ExpiresAt.Before(time.Now().Add(59*time.Minute)) || string(it.Data) != `{"theme":"dark"}` {
+				t.Fatalf("created %+v", it)
+			}
+			if _, err := c.Create(ctx, key, 1); !errors.Is(err, client.ErrConflict) {
+				t.Errorf("a second create: %v, want ErrConflict", err)
+			}
+			got, err := c.Get(ctx, key)
+			if err != nil || got.ETag != it.ETag {
+				t.Fatalf("get: %+v, %v", got, err)
+			}
+			var data struct{ Theme string }
+			if err := got.Decode(&data); err != nil || data.Theme != "dark" {
+				t.Errorf("decode: %+v, %v", data, err)
+			}
+			if _, err := c.Get(ctx, key, client.IfNoneMatch(it.ETag)); !errors.Is(err, client.ErrNotModified) {
+				t.Errorf("get with the current ETag: %v, want ErrNotModified", err)
+			}
+			updated, err := c.Update(ctx, key, json.RawMessage(`{"theme":"light"}`), client.IfMatch(it.ETag))
+			if err != nil || updated.Version != 2 || updated.ETag == it.ETag {
+				t.Fatalf("update: %+v, %v", updated, err)
+			}
+			if _, err := c.Update(ctx, key, 3, client.IfMatch(it.ETag)); !errors.Is(err, client.ErrPreconditionFailed) {
+				t.Errorf("update at a stale ETag: %v, want ErrPreconditionFailed", err)
+			}
+			if err := c.Delete(ctx, key, client.IfMatch(it.ETag)); !errors.Is(err, client.ErrPreconditionFailed) {
+				t.Errorf("delete at a stale ETag: %v, want ErrPreconditionFailed", err)
+			}
+			if err := c.Delete(ctx, key, client.IfMatch(updated.ETag)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Get(ctx, key); !errors.Is(err, client.ErrNotFound) {
+				t.Errorf("get after delete: %v, want ErrNotFound", err)
+			}
+			if _, err := c.Update(ctx, key, 1); !errors.Is(err, client.ErrNotFound) {
+				t.Errorf("update of nothing: %v, want ErrNotFound", err)
+			}
+			if err := c.Delete(ctx, key); err != nil {
+				t.Errorf("delete of nothing: %v", err)
+			}
+		})
+	}
+}
+
+func TestErrorsCarryTheServersDetails(t *testing.T) {
+	ctx := context.Background()
+	url := newServer(t, 10*time.Second)
+	c := newClient(t, url, client.WithSubject("bob"))
+	admin := newClient(t, url)
+	if err := admin.SetAppLimits(ctx, app, client.Limits{LimitItems: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, client.Key{App: app, Namespace: "q", ID: "1"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Create(ctx, client.Key{App: app, Namespace: "q", ID: "2"}, 1)
+	var apiErr *client.APIError
+	if !errors.Is(err, client.ErrQuotaExceeded) || !errors.As(err, &apiErr) {
+		t.Fatalf("over the limit: %v, want ErrQuotaExceeded", err)
+	}
+	if apiErr.Status != 403 || apiErr.User != "bob" || apiErr.UsedItems != 1 || apiErr.LimitItems == nil || *apiErr.LimitItems != 1 || apiErr.LimitBytes != nil {
+		t.Errorf("the refusal carries %+v", apiErr)
+	}
+	q, err := c.Quota(ctx, app)
+	if err != nil || q.User != "bob" || q.UsedItems != 1 || q.LimitItems == nil || *q.LimitItems != 1 {
+		t.Errorf("own quota: %+v, %v", q, err)
+	}
+	_, err = c.Get(ctx, client.Key{App: "not-a-uuid", Namespace: "q", ID: "1"})
+	if !errors.Is(err, client.ErrInvalid) || !errors.As(err, &apiErr) || apiErr.Message != "Invalid applicationUuid" || apiErr.Details == "" {
+		t.Errorf("a bad app: %v (%+v), want ErrInvalid with details", err, apiErr)
+	}
+}
+
+func TestListsAndBatches(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t, newServer(t, 10*time.Second))
+	list := client.Key{App: app, Namespace: "feed", ID: "u1"}
+	var want []string
+	for b := range 3 {
+		var ops []client.BatchOp
+		for i := range 80 {
+			k := list
+			k.SortKey = fmt.Sprintf("k%03d", b*80+i)
+			want = append(want, k.SortKey)
+			ops = append(ops, client.BatchOp{Method: "POST", Key: k, Data: map[string]int{"i": b*80 + i}})
+		}
+		results, err := c.Batch(ctx, app, false, ops)
+		if err != nil || len(results) != 80 || results[0].Status != 201 {
+			t.Fatalf("batch: %d results, %v", len(results), err)
+		}
+		if it, err := results[5].Item(); err != nil || it.ETag == "" || it.SortKey != ops[5].Key.SortKey {
+			t.Errorf("a batch result's item: %+v, %v", it, err)
+		}
+	}
+	page, err := c.ListPage(ctx, list, client.ListQuery{Limit: 100}, "")
+	if err != nil || len(page.Items) != 100 || page.Cursor == "" {
+		t.Fatalf("first page: %d items, cursor %q, %v", len(page.Items), page.Cursor, err)
+	}
+	var got []string
+	for it, err := range c.List(ctx, list, client.ListQuery{Limit: 70}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, it.SortKey)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the iterator gave %d keys, want the %d written in order", len(got), len(want))
+	}
+	got = got[:0]
+	for it, err := range c.List(ctx, list, client.ListQuery{Start: "k010", End: "k020", Descending: true}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, it.SortKey)
+	}
+	if len(got) != 10 || got[0] != "k019" || got[9] != "k010" {
+		t.Errorf("k010..k020 descending: %v", got)
+	}
+	// An atomic batch that one operation refuses writes nothing and names it.
+	_, err = c.Batch(ctx, app, true, []client.BatchOp{
+		{Method: "POST", Key: client.Key{App: app, Namespace: "feed", ID: "u1", SortKey: "new"}, Data: 1},
+		{Method: "POST", Key: client.Key{App: app, Namespace: "feed", ID: "u1", SortKey: "k000"}, Data: 1},
+	})
+	var apiErr *client.APIError
+	if !errors.Is(err, client.ErrConflict) || !errors.As(err, &apiErr) || apiErr.FailedIndex == nil || *apiErr.FailedIndex != 1 {
+		t.Errorf("atomic batch with a taken key: %v, want ErrConflict at index 1", err)
+	}
+	if _, err := c.Get(ctx, client.Key{App: app, Namespace: "feed", ID: "u1", SortKey: "new"}); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("the refused atomic batch wrote: %v", err)
+	}
+}
+
+func TestDeleteListRepeatsUntilDone(t *testing.T) {
+	ctx := context.Background()
+	// A budget this short makes the server stop after a few hundred items.
+	c := newClient(t, newServer(t, 150*time.Millisecond))
+	list := client.Key{App: app, Namespace: "big", ID: "list"}
+	const n = 1200
+	for b := range n / 100 {
+		ops := make([]client.BatchOp, 100)
+		for i := range ops {
+			ops[i] = client.BatchOp{Method: "POST", Key: client.Key{App: app, Namespace: "big", ID: "list", SortKey: fmt.Sprintf("%05d", b*100+i)}, Data: strings.Repeat("x", 100)}
+		}
+		if _, err := c.Batch(ctx, app, false, ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleted, err := c.DeleteList(ctx, list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.ListPage(ctx, list, client.ListQuery{}, "")
+	if err != nil || len(page.Items) != 0 {
+		t.Fatalf("after DeleteList: %d items left, %v", len(page.Items), err)
+	}
+	if deleted == 0 || deleted > n {
+		t.Errorf("DeleteList counted %d of %d items in its partial rounds", deleted, n)
+	}
+	t.Logf("%d of %d items were deleted in rounds the server cut short", deleted, n)
+}
+
+func TestAdmin(t *testing.T) {
+	ctx := context.Background()
+	url := newServer(t, 10*time.Second)
+	admin := newClient(t, url)
+	for _, u := range []string{"carol", "dave"} {
+		c := newClient(t, url, client.WithSubject(u))
+		for _, a := range []string{app, otherApp} {
+			if _, err := c.Create(ctx, client.Key{App: a, Namespace: "n", ID: u}, "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var users []string
+	for u, err := range admin.AppUsers(ctx, app) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, u.User)
+		if u.Items != 1 || u.Bytes == 0 {
+			t.Errorf("user row %+v", u)
+		}
+	}
+	if !slices.Equal(users, []string{"carol", "dave"}) {
+		t.Errorf("users %v", users)
+	}
+	var apps []string
+	for a, err := range admin.UserApps(ctx, "carol") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		apps = append(apps, a.ApplicationUUID)
+	}
+	if want := []string{otherApp, app}; !slices.Equal(apps, want) {
+		t.Errorf("carol's apps %v, want %v", apps, want)
+	}
+	if err := admin.SetAppLimits(ctx, app, client.Limits{LimitBytes: 5000, LimitItems: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := admin.AppLimits(ctx, app); err != nil || l != (client.Limits{LimitBytes: 5000, LimitItems: 10}) {
+		t.Errorf("app limits %+v, %v", l, err)
+	}
+	q, err := admin.SetUserLimits(ctx, app, "carol", client.Limits{LimitItems: -1})
+	if err != nil || q.LimitItems != nil || q.LimitBytes == nil || *q.LimitBytes != 5000 || q.UsedItems != 1 {
+		t.Errorf("carol's quota after an override: %+v, %v", q, err)
+	}
+	if err := admin.ClearUserLimits(ctx, app, "carol"); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := admin.UserQuota(ctx, app, "carol"); err != nil || q.LimitItems == nil || *q.LimitItems != 10 {
+		t.Errorf("carol's quota after clearing: %+v, %v", q, err)
+	}
+	r, err := admin.Recompute(ctx, app, "carol")
+	if err != nil || !r.Applied || r.Drift.Bytes != 0 || r.Drift.Items != 0 || r.UsedItems != 1 {
+		t.Errorf("recompute: %+v, %v", r, err)
+	}
+	p, err := admin.SetPolicy(ctx, app, "typed", client.Policy{Access: "owner-write", Schema: json.RawMessage(`{"type":"object"}`)})
+	if err != nil || p.Version != 1 || p.Access != "owner-write" {
+		t.Fatalf("set policy: %+v, %v", p, err)
+	}
+	if p, err := admin.Policy(ctx, app, "typed"); err != nil || string(p.Schema) != `{"type":"object"}` {
+		t.Errorf("policy %+v, %v", p, err)
+	}
+	n := 0
+	for p, err := range admin.Policies(ctx, app) {
+		if err != nil || p.Namespace != "typed" {
+			t.Errorf("policy row %+v, %v", p, err)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Errorf("%d policies listed, want 1", n)
+	}
+	_, err = newClient(t, url, client.WithSubject("carol")).Create(ctx, client.Key{App: app, Namespace: "typed", ID: "x"}, "not an object")
+	if !errors.Is(err, client.ErrSchema) {
+		t.Errorf("data against the schema: %v, want ErrSchema", err)
+	}
+	if err := admin.DeletePolicy(ctx, app, "typed"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := admin.Policy(ctx, app, "typed"); err != nil || p.Version != 2 || p.Access != "shared" || string(p.Schema) != "null" {
+		t.Errorf("policy after delete: %+v, %v", p, err)
+	}
+}
+
+func TestExportImport(t *testing.T) {
+	ctx := context.Background()
+	url := newServer(t, 10*time.Second)
+	admin := newClient(t, url)
+	for i, u := range []string{"erin", "frank", "grace"} {
+		c := newClient(t, url, client.WithSubject(u))
+		for j := range 30 {
+			if _, err := c.Create(ctx, client.Key{App: app, Namespace: "l", ID: "list", SortKey: fmt.Sprintf("%s-%02d", u, j)}, map[string]int{"i": i*100 + j}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.Create(ctx, client.Key{App: app, Namespace: "kv", ID: u}, strings.Repeat("big ", 3000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var records []client.Record
+	for rec, err := range admin.Export(ctx, app) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		records = append(records, rec)
+	}
+	if len(records) != 93 {
+		t.Fatalf("exported %d records, want 93", len(records))
+	}
+	pageOne, cursor, err := admin.ExportPage(ctx, app, "", 40)
+	if err != nil || len(pageOne) != 40 || cursor == "" {
+		t.Fatalf("a page of 40: %d records, cursor %q, %v", len(pageOne), cursor, err)
+	}
+	res, err := admin.Import(ctx, otherApp, records)
+	if err != nil || res.Imported != 93 || res.Skipped != 0 || len(res.Conflicts) != 0 {
+		t.Fatalf("import: %+v, %v", res, err)
+	}
+	if res, err := admin.Import(ctx, otherApp, records); err != nil || res.Skipped != 93 {
+		t.Errorf("a second import: %+v, %v, want everything skipped", res, err)
+	}
+	var again []string
+	for rec, err := range admin.Export(ctx, otherApp) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(rec)
+		again = append(again, string(b))
+	}
+	var want []string
+	for _, rec := range records {
+		b, _ := json.Marshal(rec)
+		want = append(want, string(b))
+	}
+	slices.Sort(again)
+	slices.Sort(want)
+	if !slices.Equal(again, want) {
+		t.Errorf("the imported app exports other records")
+	}
+	bad := records[0]
+	bad.CreatedDate = "yesterday"
+	_, err = admin.Import(ctx, otherApp, []client.Record{records[1], bad})
+	var apiErr *client.APIError
+	if !errors.Is(err, client.ErrInvalid) || !errors.As(err, &apiErr) || apiErr.Message != "Invalid records[1].createdDate" {
+		t.Errorf("a bad record: %v", err)
+	}
+}
+
+// flaky answers the first failures requests with status (and Retry-After)
+// before passing requests to next, counting them all.
+type flaky struct {
+	failures int32
+	status   int
+	calls    atomic.Int32
+	next     http.Handler
+}
+
+func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.calls.Add(1) <= f.failures {
+		w.Header().Set("Retry-After", "0")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(f.status)
+		_, _ = w.Write([]byte(`{"error":"Service unavailable","timestamp":"2026-01-01T00:00:00.000Z"}`))
+		return
+	}
+	f.next.ServeHTTP(w, r)
+}
+
+var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("ETag", `"1-abc"`)
+	w.WriteHeader(map[string]int{"POST": 201, "GET": 200, "PUT": 200, "DELETE": 204}[r.Method])
+	if r.Method != "DELETE" {
+		_, _ = w.Write([]byte(`{"applicationUuid":"` + app + `","namespace":"n","id":"i","data":1,"version":1}`))
+	}
+})
+
+func TestRetries(t *testing.T) {
+	ctx := context.Background()
+	key := client.Key{App: app, Namespace: "n", ID: "i"}
+	for _, tc := range []struct {
+		name     string
+		status   int
+		failures int32
+		call     func(*client.Client) error
+		calls    int32 // requests the server saw
+		ok       bool
+	}{
+		{"GET after two 503s", 503, 2, func(c *client.Client) error { _, err := c.Get(ctx, key); return err }, 3, true},
+		{"PUT after a 502", 502, 1, func(c *client.Client) error { _, err := c.Update(ctx, key, 1); return err }, 2, true},
+		{"DELETE after a 504", 504, 1, func(c *client.Client) error { return c.Delete(ctx, key) }, 2, true},
+		{"POST after a 429", 429, 1, func(c *client.Client) error { _, err := c.Create(ctx, key, 1); return err }, 2, true},
+		{"POST not after a 503", 503, 1, func(c *client.Client) error { _, err := c.Create(ctx, key, 1); return err }, 1, false},
+		{"GET gives up", 503, 100, func(c *client.Client) error { _, err := c.Get(ctx, key); return err }, 5, false},
+		{"GET not after a 500", 500, 1, func(c *client.Client) error { _, err := c.Get(ctx, key); return err }, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &flaky{failures: tc.failures, status: tc.status, next: ok}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			err := tc.call(newClient(t, srv.URL))
+			if (err == nil) != tc.ok || f.calls.Load() != tc.calls {
+				t.Errorf("err %v after %d requests, want ok=%v after %d", err, f.calls.Load(), tc.ok, tc.calls)
+			}
+		})
+	}
+	t.Run("connection lost mid-request", func(t *testing.T) {
+		var calls atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 1 {
+				conn, _, _ := w.(http.Hijacker).Hijack()
+				conn.Close()
+				return
+			}
+			ok.ServeHTTP(w, r)
+		}))
+		defer srv.Close()
+		if _, err := newClient(t, srv.URL).Get(ctx, key); err != nil || calls.Load() != 2 {
+			t.Errorf("GET: %v after %d requests, want success after 2", err, calls.Load())
+		}
+		calls.Store(0)
+		if _, err := newClient(t, srv.URL).Create(ctx, key, 1); err == nil || calls.Load() != 1 {
+			t.Errorf("POST: %v after %d requests, want a failure after 1 (it may have been applied)", err, calls.Load())
+		}
+	})
+	t.Run("no connection", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		start := time.Now()
+		_, err = newClient(t, "http://"+addr, client.WithRetries(3, 20*time.Millisecond)).Create(ctx, key, 1)
+		if err == nil || time.Since(start) < 10*time.Millisecond {
+			t.Errorf("POST to a closed port: %v after %v, want a failure after retries", err, time.Since(start))
+		}
+	})
+	t.Run("bounded by the context", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(503)
+		}))
+		defer srv.Close()
+		ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := newClient(t, srv.URL).Get(ctx, key)
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, client.ErrUnavailable) || time.Since(start) > 2*time.Second {
+			t.Errorf("%v after %v, want the deadline and the last 503 within it", err, time.Since(start))
+		}
+	})
+	t.Run("an answer that is not UDS's JSON", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(502)
+			_, _ = w.Write([]byte("<html>Bad Gateway</html>"))
+		}))
+		defer srv.Close()
+		_, err := newClient(t, srv.URL, client.WithRetries(0, 0)).Get(ctx, key)
+		var apiErr *client.APIError
+		if !errors.Is(err, client.ErrUnavailable) || !errors.As(err, &apiErr) || string(apiErr.Body) != "<html>Bad Gateway</html>" {
+			t.Errorf("%v, want ErrUnavailable with the body kept", err)
+		}
+	})
+}
+
+func TestAuthentication(t *testing.T) {
+	ctx := context.Background()
+	var got http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		ok.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	key := client.Key{App: app, Namespace: "n", ID: "i"}
+	if _, err := newClient(t, srv.URL, client.WithToken("header.payload.sig")).Get(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if got.Get("Authorization") != "Bearer header.payload.sig" {
+		t.Errorf("Authorization %q", got.Get("Authorization"))
+	}
+	cfg := aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "session-token")}
+	if _, err := newClient(t, srv.URL, client.WithSigV4(cfg, "")).Create(ctx, key, map[string]int{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	auth := got.Get("Authorization")
+	today := time.Now().UTC().Format("20060102")
+	if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/"+today+"/eu-west-1/execute-api/aws4_request, SignedHeaders=") ||
+		!strings.Contains(auth, "Signature=") || got.Get("X-Amz-Date") == "" || got.Get("X-Amz-Security-Token") != "session-token" {
+		t.Errorf("SigV4 headers: Authorization %q, X-Amz-Date %q, X-Amz-Security-Token %q", auth, got.Get("X-Amz-Date"), got.Get("X-Amz-Security-Token"))
+	}
+}

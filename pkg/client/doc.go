@@ -1,0 +1,44 @@
+// Package client is the Go client of the UDS API: key-value items and list
+// items with their ETags, list pages and whole-range iterators, delete-all,
+// batches, the caller's quota, every admin route, and an app's export and
+// import.
+//
+// A client of the local server (make run):
+//
+//	c, err := client.New("http://127.0.0.1:8080")
+//	if err != nil { ... }
+//	key := client.Key{App: app, Namespace: "user-preferences", ID: "user123"}
+//	it, err := c.Create(ctx, key, map[string]any{"theme": "dark"})
+//	switch {
+//	case errors.Is(err, client.ErrConflict):        // the key is taken
+//	case errors.Is(err, client.ErrQuotaExceeded):   // see *client.APIError for usage and limits
+//	}
+//	// Update only if nobody changed it since it was read:
+//	it, err = c.Update(ctx, key, map[string]any{"theme": "light"}, client.IfMatch(it.ETag))
+//
+// Iterating over a list, page after page:
+//
+//	for it, err := range c.List(ctx, client.Key{App: app, Namespace: "activities", ID: "user123"}, client.ListQuery{Descending: true}) {
+//		if err != nil { ... }
+//		fmt.Println(it.SortKey, string(it.Data))
+//	}
+//
+// A deployed stack takes a JWT on the data routes and IAM (SigV4) on the
+// admin routes:
+//
+//	c, err := client.New(apiURL, client.WithToken(jwt))
+//	sign, err := client.DefaultSigV4(ctx, "eu-west-1") // the default credential chain
+//	admin, err := client.New(apiURL, sign)
+//
+// Errors from the API are *APIError values, matched with errors.Is against
+// ErrNotFound, ErrConflict, ErrPreconditionFailed, ErrQuotaExceeded,
+// ErrInvalid and the others; errors.As gives the server's details.
+//
+// Retries: requests are sent again, with exponential backoff and full
+// jitter, honouring Retry-After and bounded by the context and WithRetries,
+// only where that is safe: reads and idempotent writes (PUT, DELETE,
+// delete-all, import, recompute, limits, policies) after 429, 502, 503, 504
+// or a lost connection; creates and batches only when they certainly did
+// not reach UDS (no connection, or 429), since a repeated create that took
+// effect the first time would answer 409 for the caller's own write.
+package client

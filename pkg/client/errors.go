@@ -1,0 +1,146 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Sentinel errors: an *APIError is each of them (errors.Is) by its status
+// and error message.
+var (
+	ErrInvalid            = errors.New("invalid request")           // 400
+	ErrUnauthenticated    = errors.New("unauthenticated")           // 401
+	ErrForbidden          = errors.New("forbidden")                 // 403, other than a quota
+	ErrQuotaExceeded      = errors.New("quota exceeded")            // 403 "Quota exceeded"
+	ErrNotFound           = errors.New("not found")                 // 404
+	ErrConflict           = errors.New("conflict")                  // 409
+	ErrPreconditionFailed = errors.New("precondition failed")       // 412
+	ErrTooLarge           = errors.New("payload too large")         // 413
+	ErrSchema             = errors.New("schema validation failed")  // 422
+	ErrThrottled          = errors.New("throttled")                 // 429
+	ErrUnavailable        = errors.New("service unavailable")       // 502, 503, 504
+	ErrNotModified        = errors.New("not modified")              // 304 on a read with IfNoneMatch
+	ErrServer             = errors.New("internal server error")     // 500
+	errUnexpected         = errors.New("unexpected answer status") // anything else
+)
+
+// APIError is an answer UDS (or API Gateway in front of it) gave instead of
+// success, with the error body's fields. errors.As gives it; errors.Is
+// matches it against the sentinels.
+type APIError struct {
+	Status int
+	// Message is the body's "error" ("Quota exceeded", "Invalid limit",
+	// ...), or API Gateway's "message".
+	Message string
+	Details string
+	// The key fields, where the answer concerns one item.
+	ApplicationUUID, Namespace, ID, SortKey string
+	// Quota fields, on ErrQuotaExceeded for the caller's own quota: what
+	// the owner uses and the limits in effect (nil: unlimited).
+	User                  string
+	UsedBytes, UsedItems  int64
+	LimitBytes, LimitItems *int64
+	// Deleted counts what a delete-all removed before its time ran out.
+	Deleted *int
+	// FailedIndex names the operation that refused an atomic batch.
+	FailedIndex *int
+	// Violations say where data failed the namespace's JSON Schema.
+	Violations []Violation
+	// RetryAfter is the server's Retry-After, when it gave one.
+	RetryAfter time.Duration
+	// Body is the answer as it came, for bodies that are not UDS's JSON.
+	Body []byte
+}
+
+// Violation is one place where data fails a namespace's JSON Schema.
+type Violation struct {
+	InstanceLocation string `json:"instanceLocation"`
+	KeywordLocation  string `json:"keywordLocation"`
+	Message          string `json:"message"`
+}
+
+func (e *APIError) Error() string {
+	msg := fmt.Sprintf("uds: %d", e.Status)
+	if e.Message != "" {
+		msg += " " + e.Message
+	}
+	if e.Details != "" {
+		msg += ": " + e.Details
+	}
+	return msg
+}
+
+// Is matches the sentinel of the answer's kind.
+func (e *APIError) Is(target error) bool {
+	return target == e.kind()
+}
+
+func (e *APIError) kind() error {
+	switch e.Status {
+	case http.StatusNotModified:
+		return ErrNotModified
+	case http.StatusBadRequest:
+		return ErrInvalid
+	case http.StatusUnauthorized:
+		return ErrUnauthenticated
+	case http.StatusForbidden:
+		if e.Message == "Quota exceeded" {
+			return ErrQuotaExceeded
+		}
+		return ErrForbidden
+	case http.StatusNotFound:
+		return ErrNotFound
+	case http.StatusConflict:
+		return ErrConflict
+	case http.StatusPreconditionFailed:
+		return ErrPreconditionFailed
+	case http.StatusRequestEntityTooLarge:
+		return ErrTooLarge
+	case http.StatusUnprocessableEntity:
+		return ErrSchema
+	case http.StatusTooManyRequests:
+		return ErrThrottled
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return ErrUnavailable
+	case http.StatusInternalServerError:
+		return ErrServer
+	}
+	return errUnexpected
+}
+
+// newAPIError reads an error answer. A body that is not UDS's JSON (API
+// Gateway's {"message": ...}, HTML from a proxy) is kept as it came.
+func newAPIError(status int, h http.Header, body []byte) *APIError {
+	e := &APIError{Status: status, RetryAfter: retryAfter(h), Body: body}
+	var b struct {
+		Error           string      `json:"error"`
+		Message         string      `json:"message"`
+		Details         string      `json:"details"`
+		ApplicationUUID string      `json:"applicationUuid"`
+		Namespace       string      `json:"namespace"`
+		ID              string      `json:"id"`
+		SortKey         string      `json:"sortKey"`
+		User            string      `json:"user"`
+		UsedBytes       int64       `json:"usedBytes"`
+		UsedItems       int64       `json:"usedItems"`
+		LimitBytes      *int64      `json:"limitBytes"`
+		LimitItems      *int64      `json:"limitItems"`
+		Deleted         *int        `json:"deleted"`
+		FailedIndex     *int        `json:"failedIndex"`
+		Violations      []Violation `json:"violations"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return e
+	}
+	e.Message, e.Details = b.Error, b.Details
+	if e.Message == "" {
+		e.Message = b.Message
+	}
+	e.ApplicationUUID, e.Namespace, e.ID, e.SortKey = b.ApplicationUUID, b.Namespace, b.ID, b.SortKey
+	e.User, e.UsedBytes, e.UsedItems, e.LimitBytes, e.LimitItems = b.User, b.UsedBytes, b.UsedItems, b.LimitBytes, b.LimitItems
+	e.Deleted, e.FailedIndex, e.Violations = b.Deleted, b.FailedIndex, b.Violations
+	return e
+}

@@ -1,0 +1,204 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Key names a key-value item (SortKey empty), a list (SortKey empty, with
+// the list methods) or a list item.
+type Key struct {
+	App       string // the application's UUID
+	Namespace string
+	ID        string
+	SortKey   string
+}
+
+// path is the key's route below basePath.
+func (k Key) path() string {
+	p := "/data/" + url.PathEscape(k.App) + "/" + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.ID)
+	if k.SortKey != "" {
+		p += "/" + url.PathEscape(k.SortKey)
+	}
+	return p
+}
+
+// Item is a stored item as the API returns it.
+type Item struct {
+	ApplicationUUID  string          `json:"applicationUuid"`
+	Namespace        string          `json:"namespace"`
+	ID               string          `json:"id"`
+	SortKey          string          `json:"sortKey,omitempty"`
+	Data             json.RawMessage `json:"data"`
+	ClassName        string          `json:"className,omitempty"`
+	CreatedDate      time.Time       `json:"createdDate"`
+	CreatedBySubject string          `json:"createdBySubject,omitempty"`
+	UpdatedDate      time.Time       `json:"updatedDate"`
+	UpdatedBySubject string          `json:"updatedBySubject,omitempty"`
+	Version          int64           `json:"version"`
+	ExpiresAt        time.Time       `json:"expiresAt"`
+	// ETag is the item's revision, for IfMatch and IfNoneMatch.
+	ETag string `json:"-"`
+}
+
+// Decode unmarshals the item's data into v.
+func (it Item) Decode(v any) error { return json.Unmarshal(it.Data, v) }
+
+// CallOption adjusts one call: preconditions on item routes, and what a
+// write stores beside its data.
+type CallOption func(*callOptions)
+
+type callOptions struct {
+	ifMatch, ifNoneMatch string
+	className            *string
+	ttl                  time.Duration
+	expiresAt            time.Time
+}
+
+// IfMatch makes an update or delete conditional on the item being at the
+// revision etag names ("*": any revision, the item must exist); otherwise
+// it fails with ErrPreconditionFailed.
+func IfMatch(etag string) CallOption { return func(o *callOptions) { o.ifMatch = etag } }
+
+// IfNoneMatch makes a read answer ErrNotModified when the item is still at
+// the revision etag names.
+func IfNoneMatch(etag string) CallOption { return func(o *callOptions) { o.ifNoneMatch = etag } }
+
+// ClassName stores a type name beside the data.
+func ClassName(name string) CallOption { return func(o *callOptions) { o.className = &name } }
+
+// TTL makes the written item expire after d (whole seconds, at least one).
+func TTL(d time.Duration) CallOption { return func(o *callOptions) { o.ttl = d } }
+
+// ExpiresAt makes the written item expire at t.
+func ExpiresAt(t time.Time) CallOption { return func(o *callOptions) { o.expiresAt = t } }
+
+func collect(opts []CallOption) callOptions {
+	var o callOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+func (o callOptions) header() http.Header {
+	h := http.Header{}
+	if o.ifMatch != "" {
+		h.Set("If-Match", o.ifMatch)
+	}
+	if o.ifNoneMatch != "" {
+		h.Set("If-None-Match", o.ifNoneMatch)
+	}
+	return h
+}
+
+// writeBody is the body of a create or update.
+func (o callOptions) writeBody(data any) ([]byte, error) {
+	raw, err := marshalData(data)
+	if err != nil {
+		return nil, err
+	}
+	b := struct {
+		Data      json.RawMessage `json:"data"`
+		ClassName *string         `json:"className,omitempty"`
+		TTL       int64           `json:"ttl,omitempty"`
+		ExpiresAt string          `json:"expiresAt,omitempty"`
+	}{Data: raw, ClassName: o.className}
+	if o.ttl > 0 {
+		b.TTL = int64((o.ttl + time.Second - 1) / time.Second)
+	}
+	if !o.expiresAt.IsZero() {
+		b.ExpiresAt = o.expiresAt.UTC().Format(time.RFC3339Nano)
+	}
+	return jsonBody(b)
+}
+
+// marshalData encodes data, taking json.RawMessage and []byte as JSON
+// text already.
+func marshalData(data any) (json.RawMessage, error) {
+	switch d := data.(type) {
+	case json.RawMessage:
+		return d, nil
+	case []byte:
+		return d, nil
+	}
+	return jsonBody(data)
+}
+
+// Get reads an item. With IfNoneMatch it may fail with ErrNotModified.
+func (c *Client) Get(ctx context.Context, k Key, opts ...CallOption) (Item, error) {
+	o := collect(opts)
+	return c.item(ctx, request{method: http.MethodGet, path: k.path(), header: o.header(), retry: always}, http.StatusOK)
+}
+
+// Create stores a new item: ErrConflict if the key is taken, ErrQuotaExceeded
+// if it would take the caller past a limit. data is encoded with
+// encoding/json (json.RawMessage and []byte are sent as they are).
+func (c *Client) Create(ctx context.Context, k Key, data any, opts ...CallOption) (Item, error) {
+	return c.write(ctx, http.MethodPost, k, data, opts, unsent, http.StatusCreated)
+}
+
+// Update replaces an item's data: ErrNotFound if there is none; with
+// IfMatch, ErrPreconditionFailed if it is at another revision.
+func (c *Client) Update(ctx context.Context, k Key, data any, opts ...CallOption) (Item, error) {
+	return c.write(ctx, http.MethodPut, k, data, opts, always, http.StatusOK)
+}
+
+func (c *Client) write(ctx context.Context, method string, k Key, data any, opts []CallOption, r retry, status int) (Item, error) {
+	o := collect(opts)
+	body, err := o.writeBody(data)
+	if err != nil {
+		return Item{}, err
+	}
+	return c.item(ctx, request{method: method, path: k.path(), body: body, header: o.header(), retry: r}, status)
+}
+
+func (c *Client) item(ctx context.Context, r request, status int) (Item, error) {
+	var it Item
+	res, err := c.call(ctx, r, &it, status)
+	it.ETag = res.header.Get("ETag")
+	return it, err
+}
+
+// Delete removes an item; deleting one that is not there succeeds. With
+// IfMatch it fails with ErrPreconditionFailed unless the item is at that
+// revision.
+func (c *Client) Delete(ctx context.Context, k Key, opts ...CallOption) error {
+	o := collect(opts)
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: k.path(), header: o.header(), retry: always}, http.StatusNoContent)
+	return err
+}
+
+// Quota is an owner's usage in an app beside the limits in effect (nil:
+// unlimited).
+type Quota struct {
+	ApplicationUUID string `json:"applicationUuid"`
+	User            string `json:"user"`
+	UsedBytes       int64  `json:"usedBytes"`
+	UsedItems       int64  `json:"usedItems"`
+	LimitBytes      *int64 `json:"limitBytes"`
+	LimitItems      *int64 `json:"limitItems"`
+}
+
+// Quota reads the caller's own usage and limits in app.
+func (c *Client) Quota(ctx context.Context, app string) (Quota, error) {
+	var q Quota
+	_, err := c.call(ctx, request{method: http.MethodGet, path: "/data/" + url.PathEscape(app) + "/quota", retry: always}, &q, http.StatusOK)
+	return q, err
+}
+
+// limitQuery is the query of a page of a listing.
+func limitQuery(cursor string, limit int) url.Values {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	return q
+}

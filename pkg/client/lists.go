@@ -1,0 +1,84 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net/http"
+	"time"
+)
+
+// ListQuery selects list items: sort keys from Start (inclusive) to End
+// (exclusive), either optional, in ascending order unless Descending; Limit
+// items a page (1..1000; 0: the server's 100).
+type ListQuery struct {
+	Start, End string
+	Descending bool
+	Limit      int
+}
+
+// ListPage is one page of list items; Cursor continues the query ("" after
+// the last page).
+type ListPage struct {
+	Items  []Item `json:"list"`
+	Cursor string `json:"cursor"`
+}
+
+// ListPage reads the page of list (a Key without SortKey) after cursor
+// ("" for the first page).
+func (c *Client) ListPage(ctx context.Context, list Key, q ListQuery, cursor string) (ListPage, error) {
+	query := limitQuery(cursor, q.Limit)
+	if q.Start != "" {
+		query.Set("startKey", q.Start)
+	}
+	if q.End != "" {
+		query.Set("endKey", q.End)
+	}
+	if q.Descending {
+		query.Set("sortOrder", "DESC")
+	}
+	var p ListPage
+	_, err := c.call(ctx, request{method: http.MethodGet, path: list.path() + "/list", query: query, retry: always}, &p, http.StatusOK)
+	return p, err
+}
+
+// List iterates over every item of the query, page after page.
+func (c *Client) List(ctx context.Context, list Key, q ListQuery) iter.Seq2[Item, error] {
+	return pages(ctx, func(ctx context.Context, cursor string) ([]Item, string, error) {
+		p, err := c.ListPage(ctx, list, q, cursor)
+		return p.Items, p.Cursor, err
+	})
+}
+
+// DeleteList removes every item of list. A large list takes the server
+// more than one request's time: it answers 503 with how many items it
+// removed, and DeleteList asks again (after Retry-After) until the list
+// is empty or ctx ends; other transient failures are retried as usual. It
+// returns the items removed as the server counted them.
+func (c *Client) DeleteList(ctx context.Context, list Key) (int, error) {
+	deleted, failures := 0, 0
+	for {
+		_, err := c.do(ctx, request{method: http.MethodDelete, path: list.path() + "/list", retry: unsent}, http.StatusNoContent)
+		var apiErr *APIError
+		switch {
+		case err == nil:
+			return deleted, nil
+		case errors.As(err, &apiErr) && apiErr.Deleted != nil && *apiErr.Deleted > 0:
+			deleted += *apiErr.Deleted
+			failures = 0 // progress
+		case !transient(err) || failures >= c.maxRetries:
+			return deleted, err
+		default:
+			failures++
+		}
+		wait := 100 * time.Millisecond
+		if apiErr != nil && apiErr.RetryAfter > 0 {
+			wait = apiErr.RetryAfter
+		}
+		select {
+		case <-ctx.Done():
+			return deleted, errors.Join(err, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
