@@ -11,19 +11,19 @@ import (
 // Sentinel errors: an *APIError is each of them (errors.Is) by its status
 // and error message.
 var (
-	ErrInvalid            = errors.New("invalid request")           // 400
-	ErrUnauthenticated    = errors.New("unauthenticated")           // 401
-	ErrForbidden          = errors.New("forbidden")                 // 403, other than a quota
-	ErrQuotaExceeded      = errors.New("quota exceeded")            // 403 "Quota exceeded"
-	ErrNotFound           = errors.New("not found")                 // 404
-	ErrConflict           = errors.New("conflict")                  // 409
-	ErrPreconditionFailed = errors.New("precondition failed")       // 412
-	ErrTooLarge           = errors.New("payload too large")         // 413
-	ErrSchema             = errors.New("schema validation failed")  // 422
-	ErrThrottled          = errors.New("throttled")                 // 429
-	ErrUnavailable        = errors.New("service unavailable")       // 502, 503, 504
-	ErrNotModified        = errors.New("not modified")              // 304 on a read with IfNoneMatch
-	ErrServer             = errors.New("internal server error")     // 500
+	ErrInvalid            = errors.New("invalid request")          // 400
+	ErrUnauthenticated    = errors.New("unauthenticated")          // 401
+	ErrForbidden          = errors.New("forbidden")                // 403, other than a quota
+	ErrQuotaExceeded      = errors.New("quota exceeded")           // 403 "Quota exceeded"
+	ErrNotFound           = errors.New("not found")                // 404
+	ErrConflict           = errors.New("conflict")                 // 409
+	ErrPreconditionFailed = errors.New("precondition failed")      // 412
+	ErrTooLarge           = errors.New("payload too large")        // 413
+	ErrSchema             = errors.New("schema validation failed") // 422
+	ErrThrottled          = errors.New("throttled")                // 429
+	ErrUnavailable        = errors.New("service unavailable")      // 502, 503, 504
+	ErrNotModified        = errors.New("not modified")             // 304 on a read with IfNoneMatch
+	ErrServer             = errors.New("internal server error")    // 500
 	errUnexpected         = errors.New("unexpected answer status") // anything else
 )
 
@@ -40,8 +40,8 @@ type APIError struct {
 	ApplicationUUID, Namespace, ID, SortKey string
 	// Quota fields, on ErrQuotaExceeded for the caller's own quota: what
 	// the owner uses and the limits in effect (nil: unlimited).
-	User                  string
-	UsedBytes, UsedItems  int64
+	User                   string
+	UsedBytes, UsedItems   int64
 	LimitBytes, LimitItems *int64
 	// Deleted counts what a delete-all removed before its time ran out.
 	Deleted *int
