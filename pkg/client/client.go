@@ -235,13 +235,17 @@ func (c *Client) call(ctx context.Context, r request, out any, ok ...int) (respo
 	return res, nil
 }
 
-// jsonBody encodes v for a request body.
+// jsonBody encodes v for a request body. HTML escaping is off: it would
+// rewrite <, > and & inside the caller's JSON data (json.RawMessage
+// included), which UDS stores byte for byte.
 func jsonBody(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("client: encode the request body: %w", err)
 	}
-	return b, nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func contains(list []int, v int) bool {

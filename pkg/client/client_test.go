@@ -66,6 +66,10 @@ func TestItems(t *testing.T) {
 				it.ExpiresAt.Before(time.Now().Add(59*time.Minute)) || string(it.Data) != `{"theme":"dark"}` {
 				t.Fatalf("created %+v", it)
 			}
+			html := client.Key{App: key.App, Namespace: key.Namespace, ID: key.ID + "-html", SortKey: key.SortKey}
+			if it, err := c.Create(ctx, html, json.RawMessage(`{"html":"<b>&amp;</b>"}`)); err != nil || string(it.Data) != `{"html":"<b>&amp;</b>"}` {
+				t.Errorf("data with HTML characters came back as %s, %v", it.Data, err)
+			}
 			if _, err := c.Create(ctx, key, 1); !errors.Is(err, client.ErrConflict) {
 				t.Errorf("a second create: %v, want ErrConflict", err)
 			}
@@ -318,7 +322,7 @@ func TestExportImport(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := c.Create(ctx, client.Key{App: app, Namespace: "kv", ID: u}, strings.Repeat("big ", 3000)); err != nil {
+		if _, err := c.Create(ctx, client.Key{App: app, Namespace: "kv", ID: u}, strings.Repeat("<big> & ", 1500)); err != nil {
 			t.Fatal(err)
 		}
 	}
