@@ -8,6 +8,7 @@
 #   make migrate adopt a seed deployment's tables (README, "Migrating")
 #   make bench   benchmarks and the DynamoDB capacity table
 #   make build   arm64 Lambda bootstraps and zips under build/
+#   make uds     the uds command line (client of the API) into bin/uds
 
 SHELL := /bin/bash
 FUNCTIONS := kv list admin expiry
@@ -16,7 +17,7 @@ ENGINE := scripts/with-dynamodb.sh
 UDS_LISTEN_ADDR ?= 127.0.0.1:8080
 export UDS_LISTEN_ADDR
 
-.PHONY: all run test test-go soak migrate bench capacity build build-zips engine engine-up engine-down clean
+.PHONY: all run test test-go soak migrate bench capacity build build-zips engine engine-up engine-down clean uds
 
 all: test
 
@@ -59,6 +60,11 @@ SOAK_ROUNDS ?= 3
 soak: engine
 	$(ENGINE) -- go test -race -count=1 -timeout 60m -run '^TestAccountingWorkload$$' -v ./pkg/httpapi/ \
 		-workload-ops=$(SOAK_OPS) -workload-rounds=$(SOAK_ROUNDS)
+
+# The command line: uds get|create|put|rm|ls|rm-list|quota|users|apps|
+# set-quota|recompute|export|import (bin/uds --help).
+uds:
+	go build -o bin/uds ./cmd/uds
 
 # Adopt a seed deployment's data: the owner index, the legacy items'
 # owners and sizes, usage. Tables come from UDS_TABLE_*, the region and

@@ -17,29 +17,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/udsproject/uds/internal/dynamotest"
+	"github.com/udsproject/uds/internal/apitest"
 	"github.com/udsproject/uds/pkg/client"
-	"github.com/udsproject/uds/pkg/httpapi"
-	"github.com/udsproject/uds/pkg/store"
 )
 
 const (
 	app      = "d53065bd-f932-4841-83fb-849717d8df0f"
 	otherApp = "0b4e7c4e-6f0a-4b43-9d53-2f6c1e0f6a11"
 )
-
-// newServer serves the whole API over fresh tables in the test engine, as
-// make run does (the caller's identity from X-Uds-Subject), and returns its
-// URL.
-func newServer(t *testing.T, deleteAllBudget time.Duration) string {
-	t.Helper()
-	api := httpapi.New(store.New(dynamotest.Client(t), dynamotest.NewTables(t), store.WithRecomputeQuiet(0)), httpapi.GroupAll, httpapi.Config{
-		Subject: httpapi.HeaderSubject, CursorSecret: []byte("client tests"), DeleteAllBudget: deleteAllBudget,
-	})
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
 
 func newClient(t *testing.T, url string, opts ...client.Option) *client.Client {
 	t.Helper()
@@ -52,7 +37,7 @@ func newClient(t *testing.T, url string, opts ...client.Option) *client.Client {
 
 func TestItems(t *testing.T) {
 	ctx := context.Background()
-	c := newClient(t, newServer(t, 10*time.Second), client.WithSubject("alice"))
+	c := newClient(t, apitest.Server(t, 10*time.Second), client.WithSubject("alice"))
 	for _, key := range []client.Key{
 		{App: app, Namespace: "prefs", ID: "user 1"},
 		{App: app, Namespace: "feed", ID: "user1", SortKey: "2024/01/15 ümlaut?#%"},
@@ -112,7 +97,7 @@ func TestItems(t *testing.T) {
 
 func TestErrorsCarryTheServersDetails(t *testing.T) {
 	ctx := context.Background()
-	url := newServer(t, 10*time.Second)
+	url := apitest.Server(t, 10*time.Second)
 	c := newClient(t, url, client.WithSubject("bob"))
 	admin := newClient(t, url)
 	if err := admin.SetAppLimits(ctx, app, client.Limits{LimitItems: 1}); err != nil {
@@ -141,7 +126,7 @@ func TestErrorsCarryTheServersDetails(t *testing.T) {
 
 func TestListsAndBatches(t *testing.T) {
 	ctx := context.Background()
-	c := newClient(t, newServer(t, 10*time.Second))
+	c := newClient(t, apitest.Server(t, 10*time.Second))
 	list := client.Key{App: app, Namespace: "feed", ID: "u1"}
 	var want []string
 	for b := range 3 {
@@ -201,7 +186,7 @@ func TestListsAndBatches(t *testing.T) {
 func TestDeleteListRepeatsUntilDone(t *testing.T) {
 	ctx := context.Background()
 	// A budget this short makes the server stop after a few hundred items.
-	c := newClient(t, newServer(t, 150*time.Millisecond))
+	c := newClient(t, apitest.Server(t, 150*time.Millisecond))
 	list := client.Key{App: app, Namespace: "big", ID: "list"}
 	const n = 1200
 	for b := range n / 100 {
@@ -229,7 +214,7 @@ func TestDeleteListRepeatsUntilDone(t *testing.T) {
 
 func TestAdmin(t *testing.T) {
 	ctx := context.Background()
-	url := newServer(t, 10*time.Second)
+	url := apitest.Server(t, 10*time.Second)
 	admin := newClient(t, url)
 	for _, u := range []string{"carol", "dave"} {
 		c := newClient(t, url, client.WithSubject(u))
@@ -313,7 +298,7 @@ func TestAdmin(t *testing.T) {
 
 func TestExportImport(t *testing.T) {
 	ctx := context.Background()
-	url := newServer(t, 10*time.Second)
+	url := apitest.Server(t, 10*time.Second)
 	admin := newClient(t, url)
 	for i, u := range []string{"erin", "frank", "grace"} {
 		c := newClient(t, url, client.WithSubject(u))

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/udsproject/uds/pkg/client"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the API or the network refused or failed
+	exitUsage   = 2 // the command line is wrong
+)
+
+// errUsage marks a command line that is wrong; its text says how.
+var errUsage = errors.New("usage")
+
+// flag reads one of the command's flags by name.
+func (e *env) flag(name string) string { return e.flags.Lookup(name).Value.String() }
+
+func usageError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+// env is what a command works with: the client, its streams, and the
+// progress line.
+type env struct {
+	ctx      context.Context
+	c        *client.Client
+	flags    *flag.FlagSet
+	stdin    io.Reader
+	stdout   io.Writer
+	stderr   io.Writer
+	progress *progress
+}
+
+// command is one subcommand: its arguments, what it does, and its flags.
+type command struct {
+	args  string // the positional arguments, for usage
+	short string
+	flags func(fs *flag.FlagSet) // the command's own flags
+	min   int                    // positional arguments required
+	max   int
+	run   func(e *env, args []string) error
+}
+
+// globals are the flags every command takes, before or after its name.
+type globals struct {
+	endpoint, token, region, subject string
+	sigv4                            bool
+}
+
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.endpoint, "endpoint", envOr("UDS_ENDPOINT", "http://127.0.0.1:8080"), "the API's base URL (env UDS_ENDPOINT)")
+	fs.StringVar(&g.token, "token", os.Getenv("UDS_TOKEN"), "a bearer token (JWT) for the data routes (env UDS_TOKEN)")
+	fs.BoolVar(&g.sigv4, "sigv4", false, "sign requests with SigV4 and the default AWS credential chain (the admin routes of a deployed stack)")
+	fs.StringVar(&g.region, "region", "", "the AWS region to sign for (default AWS_REGION or the profile's)")
+	fs.StringVar(&g.subject, "subject", os.Getenv("UDS_SUBJECT"), "the caller's subject for a local server run with UDS_TRUST_SUBJECT_HEADER=1 (env UDS_SUBJECT)")
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// run is the whole command line: it returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var g globals
+	top := flag.NewFlagSet("uds", flag.ContinueOnError)
+	top.SetOutput(io.Discard)
+	g.register(top)
+	if err := top.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			mainUsage(stdout, top)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "uds: %v\n\n", err)
+		mainUsage(stderr, top)
+		return exitUsage
+	}
+	if top.NArg() == 0 {
+		mainUsage(stderr, top)
+		return exitUsage
+	}
+	name := top.Arg(0)
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "uds: unknown command %q\n\n", name)
+		mainUsage(stderr, top)
+		return exitUsage
+	}
+	// The globals given before the command name stay in effect: they are
+	// read before the command's flag set registers them again (which
+	// resets them to their defaults) and set on it.
+	given := map[string]string{}
+	top.Visit(func(f *flag.Flag) { given[f.Name] = f.Value.String() })
+	fs := flag.NewFlagSet("uds "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	g.register(fs)
+	for k, v := range given {
+		_ = fs.Set(k, v)
+	}
+	if cmd.flags != nil {
+		cmd.flags(fs)
+	}
+	positional, err := parseInterleaved(fs, top.Args()[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		commandUsage(stdout, name, cmd, fs)
+		return exitOK
+	}
+	if err == nil && (len(positional) < cmd.min || len(positional) > cmd.max) {
+		err = usageError("%s takes %s", name, cmd.args)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "uds %s: %v\n\n", name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		commandUsage(stderr, name, cmd, fs)
+		return exitUsage
+	}
+	c, err := g.client(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "uds: %v\n", err)
+		return exitUsage
+	}
+	e := &env{ctx: ctx, c: c, flags: fs, stdin: stdin, stdout: stdout, stderr: stderr, progress: newProgress(stderr)}
+	err = cmd.run(e, positional)
+	e.progress.done()
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "uds %s: %v\n", name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "uds %s: %v\n", name, err)
+	return exitFailure
+}
+
+// parseInterleaved parses flags given before, between and after the
+// positional arguments, and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+func (g *globals) client(ctx context.Context) (*client.Client, error) {
+	opts := []client.Option{client.WithUserAgent("uds-cli")}
+	if g.token != "" {
+		opts = append(opts, client.WithToken(g.token))
+	}
+	if g.subject != "" {
+		opts = append(opts, client.WithSubject(g.subject))
+	}
+	if g.sigv4 {
+		sign, err := client.DefaultSigV4(ctx, g.region)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, sign)
+	}
+	return client.New(g.endpoint, opts...)
+}
+
+func mainUsage(w io.Writer, top *flag.FlagSet) {
+	fmt.Fprintln(w, "usage: uds [global flags] COMMAND [ARGS] [flags]")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].short)
+	}
+	fmt.Fprintln(w, "\nglobal flags (before or after the command):")
+	top.SetOutput(w)
+	top.PrintDefaults()
+	top.SetOutput(io.Discard)
+	fmt.Fprintln(w, "\nRun `uds COMMAND --help` for a command's arguments and flags.")
+	fmt.Fprintln(w, "Exit status: 0 done, 1 the API or the network failed, 2 the command line is wrong.")
+}
+
+func commandUsage(w io.Writer, name string, cmd command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: uds %s %s [flags]\n\n%s\n\nflags:\n", name, cmd.args, cmd.short)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/udsproject/uds/pkg/client"
+)
+
+// commands are the subcommands by name.
+var commands = map[string]command{
+	"get": {args: "APP NAMESPACE ID [SORTKEY]", short: "read an item (a list item with SORTKEY)", min: 3, max: 4,
+		flags: func(fs *flag.FlagSet) { fs.String("if-none-match", "", "answer nothing (exit 0, no output) if the item is still at this ETag") },
+		run:   get},
+	"create": {args: "APP NAMESPACE ID [SORTKEY]", short: "create an item; its data from --data or standard input", min: 3, max: 4,
+		flags: writeFlags(false), run: write(false)},
+	"put": {args: "APP NAMESPACE ID [SORTKEY]", short: "replace an item's data; its data from --data or standard input", min: 3, max: 4,
+		flags: writeFlags(true), run: write(true)},
+	"rm": {args: "APP NAMESPACE ID [SORTKEY]", short: "delete an item (nothing there is not an error)", min: 3, max: 4,
+		flags: func(fs *flag.FlagSet) { fs.String("if-match", "", "delete only if the item is at this ETag") },
+		run:   remove},
+	"ls": {args: "APP NAMESPACE ID", short: "list a list's items, as NDJSON, every page", min: 3, max: 3,
+		flags: func(fs *flag.FlagSet) {
+			fs.String("start", "", "the first sort key (inclusive)")
+			fs.String("end", "", "the sort key to stop before (exclusive)")
+			fs.Bool("desc", false, "in descending order")
+			fs.Int("limit", 0, "items per request, 1..1000 (default: the server's 100)")
+		},
+		run: list},
+	"rm-list": {args: "APP NAMESPACE ID", short: "delete every item of a list", min: 3, max: 3, run: removeList},
+	"quota": {args: "APP [USER]", short: "your usage and limits in an app, or a user's (admin)", min: 1, max: 2, run: quota},
+	"users": {args: "APP", short: "the users storing data in an app, as NDJSON (admin)", min: 1, max: 1, run: users},
+	"apps":  {args: "USER", short: "the apps a user stores data in, as NDJSON (admin)", min: 1, max: 1, run: apps},
+	"set-quota": {args: "APP [USER]", short: "set an app's default limits per user, or a user's override (admin)", min: 1, max: 2,
+		flags: func(fs *flag.FlagSet) {
+			fs.Int64("bytes", 0, "the byte limit: 0 leaves it to the next level, -1 lifts it")
+			fs.Int64("items", 0, "the item limit: 0 leaves it to the next level, -1 lifts it")
+			fs.Bool("clear", false, "remove USER's override (the app's defaults apply)")
+		},
+		run: setQuota},
+	"recompute": {args: "APP USER", short: "rebuild a user's usage from the data and report the drift (admin)", min: 2, max: 2, run: recompute},
+	"export": {args: "APP", short: "write every record of an app to standard output as NDJSON (admin)", min: 1, max: 1, run: export},
+	"import": {args: "APP", short: "write NDJSON records (an export) into an app; exit 1 on conflicts (admin)", min: 1, max: 1,
+		flags: func(fs *flag.FlagSet) { fs.String("file", "", "read the records from this file (default: standard input)") },
+		run:   importRecords},
+}
+
+// key builds an item key from positional arguments.
+func key(args []string) client.Key {
+	k := client.Key{App: args[0], Namespace: args[1], ID: args[2]}
+	if len(args) > 3 {
+		k.SortKey = args[3]
+	}
+	return k
+}
+
+func get(e *env, args []string) error {
+	var opts []client.CallOption
+	if tag := e.flag("if-none-match"); tag != "" {
+		opts = append(opts, client.IfNoneMatch(tag))
+	}
+	it, err := e.c.Get(e.ctx, key(args), opts...)
+	if err == nil {
+		return e.writeJSON(itemOut(it))
+	}
+	if isNotModified(err) {
+		return nil
+	}
+	return err
+}
+
+func writeFlags(update bool) func(fs *flag.FlagSet) {
+	return func(fs *flag.FlagSet) {
+		fs.String("data", "", "the JSON data, or @FILE to read it from a file (default: standard input)")
+		fs.String("class", "", "the className to store beside the data")
+		fs.Int("ttl", 0, "expire the item after this many seconds")
+		fs.String("expires-at", "", "expire the item at this RFC 3339 instant")
+		if update {
+			fs.String("if-match", "", "write only if the item is at this ETag")
+		}
+	}
+}
+
+func write(update bool) func(e *env, args []string) error {
+	return func(e *env, args []string) error {
+		data, err := e.readData(e.flag("data"))
+		if err != nil {
+			return err
+		}
+		var opts []client.CallOption
+		if cn := e.flag("class"); cn != "" {
+			opts = append(opts, client.ClassName(cn))
+		}
+		if ttl, _ := strconv.Atoi(e.flag("ttl")); ttl > 0 {
+			opts = append(opts, client.TTL(time.Duration(ttl)*time.Second))
+		}
+		if at := e.flag("expires-at"); at != "" {
+			t, err := time.Parse(time.RFC3339Nano, at)
+			if err != nil {
+				return usageError("--expires-at %q is not an RFC 3339 instant", at)
+			}
+			opts = append(opts, client.ExpiresAt(t))
+		}
+		var it client.Item
+		if update {
+			if tag := e.flag("if-match"); tag != "" {
+				opts = append(opts, client.IfMatch(tag))
+			}
+			it, err = e.c.Update(e.ctx, key(args), data, opts...)
+		} else {
+			it, err = e.c.Create(e.ctx, key(args), data, opts...)
+		}
+		if err != nil {
+			return err
+		}
+		return e.writeJSON(itemOut(it))
+	}
+}
+
+// readData reads a write's data: the flag's JSON, @FILE, or standard input.
+func (e *env) readData(flagValue string) (json.RawMessage, error) {
+	var b []byte
+	var err error
+	switch {
+	case strings.HasPrefix(flagValue, "@"):
+		b, err = os.ReadFile(flagValue[1:])
+	case flagValue != "":
+		b = []byte(flagValue)
+	default:
+		b, err = io.ReadAll(e.stdin)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(b) {
+		return nil, usageError("the data is not JSON")
+	}
+	return json.RawMessage(b), nil
+}
+
+func remove(e *env, args []string) error {
+	var opts []client.CallOption
+	if tag := e.flag("if-match"); tag != "" {
+		opts = append(opts, client.IfMatch(tag))
+	}
+	return e.c.Delete(e.ctx, key(args), opts...)
+}
+
+func list(e *env, args []string) error {
+	limit, _ := strconv.Atoi(e.flag("limit"))
+	q := client.ListQuery{
+		Start: e.flag("start"), End: e.flag("end"),
+		Descending: e.flag("desc") == "true", Limit: limit,
+	}
+	n := 0
+	for it, err := range e.c.List(e.ctx, key(args), q) {
+		if err != nil {
+			return err
+		}
+		if err := e.writeJSON(itemOut(it)); err != nil {
+			return err
+		}
+		n++
+		e.progress.count("listed", "items", n)
+	}
+	return nil
+}
+
+func removeList(e *env, args []string) error {
+	e.progress.note("deleting the list's items (a large list takes several requests)")
+	_, err := e.c.DeleteList(e.ctx, key(args))
+	return err
+}
+
+func quota(e *env, args []string) error {
+	var q client.Quota
+	var err error
+	if len(args) == 2 {
+		q, err = e.c.UserQuota(e.ctx, args[0], args[1])
+	} else {
+		q, err = e.c.Quota(e.ctx, args[0])
+	}
+	if err != nil {
+		return err
+	}
+	return e.writeJSON(q)
+}
+
+func users(e *env, args []string) error {
+	for u, err := range e.c.AppUsers(e.ctx, args[0]) {
+		if err != nil {
+			return err
+		}
+		if err := e.writeJSON(u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func apps(e *env, args []string) error {
+	for a, err := range e.c.UserApps(e.ctx, args[0]) {
+		if err != nil {
+			return err
+		}
+		if err := e.writeJSON(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func setQuota(e *env, args []string) error {
+	bytes, _ := strconv.ParseInt(e.flag("bytes"), 10, 64)
+	items, _ := strconv.ParseInt(e.flag("items"), 10, 64)
+	l := client.Limits{LimitBytes: bytes, LimitItems: items}
+	clear := e.flag("clear") == "true"
+	switch {
+	case len(args) == 1 && clear:
+		return usageError("--clear takes a USER: an app's defaults are set, not cleared")
+	case len(args) == 1:
+		if err := e.c.SetAppLimits(e.ctx, args[0], l); err != nil {
+			return err
+		}
+		return e.writeJSON(l)
+	case clear:
+		return e.c.ClearUserLimits(e.ctx, args[0], args[1])
+	}
+	q, err := e.c.SetUserLimits(e.ctx, args[0], args[1], l)
+	if err != nil {
+		return err
+	}
+	return e.writeJSON(q)
+}
+
+func recompute(e *env, args []string) error {
+	r, err := e.c.Recompute(e.ctx, args[0], args[1])
+	if err != nil {
+		return err
+	}
+	if !r.Applied {
+		fmt.Fprintf(e.stderr, "uds recompute: not applied: the user wrote too recently; ask again in %v\n", r.RetryAfter)
+	}
+	return e.writeJSON(r)
+}
+
+func export(e *env, args []string) error {
+	n := 0
+	for rec, err := range e.c.Export(e.ctx, args[0]) {
+		if err != nil {
+			return err
+		}
+		if err := e.writeJSON(rec); err != nil {
+			return err
+		}
+		n++
+		e.progress.count("exported", "records", n)
+	}
+	e.progress.final("exported", "records", n)
+	return nil
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/udsproject/uds/pkg/client"
+)
+
+// writeJSON writes v as one line of JSON, without HTML escaping (data goes
+// out as stored).
+func (e *env) writeJSON(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// item is an item as uds prints it: the API's fields, dates as the API
+// writes them, and the ETag.
+type item struct {
+	ApplicationUUID  string          `json:"applicationUuid"`
+	Namespace        string          `json:"namespace"`
+	ID               string          `json:"id"`
+	SortKey          string          `json:"sortKey,omitempty"`
+	Data             json.RawMessage `json:"data"`
+	ClassName        string          `json:"className,omitempty"`
+	CreatedDate      string          `json:"createdDate,omitempty"`
+	CreatedBySubject string          `json:"createdBySubject,omitempty"`
+	UpdatedDate      string          `json:"updatedDate,omitempty"`
+	UpdatedBySubject string          `json:"updatedBySubject,omitempty"`
+	Version          int64           `json:"version"`
+	ExpiresAt        string          `json:"expiresAt,omitempty"`
+	ETag             string          `json:"etag,omitempty"`
+}
+
+func itemOut(it client.Item) item {
+	return item{
+		ApplicationUUID: it.ApplicationUUID, Namespace: it.Namespace, ID: it.ID, SortKey: it.SortKey,
+		Data: it.Data, ClassName: it.ClassName,
+		CreatedDate: apiTime(it.CreatedDate), CreatedBySubject: it.CreatedBySubject,
+		UpdatedDate: apiTime(it.UpdatedDate), UpdatedBySubject: it.UpdatedBySubject,
+		Version: it.Version, ExpiresAt: apiTime(it.ExpiresAt), ETag: it.ETag,
+	}
+}
+
+func apiTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+func isNotModified(err error) bool { return errors.Is(err, client.ErrNotModified) }
+
+// Import sends records in requests of at most client.MaxImportRecords
+// records and importBodyBytes of body: within Lambda's 6 MB even once the
+// body is escaped into the event.
+const importBodyBytes = 4_500_000
+
+func importRecords(e *env, args []string) error {
+	in := e.stdin
+	if f := e.flag("file"); f != "" {
+		file, err := os.Open(f)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		in = file
+	}
+	sc := bufio.NewScanner(in)
+	// A record holds at most 1 MiB of data, escaped at most six times over
+	// in its JSON, plus its other fields.
+	sc.Buffer(make([]byte, 0, 1<<20), 8<<20)
+	var total client.ImportResult
+	var batch []client.Record
+	size, line, sent := 0, 0, 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		res, err := e.c.Import(e.ctx, args[0], batch)
+		if err != nil {
+			return fmt.Errorf("after %d records sent (run the import again to resume: what landed is skipped): %w", sent, err)
+		}
+		for _, c := range res.Conflicts {
+			c.Index += sent
+			total.Conflicts = append(total.Conflicts, c)
+		}
+		total.Imported, total.Skipped, total.Expired = total.Imported+res.Imported, total.Skipped+res.Skipped, total.Expired+res.Expired
+		sent += len(batch)
+		batch, size = batch[:0], 0
+		e.progress.count("imported", "records", sent)
+		return nil
+	}
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		var rec client.Record
+		dec := json.NewDecoder(bytes.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&rec); err != nil {
+			return usageError("line %d is not an exported record: %v", line, err)
+		}
+		if len(batch) == client.MaxImportRecords || (len(batch) > 0 && size+len(text) > importBodyBytes) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch, size = append(batch, rec), size+len(text)+1
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading records: %w", err)
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	e.progress.final("imported", "records", sent)
+	if total.Conflicts == nil {
+		total.Conflicts = []client.Conflict{}
+	}
+	if err := e.writeJSON(total); err != nil {
+		return err
+	}
+	if len(total.Conflicts) > 0 {
+		return fmt.Errorf("%d records conflict with different items already stored (listed above by their place among the records read, from 0)", len(total.Conflicts))
+	}
+	return nil
+}
+
+// progress writes how far long work has got to standard error: a line
+// rewritten in place on a terminal, otherwise a line every few seconds and
+// one at the end.
+type progress struct {
+	w        io.Writer
+	terminal bool
+	last     time.Time
+	pending  bool
+}
+
+func newProgress(w io.Writer) *progress {
+	p := &progress{w: w, last: time.Now()}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.terminal = true
+		}
+	}
+	return p
+}
+
+// count reports n things done, at most a few times a second.
+func (p *progress) count(verb, what string, n int) {
+	every := 5 * time.Second
+	if p.terminal {
+		every = 200 * time.Millisecond
+	}
+	if time.Since(p.last) < every {
+		return
+	}
+	p.last = time.Now()
+	p.line(fmt.Sprintf("%s %d %s", verb, n, what))
+}
+
+// final reports the total of long work.
+func (p *progress) final(verb, what string, n int) {
+	p.line(fmt.Sprintf("%s %d %s", verb, n, what))
+	p.done()
+}
+
+func (p *progress) note(s string) { p.line(s) }
+
+func (p *progress) line(s string) {
+	if p.terminal {
+		fmt.Fprintf(p.w, "\r\033[K%s", s)
+		p.pending = true
+		return
+	}
+	fmt.Fprintln(p.w, s)
+}
+
+// done ends a line rewritten in place.
+func (p *progress) done() {
+	if p.pending {
+		fmt.Fprintln(p.w)
+		p.pending = false
+	}
+}

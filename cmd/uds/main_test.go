@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/udsproject/uds/internal/apitest"
+	"github.com/udsproject/uds/pkg/client"
+)
+
+const app = "d53065bd-f932-4841-83fb-849717d8df0f"
+
+// uds runs the command line in-process against endpoint and returns its
+// exit status and outputs.
+func uds(t *testing.T, endpoint, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), append([]string{"--endpoint", endpoint}, args...), strings.NewReader(stdin), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestUsageAndExitStatus(t *testing.T) {
+	srv := apitest.Server(t, 10*time.Second)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // a part of it
+		stderr string // a part of it
+	}{
+		{"help", []string{"--help"}, 0, "commands:", ""},
+		{"a command's help", []string{"export", "--help"}, 0, "usage: uds export APP", ""},
+		{"no command", nil, 2, "", "usage: uds"},
+		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		{"missing arguments", []string{"get", app, "ns"}, 2, "", "get takes APP NAMESPACE ID [SORTKEY]"},
+		{"too many arguments", []string{"users", app, "extra"}, 2, "", "users takes APP"},
+		{"unknown flag", []string{"get", app, "ns", "id", "--colour"}, 2, "", "flag provided but not defined: -colour"},
+		{"data that is not JSON", []string{"create", app, "ns", "id", "--data", "{nope"}, 2, "", "the data is not JSON"},
+		{"not found", []string{"get", app, "ns", "missing"}, 1, "", "404 Key not found"},
+		{"refused by the API", []string{"get", "not-a-uuid", "ns", "id"}, 1, "", "400 Invalid applicationUuid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := uds(t, srv, "", tc.args...)
+			if code != tc.code || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+}
+
+func TestItemCommands(t *testing.T) {
+	srv := apitest.Server(t, 10*time.Second)
+	decode := func(out string) map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatalf("not one JSON object: %q", out)
+		}
+		return m
+	}
+	code, out, errOut := uds(t, srv, `{"theme":"dark"}`, "--subject", "alice", "create", app, "prefs", "u1", "--class", "Prefs")
+	if code != 0 {
+		t.Fatalf("create: %d %s", code, errOut)
+	}
+	created := decode(out)
+	if created["className"] != "Prefs" || created["createdBySubject"] != "alice" || created["etag"] == "" {
+		t.Errorf("created %v", created)
+	}
+	etag := created["etag"].(string)
+	if code, out, _ := uds(t, srv, "", "get", app, "prefs", "u1", "--if-none-match", etag); code != 0 || out != "" {
+		t.Errorf("get at the current ETag: %d %q, want nothing", code, out)
+	}
+	if code, _, errOut := uds(t, srv, "", "put", app, "prefs", "u1", "--data", `{"theme":"light"}`, "--if-match", `"9-x"`); code != 1 || !strings.Contains(errOut, "412") {
+		t.Errorf("put at a stale ETag: %d %s", code, errOut)
+	}
+	code, out, _ = uds(t, srv, "", "put", "--data", `{"theme":"light","html":"<b>"}`, app, "prefs", "u1", "--if-match", etag)
+	if code != 0 || decode(out)["version"] != 2.0 || !strings.Contains(out, `"html":"<b>"`) {
+		t.Errorf("put: %d %s", code, out)
+	}
+	for i := range 5 {
+		if code, _, errOut := uds(t, srv, fmt.Sprintf(`{"i":%d}`, i), "create", app, "feed", "u1", fmt.Sprintf("2024/01/%02d", i+1), "--ttl", "3600"); code != 0 {
+			t.Fatalf("create list item: %s", errOut)
+		}
+	}
+	code, out, _ = uds(t, srv, "", "ls", app, "feed", "u1", "--desc", "--limit", "2", "--end", "2024/01/05")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 4 || decode(lines[0])["sortKey"] != "2024/01/04" || decode(lines[3])["expiresAt"] == nil {
+		t.Errorf("ls: %d %q", code, out)
+	}
+	if code, _, errOut := uds(t, srv, "", "rm-list", app, "feed", "u1"); code != 0 {
+		t.Errorf("rm-list: %s", errOut)
+	}
+	if code, out, _ := uds(t, srv, "", "ls", app, "feed", "u1"); code != 0 || out != "" {
+		t.Errorf("ls after rm-list: %d %q", code, out)
+	}
+	if code, _, _ := uds(t, srv, "", "rm", app, "prefs", "u1"); code != 0 {
+		t.Error("rm failed")
+	}
+	if code, _, _ := uds(t, srv, "", "get", app, "prefs", "u1"); code != 1 {
+		t.Error("get after rm did not fail")
+	}
+}
+
+func TestAdminCommands(t *testing.T) {
+	srv := apitest.Server(t, 10*time.Second)
+	for _, u := range []string{"alice", "bob"} {
+		if code, _, errOut := uds(t, srv, "1", "--subject", u, "create", app, "n", u); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	if code, out, _ := uds(t, srv, "", "users", app); code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"user":"bob"`) {
+		t.Errorf("users: %d %q", code, out)
+	}
+	if code, out, _ := uds(t, srv, "", "apps", "alice"); code != 0 || !strings.Contains(out, app) {
+		t.Errorf("apps: %d %q", code, out)
+	}
+	if code, out, _ := uds(t, srv, "", "set-quota", app, "--items", "5", "--bytes", "-1"); code != 0 || out != `{"limitBytes":-1,"limitItems":5}`+"\n" {
+		t.Errorf("set-quota: %d %q", code, out)
+	}
+	if code, out, _ := uds(t, srv, "", "set-quota", app, "alice", "--items", "1"); code != 0 || !strings.Contains(out, `"limitItems":1`) {
+		t.Errorf("set-quota for a user: %d %q", code, out)
+	}
+	if code, _, errOut := uds(t, srv, "1", "--subject", "alice", "create", app, "n", "second"); code != 1 || !strings.Contains(errOut, "Quota exceeded") {
+		t.Errorf("create over the override: %d %s", code, errOut)
+	}
+	if code, _, _ := uds(t, srv, "", "set-quota", app, "alice", "--clear"); code != 0 {
+		t.Error("set-quota --clear failed")
+	}
+	if code, _, errOut := uds(t, srv, "", "set-quota", app, "--clear"); code != 2 || !strings.Contains(errOut, "--clear takes a USER") {
+		t.Errorf("--clear without a user: %d %s", code, errOut)
+	}
+	if code, out, _ := uds(t, srv, "", "quota", app, "alice"); code != 0 || !strings.Contains(out, `"limitItems":5`) || !strings.Contains(out, `"usedItems":1`) {
+		t.Errorf("quota of alice: %d %q", code, out)
+	}
+	if code, out, _ := uds(t, srv, "", "--subject", "bob", "quota", app); code != 0 || !strings.Contains(out, `"user":"bob"`) {
+		t.Errorf("own quota: %d %q", code, out)
+	}
+	if code, out, _ := uds(t, srv, "", "recompute", app, "alice"); code != 0 || !strings.Contains(out, `"drift":{"bytes":0,"items":0}`) {
+		t.Errorf("recompute: %d %q", code, out)
+	}
+}
+
+// TestExportDeleteImportExport is the round trip of an app's data through
+// files: several thousand records of several owners, key-value items and
+// lists, values stored compressed, expiry, class names, items updated by
+// others and a private namespace. Export, delete everything, import,
+// export again: the same bytes, the same usage, no drift.
+func TestExportDeleteImportExport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several thousand records")
+	}
+	ctx := context.Background()
+	srv := apitest.Server(t, 20*time.Second)
+	admin, err := client.New(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.SetPolicy(ctx, app, "mine", client.Policy{Access: "private"}); err != nil {
+		t.Fatal(err)
+	}
+	owners := []string{"alice", "bob", "carol", "dave"}
+	const listItems = 800 // per owner
+	var wg sync.WaitGroup
+	for o, owner := range owners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, _ := client.New(srv, client.WithSubject(owner))
+			for b := range listItems / 100 {
+				ops := make([]client.BatchOp, 100)
+				for i := range ops {
+					n := b*100 + i
+					ops[i] = client.BatchOp{Method: "POST",
+						Key:  client.Key{App: app, Namespace: "feeds", ID: fmt.Sprintf("list-%d", n%3), SortKey: fmt.Sprintf("%s/%05d", owner, n)},
+						Data: map[string]any{"owner": o, "n": n, "text": strings.Repeat("word ", n%50)}}
+					if n%7 == 0 {
+						ops[i].Options = []client.CallOption{client.ClassName("Entry"), client.TTL(24 * time.Hour)}
+					}
+				}
+				if _, err := c.Batch(ctx, app, false, ops); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			for i := range 25 {
+				// Over 4 KB: stored compressed.
+				if _, err := c.Create(ctx, client.Key{App: app, Namespace: "docs", ID: fmt.Sprintf("%s-%d", owner, i)},
+					map[string]any{"body": strings.Repeat(fmt.Sprintf("paragraph %d of %s. ", i, owner), 400)}); err != nil {
+					t.Error(err)
+				}
+				if _, err := c.Create(ctx, client.Key{App: app, Namespace: "mine", ID: "notes", SortKey: fmt.Sprint(i)}, i); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// Another subject updates alice's items: she stays their owner.
+	other, _ := client.New(srv, client.WithSubject("erin"))
+	for i := range 5 {
+		if _, err := other.Update(ctx, client.Key{App: app, Namespace: "docs", ID: fmt.Sprintf("alice-%d", i)}, "edited"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := len(owners) * (listItems + 50)
+
+	code, first, errOut := uds(t, srv, "", "export", app)
+	if code != 0 || strings.Count(first, "\n") != total || !strings.Contains(errOut, fmt.Sprintf("exported %d records", total)) {
+		t.Fatalf("export: exit %d, %d lines (want %d), stderr %q", code, strings.Count(first, "\n"), total, errOut)
+	}
+	usage := map[string]client.Quota{}
+	for _, o := range owners {
+		if usage[o], err = admin.UserQuota(ctx, app, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, o := range owners {
+		c, _ := client.New(srv, client.WithSubject(o))
+		for i := range 25 {
+			if err := c.Delete(ctx, client.Key{App: app, Namespace: "docs", ID: fmt.Sprintf("%s-%d", o, i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.DeleteList(ctx, client.Key{App: app, Namespace: "mine", ID: "notes"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		if code, _, errOut := uds(t, srv, "", "rm-list", app, "feeds", fmt.Sprintf("list-%d", i)); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	if code, out, _ := uds(t, srv, "", "export", app); code != 0 || out != "" {
+		t.Fatalf("%d records left after deleting everything", strings.Count(out, "\n"))
+	}
+
+	code, out, errOut := uds(t, srv, first, "import", app)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf(`{"imported":%d,"skipped":0,"expired":0,"conflicts":[]}`, total)) {
+		t.Fatalf("import: exit %d, %q, stderr %q", code, out, errOut)
+	}
+	code, again, _ := uds(t, srv, "", "export", app)
+	if code != 0 || again != first {
+		t.Fatalf("the second export differs from the first (%d and %d bytes)", len(again), len(first))
+	}
+	for _, o := range owners {
+		q, err := admin.UserQuota(ctx, app, o)
+		if err != nil || q != usage[o] {
+			t.Errorf("%s's usage after the round trip: %+v, before: %+v (%v)", o, q, usage[o], err)
+		}
+		if r, err := admin.Recompute(ctx, app, o); err != nil || r.Drift.Bytes != 0 || r.Drift.Items != 0 {
+			t.Errorf("%s: recompute found drift %+v (%v)", o, r.Drift, err)
+		}
+	}
+
+	// Importing again skips everything; a changed record is a conflict,
+	// reported with exit status 1.
+	code, out, _ = uds(t, srv, first, "import", app)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf(`"imported":0,"skipped":%d`, total)) {
+		t.Errorf("a second import: exit %d, %q", code, out)
+	}
+	changed := strings.Replace(first, `"version":1`, `"version":7`, 1)
+	code, out, errOut = uds(t, srv, changed, "import", app)
+	if code != 1 || !strings.Contains(out, `"conflicts":[{"index":`) || !strings.Contains(errOut, "1 records conflict") {
+		t.Errorf("an import with a changed record: exit %d, %q, %q", code, out, errOut)
+	}
+}
