@@ -16,8 +16,10 @@ import (
 // commands are the subcommands by name.
 var commands = map[string]command{
 	"get": {args: "APP NAMESPACE ID [SORTKEY]", short: "read an item (a list item with SORTKEY)", min: 3, max: 4,
-		flags: func(fs *flag.FlagSet) { fs.String("if-none-match", "", "answer nothing (exit 0, no output) if the item is still at this ETag") },
-		run:   get},
+		flags: func(fs *flag.FlagSet) {
+			fs.String("if-none-match", "", "answer nothing (exit 0, no output) if the item is still at this ETag")
+		},
+		run: get},
 	"create": {args: "APP NAMESPACE ID [SORTKEY]", short: "create an item; its data from --data or standard input", min: 3, max: 4,
 		flags: writeFlags(false), run: write(false)},
 	"put": {args: "APP NAMESPACE ID [SORTKEY]", short: "replace an item's data; its data from --data or standard input", min: 3, max: 4,
@@ -34,9 +36,9 @@ var commands = map[string]command{
 		},
 		run: list},
 	"rm-list": {args: "APP NAMESPACE ID", short: "delete every item of a list", min: 3, max: 3, run: removeList},
-	"quota": {args: "APP [USER]", short: "your usage and limits in an app, or a user's (admin)", min: 1, max: 2, run: quota},
-	"users": {args: "APP", short: "the users storing data in an app, as NDJSON (admin)", min: 1, max: 1, run: users},
-	"apps":  {args: "USER", short: "the apps a user stores data in, as NDJSON (admin)", min: 1, max: 1, run: apps},
+	"quota":   {args: "APP [USER]", short: "your usage and limits in an app, or a user's (admin)", min: 1, max: 2, run: quota},
+	"users":   {args: "APP", short: "the users storing data in an app, as NDJSON (admin)", min: 1, max: 1, run: users},
+	"apps":    {args: "USER", short: "the apps a user stores data in, as NDJSON (admin)", min: 1, max: 1, run: apps},
 	"set-quota": {args: "APP [USER]", short: "set an app's default limits per user, or a user's override (admin)", min: 1, max: 2,
 		flags: func(fs *flag.FlagSet) {
 			fs.Int64("bytes", 0, "the byte limit: 0 leaves it to the next level, -1 lifts it")
@@ -45,10 +47,12 @@ var commands = map[string]command{
 		},
 		run: setQuota},
 	"recompute": {args: "APP USER", short: "rebuild a user's usage from the data and report the drift (admin)", min: 2, max: 2, run: recompute},
-	"export": {args: "APP", short: "write every record of an app to standard output as NDJSON (admin)", min: 1, max: 1, run: export},
+	"export":    {args: "APP", short: "write every record of an app to standard output as NDJSON (admin)", min: 1, max: 1, run: export},
 	"import": {args: "APP", short: "write NDJSON records (an export) into an app; exit 1 on conflicts (admin)", min: 1, max: 1,
-		flags: func(fs *flag.FlagSet) { fs.String("file", "", "read the records from this file (default: standard input)") },
-		run:   importRecords},
+		flags: func(fs *flag.FlagSet) {
+			fs.String("file", "", "read the records from this file (default: standard input)")
+		},
+		run: importRecords},
 }
 
 // key builds an item key from positional arguments.
