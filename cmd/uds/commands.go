@@ -71,7 +71,7 @@ func get(e *env, args []string) error {
 	}
 	it, err := e.c.Get(e.ctx, key(args), opts...)
 	if err == nil {
-		return e.writeJSON(itemOut(it))
+		return e.writeJSON(it)
 	}
 	if isNotModified(err) {
 		return nil
@@ -123,7 +123,7 @@ func write(update bool) func(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		return e.writeJSON(itemOut(it))
+		return e.writeJSON(it)
 	}
 }
 
@@ -167,7 +167,7 @@ func list(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := e.writeJSON(itemOut(it)); err != nil {
+		if err := e.writeJSON(it); err != nil {
 			return err
 		}
 		n++

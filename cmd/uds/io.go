@@ -21,41 +21,6 @@ func (e *env) writeJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// item is an item as uds prints it: the API's fields, dates as the API
-// writes them, and the ETag.
-type item struct {
-	ApplicationUUID  string          `json:"applicationUuid"`
-	Namespace        string          `json:"namespace"`
-	ID               string          `json:"id"`
-	SortKey          string          `json:"sortKey,omitempty"`
-	Data             json.RawMessage `json:"data"`
-	ClassName        string          `json:"className,omitempty"`
-	CreatedDate      string          `json:"createdDate,omitempty"`
-	CreatedBySubject string          `json:"createdBySubject,omitempty"`
-	UpdatedDate      string          `json:"updatedDate,omitempty"`
-	UpdatedBySubject string          `json:"updatedBySubject,omitempty"`
-	Version          int64           `json:"version"`
-	ExpiresAt        string          `json:"expiresAt,omitempty"`
-	ETag             string          `json:"etag,omitempty"`
-}
-
-func itemOut(it client.Item) item {
-	return item{
-		ApplicationUUID: it.ApplicationUUID, Namespace: it.Namespace, ID: it.ID, SortKey: it.SortKey,
-		Data: it.Data, ClassName: it.ClassName,
-		CreatedDate: apiTime(it.CreatedDate), CreatedBySubject: it.CreatedBySubject,
-		UpdatedDate: apiTime(it.UpdatedDate), UpdatedBySubject: it.UpdatedBySubject,
-		Version: it.Version, ExpiresAt: apiTime(it.ExpiresAt), ETag: it.ETag,
-	}
-}
-
-func apiTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
 func isNotModified(err error) bool { return errors.Is(err, client.ErrNotModified) }
 
 // Import sends records in requests of at most client.MaxImportRecords

@@ -27,7 +27,8 @@ func (k Key) path() string {
 	return p
 }
 
-// Item is a stored item as the API returns it.
+// Item is a stored item as the API returns it, with its ETag (which the
+// API sends as a header; encoded as "etag").
 type Item struct {
 	ApplicationUUID  string          `json:"applicationUuid"`
 	Namespace        string          `json:"namespace"`
@@ -35,14 +36,14 @@ type Item struct {
 	SortKey          string          `json:"sortKey,omitempty"`
 	Data             json.RawMessage `json:"data"`
 	ClassName        string          `json:"className,omitempty"`
-	CreatedDate      time.Time       `json:"createdDate"`
+	CreatedDate      time.Time       `json:"createdDate,omitzero"`
 	CreatedBySubject string          `json:"createdBySubject,omitempty"`
-	UpdatedDate      time.Time       `json:"updatedDate"`
+	UpdatedDate      time.Time       `json:"updatedDate,omitzero"`
 	UpdatedBySubject string          `json:"updatedBySubject,omitempty"`
 	Version          int64           `json:"version"`
-	ExpiresAt        time.Time       `json:"expiresAt"`
+	ExpiresAt        time.Time       `json:"expiresAt,omitzero"`
 	// ETag is the item's revision, for IfMatch and IfNoneMatch.
-	ETag string `json:"-"`
+	ETag string `json:"etag,omitempty"`
 }
 
 // Decode unmarshals the item's data into v.

@@ -7,18 +7,11 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/udsproject/uds/internal/dynamotest"
-	"github.com/udsproject/uds/pkg/config"
-	"github.com/udsproject/uds/pkg/httpapi"
-	"github.com/udsproject/uds/pkg/lambdahost"
 )
 
 // TestCompressionThroughLambda checks gzip both ways through the Lambda
@@ -27,15 +20,7 @@ import (
 // decodes to the plain one.
 func TestCompressionThroughLambda(t *testing.T) {
 	ctx := context.Background()
-	cfg := config.Config{
-		Tables:       dynamotest.NewTables(t),
-		Endpoint:     os.Getenv(config.EnvDynamoDBEndpoint),
-		SubjectClaim: "sub", CursorSecret: []byte("gzip"), LimitsCacheTTL: time.Second,
-	}
-	h, err := lambdahost.New(ctx, cfg, httpapi.GroupList, slog.New(slog.DiscardHandler), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, _ := listFunction(t)
 	const list = "/rest/api/v1/data/d53065bd-f932-4841-83fb-849717d8df0f/gzip/feed"
 	event := func(method, path, query, body string, base64Body bool, headers ...string) events.APIGatewayV2HTTPRequest {
 		ev := events.APIGatewayV2HTTPRequest{

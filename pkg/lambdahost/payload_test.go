@@ -25,22 +25,30 @@ import (
 // lambdaPayloadLimit is the most a function may return to API Gateway.
 const lambdaPayloadLimit = 6 * 1024 * 1024
 
+// listFunction is the list function's handler as main builds it, over
+// fresh tables in the test engine, and those tables.
+func listFunction(t *testing.T) (lambdahost.HandlerFunc, store.Tables) {
+	t.Helper()
+	cfg := config.Config{
+		Tables:       dynamotest.NewTables(t),
+		Endpoint:     os.Getenv(config.EnvDynamoDBEndpoint),
+		SubjectClaim: "sub", CursorSecret: []byte("list function"), LimitsCacheTTL: time.Second,
+	}
+	h, err := lambdahost.New(context.Background(), cfg, httpapi.GroupList, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, cfg.Tables
+}
+
 // Whatever the values hold, a list page read through the Lambda handler
 // fits Lambda's response payload as the runtime encodes it (the body
 // escaped inside a JSON string), and the pages together hold every item.
 func TestListPagesFitTheLambdaPayload(t *testing.T) {
 	const app = "d53065bd-f932-4841-83fb-849717d8df0f"
 	ctx := context.Background()
-	cfg := config.Config{
-		Tables:       dynamotest.NewTables(t),
-		Endpoint:     os.Getenv(config.EnvDynamoDBEndpoint),
-		SubjectClaim: "sub", CursorSecret: []byte("payload"), LimitsCacheTTL: time.Second,
-	}
-	h, err := lambdahost.New(ctx, cfg, httpapi.GroupList, slog.New(slog.DiscardHandler), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.New(dynamotest.Client(t), cfg.Tables)
+	h, tables := listFunction(t)
+	st := store.New(dynamotest.Client(t), tables)
 	for _, tc := range []struct {
 		name, element string
 	}{
