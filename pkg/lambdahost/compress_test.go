@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-
 )
 
 // TestCompressionThroughLambda checks gzip both ways through the Lambda
