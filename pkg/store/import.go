@@ -56,26 +56,33 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 		pending = append(pending, importEntry{index: i, rec: rec, value: v})
 	}
 	for len(pending) > 0 {
-		n, size, owners := 0, int64(0), map[string]bool{}
-		for n < len(pending) {
-			e := pending[n]
-			extra := 1
-			if !owners[e.rec.Owner] {
-				extra = 2
-			}
-			if n > 0 && (n+len(owners)+extra > maxImportActions || size+e.value.size > maxTxBytes) {
-				break
-			}
-			owners[e.rec.Owner] = true
-			size += e.value.size
-			n++
-		}
+		n := importGroupSize(pending)
 		if err := s.importGroup(ctx, app, pending[:n], &res); err != nil {
 			return uds.ImportResult{}, err
 		}
 		pending = pending[n:]
 	}
 	return res, nil
+}
+
+// importGroupSize is how many of the pending records the next transaction
+// takes: as many as fit its actions (a put each, and a usage change per
+// owner) and its size.
+func importGroupSize(pending []importEntry) int {
+	n, size, owners := 0, int64(0), map[string]bool{}
+	for ; n < len(pending); n++ {
+		e := pending[n]
+		actions := n + 1 + len(owners) // the puts so far, this one, the usage changes
+		if !owners[e.rec.Owner] {
+			actions++
+		}
+		if n > 0 && (actions > maxImportActions || size+e.value.size > maxTxBytes) {
+			break
+		}
+		owners[e.rec.Owner] = true
+		size += e.value.size
+	}
+	return n
 }
 
 // maxImportActions bounds the writes of one import transaction, within
