@@ -54,7 +54,8 @@ func (c *Client) List(ctx context.Context, list Key, q ListQuery) iter.Seq2[Item
 // more than one request's time: it answers 503 with how many items it
 // removed, and DeleteList asks again (after Retry-After) until the list
 // is empty or ctx ends; other transient failures are retried as usual. It
-// returns the items removed as the server counted them.
+// returns the items removed in the rounds cut short, as the server counted
+// them (the last round does not say).
 func (c *Client) DeleteList(ctx context.Context, list Key) (int, error) {
 	deleted, failures := 0, 0
 	for {
@@ -63,9 +64,11 @@ func (c *Client) DeleteList(ctx context.Context, list Key) (int, error) {
 		switch {
 		case err == nil:
 			return deleted, nil
-		case errors.As(err, &apiErr) && apiErr.Deleted != nil && *apiErr.Deleted > 0:
+		case errors.As(err, &apiErr) && apiErr.Deleted != nil:
+			// A round the server's time budget cut short: on a busy
+			// table it may have deleted nothing yet, and the next
+			// round goes on; only ctx bounds the rounds.
 			deleted += *apiErr.Deleted
-			failures = 0 // progress
 		case !transient(err) || failures >= c.maxRetries:
 			return deleted, err
 		default:

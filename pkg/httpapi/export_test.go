@@ -277,3 +277,26 @@ func TestExportRefusesBadCursors(t *testing.T) {
 		})
 	}
 }
+
+// TestImportReplacesExpiredItems checks that an item that expired but is
+// still stored does not block an import of its key: it is removed (and
+// released) and the record written, in one request.
+func TestImportReplacesExpiredItems(t *testing.T) {
+	e := newEnv(t)
+	e.do("POST", base+"/kv/brief", `{"data":"old","ttl":1}`, "X-Uds-Subject", "alice").expect(t, 201)
+	e.do("POST", base+"/kv/other", `{"data":"stays"}`, "X-Uds-Subject", "alice").expect(t, 201)
+	time.Sleep(1100 * time.Millisecond)
+	record := `{"namespace":"kv","id":"brief","owner":"alice","data":"new","createdDate":"2026-01-02T03:04:05.678Z","createdBySubject":"alice","updatedDate":"2026-01-02T03:04:05.678Z","updatedBySubject":"alice","version":4}`
+	got := e.importRecords(t, app, []json.RawMessage{json.RawMessage(record)})
+	if got.Imported != 1 || got.Skipped != 0 || len(got.Conflicts) != 0 {
+		t.Fatalf("import over an expired item answered %+v", got)
+	}
+	r := e.do("GET", base+"/kv/brief", "").expect(t, 200)
+	if r.body["data"] != "new" || r.header.Get("ETag") == "" {
+		t.Errorf("the imported item reads %s", r.raw)
+	}
+	q := e.do("POST", admin+"/apps/"+app+"/users/alice/quota/recompute", "").expect(t, 200)
+	if !strings.Contains(string(q.raw), `"drift":{"bytes":0,"items":0}`) || !strings.Contains(string(q.raw), `"usedItems":2`) {
+		t.Errorf("alice's usage after the import: %s", q.raw)
+	}
+}

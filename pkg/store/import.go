@@ -124,8 +124,12 @@ func (s *Store) importGroup(ctx context.Context, app string, group []importEntry
 		}
 		rest := group[:0:0]
 		now := time.Now()
+		refusedAny := false
 		for i, e := range group {
 			stored := refused.item(i)
+			if refused.conditionFailed(i) {
+				refusedAny = true
+			}
 			switch {
 			case !refused.conditionFailed(i):
 				rest = append(rest, e)
@@ -146,7 +150,7 @@ func (s *Store) importGroup(ctx context.Context, app string, group []importEntry
 				}
 			}
 		}
-		if len(rest) == len(group) {
+		if !refusedAny {
 			return failed(op, errUnexpectedCancel(refused))
 		}
 		group = rest
