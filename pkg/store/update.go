@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -234,23 +235,30 @@ func refusesWriter(pre uds.Precondition, old map[string]types.AttributeValue) bo
 }
 
 // exactRevision is a condition that holds only while the item is still at
-// the revision old shows.
+// the revision old shows. A revision is the version and creation instant,
+// which UDS never gives two incarnations of a key; an import can (it keeps
+// both as exported), so the condition also names what the write or removal
+// accounts and checks from old: the size charged, the owner charged, and
+// the creator. Whatever item it matches, the usage moves by exactly what
+// that item holds.
 func exactRevision(old map[string]types.AttributeValue, names map[string]string, values map[string]types.AttributeValue) string {
-	names["#v"], names["#cd"] = schema.AttrVersion, schema.AttrCreatedDate
-	cd, hasDate := old[schema.AttrCreatedDate]
-	if hasDate {
-		values[":xcd"] = cd
+	terms := make([]string, 0, 5)
+	for _, a := range []struct{ attr, name, value string }{
+		{schema.AttrVersion, "#v", ":xv"},
+		{schema.AttrCreatedDate, "#cd", ":xcd"},
+		{schema.AttrItemSize, "#xz", ":xz"},
+		{schema.AttrOwnerKey, "#xo", ":xo"},
+		{schema.AttrCreatedBySubject, "#xc", ":xc"},
+	} {
+		names[a.name] = a.attr
+		if v, ok := old[a.attr]; ok {
+			values[a.value] = v
+			terms = append(terms, a.name+" = "+a.value)
+		} else {
+			terms = append(terms, "attribute_not_exists("+a.name+")")
+		}
 	}
-	ver, hasVersion := old[schema.AttrVersion]
-	switch {
-	case hasVersion && hasDate:
-		values[":xv"] = ver
-		return "#v = :xv AND #cd = :xcd"
-	case hasDate:
-		return "attribute_not_exists(#v) AND #cd = :xcd"
-	default:
-		return "attribute_not_exists(#v) AND attribute_not_exists(#cd)"
-	}
+	return strings.Join(terms, " AND ")
 }
 
 func otherValueAttr(name string) string {
