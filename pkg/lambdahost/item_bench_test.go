@@ -66,13 +66,21 @@ func BenchmarkItemVsFloor(b *testing.B) {
 		name, method, body string
 		status             int
 		sdk                func(context.Context, *dynamodb.Client) error
+		// quiet leaves out the request line and EMF record, to show
+		// their share of the ratio.
+		quiet bool
 	}{
-		{"GET", "GET", "", 200, sdkGet},
-		{"POST", "POST", benchBody, 201, sdkPost},
+		{"GET", "GET", "", 200, sdkGet, false},
+		{"POST", "POST", benchBody, 201, sdkPost, false},
+		{"GET-quiet", "GET", "", 200, sdkGet, true},
+		{"POST-quiet", "POST", benchBody, 201, sdkPost, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			client := stubClient(b)
 			h, floor := benchHandler(b), floorHandler()
+			if c.quiet {
+				h = quietHandler(b)
+			}
 			ev := benchEvent(c.method, benchPath, c.body)
 			ctx := context.Background()
 			// The first POST reads the owner's limits; later ones find
