@@ -97,12 +97,10 @@ func parseWrite(body []byte, w *uds.Write) error {
 // is not a string), which the decoder then reads or refuses with its
 // precise message.
 func splitWriteBody(body []byte, b *writeBody) (json.RawMessage, bool) {
-	var buf bytes.Buffer
-	buf.Grow(len(body))
-	if json.Compact(&buf, body) != nil {
+	c, err := compactJSON(make([]byte, 0, len(body)), body)
+	if err != nil {
 		return nil, false
 	}
-	c := buf.Bytes()
 	if c[0] != '{' {
 		return nil, false
 	}
@@ -180,15 +178,14 @@ func compactData(data json.RawMessage) (json.RawMessage, error) {
 	if len(data) == 0 || string(data) == "null" {
 		return nil, uds.Invalid("data", "is required and must not be null")
 	}
-	var compact bytes.Buffer
-	compact.Grow(len(data))
-	if err := json.Compact(&compact, data); err != nil {
+	compact, err := compactJSON(make([]byte, 0, len(data)), data)
+	if err != nil {
 		return nil, uds.Invalid("data", "is not valid JSON")
 	}
-	if compact.Len() > uds.MaxDataBytes {
-		return nil, &uds.TooLargeError{Reason: "data takes " + strconv.Itoa(compact.Len()) + " bytes of JSON; at most 1 MiB (1048576 bytes) is stored"}
+	if len(compact) > uds.MaxDataBytes {
+		return nil, &uds.TooLargeError{Reason: "data takes " + strconv.Itoa(len(compact)) + " bytes of JSON; at most 1 MiB (1048576 bytes) is stored"}
 	}
-	return compact.Bytes(), nil
+	return compact, nil
 }
 
 // checkClassName validates a className: a type name, not data.

@@ -1,0 +1,122 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// checkCompact compares compactJSON with json.Compact on one input.
+func checkCompact(t *testing.T, src []byte) {
+	t.Helper()
+	var want bytes.Buffer
+	wantErr := json.Compact(&want, src)
+	got, err := compactJSON(nil, src)
+	switch {
+	case (err == nil) != (wantErr == nil):
+		t.Fatalf("%q: compactJSON error %v, json.Compact error %v", src, err, wantErr)
+	case err == nil && !bytes.Equal(got, want.Bytes()):
+		t.Fatalf("%q: compactJSON gives %q, json.Compact %q", src, got, want.Bytes())
+	}
+}
+
+// randomJSON writes a random JSON value, with random white space.
+func randomJSON(rng *rand.Rand, b *strings.Builder, depth int) {
+	ws := func() {
+		b.WriteString([]string{"", "", " ", "\n", "\t", "\r\n  "}[rng.IntN(6)])
+	}
+	ws()
+	switch k := rng.IntN(10); {
+	case k < 2 && depth < 6:
+		b.WriteByte('{')
+		for i := range rng.IntN(4) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			ws()
+			b.WriteString(randomJSONString(rng))
+			ws()
+			b.WriteByte(':')
+			randomJSON(rng, b, depth+1)
+		}
+		ws()
+		b.WriteByte('}')
+	case k < 4 && depth < 6:
+		b.WriteByte('[')
+		for i := range rng.IntN(4) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			randomJSON(rng, b, depth+1)
+		}
+		ws()
+		b.WriteByte(']')
+	case k < 6:
+		b.WriteString(randomJSONString(rng))
+	case k < 8:
+		b.WriteString([]string{"0", "-0", "12", "-3.25", "1e5", "2E-7", "6.02e+23", "123456789012345678901234567890"}[rng.IntN(8)])
+	default:
+		b.WriteString([]string{"true", "false", "null"}[rng.IntN(3)])
+	}
+	ws()
+}
+
+func randomJSONString(rng *rand.Rand) string {
+	pieces := []string{"a", "Z", " ", "é", "日本", "\\\"", "\\\\", "\\/", "\\n", "\\t", "\\u00e9", "\\uD83D\\uDE00", "{", "}", "[", "]", ",", ":", "\u2028", "<&>"}
+	var b strings.Builder
+	b.WriteByte('"')
+	for range rng.IntN(8) {
+		b.WriteString(pieces[rng.IntN(len(pieces))])
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// TestCompactJSONMatchesEncodingJSON compares the two on random documents
+// and on mutations of them: bytes deleted, inserted or replaced with the
+// characters JSON's grammar turns on.
+func TestCompactJSONMatchesEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	significant := []byte("{}[],:\"\\ \t\n\r0123456789-+.eEtrufalsn\x00\x01\x1f/u")
+	for range 20000 {
+		var b strings.Builder
+		randomJSON(rng, &b, 0)
+		doc := []byte(b.String())
+		checkCompact(t, doc)
+		for range 3 {
+			m := bytes.Clone(doc)
+			if len(m) == 0 {
+				break
+			}
+			i := rng.IntN(len(m))
+			switch rng.IntN(3) {
+			case 0:
+				m = append(m[:i], m[i+1:]...)
+			case 1:
+				m = append(m[:i], append([]byte{significant[rng.IntN(len(significant))]}, m[i:]...)...)
+			default:
+				m[i] = significant[rng.IntN(len(significant))]
+			}
+			checkCompact(t, m)
+		}
+	}
+	for _, src := range []string{
+		"", " ", "{", "}", "[1,]", "[,1]", `{"a":1,}`, `{"a" 1}`, `{1:2}`, "01", "-", "1.", ".5", "1e", "1e+", "+1", "tru", "truex", "nul",
+		`"\u12"`, `"\x"`, "\"a\x01b\"", `"unterminated`, "[1] [2]", "\ufeff{}",
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+	} {
+		checkCompact(t, []byte(src))
+	}
+}
+
+// FuzzCompactJSON runs the comparison on what the fuzzer finds
+// (go test -fuzz FuzzCompactJSON ./pkg/httpapi).
+func FuzzCompactJSON(f *testing.F) {
+	for _, s := range []string{`{"data":{"a":[1,2.5e3,"x\n"]},"className":"C"}`, `[true,false,null]`, `"\u00e9"`, ` 0 `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) { checkCompact(t, src) })
+}
