@@ -47,7 +47,9 @@ func expiring(body string) string { return strings.Replace(body, "{", `{"ttl":1,
 func TestCapacityTable(t *testing.T) {
 	tables := dynamotest.NewTables(t)
 	counter := dynamotest.NewCounter(dynamotest.Client(t))
-	api := httpapi.New(store.New(counter, tables), httpapi.GroupAll, httpapi.Config{
+	// The limits and policies read by a namespace's first request stay
+	// cached for the whole table, however long a loaded machine takes.
+	api := httpapi.New(store.New(counter, tables, store.WithLimitsTTL(time.Hour)), httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: 20 * time.Second,
 	})
 	srv := httptest.NewServer(api)
