@@ -14,3 +14,6 @@ import (
 func (s *Store) RemoveAsRead(ctx context.Context, app string, key uds.Key, state map[string]types.AttributeValue) (int, error) {
 	return s.removeEntries(ctx, "remove as read", app, []listEntry{{key: key, state: state}})
 }
+
+// MaxReclaim is how many expired items one reclaim removes at most.
+const MaxReclaim = maxReclaim

@@ -19,10 +19,12 @@ import (
 // write changed the usage record while the data was being summed.
 const maxRecomputeAttempts = 5
 
-// Recompute rebuilds an owner's usage in an app from the live items (the
+// Recompute rebuilds an owner's usage in an app from the items stored (the
 // owner index of both data tables) and stores it, reporting the drift:
 // what the record said minus what the data holds. The owner's expired
-// items are reclaimed first.
+// items are reclaimed first. An item that expires after that but is still
+// stored is summed too: the record counts it until its removal releases
+// it, and a sum without it would be released a second time then.
 //
 // The owner index is eventually consistent, so a sum taken while the owner
 // writes can miss a write that the record already counts. A correction is
@@ -43,7 +45,8 @@ func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed
 		}
 		if len(gone) > 0 && attempt == 0 {
 			// Expired items still stored are removed (and released)
-			// first, so that the live sum is what the record should say.
+			// first, so that the usage answered is what the live items
+			// hold.
 			s.reclaim(ctx, app, gone)
 			continue
 		}
@@ -108,9 +111,10 @@ func (s *Store) storeUsage(app, user string, record map[string]types.AttributeVa
 }
 
 // ownedItems reads an owner's items in both data tables through the owner
-// index: the live ones add up to live, the expired ones (at most
+// index: held is what every item stored adds up to, expired or not (each
+// counts until its removal releases it), and the expired ones (at most
 // maxReclaim) come back to be reclaimed.
-func (s *Store) ownedItems(ctx context.Context, app, user string) (live uds.Usage, gone []listEntry, err error) {
+func (s *Store) ownedItems(ctx context.Context, app, user string) (held uds.Usage, gone []listEntry, err error) {
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
@@ -146,9 +150,11 @@ func (s *Store) ownedItems(ctx context.Context, app, user string) (live uds.Usag
 				}
 				mu.Lock()
 				for _, it := range out.Items {
+					held = held.Plus(uds.Usage{Bytes: num(it, schema.AttrItemSize), Items: 1})
 					if !expired(it, now) {
-						live = live.Plus(uds.Usage{Bytes: num(it, schema.AttrItemSize), Items: 1})
-					} else if key, ok := keyOf(it); ok && len(gone) < maxReclaim {
+						continue
+					}
+					if key, ok := keyOf(it); ok && len(gone) < maxReclaim {
 						gone = append(gone, listEntry{key: key, state: it})
 					}
 				}
@@ -167,5 +173,5 @@ func (s *Store) ownedItems(ctx context.Context, app, user string) (live uds.Usag
 		}
 		return uds.Usage{}, nil, failed("sum usage of "+user+" in "+app, err)
 	}
-	return live, gone, nil
+	return held, gone, nil
 }
