@@ -3,11 +3,18 @@ package httpapi_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
 )
 
 // raw sends a request without the client's transparent decompression and
@@ -144,5 +151,64 @@ func TestCompressedRequests(t *testing.T) {
 	}
 	if n := e.count(e.tables.Data); n != 1 {
 		t.Errorf("refused requests wrote: %d items stored, want 1", n)
+	}
+}
+
+// TestCompressedValuesAreSplicedIntoGzipPages checks a list page whose
+// values are stored compressed, asked for gzip encoded: one gzip member
+// that decodes to exactly the plain page, carrying each stored value's
+// compressed stream as it is (the stored bytes appear in the answer), with
+// small values beside them and a cursor that continues either way.
+func TestCompressedValuesAreSplicedIntoGzipPages(t *testing.T) {
+	e := newEnv(t)
+	list := base + "/gz/mixed"
+	for i := range 9 {
+		value := fmt.Sprintf(`{"n":%d}`, i)
+		if i%3 != 1 {
+			value = fmt.Sprintf(`{"n":%d,"text":"%s"}`, i, strings.Repeat(fmt.Sprintf("entry %d of the feed, ", i), 400))
+		}
+		e.do("POST", fmt.Sprintf("%s/k%d", list, i), `{"data":`+value+`,"className":"Entry"}`).expect(t, 201)
+	}
+	out, err := e.client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(e.tables.List)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored [][]byte
+	for _, it := range out.Items {
+		if v, ok := it[schema.AttrDataValueGzip].(*types.AttributeValueMemberB); ok {
+			stored = append(stored, v.Value)
+		}
+	}
+	if len(stored) != 6 {
+		t.Fatalf("%d values stored compressed, want 6", len(stored))
+	}
+	for _, path := range []string{list + "/list", list + "/list?limit=4", list + "/list?limit=4&sortOrder=DESC"} {
+		t.Run(path[len(list):], func(t *testing.T) {
+			_, _, plain := e.raw("GET", path, nil)
+			status, h, body := e.raw("GET", path, nil, "Accept-Encoding", "gzip")
+			if status != 200 || h.Get("Content-Encoding") != "gzip" || h.Get("Vary") != "Accept-Encoding" {
+				t.Fatalf("answered %d, headers %v", status, h)
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			zr.Multistream(false) // one member: every HTTP client reads it
+			got, err := io.ReadAll(zr)
+			if err != nil || !bytes.Equal(got, plain) {
+				t.Fatalf("the gzip page decodes to %d bytes (%v), not the %d-byte plain page", len(got), err, len(plain))
+			}
+			carried := 0
+			for _, z := range stored {
+				// The stored member's deflate data, past its header
+				// and short of its closing block and trailer.
+				if bytes.Contains(body, z[10:len(z)-16]) {
+					carried++
+				}
+			}
+			if want := strings.Count(string(plain), `"text":`); carried != want {
+				t.Errorf("%d stored streams carried into the answer, want the page's %d", carried, want)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/udsproject/uds/internal/gzsplice"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -20,6 +21,11 @@ import (
 
 // appendItem appends the JSON of it, as encoding/json encodes toJSON(it).
 func appendItem(b []byte, it *uds.Item) []byte {
+	return appendItemTail(append(appendItemHead(b, it), it.Data...), it)
+}
+
+// appendItemHead appends the JSON of it up to its value: `{..."data":`.
+func appendItemHead(b []byte, it *uds.Item) []byte {
 	b = append(b, `{"applicationUuid":`...)
 	b = appendString(b, it.App)
 	b = append(b, `,"namespace":`...)
@@ -30,8 +36,11 @@ func appendItem(b []byte, it *uds.Item) []byte {
 		b = append(b, `,"sortKey":`...)
 		b = appendString(b, it.SortKey)
 	}
-	b = append(b, `,"data":`...)
-	b = append(b, it.Data...)
+	return append(b, `,"data":`...)
+}
+
+// appendItemTail appends the JSON of it after its value, to its end.
+func appendItemTail(b []byte, it *uds.Item) []byte {
 	if it.ClassName != "" {
 		b = append(b, `,"className":`...)
 		b = appendString(b, it.ClassName)
@@ -119,9 +128,14 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// itemJSONBytes estimates the encoded size of an item, to size buffers.
+// itemJSONBytes estimates the encoded size of an item, to size buffers;
+// a compressed value counts as what it adds to a gzip answer.
 func itemJSONBytes(it *uds.Item) int {
-	return len(it.Data) + len(it.App) + len(it.Namespace) + len(it.ID) + len(it.SortKey) +
+	data := len(it.Data)
+	if it.Compressed != nil {
+		data = it.Compressed.CompressedSize()
+	}
+	return data + len(it.App) + len(it.Namespace) + len(it.ID) + len(it.SortKey) +
 		len(it.ClassName) + len(it.CreatedBy) + len(it.UpdatedBy) + 220
 }
 
@@ -137,22 +151,42 @@ func writeItem(w http.ResponseWriter, status int, it *uds.Item) {
 var pageBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // writeListPage answers a page of list items as encoding/json would encode
-// {"list": [items], "cursor": cursor} (cursor omitted when empty).
+// {"list": [items], "cursor": cursor} (cursor omitted when empty). A page
+// holding compressed values (read for a client that accepts gzip) goes
+// gzip encoded, the values' stored streams spliced in as they are.
 func writeListPage(w http.ResponseWriter, items []uds.Item, cursor string) {
 	n := len(cursor) + 32
+	compressed := false
 	for i := range items {
 		n += itemJSONBytes(&items[i]) + 1
+		compressed = compressed || items[i].Compressed != nil
 	}
 	bp := pageBuffers.Get().(*[]byte)
 	defer pageBuffers.Put(bp)
 	buf := slices.Grow((*bp)[:0], n)
 	defer func() { *bp = buf[:0] }()
+	var gz *gzsplice.Writer
+	var gzp *[]byte
+	if compressed {
+		gz = new(gzsplice.Writer)
+		gzp = pageBuffers.Get().(*[]byte)
+		defer pageBuffers.Put(gzp)
+		gz.Start(slices.Grow((*gzp)[:0], n))
+	}
 	buf = append(buf, `{"list":[`...)
 	for i := range items {
+		it := &items[i]
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendItem(buf, &items[i])
+		buf = appendItemHead(buf, it)
+		if it.Compressed != nil {
+			gz.Splice(buf, *it.Compressed)
+			buf = buf[:0]
+		} else {
+			buf = append(buf, it.Data...)
+		}
+		buf = appendItemTail(buf, it)
 	}
 	buf = append(buf, ']')
 	if cursor != "" {
@@ -160,5 +194,14 @@ func writeListPage(w http.ResponseWriter, items []uds.Item, cursor string) {
 		buf = appendString(buf, cursor)
 	}
 	buf = append(buf, "}\n"...)
+	if gz != nil {
+		body := gz.Close(buf)
+		*gzp = body[:0]
+		h := w.Header()
+		h.Set("Content-Encoding", "gzip")
+		h.Add("Vary", "Accept-Encoding")
+		answerBody(w, http.StatusOK, body)
+		return
+	}
 	answerBody(w, http.StatusOK, buf)
 }

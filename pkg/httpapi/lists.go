@@ -36,6 +36,7 @@ func (a *API) listItems(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, &key)
 		return
 	}
+	q.KeepCompressed = acceptsGzip(r)
 	// In a private namespace the key, and so the binding, is the
 	// caller's: another caller's cursor does not open.
 	binding := listBinding(sc.key, q.Range)

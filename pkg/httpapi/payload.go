@@ -26,8 +26,16 @@ const itemFieldBytes = 260
 // its JSON in the body, escaped again in the payload. It counts exactly
 // what grows under escaping, so a page of quote-heavy values is cut sooner
 // than one of plain text.
+//
+// A value kept compressed goes out in a gzip answer, which Lambda carries
+// base64 encoded: it adds four thirds of its compressed size.
 func itemPayloadBytes(it *uds.Item) int {
-	n := itemFieldBytes + rawPayloadBytes(it.Data)
+	n := itemFieldBytes
+	if it.Compressed != nil {
+		n += (it.Compressed.CompressedSize() + 2) / 3 * 4
+	} else {
+		n += rawPayloadBytes(it.Data)
+	}
 	for _, s := range [...]string{it.App, it.Namespace, it.ID, it.SortKey, it.ClassName, it.CreatedBy, it.UpdatedBy} {
 		n += stringPayloadBytes(s)
 	}

@@ -60,7 +60,7 @@ func queryAnswer(n, size int) stubBody {
 		}
 		if len(v) > 4096 {
 			var z bytes.Buffer
-			w, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+			w, _ := gzip.NewWriterLevel(&z, store.ValueCompression)
 			_, _ = w.Write([]byte(v))
 			_ = w.Close()
 			it["dataValueGz"] = map[string]string{"B": base64.StdEncoding.EncodeToString(z.Bytes())}

@@ -30,6 +30,10 @@ type ListQuery struct {
 	// MaxBytes cut it: the first query of this page reads one more than
 	// that, not a full DynamoDB page.
 	Expect int
+	// KeepCompressed leaves values stored compressed as they are
+	// (uds.Item.Compressed) where they can be spliced into a gzip
+	// answer, instead of inflating them.
+	KeepCompressed bool
 }
 
 // ListPage is one page of list items. More is true when items remain after
@@ -95,6 +99,10 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 	if size == nil {
 		size = plainBytes
 	}
+	decode := decodeItem
+	if q.KeepCompressed {
+		decode = decodeKeepingCompressed
+	}
 	now := time.Now()
 	var gone []listEntry
 	want := q.Limit + 1 // one more than the page, to learn whether more exist
@@ -142,7 +150,7 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 				gone = append(gone, listEntry{key: key, state: av})
 				continue
 			}
-			it, err := decodeItem(key, av)
+			it, err := decode(key, av)
 			if err != nil {
 				return ListPage{}, err
 			}
@@ -179,7 +187,7 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 
 // plainBytes is ListQuery's default item measure.
 func plainBytes(it *uds.Item) int {
-	return len(it.Data) + len(it.SortKey) + len(it.ClassName)
+	return it.DataLen() + len(it.SortKey) + len(it.ClassName)
 }
 
 func inRange(sk string, r uds.Range) bool {

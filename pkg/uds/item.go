@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/udsproject/uds/internal/gzsplice"
 )
 
 // MaxDataBytes is the largest `data` value UDS accepts (1 MiB of JSON).
@@ -16,7 +18,12 @@ type Item struct {
 	// Data is the stored JSON exactly as it was written (compacted): number
 	// precision, key order and unicode are kept. It is never modified in
 	// place: a read may share it with the string it was decoded from.
-	Data        json.RawMessage
+	Data json.RawMessage
+	// Compressed, when set, holds the value as UDS stored it, gzip
+	// compressed, and Data is nil: a list page sent gzip encoded carries
+	// the stored stream on without inflating it (store.ListQuery's
+	// KeepCompressed).
+	Compressed  *gzsplice.Member
 	ClassName   string
 	CreatedDate time.Time
 	CreatedBy   string
@@ -27,6 +34,15 @@ type Item struct {
 	// ExpiresAt, when set, is the instant (to the millisecond) from which
 	// the item is gone.
 	ExpiresAt time.Time
+}
+
+// DataLen is the length of the value's JSON, whether it is held as Data
+// or still compressed.
+func (it *Item) DataLen() int {
+	if it.Compressed != nil {
+		return it.Compressed.Size()
+	}
+	return len(it.Data)
 }
 
 // MaxTTL is the longest expiry UDS accepts: ten years.
