@@ -63,6 +63,17 @@ func forFunctions(name, statistic string) []awscloudwatch.IMetric {
 	return out
 }
 
+// initDurationQuery charts cold starts from the functions' platform.report
+// records. Under the JSON log format a report is a JSON record, not the
+// plain-text REPORT line that @type and @initDuration describe:
+// {"type":"platform.report","record":{"metrics":{"initDurationMs":...}}},
+// with initDurationMs only after a cold start.
+var initDurationQuery = []string{
+	`filter type = "platform.report" and ispresent(record.metrics.initDurationMs)`,
+	`stats count() as coldStarts, avg(record.metrics.initDurationMs) as avgInitMs, ` +
+		`pct(record.metrics.initDurationMs, 99) as p99InitMs by bin(5m)`,
+}
+
 // defineDashboard builds the operations dashboard: per route requests,
 // latency and errors; quota refusals and conditional failures; DynamoDB
 // throttles, retries and capacity; the functions' duration, cold starts,
@@ -128,12 +139,10 @@ func (s *UdsStack) defineDashboard(props *UdsStackProps) {
 		awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{
 			Title:         jsii.String("Cold starts: init duration (ms)"),
 			LogGroupNames: &logGroups,
-			QueryLines: jsii.Strings(
-				"filter @type = \"REPORT\" and ispresent(@initDuration)",
-				"stats count() as coldStarts, avg(@initDuration) as avgInitMs, pct(@initDuration, 99) as p99InitMs by bin(5m)",
-			),
-			View:  awscloudwatch.LogQueryVisualizationType_LINE,
-			Width: jsii.Number(6), Height: jsii.Number(6),
+			QueryLines:    jsii.Strings(initDurationQuery...),
+			View:          awscloudwatch.LogQueryVisualizationType_LINE,
+			Width:         jsii.Number(6),
+			Height:        jsii.Number(6),
 		}),
 		graph("Concurrent executions", concurrency, 6),
 		graph("Function errors (crash or timeout)", errs, 6),

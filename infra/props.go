@@ -82,8 +82,10 @@ type UdsStackProps struct {
 	// ThrottleRateLimit (requests per second) and ThrottleBurstLimit apply to
 	// the default stage as a whole.
 	ThrottleRateLimit, ThrottleBurstLimit float64
-	// LogLevel is the functions' application log level: DEBUG, INFO (one
-	// line per request), WARN or ERROR (failures only).
+	// LogLevel is the least level of the functions' log lines: DEBUG,
+	// INFO (one line per request), WARN or ERROR (failures only). The
+	// functions apply it (UDS_LOG_LEVEL), not Lambda, whose level filter
+	// would drop the EMF records too.
 	LogLevel string
 }
 

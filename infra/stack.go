@@ -175,12 +175,28 @@ func (s *UdsStack) defineFunction(f functionSpec, props *UdsStackProps) {
 		LogGroup:     logGroup,
 		// The functions write JSON themselves (aws-lambda-go's slog
 		// handler follows this setting) and EMF records beside it.
-		LoggingFormat:         awslambda.LoggingFormat_JSON,
-		ApplicationLogLevelV2: awslambda.ApplicationLogLevel(props.LogLevel),
-		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+		// Lambda files a line without a level, as every EMF record is,
+		// at INFO: an application log level above INFO would drop the
+		// metrics. The functions apply LOG_LEVEL to their own lines
+		// (UDS_LOG_LEVEL) instead.
+		ApplicationLogLevelV2: awslambda.ApplicationLogLevel(lambdaLogLevel(props.LogLevel)),
+		// The platform.report record, which carries a cold start's init
+		// duration for the dashboard, is INFO.
+		SystemLogLevelV2: awslambda.SystemLogLevel_INFO,
 	})
 	s.Functions[f.Name] = fn
 	s.Roles[f.Name] = role
+}
+
+// lambdaLogLevel is Lambda's application log level for the configured
+// one: DEBUG, so that the functions' DEBUG lines get through, or else
+// INFO.
+func lambdaLogLevel(level string) string {
+	if level == "DEBUG" {
+		return level
+	}
+	return "INFO"
 }
 
 // functionEnvironment is the configuration pkg/config reads. Table names go
@@ -191,6 +207,7 @@ func functionEnvironment(f functionSpec, props *UdsStackProps) *map[string]*stri
 		config.EnvSubjectClaim:      jsii.String(props.SubjectClaim),
 		config.EnvDefaultLimitBytes: jsii.String(strconv.FormatInt(props.DefaultLimitBytes, 10)),
 		config.EnvDefaultLimitItems: jsii.String(strconv.FormatInt(props.DefaultLimitItems, 10)),
+		config.EnvLogLevel:          jsii.String(props.LogLevel),
 	}
 	for _, t := range schema.Tables {
 		env[t.EnvVar] = jsii.String(props.TableName(t))

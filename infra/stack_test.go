@@ -246,8 +246,8 @@ var wantAccess = map[string]map[string][]string{
 		"UsageTable":                  {"UpdateItem", "Query", "BatchGetItem"},
 		"UsageTable/index/byAppShard": {"Query"},
 		"AppsTable":                   {"GetItem", "UpdateItem", "BatchGetItem"},
-		"DataTable":                   {"DeleteItem", "Scan"},
-		"ListTable":                   {"DeleteItem", "Scan"},
+		"DataTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan"},
+		"ListTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan"},
 		"DataTable/index/byOwner":     {"Query"},
 		"ListTable/index/byOwner":     {"Query"},
 		"NamespacesTable":             {"GetItem", "UpdateItem", "Query"},
@@ -336,7 +336,7 @@ func TestDefaultStack(t *testing.T) {
 			logging := p["LoggingConfig"].(map[string]any)
 			checkEqual(t, "LogFormat", logging["LogFormat"], "JSON")
 			checkEqual(t, "ApplicationLogLevel", logging["ApplicationLogLevel"], "INFO")
-			checkEqual(t, "SystemLogLevel", logging["SystemLogLevel"], "WARN")
+			checkEqual(t, "SystemLogLevel", logging["SystemLogLevel"], "INFO")
 		})
 	}
 
@@ -348,6 +348,7 @@ func TestDefaultStack(t *testing.T) {
 				config.EnvCursorSecret:      "${AWS::StackId}",
 				config.EnvDefaultLimitBytes: "0",
 				config.EnvDefaultLimitItems: "0",
+				config.EnvLogLevel:          "INFO",
 			}
 			for _, table := range schema.Tables {
 				want[table.EnvVar] = table.DefaultName
@@ -503,12 +504,32 @@ func TestDefaultStack(t *testing.T) {
 			`MetricName=\"ClientErrors\"`, `MetricName=\"ServerErrors\"`,
 			`"QuotaRefusals"`, `"ConditionalFailures"`, `"DynamoDBThrottles"`, `"DynamoDBRetries"`,
 			`"ConsumedReadCapacityUnits"`, `"ConsumedWriteCapacityUnits"`, `MetricName=\"ThrottledRequests\" (TableName=\"data_store\" OR`,
-			`"Duration"`, `@initDuration`, `"ConcurrentExecutions"`, `"Errors"`, `"IteratorAge"`, `"Releases"`,
+			`"Duration"`, `"ConcurrentExecutions"`, `"Errors"`, `"IteratorAge"`, `"Releases"`,
 		} {
 			if !strings.Contains(body, want) {
 				t.Errorf("the dashboard lacks %s", want)
 			}
 		}
+		// Under the JSON log format a cold start's init duration is in
+		// the platform.report record (the system log level must let it
+		// through: see the functions' logging config above).
+		var dashboard struct {
+			Widgets []struct {
+				Properties struct{ Title, Query string }
+			}
+		}
+		if err := json.Unmarshal([]byte(body), &dashboard); err != nil {
+			t.Fatalf("the dashboard body is not JSON: %v", err)
+		}
+		var query string
+		for _, w := range dashboard.Widgets {
+			if w.Properties.Title == "Cold starts: init duration (ms)" {
+				query = w.Properties.Query
+			}
+		}
+		_, query, _ = strings.Cut(query, "| filter ")
+		checkEqual(t, "init duration query", query, `type = "platform.report" and ispresent(record.metrics.initDurationMs)`+"\n| "+
+			`stats count() as coldStarts, avg(record.metrics.initDurationMs) as avgInitMs, pct(record.metrics.initDurationMs, 99) as p99InitMs by bin(5m)`)
 	})
 
 	t.Run("outputs", func(t *testing.T) {
@@ -912,10 +933,15 @@ func TestContextConfiguration(t *testing.T) {
 	}
 	s := synth(t, context)
 
+	// WARN is the functions' to apply: Lambda stays at INFO, where it
+	// keeps the EMF records, which have no level.
 	t.Run("log level", func(t *testing.T) {
 		for _, f := range functionSpecs {
-			logging := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["LoggingConfig"].(map[string]any)
-			checkEqual(t, f.Name+" ApplicationLogLevel", logging["ApplicationLogLevel"], "WARN")
+			fn := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties
+			logging := fn["LoggingConfig"].(map[string]any)
+			checkEqual(t, f.Name+" ApplicationLogLevel", logging["ApplicationLogLevel"], "INFO")
+			checkEqual(t, f.Name+" SystemLogLevel", logging["SystemLogLevel"], "INFO")
+			checkEqual(t, f.Name+" "+config.EnvLogLevel, fn["Environment"].(map[string]any)["Variables"].(map[string]any)[config.EnvLogLevel], "WARN")
 		}
 	})
 
@@ -953,6 +979,16 @@ func TestContextConfiguration(t *testing.T) {
 			"ThrottlingRateLimit": 50.0, "ThrottlingBurstLimit": 75.0,
 		})
 	})
+}
+
+// Lambda filters only below INFO, and DEBUG only when the functions log
+// at DEBUG: any level above INFO would drop the EMF records.
+func TestLambdaLogLevel(t *testing.T) {
+	for level, want := range map[string]string{"DEBUG": "DEBUG", "INFO": "INFO", "WARN": "INFO", "ERROR": "INFO"} {
+		t.Run(level, func(t *testing.T) {
+			checkEqual(t, "Lambda's level", lambdaLogLevel(level), want)
+		})
+	}
 }
 
 func TestPropsFromContextErrors(t *testing.T) {

@@ -7,7 +7,8 @@
 #   make invoke FN=kv EVENT=events/kv/01-create.json
 #       build ./functions/$(FN) for this machine and invoke it with $(EVENT):
 #       the response on stdout, the function's logs and
-#       "init_duration_ms=… duration_ms=… status=…" on stderr.
+#       "init_duration_ms=… duration_ms=… status=…" on stderr. LOG_LEVEL
+#       reaches the function as the stack passes it, UDS_LOG_LEVEL.
 #
 #   make invoke-floor [FUNCTIONS="kv list admin expiry"] [FLOOR_REPEAT=10]
 #       $(FLOOR_REPEAT) cold starts of cmd/hello-lambda, cmd/hello-dynamodb
@@ -56,7 +57,7 @@ endif
 
 invoke: $(INVOKE_ENGINE)
 	$(HOST_GO_ENV) go build $(HOST_GO_BUILD_FLAGS) -o $(HOST_BUILD_DIR)/$(FN)/bootstrap ./functions/$(FN)
-	UDS_DYNAMODB_ENDPOINT=$(DDB_ENDPOINT) go run ./cmd/lambda-invoke -bootstrap $(HOST_BUILD_DIR)/$(FN)/bootstrap -event $(EVENT) -timeout $(INVOKE_TIMEOUT)
+	UDS_DYNAMODB_ENDPOINT=$(DDB_ENDPOINT) $(if $(LOG_LEVEL),UDS_LOG_LEVEL=$(LOG_LEVEL)) go run ./cmd/lambda-invoke -bootstrap $(HOST_BUILD_DIR)/$(FN)/bootstrap -event $(EVENT) -timeout $(INVOKE_TIMEOUT)
 
 invoke-floor: $(INVOKE_ENGINE)
 	$(HOST_GO_ENV) go build $(HOST_GO_BUILD_FLAGS) -o $(HOST_BUILD_DIR)/hello/bootstrap ./cmd/hello-lambda

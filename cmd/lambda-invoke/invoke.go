@@ -318,7 +318,9 @@ func lambdaEnv(base []string, s envSettings) []string {
 		set["TZ"] = ":UTC"
 	}
 	// The log format and level Lambda sets from the function's logging
-	// configuration: JSON and INFO, as the stack configures UDS's.
+	// configuration: JSON and INFO, as the stack configures UDS's (it
+	// passes its LOG_LEVEL to the functions as UDS_LOG_LEVEL, which base
+	// may hold, and leaves Lambda at INFO so that EMF records are kept).
 	if lookup(base, "AWS_LAMBDA_LOG_FORMAT") == "" {
 		set["AWS_LAMBDA_LOG_FORMAT"] = "JSON"
 	}

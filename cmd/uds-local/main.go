@@ -48,10 +48,12 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// Request lines and EMF records both go to stdout, as on Lambda.
-	var handler slog.Handler = slog.NewTextHandler(os.Stdout, nil)
+	// Request lines and EMF records both go to stdout, as on Lambda, and
+	// UDS_LOG_LEVEL keeps the lines at its level or above, as there.
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var handler slog.Handler = slog.NewTextHandler(os.Stdout, opts)
 	if cfg.LogFormat == "json" {
-		handler = slog.NewJSONHandler(os.Stdout, nil)
+		handler = slog.NewJSONHandler(os.Stdout, opts)
 	}
 	logger := slog.New(handler)
 	slog.SetDefault(logger)

@@ -21,9 +21,14 @@ const Namespace = "UDS"
 const (
 	Count        = "Count"
 	Milliseconds = "Milliseconds"
-	Bytes        = "Bytes"
 	None         = "None"
 )
+
+// DurationMs is d in Milliseconds to the microsecond, as the latency
+// metrics and the log lines beside them give it.
+func DurationMs(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
+}
 
 // Metric names a metric and its unit.
 type Metric struct {
@@ -41,14 +46,6 @@ type Directive struct {
 // Dimension is a dimension's value in a record.
 type Dimension struct {
 	Name, Value string
-}
-
-// Property is a member of a record that is logged but not turned into a
-// metric: high cardinality fields such as an app or a subject belong
-// there.
-type Property struct {
-	Name  string
-	Value any
 }
 
 // Layout is a kind of record: its directives, whose JSON is encoded once,
@@ -106,20 +103,18 @@ func NewLayout(directives ...Directive) *Layout {
 type Writer struct {
 	mu  sync.Mutex
 	out io.Writer
-	now func() time.Time
 }
 
 // NewWriter returns a Writer to out (os.Stdout on Lambda).
-func NewWriter(out io.Writer) *Writer { return &Writer{out: out, now: time.Now} }
+func NewWriter(out io.Writer) *Writer { return &Writer{out: out} }
 
 var buffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// Write writes one record of layout l as one line: the dimensions' values,
-// the metrics' values in the layout's order, and properties, all members
-// of the root object beside "_aws". A property must not share a metric's
-// or a dimension's name. A nil Writer writes nothing, so callers need no
+// Write writes one record of layout l as one line: the dimensions' values
+// and the metrics' values in the layout's order, all members of the root
+// object beside "_aws". A nil Writer writes nothing, so callers need no
 // check.
-func (w *Writer) Write(l *Layout, dims []Dimension, values []float64, props ...Property) error {
+func (w *Writer) Write(l *Layout, dims []Dimension, values []float64) error {
 	if w == nil {
 		return nil
 	}
@@ -129,7 +124,7 @@ func (w *Writer) Write(l *Layout, dims []Dimension, values []float64, props ...P
 	bp := buffers.Get().(*[]byte)
 	defer buffers.Put(bp)
 	b := append((*bp)[:0], `{"_aws":{"Timestamp":`...)
-	b = strconv.AppendInt(b, w.now().UnixMilli(), 10)
+	b = strconv.AppendInt(b, time.Now().UnixMilli(), 10)
 	b = append(b, `,"CloudWatchMetrics":`...)
 	b = append(b, l.directives...)
 	b = append(b, '}')
@@ -145,38 +140,12 @@ func (w *Writer) Write(l *Layout, dims []Dimension, values []float64, props ...P
 		b = append(b, ':')
 		b = strconv.AppendFloat(b, values[i], 'g', -1, 64)
 	}
-	for _, p := range props {
-		b = append(b, ',')
-		b = appendString(b, p.Name)
-		b = append(b, ':')
-		var err error
-		if b, err = appendValue(b, p.Value); err != nil {
-			return err
-		}
-	}
 	b = append(b, '}', '\n')
 	*bp = b
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	_, err := w.out.Write(b)
 	return err
-}
-
-// appendValue appends a property: strings and numbers directly, anything
-// else as encoding/json renders it.
-func appendValue(b []byte, v any) ([]byte, error) {
-	switch v := v.(type) {
-	case string:
-		return appendString(b, v), nil
-	case int:
-		return strconv.AppendInt(b, int64(v), 10), nil
-	case int64:
-		return strconv.AppendInt(b, v, 10), nil
-	case float64:
-		return strconv.AppendFloat(b, v, 'g', -1, 64), nil
-	}
-	j, err := json.Marshal(v)
-	return append(b, j...), err
 }
 
 // appendString appends s as a JSON string.

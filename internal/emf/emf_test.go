@@ -2,8 +2,10 @@ package emf_test
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/internal/emf/emftest"
@@ -18,12 +20,11 @@ func TestRecordsMeetTheSpecification(t *testing.T) {
 		}},
 		emf.Directive{DimensionSets: [][]string{{}}, Metrics: []emf.Metric{{Name: "ReadCapacityUnits", Unit: emf.None}}},
 	)
+	// The route's value has characters JSON must escape, so the slow
+	// path of the string encoder is checked too.
 	err := w.Write(layout,
-		[]emf.Dimension{{Name: "function", Value: "kv"}, {Name: "route", Value: "GET /data/{applicationUuid}/{namespace}/{id}"}},
+		[]emf.Dimension{{Name: "function", Value: "kv"}, {Name: "route", Value: "GET /data/{applicationUuid}/\"ünïcode\"\n"}},
 		[]float64{1, 12.5, 0.5},
-		emf.Property{Name: "applicationUuid", Value: "d53065bd-f932-4841-83fb-849717d8df0f"}, emf.Property{Name: "subject", Value: "auth0|abc"},
-		emf.Property{Name: "note", Value: "a \"quoted\" ünïcode\n line"}, emf.Property{Name: "count", Value: 3},
-		emf.Property{Name: "list", Value: []int{1, 2}},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +36,7 @@ func TestRecordsMeetTheSpecification(t *testing.T) {
 	if err := emftest.Check(line); err != nil {
 		t.Errorf("%v\n%s", err, line)
 	}
-	for _, want := range []string{`"Namespace":"UDS"`, `"subject":"auth0|abc"`, `"Latency":12.5`, `"Unit":"Milliseconds"`} {
+	for _, want := range []string{`"Namespace":"UDS"`, `"route":"GET /data/{applicationUuid}/\"ünïcode\"\n"`, `"Latency":12.5`, `"Unit":"Milliseconds"`} {
 		if !strings.Contains(string(line), want) {
 			t.Errorf("line lacks %s: %s", want, line)
 		}
@@ -43,17 +44,27 @@ func TestRecordsMeetTheSpecification(t *testing.T) {
 }
 
 // The checker refuses what the specification forbids, so that a test
-// relying on it can fail.
+// relying on it can fail. Every record but the timestamps' has a current
+// timestamp, so that it is refused for the reason its case names.
 func TestCheckRefusesBrokenRecords(t *testing.T) {
+	now := time.Now()
+	at := func(when time.Time) string {
+		return `{"_aws":{"Timestamp":` + strconv.FormatInt(when.UnixMilli(), 10) + `,"CloudWatchMetrics":`
+	}
+	current := at(now)
 	for name, line := range map[string]string{
 		"no metadata":            `{"Requests":1}`,
 		"no timestamp":           `{"_aws":{"CloudWatchMetrics":[]}}`,
-		"unknown unit":           `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"UDS","Dimensions":[],"Metrics":[{"Name":"R","Unit":"Requests"}]}]},"R":1}`,
-		"missing metric value":   `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"UDS","Dimensions":[],"Metrics":[{"Name":"R"}]}]}}`,
-		"metric not a number":    `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"UDS","Dimensions":[],"Metrics":[{"Name":"R"}]}]},"R":"1"}`,
-		"missing dimension":      `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"UDS","Dimensions":[["route"]],"Metrics":[{"Name":"R"}]}]},"R":1}`,
-		"dimension not a string": `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"UDS","Dimensions":[["route"]],"Metrics":[]}]},"route":3}`,
-		"31 dimensions": `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"UDS","Dimensions":[["` +
+		"timestamp in seconds":   `{"_aws":{"Timestamp":` + strconv.FormatInt(now.Unix(), 10) + `,"CloudWatchMetrics":[]}}`,
+		"timestamp in µs":        `{"_aws":{"Timestamp":` + strconv.FormatInt(now.UnixMicro(), 10) + `,"CloudWatchMetrics":[]}}`,
+		"timestamp a month ago":  at(now.AddDate(0, -1, 0)) + `[]}}`,
+		"timestamp a day ahead":  at(now.AddDate(0, 0, 1)) + `[]}}`,
+		"unknown unit":           current + `[{"Namespace":"UDS","Dimensions":[],"Metrics":[{"Name":"R","Unit":"Requests"}]}]},"R":1}`,
+		"missing metric value":   current + `[{"Namespace":"UDS","Dimensions":[],"Metrics":[{"Name":"R"}]}]}}`,
+		"metric not a number":    current + `[{"Namespace":"UDS","Dimensions":[],"Metrics":[{"Name":"R"}]}]},"R":"1"}`,
+		"missing dimension":      current + `[{"Namespace":"UDS","Dimensions":[["route"]],"Metrics":[{"Name":"R"}]}]},"R":1}`,
+		"dimension not a string": current + `[{"Namespace":"UDS","Dimensions":[["route"]],"Metrics":[]}]},"route":3}`,
+		"31 dimensions": current + `[{"Namespace":"UDS","Dimensions":[["` +
 			strings.Repeat(`d","`, 30) + `d"]],"Metrics":[]}]},"d":"x"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -61,6 +72,11 @@ func TestCheckRefusesBrokenRecords(t *testing.T) {
 				t.Errorf("accepted %s", line)
 			}
 		})
+	}
+	// The timestamp cases' record with a current timestamp passes, so they
+	// are refused for their timestamps alone.
+	if line := current + `[]}}`; emftest.Check([]byte(line)) != nil {
+		t.Errorf("refused %s: %v", line, emftest.Check([]byte(line)))
 	}
 }
 

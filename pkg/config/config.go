@@ -4,8 +4,10 @@ package config
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/udsproject/uds/pkg/schema"
@@ -26,6 +28,7 @@ const (
 	EnvListenAddr          = "UDS_LISTEN_ADDR"
 	EnvTrustSubjectHeader  = "UDS_TRUST_SUBJECT_HEADER"
 	EnvLogFormat           = "UDS_LOG_FORMAT"
+	EnvLogLevel            = "UDS_LOG_LEVEL"
 	DefaultListenAddr      = "127.0.0.1:8080"
 	DefaultSubjectClaim    = "sub"
 	DefaultLimitsCacheTTL  = 30 * time.Second
@@ -71,6 +74,11 @@ type Config struct {
 	// LogFormat is the local server's log format, "text" or "json"; on
 	// Lambda the function's log format (the stack sets JSON) decides.
 	LogFormat string
+	// LogLevel is the least level of the log lines written: DEBUG, INFO
+	// (a line per request), WARN or ERROR (failures only). On Lambda UDS
+	// applies it, not Lambda: Lambda files the EMF records, which have no
+	// level, as INFO, and a function log level above INFO would drop them.
+	LogLevel slog.Level
 	// SweepInterval is how often the local server removes expired items;
 	// 0 turns it off. The functions ignore it.
 	SweepInterval time.Duration
@@ -120,12 +128,22 @@ func FromEnv() (Config, error) {
 	if c.SweepInterval, err = envDuration(EnvSweepInterval, DefaultSweepInterval); err != nil {
 		return c, err
 	}
+	level := envOr(EnvLogLevel, "INFO")
+	var known bool
+	if c.LogLevel, known = logLevels[strings.ToUpper(level)]; !known {
+		return c, fmt.Errorf("%s: want DEBUG, INFO, WARN or ERROR, got %q", EnvLogLevel, level)
+	}
 	switch c.LogFormat = envOr(EnvLogFormat, "text"); c.LogFormat {
 	case "text", "json":
 	default:
 		return c, fmt.Errorf("%s: want text or json, got %q", EnvLogFormat, c.LogFormat)
 	}
 	return c, nil
+}
+
+// logLevels are the levels UDS_LOG_LEVEL names, the stack's and Lambda's.
+var logLevels = map[string]slog.Level{
+	"DEBUG": slog.LevelDebug, "INFO": slog.LevelInfo, "WARN": slog.LevelWarn, "ERROR": slog.LevelError,
 }
 
 func envOr(name, fallback string) string {

@@ -10,18 +10,16 @@ package expiry
 import (
 	"context"
 	"fmt"
-	"log"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/lambdahost"
 	"github.com/udsproject/uds/pkg/store"
 )
 
@@ -64,7 +62,7 @@ func Handler(r Releaser, log *slog.Logger, metrics *emf.Writer) func(context.Con
 		c := calls.Snapshot()
 		attrs := []slog.Attr{
 			slog.Int("records", len(ev.Records)), slog.Int("released", released), slog.Int("skipped", skipped),
-			slog.Int("failed", len(resp.BatchItemFailures)), slog.Float64("latencyMs", float64(time.Since(start).Microseconds())/1000),
+			slog.Int("failed", len(resp.BatchItemFailures)), slog.Float64("latencyMs", emf.DurationMs(time.Since(start))),
 			slog.Int("dynamodbCalls", c.Calls), slog.Int("dynamodbRetries", c.Retries), slog.Int("dynamodbThrottles", c.Throttles),
 			slog.Float64("writeUnits", c.WriteUnits),
 		}
@@ -133,18 +131,14 @@ func value(v events.DynamoDBAttributeValue) types.AttributeValue {
 	return &types.AttributeValueMemberNULL{Value: true}
 }
 
-// Main is the expiry function's whole main: read the configuration once,
-// build the client at init, and serve stream batches.
+// Main is the expiry function's whole main (see lambdahost.Start): the
+// DynamoDB client is built at init, then stream batches are served.
 func Main() {
-	logger := lambdacontext.NewLogger()
-	slog.SetDefault(logger)
-	cfg, err := config.FromEnv()
-	if err != nil {
-		log.Fatalf("configuration: %v", err)
-	}
-	client, err := store.NewClient(context.Background(), cfg.Endpoint)
-	if err != nil {
-		log.Fatalf("init: %v", err)
-	}
-	lambda.Start(Handler(store.New(client, cfg.Tables), logger, emf.NewWriter(os.Stdout)))
+	lambdahost.Start(func(ctx context.Context, cfg config.Config, logger *slog.Logger) (any, error) {
+		client, err := store.NewClient(ctx, cfg.Endpoint)
+		if err != nil {
+			return nil, err
+		}
+		return Handler(store.New(client, cfg.Tables), logger, emf.NewWriter(os.Stdout)), nil
+	})
 }

@@ -95,6 +95,7 @@ func (a *API) export(w http.ResponseWriter, r *http.Request, p params) {
 		}
 		out.Cursor = a.cursors.Seal(exportBinding(app), string(pos))
 	}
+	observationFrom(r.Context()).noteExport(len(out.Records))
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -173,6 +174,7 @@ func (a *API) importRecords(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
+	observationFrom(r.Context()).noteImport(res.Imported, res.Skipped, res.Expired, len(res.Conflicts))
 	out := importJSON{Imported: res.Imported, Skipped: res.Skipped, Expired: res.Expired, Conflicts: []conflictJSON{}}
 	for _, c := range res.Conflicts {
 		out.Conflicts = append(out.Conflicts, conflictJSON{c.Index, c.Key.Namespace, c.Key.ID, c.Key.SortKey, c.Version})

@@ -35,6 +35,9 @@ type observation struct {
 	cause error
 	// deleted counts a delete-all's items; batchOps a batch's operations.
 	deleted, batchOps int
+	// imported, skipped, expired and conflicts count an import's records
+	// by what became of them; exported counts an export page's records.
+	imported, skipped, expired, conflicts, exported int
 }
 
 type observationKey struct{}
@@ -77,6 +80,23 @@ func (ob *observation) noteBatch(n int) {
 	if ob != nil {
 		ob.mu.Lock()
 		ob.batchOps = n
+		ob.mu.Unlock()
+	}
+}
+
+// noteImport records what an import did with its records.
+func (ob *observation) noteImport(imported, skipped, expired, conflicts int) {
+	if ob != nil {
+		ob.mu.Lock()
+		ob.imported, ob.skipped, ob.expired, ob.conflicts = imported, skipped, expired, conflicts
+		ob.mu.Unlock()
+	}
+}
+
+func (ob *observation) noteExport(n int) {
+	if ob != nil {
+		ob.mu.Lock()
+		ob.exported = n
 		ob.mu.Unlock()
 	}
 }
@@ -169,7 +189,7 @@ func (a *API) ServeBadURL(ctx context.Context, w http.ResponseWriter, method, pa
 func (a *API) report(r *http.Request, route string, p params, ow *observed, bytesIn int, took time.Duration, c store.Calls, ob *observation) {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	ms := float64(took.Microseconds()) / 1000
+	ms := emf.DurationMs(took)
 	level := slog.LevelInfo
 	if ow.status >= 500 || ob.cause != nil {
 		level = slog.LevelError
@@ -208,12 +228,13 @@ func (a *API) report(r *http.Request, route string, p params, ow *observed, byte
 		if ob.cause != nil {
 			attrs = append(attrs, slog.String("cause", ob.cause.Error()))
 		}
-		if ob.deleted > 0 {
-			attrs = append(attrs, slog.Int("deleted", ob.deleted))
-		}
-		if ob.batchOps > 0 {
-			attrs = append(attrs, slog.Int("batchOps", ob.batchOps))
-		}
+		attrs = appendNonZero(attrs, "deleted", ob.deleted)
+		attrs = appendNonZero(attrs, "batchOps", ob.batchOps)
+		attrs = appendNonZero(attrs, "imported", ob.imported)
+		attrs = appendNonZero(attrs, "skipped", ob.skipped)
+		attrs = appendNonZero(attrs, "expired", ob.expired)
+		attrs = appendNonZero(attrs, "conflicts", ob.conflicts)
+		attrs = appendNonZero(attrs, "exported", ob.exported)
 		if trace := r.Header.Get("X-Amzn-Trace-Id"); trace != "" {
 			attrs = append(attrs, slog.String("traceId", trace))
 		}
@@ -224,6 +245,15 @@ func (a *API) report(r *http.Request, route string, p params, ow *observed, byte
 		*ap = attrs
 	}
 	a.writeMetrics(route, ow.status, ms, c, ob)
+}
+
+// appendNonZero appends an integer attribute unless it is zero: what a
+// request did not do is left out of its line.
+func appendNonZero(attrs []slog.Attr, key string, n int) []slog.Attr {
+	if n == 0 {
+		return attrs
+	}
+	return append(attrs, slog.Int(key, n))
 }
 
 // attrPool recycles the attribute slices of request lines: handlers do
@@ -250,7 +280,9 @@ func (a *API) writeMetrics(route string, status int, ms float64, c store.Calls, 
 	values := append(buf[:0],
 		1, ms, flag(status >= 400 && status < 500), flag(status >= 500), // per route
 		1, // per status class
-		float64(ob.quotaRefusals), float64(ob.conditionalFailures), float64(c.Calls), float64(c.Retries),
+		// An import's conflicts are writes refused because the key holds
+		// another item, as a 409 is: they are conditional failures too.
+		float64(ob.quotaRefusals), float64(ob.conditionalFailures+ob.conflicts), float64(c.Calls), float64(c.Retries),
 		float64(c.Throttles), c.ReadUnits, c.WriteUnits)
 	layout := requestLayouts[0]
 	if ob.deleted > 0 {

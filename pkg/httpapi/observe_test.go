@@ -174,6 +174,74 @@ func TestRequestLinesAndMetrics(t *testing.T) {
 			t.Errorf("the internal error reached the client: %s", r.raw)
 		}
 	})
+	t.Run("export and import", func(t *testing.T) {
+		other := "/rest/api/v1/data/" + otherApp
+		for _, id := range []string{"x1", "x2", "x3"} {
+			o.as("alice", "POST", other+"/obs/"+id, `{"data":1}`).expect(t, 201)
+		}
+		record := func(id, data, expiresAt string) string {
+			return `{"namespace":"obs","id":"` + id + `","owner":"alice","data":` + data + `,"createdBySubject":"alice",` +
+				`"updatedBySubject":"alice","version":1,"expiresAt":"` + expiresAt + `"}`
+		}
+		later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		o.do("POST", admin+"/apps/"+app+"/import", `{"records":[`+record("imp1", "1", later)+`]}`).expect(t, 200)
+		o.logs.take(t)
+		o.metrics.take(t)
+		for _, tc := range []struct {
+			name, method, path, body string
+			// line and record hold the fields the request line and
+			// the EMF record must have; absent the fields the line must
+			// not have.
+			line, record map[string]any
+			absent       []string
+			// lineUnits and recordUnits name the capacity the request
+			// consumed, in the line and in the record.
+			lineUnits, recordUnits string
+		}{
+			{
+				name: "export page", method: "GET", path: admin + "/apps/" + otherApp + "/export?limit=2",
+				line:      map[string]any{"route": "GET /admin/apps/{applicationUuid}/export", "status": 200.0, "exported": 2.0},
+				record:    map[string]any{"ConditionalFailures": 0.0},
+				absent:    []string{"imported", "skipped", "expired", "conflicts", "writeUnits"},
+				lineUnits: "readUnits", recordUnits: "ReadCapacityUnits",
+			},
+			{
+				// imp1 is there already, imp2 is new, imp3 has expired,
+				// and obs/item holds another item.
+				name: "import", method: "POST", path: admin + "/apps/" + app + "/import",
+				body: `{"records":[` + record("imp1", "1", later) + `,` + record("imp2", "2", later) + `,` +
+					record("imp3", "3", "2020-01-01T00:00:00Z") + `,` + record("item", `{"a":2}`, later) + `]}`,
+				line: map[string]any{"route": "POST /admin/apps/{applicationUuid}/import", "status": 200.0,
+					"imported": 1.0, "skipped": 1.0, "expired": 1.0, "conflicts": 1.0},
+				record:    map[string]any{"ConditionalFailures": 1.0, "ClientErrors": 0.0},
+				absent:    []string{"exported", "error"},
+				lineUnits: "writeUnits", recordUnits: "WriteCapacityUnits",
+			},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				o.do(tc.method, tc.path, tc.body).expect(t, 200)
+				line, rec := o.one(t)
+				for k, v := range tc.line {
+					if line[k] != v {
+						t.Errorf("line %s = %v, want %v", k, line[k], v)
+					}
+				}
+				for k, v := range tc.record {
+					if rec[k] != v {
+						t.Errorf("record %s = %v, want %v", k, rec[k], v)
+					}
+				}
+				for _, k := range tc.absent {
+					if v, ok := line[k]; ok {
+						t.Errorf("line has %s = %v", k, v)
+					}
+				}
+				if units, _ := line[tc.lineUnits].(float64); units <= 0 || rec[tc.recordUnits] != units {
+					t.Errorf("%s %v in the line, %s %v in the record", tc.lineUnits, line[tc.lineUnits], tc.recordUnits, rec[tc.recordUnits])
+				}
+			})
+		}
+	})
 	t.Run("unmatched", func(t *testing.T) {
 		o.do("GET", "/rest/api/v1/nothing", "").expect(t, 404)
 		line, rec := o.one(t)

@@ -8,15 +8,26 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"github.com/udsproject/uds/pkg/policy"
 )
 
+// Timestamps CloudWatch accepts: a metric's time may be up to two weeks
+// in the past and two hours in the future. A timestamp in seconds or in
+// microseconds falls far outside.
+const (
+	oldestTimestamp = 14 * 24 * time.Hour
+	newestTimestamp = 2 * time.Hour
+)
+
 // Check validates one EMF line against the specification: its structure
 // against emf-spec.schema.json, then the rules a schema cannot
-// say (every dimension a directive names is a string member of the root
-// of at most 1,024 characters; every metric a number, or an array of at
-// most 100 numbers). Tests of packages that write EMF use it.
+// say (the timestamp is in milliseconds, within the window CloudWatch
+// accepts around now; every dimension a directive names is a string
+// member of the root of at most 1,024 characters; every metric a number,
+// or an array of at most 100 numbers). Tests of packages that write EMF
+// use it as they write, so now is the record's time.
 func Check(line []byte) error {
 	_, file, _, _ := runtime.Caller(0)
 	raw, err := os.ReadFile(filepath.Join(filepath.Dir(file), "emf-spec.schema.json"))
@@ -32,6 +43,7 @@ func Check(line []byte) error {
 	}
 	var doc struct {
 		AWS struct {
+			Timestamp         int64
 			CloudWatchMetrics []struct {
 				Dimensions [][]string
 				Metrics    []struct{ Name string }
@@ -44,6 +56,10 @@ func Check(line []byte) error {
 	}
 	if err := json.Unmarshal(line, &root); err != nil {
 		return err
+	}
+	now := time.Now()
+	if at := time.UnixMilli(doc.AWS.Timestamp); at.Before(now.Add(-oldestTimestamp)) || at.After(now.Add(newestTimestamp)) {
+		return fmt.Errorf("timestamp %d is %s from now: not milliseconds since the epoch of a current record", doc.AWS.Timestamp, at.Sub(now).Round(time.Second))
 	}
 	for _, d := range doc.AWS.CloudWatchMetrics {
 		for _, set := range d.Dimensions {
