@@ -63,7 +63,7 @@ var functionSpecs = []functionSpec{
 		// Recomputing a user's usage reads all of their items, which can
 		// take as long as API Gateway allows.
 		Timeout:     29 * time.Second,
-		Description: "UDS administration: usage listings and quotas",
+		Description: "UDS administration: usage, quotas, namespace policies, export and import",
 	},
 	{
 		Name: fnExpiry, ConstructID: "ExpiryFunction", MemoryMB: 256,
@@ -148,18 +148,28 @@ var functionAccess = map[string][]tableAccess{
 		// Quota views read usage and the app default in one BatchGetItem;
 		// the app limits view reads the app alone; limit changes update.
 		{Table: schema.Apps, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}},
-		// Recompute reads an owner's items through the owner index of
-		// both data tables, and removes the expired ones first.
-		{Table: schema.Data, Actions: []string{"dynamodb:DeleteItem"}},
-		{Table: schema.List, Actions: []string{"dynamodb:DeleteItem"}},
+		// Recompute and export read an owner's items through the owner
+		// index of both data tables. Recompute, and an import whose key
+		// holds an expired item, remove expired items (a transaction
+		// of deletes). Export reads the items themselves with
+		// BatchGetItem; import writes each record as a put inside a
+		// transaction, which also returns the item in the way when its
+		// condition fails (no read permission needed for that). The
+		// actions export and import take are listed by
+		// TestExportImportDynamoDBActions (pkg/httpapi). A change of
+		// namespace policy that moves a namespace's items to another key
+		// space first scans the data tables for an item of it.
+		{Table: schema.Data, Actions: []string{
+			"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem", "dynamodb:Scan",
+		}},
+		{Table: schema.List, Actions: []string{
+			"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem", "dynamodb:Scan",
+		}},
 		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
-		// Namespace policies: read, set and listed per app. A change that
-		// moves a namespace's items to another key space first scans the
-		// data tables for an item of the namespace.
+		// Namespace policies: read (import checks each record's key space
+		// against its namespace's), set and listed per app.
 		{Table: schema.Namespaces, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"}},
-		{Table: schema.Data, Actions: []string{"dynamodb:Scan"}},
-		{Table: schema.List, Actions: []string{"dynamodb:Scan"}},
 	},
 	fnExpiry: {
 		// A release is a transaction of the owner's usage change and a

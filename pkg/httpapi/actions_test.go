@@ -1,0 +1,167 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/udsproject/uds/internal/dynamotest"
+	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/store"
+)
+
+// actionRecorder is a store.Client that notes the IAM action each call
+// needs, on which table or index, named as infra/stack_test.go's wantAccess
+// names them ("DataTable: PutItem", "DataTable/index/byOwner: Query"). A
+// transaction needs the action of each item it writes. It implements every
+// method of store.Client itself, so a method added there does not compile
+// here until it is recorded too.
+type actionRecorder struct {
+	next  store.Client
+	names map[string]string // physical table name → table ID
+	mu    sync.Mutex
+	seen  map[string]bool
+}
+
+func newActionRecorder(next store.Client, tables store.Tables) *actionRecorder {
+	r := &actionRecorder{next: next, names: map[string]string{}, seen: map[string]bool{}}
+	for _, t := range schema.Tables {
+		r.names[tables.Name(t)] = t.ID
+	}
+	return r
+}
+
+func (r *actionRecorder) note(table, index *string, action string) {
+	resource := r.names[aws.ToString(table)]
+	if index != nil {
+		resource += "/index/" + *index
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen[resource+": "+action] = true
+}
+
+// actions returns the actions seen, sorted.
+func (r *actionRecorder) actions() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.seen))
+	for a := range r.seen {
+		out = append(out, a)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r *actionRecorder) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	r.note(in.TableName, nil, "GetItem")
+	return r.next.GetItem(ctx, in, o...)
+}
+
+func (r *actionRecorder) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	r.note(in.TableName, nil, "UpdateItem")
+	return r.next.UpdateItem(ctx, in, o...)
+}
+
+func (r *actionRecorder) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	r.note(in.TableName, in.IndexName, "Query")
+	return r.next.Query(ctx, in, o...)
+}
+
+func (r *actionRecorder) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	r.note(in.TableName, in.IndexName, "Scan")
+	return r.next.Scan(ctx, in, o...)
+}
+
+func (r *actionRecorder) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	for table := range in.RequestItems {
+		r.note(&table, nil, "BatchGetItem")
+	}
+	return r.next.BatchGetItem(ctx, in, o...)
+}
+
+func (r *actionRecorder) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	for _, it := range in.TransactItems {
+		switch {
+		case it.Put != nil:
+			r.note(it.Put.TableName, nil, "PutItem")
+		case it.Update != nil:
+			r.note(it.Update.TableName, nil, "UpdateItem")
+		case it.Delete != nil:
+			r.note(it.Delete.TableName, nil, "DeleteItem")
+		case it.ConditionCheck != nil:
+			r.note(it.ConditionCheck.TableName, nil, "ConditionCheckItem")
+		}
+	}
+	return r.next.TransactWriteItems(ctx, in, o...)
+}
+
+// TestExportImportDynamoDBActions lists the DynamoDB actions export and
+// import take, through every path they have (list and key-value items,
+// records skipped, a conflict, an expired item in the way). The admin
+// function serves them, and IAM refuses it whatever infra/access.go does
+// not grant, which no test against the local engine would notice: a store
+// change that makes them call DynamoDB differently fails here, and the
+// grant (and wantAccess) must follow.
+func TestExportImportDynamoDBActions(t *testing.T) {
+	tables := dynamotest.NewTables(t)
+	client := dynamotest.Client(t)
+	recorder := newActionRecorder(client, tables)
+	cfg := httpapi.Config{Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret")}
+	data := httpapi.New(store.New(client, tables), httpapi.GroupAll, cfg)
+	admin := httpapi.New(store.New(recorder, tables), httpapi.GroupAdmin, cfg)
+	do := func(api http.Handler, method, path, body string, status int) string {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("X-Uds-Subject", "alice")
+		w := httptest.NewRecorder()
+		api.ServeHTTP(w, req)
+		if w.Code != status {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, w.Code, w.Body, status)
+		}
+		return w.Body.String()
+	}
+	const otherBase = "/rest/api/v1/data/" + otherApp
+	do(data, "POST", base+"/kv/a", `{"data":1}`, 201)
+	do(data, "POST", base+"/kv/b", `{"data":2}`, 201)
+	do(data, "POST", base+"/lists/l/k1", `{"data":3}`, 201)
+	// The target holds an expired item on one record's key, and another
+	// item on another's.
+	do(data, "POST", otherBase+"/kv/a", `{"data":"gone","ttl":1}`, 201)
+	do(data, "POST", otherBase+"/kv/b", `{"data":"different"}`, 201)
+	time.Sleep(1100 * time.Millisecond)
+
+	var export struct{ Records json.RawMessage }
+	if err := json.Unmarshal([]byte(do(admin, "GET", "/rest/api/v1/admin/apps/"+app+"/export", "", 200)), &export); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second time, every record is skipped or a conflict
+		do(admin, "POST", "/rest/api/v1/admin/apps/"+otherApp+"/import", `{"records":`+string(export.Records)+`}`, 200)
+	}
+	want := []string{
+		"DataTable/index/byOwner: Query", // an owner's keys
+		"DataTable: BatchGetItem",        // their items
+		"DataTable: DeleteItem",          // the expired item in the way
+		"DataTable: PutItem",             // the records
+		"ListTable/index/byOwner: Query",
+		"ListTable: BatchGetItem",
+		"ListTable: PutItem",
+		"NamespacesTable: GetItem",           // the namespaces' key spaces
+		"UsageTable/index/byAppShard: Query", // the app's owners
+		"UsageTable: UpdateItem",             // usage, with the puts and the delete
+	}
+	slices.Sort(want)
+	if got := recorder.actions(); !slices.Equal(got, want) {
+		t.Errorf("export and import took the DynamoDB actions\n%s\nwant\n%s\n(grant the admin function what is new in infra/access.go)", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
