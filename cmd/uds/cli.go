@@ -16,7 +16,7 @@ import (
 // Exit statuses.
 const (
 	exitOK      = 0
-	exitFailure = 1 // the API or the network refused or failed
+	exitFailure = 1 // the API, the network, the input data or the AWS configuration failed
 	exitUsage   = 2 // the command line is wrong
 )
 
@@ -60,8 +60,8 @@ type globals struct {
 
 func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.endpoint, "endpoint", envOr("UDS_ENDPOINT", "http://127.0.0.1:8080"), "the API's base URL (env UDS_ENDPOINT)")
-	fs.StringVar(&g.token, "token", os.Getenv("UDS_TOKEN"), "a bearer token (JWT) for the data routes (env UDS_TOKEN)")
-	fs.BoolVar(&g.sigv4, "sigv4", false, "sign requests with SigV4 and the default AWS credential chain (the admin routes of a deployed stack)")
+	fs.StringVar(&g.token, "token", os.Getenv("UDS_TOKEN"), "a bearer token (JWT) for the data routes (env UDS_TOKEN, not sent with --sigv4)")
+	fs.BoolVar(&g.sigv4, "sigv4", false, "sign requests with SigV4 and the default AWS credential chain (the admin routes of a deployed stack); not with --token")
 	fs.StringVar(&g.region, "region", "", "the AWS region to sign for (default AWS_REGION or the profile's)")
 	fs.StringVar(&g.subject, "subject", os.Getenv("UDS_SUBJECT"), "the caller's subject for a local server run with UDS_TRUST_SUBJECT_HEADER=1 (env UDS_SUBJECT)")
 }
@@ -121,19 +121,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil && (len(positional) < cmd.min || len(positional) > cmd.max) {
 		err = usageError("%s takes %s", name, cmd.args)
 	}
+	if err == nil {
+		err = g.check(fs)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "uds %s: %v\n\n", name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 		commandUsage(stderr, name, cmd, fs)
 		return exitUsage
 	}
 	c, err := g.client(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "uds: %v\n", err)
-		return exitUsage
+	if err == nil {
+		e := &env{ctx: ctx, c: c, flags: fs, stdin: stdin, stdout: stdout, stderr: stderr, progress: newProgress(stderr)}
+		err = cmd.run(e, positional)
+		e.progress.done()
 	}
-	e := &env{ctx: ctx, c: c, flags: fs, stdin: stdin, stdout: stdout, stderr: stderr, progress: newProgress(stderr)}
-	err = cmd.run(e, positional)
-	e.progress.done()
 	switch {
 	case err == nil:
 		return exitOK
@@ -162,22 +163,41 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// check refuses global flags that contradict each other. UDS_TOKEN in the
+// environment is no contradiction of --sigv4: the flag chooses how this
+// command authenticates, and the token is not sent.
+func (g *globals) check(fs *flag.FlagSet) error {
+	tokenGiven := false
+	fs.Visit(func(f *flag.Flag) { tokenGiven = tokenGiven || f.Name == "token" })
+	if tokenGiven && g.sigv4 {
+		return usageError("--token and --sigv4 exclude each other: the data routes take a token, the admin routes SigV4")
+	}
+	return nil
+}
+
+// client builds the API client. A wrong endpoint is a usage error; AWS
+// configuration that cannot be loaded is a failure of the environment,
+// not of the command line.
 func (g *globals) client(ctx context.Context) (*client.Client, error) {
 	opts := []client.Option{client.WithUserAgent("uds-cli")}
-	if g.token != "" {
-		opts = append(opts, client.WithToken(g.token))
-	}
 	if g.subject != "" {
 		opts = append(opts, client.WithSubject(g.subject))
 	}
-	if g.sigv4 {
+	switch {
+	case g.sigv4:
 		sign, err := client.DefaultSigV4(ctx, g.region)
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, sign)
+	case g.token != "":
+		opts = append(opts, client.WithToken(g.token))
 	}
-	return client.New(g.endpoint, opts...)
+	c, err := client.New(g.endpoint, opts...)
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	return c, nil
 }
 
 func mainUsage(w io.Writer, top *flag.FlagSet) {
@@ -196,7 +216,8 @@ func mainUsage(w io.Writer, top *flag.FlagSet) {
 	top.PrintDefaults()
 	top.SetOutput(io.Discard)
 	fmt.Fprintln(w, "\nRun `uds COMMAND --help` for a command's arguments and flags.")
-	fmt.Fprintln(w, "Exit status: 0 done, 1 the API or the network failed, 2 the command line is wrong.")
+	fmt.Fprintln(w, "Exit status: 0 done, 1 the API, the network, the input data or the AWS configuration failed,")
+	fmt.Fprintln(w, "2 the command line is wrong.")
 }
 
 func commandUsage(w io.Writer, name string, cmd command, fs *flag.FlagSet) {

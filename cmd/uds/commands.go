@@ -41,8 +41,8 @@ var commands = map[string]command{
 	"apps":    {args: "USER", short: "the apps a user stores data in, as NDJSON (admin)", min: 1, max: 1, run: apps},
 	"set-quota": {args: "APP [USER]", short: "set an app's default limits per user, or a user's override (admin)", min: 1, max: 2,
 		flags: func(fs *flag.FlagSet) {
-			fs.Int64("bytes", 0, "the byte limit: 0 leaves it to the next level, -1 lifts it")
-			fs.Int64("items", 0, "the item limit: 0 leaves it to the next level, -1 lifts it")
+			fs.Int64("bytes", 0, "the byte limit: 0 (or not given) leaves it to the next level, -1 lifts it")
+			fs.Int64("items", 0, "the item limit: 0 (or not given) leaves it to the next level, -1 lifts it")
 			fs.Bool("clear", false, "remove USER's override (the app's defaults apply)")
 		},
 		run: setQuota},
@@ -225,14 +225,23 @@ func setQuota(e *env, args []string) error {
 	items, _ := strconv.ParseInt(e.flag("items"), 10, 64)
 	l := client.Limits{LimitBytes: bytes, LimitItems: items}
 	clear := e.flag("clear") == "true"
+	// Both limits are always sent, so a command without either would
+	// quietly hand both to the next level.
+	limitGiven := false
+	e.flags.Visit(func(f *flag.Flag) { limitGiven = limitGiven || f.Name == "bytes" || f.Name == "items" })
 	switch {
+	case clear && limitGiven:
+		return usageError("--clear removes USER's override: give it without --bytes and --items")
 	case len(args) == 1 && clear:
 		return usageError("--clear takes a USER: an app's defaults are set, not cleared")
+	case !clear && !limitGiven:
+		return usageError("give --bytes, --items or both (0 leaves a limit to the next level, -1 lifts it)")
 	case len(args) == 1:
-		if err := e.c.SetAppLimits(e.ctx, args[0], l); err != nil {
+		stored, err := e.c.SetAppLimits(e.ctx, args[0], l)
+		if err != nil {
 			return err
 		}
-		return e.writeJSON(l)
+		return e.writeJSON(stored)
 	case clear:
 		return e.c.ClearUserLimits(e.ctx, args[0], args[1])
 	}

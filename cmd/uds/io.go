@@ -23,11 +23,10 @@ func (e *env) writeJSON(v any) error {
 
 func isNotModified(err error) bool { return errors.Is(err, client.ErrNotModified) }
 
-// Import sends records in requests of at most client.MaxImportRecords
-// records and importBodyBytes of body: within Lambda's 6 MB even once the
-// body is escaped into the event.
-const importBodyBytes = 4_500_000
-
+// importRecords sends the records in requests of at most
+// client.MaxImportRecords records and client.MaxImportBytes of JSON, which
+// the client sends compressed within Lambda's 6 MB whatever the records
+// hold.
 func importRecords(e *env, args []string) error {
 	in := e.stdin
 	if f := e.flag("file"); f != "" {
@@ -72,15 +71,20 @@ func importRecords(e *env, args []string) error {
 		var rec client.Record
 		dec := json.NewDecoder(bytes.NewReader(text))
 		dec.DisallowUnknownFields()
+		// Bad data, not a bad command line: exit status 1.
 		if err := dec.Decode(&rec); err != nil {
-			return usageError("line %d is not an exported record: %v", line, err)
+			return fmt.Errorf("line %d is not an exported record (%d records before it were sent; run the import again once it is fixed: what landed is skipped): %v", line, sent, err)
 		}
-		if len(batch) == client.MaxImportRecords || (len(batch) > 0 && size+len(text) > importBodyBytes) {
+		n, err := client.RecordBytes(rec)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		if len(batch) == client.MaxImportRecords || (len(batch) > 0 && size+n > client.MaxImportBytes) {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
-		batch, size = append(batch, rec), size+len(text)+1
+		batch, size = append(batch, rec), size+n
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("reading records: %w", err)

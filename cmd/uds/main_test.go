@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,30 +28,68 @@ func uds(t *testing.T, endpoint, stdin string, args ...string) (int, string, str
 
 func TestUsageAndExitStatus(t *testing.T) {
 	srv := apitest.Server(t, 10*time.Second)
+	record := `{"namespace":"n","id":"i","owner":"o","data":1,"createdBySubject":"o","updatedBySubject":"o","version":1}`
 	for _, tc := range []struct {
 		name   string
 		args   []string
+		stdin  string
 		code   int
 		stdout string // a part of it
 		stderr string // a part of it
 	}{
-		{"help", []string{"--help"}, 0, "commands:", ""},
-		{"a command's help", []string{"export", "--help"}, 0, "usage: uds export APP", ""},
-		{"no command", nil, 2, "", "usage: uds"},
-		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
-		{"missing arguments", []string{"get", app, "ns"}, 2, "", "get takes APP NAMESPACE ID [SORTKEY]"},
-		{"too many arguments", []string{"users", app, "extra"}, 2, "", "users takes APP"},
-		{"unknown flag", []string{"get", app, "ns", "id", "--colour"}, 2, "", "flag provided but not defined: -colour"},
-		{"data that is not JSON", []string{"create", app, "ns", "id", "--data", "{nope"}, 2, "", "the data is not JSON"},
-		{"not found", []string{"get", app, "ns", "missing"}, 1, "", "404 Key not found"},
-		{"refused by the API", []string{"get", "not-a-uuid", "ns", "id"}, 1, "", "400 Invalid applicationUuid"},
+		{"help", []string{"--help"}, "", 0, "commands:", ""},
+		{"no command", nil, "", 2, "", "usage: uds"},
+		{"unknown command", []string{"frobnicate"}, "", 2, "", `unknown command "frobnicate"`},
+		{"missing arguments", []string{"get", app, "ns"}, "", 2, "", "get takes APP NAMESPACE ID [SORTKEY]"},
+		{"too many arguments", []string{"users", app, "extra"}, "", 2, "", "users takes APP"},
+		{"unknown flag", []string{"get", app, "ns", "id", "--colour"}, "", 2, "", "flag provided but not defined: -colour"},
+		{"data that is not JSON", []string{"create", app, "ns", "id", "--data", "{nope"}, "", 2, "", "the data is not JSON"},
+		{"not an endpoint", []string{"users", app, "--endpoint", "ftp://example.com"}, "", 2, "", `endpoint "ftp://example.com" is not an http(s) URL`},
+		{"--token with --sigv4", []string{"--token", "jwt", "users", app, "--sigv4"}, "", 2, "", "--token and --sigv4 exclude each other"},
+		{"set-quota without limits", []string{"set-quota", app}, "", 2, "", "give --bytes, --items or both"},
+		{"set-quota of a user without limits", []string{"set-quota", app, "alice"}, "", 2, "", "give --bytes, --items or both"},
+		{"set-quota --clear with limits", []string{"set-quota", app, "alice", "--clear", "--items", "3"}, "", 2, "", "give it without --bytes and --items"},
+		{"not found", []string{"get", app, "ns", "missing"}, "", 1, "", "404 Key not found"},
+		{"refused by the API", []string{"get", "not-a-uuid", "ns", "id"}, "", 1, "", "400 Invalid applicationUuid"},
+		// Bad input data is no usage error: the command line was right.
+		{"an import line that is not a record", []string{"import", app}, record + "\n\n{\"namespace\": 1}\n", 1, "", "line 3 is not an exported record"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := uds(t, srv, "", tc.args...)
+			code, stdout, stderr := uds(t, srv, tc.stdin, tc.args...)
 			if code != tc.code || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
 			}
 		})
+	}
+}
+
+// TestCommandHelp runs --help for every command: it prints the command's
+// usage to standard output and exits 0, without calling the API.
+func TestCommandHelp(t *testing.T) {
+	for name, cmd := range commands {
+		t.Run(name, func(t *testing.T) {
+			code, stdout, stderr := uds(t, "http://127.0.0.1:1", "", name, "--help")
+			if want := "usage: uds " + name + " " + cmd.args + " [flags]"; code != 0 || !strings.HasPrefix(stdout, want) || !strings.Contains(stdout, cmd.short) || stderr != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 0 and usage starting %q", code, stdout, stderr, want)
+			}
+		})
+	}
+}
+
+// TestAWSConfigurationFailure checks that --sigv4 without a region to
+// sign for is a failure (1), not a usage error: the command line is
+// right, the environment is not.
+func TestAWSConfigurationFailure(t *testing.T) {
+	dir := t.TempDir()
+	for name, value := range map[string]string{
+		"AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "",
+		"AWS_CONFIG_FILE": filepath.Join(dir, "config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"),
+	} {
+		t.Setenv(name, value)
+	}
+	code, _, stderr := uds(t, "http://127.0.0.1:1", "", "--sigv4", "users", app)
+	if code != 1 || !strings.Contains(stderr, "no AWS region") {
+		t.Errorf("exit %d, stderr %q; want 1 and the missing region named", code, stderr)
 	}
 }
 

@@ -87,9 +87,12 @@ func (c *Client) AppLimits(ctx context.Context, app string) (Limits, error) {
 	return l, err
 }
 
-// SetAppLimits sets app's default limits per user.
-func (c *Client) SetAppLimits(ctx context.Context, app string, l Limits) error {
-	return c.putJSON(ctx, adminApp(app)+"/quota", l, nil)
+// SetAppLimits sets app's default limits per user and returns them as
+// the server stored them.
+func (c *Client) SetAppLimits(ctx context.Context, app string, l Limits) (Limits, error) {
+	var out Limits
+	err := c.putJSON(ctx, adminApp(app)+"/quota", l, &out)
+	return out, err
 }
 
 // SetUserLimits overrides app's limits for one user and returns the user's

@@ -51,7 +51,8 @@ func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua
 
 // WithRetries sets how many times a request that may be retried is sent
 // again (default 4), and the first pause, which doubles with every retry
-// (default 100 ms; each pause is drawn at random below its bound).
+// up to maxBackoff (default 100 ms; each pause is drawn at random below its
+// bound).
 func WithRetries(n int, backoff time.Duration) Option {
 	return func(c *Client) { c.maxRetries, c.backoff = n, backoff }
 }
@@ -73,21 +74,25 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// retry says when a failed request may be sent again. A retry never
-// applies a write twice, but after an answer was lost it may be answered
-// as a repeat: a conditional write that took effect the first time is
-// then refused (412), which the caller resolves by reading the item.
+// retry says when a failed request may be sent again. A write that a
+// repeat would apply a second time is sent again only when it certainly
+// did not reach UDS. The others may be repeated after their answer was
+// lost: a conditional write that took effect the first time is then
+// refused (412), which the caller resolves by reading the item.
 type retry int
 
 const (
 	// unsent: only when the request certainly did not reach UDS: the
 	// connection could not be made, or the gateway throttled it (429).
-	// Creates and batches: repeating one that took effect would answer
-	// 409 for the caller's own write.
+	// Creates and batches, whose repeat would answer 409 for the
+	// caller's own write, and updates without If-Match, whose repeat
+	// would bump the version again and could overwrite a write made in
+	// between.
 	unsent retry = iota
-	// always: reads, and writes whose repetition changes nothing (PUT,
-	// DELETE, delete-all, import, recompute, limits, policies): also
-	// after a 502, 503 or 504 or a connection lost mid-request.
+	// always: reads, and writes whose repetition leaves the data as one
+	// would (conditional PUT, DELETE, delete-all, import, recompute,
+	// limits, policies): also after a 502, 503 or 504 or a connection
+	// lost mid-request.
 	always
 )
 
@@ -132,19 +137,15 @@ func (c *Client) do(ctx context.Context, r request, ok ...int) (response, error)
 }
 
 // retryable reports whether a failed attempt may be sent again, and after
-// how long: Retry-After when the server gave one, otherwise exponential
-// backoff with full jitter.
+// how long.
 func (c *Client) retryable(r request, err error, attempt int) (time.Duration, bool) {
 	if attempt >= c.maxRetries {
 		return 0, false
 	}
-	wait := time.Duration(rand.Int64N(int64(c.backoff<<attempt) + 1))
+	wait := c.wait(err, attempt)
 	var apiErr *APIError
 	switch {
 	case errors.As(err, &apiErr):
-		if apiErr.RetryAfter > 0 {
-			wait = apiErr.RetryAfter
-		}
 		switch apiErr.Status {
 		case http.StatusTooManyRequests:
 			return wait, true
@@ -159,6 +160,27 @@ func (c *Client) retryable(r request, err error, attempt int) (time.Duration, bo
 	}
 	// A network error after the request may have reached the server.
 	return wait, r.retry == always
+}
+
+// maxBackoff bounds the pause before a retry, however many retries
+// WithRetries allows.
+const maxBackoff = 30 * time.Second
+
+// wait is the pause before retry number attempt (from 0) of a request
+// that failed with err: the server's Retry-After when it gave one,
+// otherwise exponential backoff with full jitter.
+func (c *Client) wait(err error, attempt int) time.Duration {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
+		return apiErr.RetryAfter
+	}
+	// Doubled step by step rather than shifted, so that a large attempt
+	// cannot overflow into a negative bound.
+	bound := max(c.backoff, 0)
+	for i := 0; i < attempt && bound < maxBackoff; i++ {
+		bound *= 2
+	}
+	return time.Duration(rand.Int64N(int64(min(bound, maxBackoff)) + 1))
 }
 
 // transient reports whether a failure may pass: the gateway or UDS
@@ -257,10 +279,16 @@ func contains(list []int, v int) bool {
 	return false
 }
 
-// retryAfter reads a Retry-After header given in seconds.
+// retryAfter reads a Retry-After header, given in seconds or as an HTTP
+// date (RFC 9110, 10.2.3); 0 when there is none, it cannot be read, or the
+// date has passed.
 func retryAfter(h http.Header) time.Duration {
-	if s, err := strconv.Atoi(h.Get("Retry-After")); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if s, err := strconv.Atoi(v); err == nil {
+		return time.Duration(max(s, 0)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
 	}
 	return 0
 }

@@ -1,10 +1,14 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +21,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/udsproject/uds/internal/apitest"
@@ -102,7 +107,7 @@ func TestErrorsCarryTheServersDetails(t *testing.T) {
 	url := apitest.Server(t, 10*time.Second)
 	c := newClient(t, url, client.WithSubject("bob"))
 	admin := newClient(t, url)
-	if err := admin.SetAppLimits(ctx, app, client.Limits{LimitItems: 1}); err != nil {
+	if _, err := admin.SetAppLimits(ctx, app, client.Limits{LimitItems: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Create(ctx, client.Key{App: app, Namespace: "q", ID: "1"}, 1); err != nil {
@@ -263,8 +268,8 @@ func TestAdmin(t *testing.T) {
 	if want := []string{otherApp, app}; !slices.Equal(apps, want) {
 		t.Errorf("carol's apps %v, want %v", apps, want)
 	}
-	if err := admin.SetAppLimits(ctx, app, client.Limits{LimitBytes: 5000, LimitItems: 10}); err != nil {
-		t.Fatal(err)
+	if l, err := admin.SetAppLimits(ctx, app, client.Limits{LimitBytes: 5000, LimitItems: 10}); err != nil || l != (client.Limits{LimitBytes: 5000, LimitItems: 10}) {
+		t.Fatalf("set app limits: %+v, %v", l, err)
 	}
 	if l, err := admin.AppLimits(ctx, app); err != nil || l != (client.Limits{LimitBytes: 5000, LimitItems: 10}) {
 		t.Errorf("app limits %+v, %v", l, err)
@@ -375,6 +380,45 @@ func TestExportImport(t *testing.T) {
 	}
 }
 
+// TestImportBatchSize checks that Import sends records whose RecordBytes
+// add up to MaxImportBytes, and refuses more without sending anything.
+func TestImportBatchSize(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		_, _ = w.Write([]byte(`{"imported":0,"skipped":0,"expired":0,"conflicts":[]}`))
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	// Records of 900,000 bytes of JSON each, but for the last, which
+	// takes what is left of MaxImportBytes.
+	record := func(size int) client.Record {
+		rec := client.Record{Namespace: "n", ID: "i", Owner: "o", Data: json.RawMessage(`""`)}
+		n, err := client.RecordBytes(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Data = json.RawMessage(`"` + strings.Repeat("x", size-n) + `"`)
+		return rec
+	}
+	full := []client.Record{record(900_000), record(900_000), record(900_000), record(900_000), record(client.MaxImportBytes - 4*900_000)}
+	total := 0
+	for _, rec := range full {
+		n, _ := client.RecordBytes(rec)
+		total += n
+	}
+	if total != client.MaxImportBytes {
+		t.Fatalf("the records take %d bytes, want %d", total, client.MaxImportBytes)
+	}
+	if _, err := c.Import(context.Background(), app, full); err != nil || requests.Load() != 1 {
+		t.Errorf("records of MaxImportBytes: %v after %d requests, want one", err, requests.Load())
+	}
+	full[4] = record(client.MaxImportBytes - 4*900_000 + 1)
+	if _, err := c.Import(context.Background(), app, full); err == nil || !strings.Contains(err.Error(), "MaxImportBytes") || requests.Load() != 1 {
+		t.Errorf("a byte more: %v after %d requests, want an error and nothing sent", err, requests.Load()-1)
+	}
+}
+
 // flaky answers the first failures requests with status (and Retry-After)
 // before passing requests to next, counting them all.
 type flaky struct {
@@ -415,7 +459,9 @@ func TestRetries(t *testing.T) {
 		ok       bool
 	}{
 		{"GET after two 503s", 503, 2, func(c *client.Client) error { _, err := c.Get(ctx, key); return err }, 3, true},
-		{"PUT after a 502", 502, 1, func(c *client.Client) error { _, err := c.Update(ctx, key, 1); return err }, 2, true},
+		{"PUT with If-Match after a 502", 502, 1, func(c *client.Client) error { _, err := c.Update(ctx, key, 1, client.IfMatch(`"1-abc"`)); return err }, 2, true},
+		{"PUT without If-Match after a 429", 429, 1, func(c *client.Client) error { _, err := c.Update(ctx, key, 1); return err }, 2, true},
+		{"PUT without If-Match not after a 502", 502, 1, func(c *client.Client) error { _, err := c.Update(ctx, key, 1); return err }, 1, false},
 		{"DELETE after a 504", 504, 1, func(c *client.Client) error { return c.Delete(ctx, key) }, 2, true},
 		{"POST after a 429", 429, 1, func(c *client.Client) error { _, err := c.Create(ctx, key, 1); return err }, 2, true},
 		{"POST not after a 503", 503, 1, func(c *client.Client) error { _, err := c.Create(ctx, key, 1); return err }, 1, false},
@@ -446,9 +492,14 @@ func TestRetries(t *testing.T) {
 		if _, err := newClient(t, srv.URL).Get(ctx, key); err != nil || calls.Load() != 2 {
 			t.Errorf("GET: %v after %d requests, want success after 2", err, calls.Load())
 		}
-		calls.Store(0)
-		if _, err := newClient(t, srv.URL).Create(ctx, key, 1); err == nil || calls.Load() != 1 {
-			t.Errorf("POST: %v after %d requests, want a failure after 1 (it may have been applied)", err, calls.Load())
+		for name, write := range map[string]func(*client.Client) error{
+			"POST":                 func(c *client.Client) error { _, err := c.Create(ctx, key, 1); return err },
+			"PUT without If-Match": func(c *client.Client) error { _, err := c.Update(ctx, key, 1); return err },
+		} {
+			calls.Store(0)
+			if err := write(newClient(t, srv.URL)); err == nil || calls.Load() != 1 {
+				t.Errorf("%s: %v after %d requests, want a failure after 1 (it may have been applied)", name, err, calls.Load())
+			}
 		}
 	})
 	t.Run("no connection", func(t *testing.T) {
@@ -458,10 +509,60 @@ func TestRetries(t *testing.T) {
 		}
 		addr := l.Addr().String()
 		l.Close()
-		start := time.Now()
-		_, err = newClient(t, "http://"+addr, client.WithRetries(3, 20*time.Millisecond)).Create(ctx, key, 1)
-		if err == nil || time.Since(start) < 10*time.Millisecond {
-			t.Errorf("POST to a closed port: %v after %v, want a failure after retries", err, time.Since(start))
+		// Writes that must not be repeated once sent are repeated when
+		// no connection could be made: every attempt is a dial.
+		for name, write := range map[string]func(*client.Client) error{
+			"POST":                 func(c *client.Client) error { _, err := c.Create(ctx, key, 1); return err },
+			"PUT without If-Match": func(c *client.Client) error { _, err := c.Update(ctx, key, 1); return err },
+		} {
+			var dials atomic.Int32
+			var d net.Dialer
+			hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				dials.Add(1)
+				return d.DialContext(ctx, network, addr)
+			}}}
+			err := write(newClient(t, "http://"+addr, client.WithHTTPClient(hc), client.WithRetries(3, time.Millisecond)))
+			if err == nil || dials.Load() != 4 {
+				t.Errorf("%s to a closed port: %v after %d attempts, want a failure after 4", name, err, dials.Load())
+			}
+		}
+	})
+	t.Run("Retry-After", func(t *testing.T) {
+		for _, tc := range []struct {
+			name       string
+			retryAfter func() string
+			min, max   time.Duration
+		}{
+			{"seconds", func() string { return "1" }, time.Second, 2500 * time.Millisecond},
+			// An HTTP date has whole seconds: two seconds ahead is one
+			// to two seconds away.
+			{"HTTP date", func() string { return time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat) }, 900 * time.Millisecond, 2500 * time.Millisecond},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				start := time.Now()
+				var calls atomic.Int32
+				var first, second atomic.Int64 // since start
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if calls.Add(1) == 1 {
+						first.Store(int64(time.Since(start)))
+						w.Header().Set("Retry-After", tc.retryAfter())
+						w.WriteHeader(503)
+						return
+					}
+					second.Store(int64(time.Since(start)))
+					ok.ServeHTTP(w, r)
+				}))
+				defer srv.Close()
+				// The client's own backoff is a millisecond: only the
+				// server's Retry-After makes it wait longer.
+				if _, err := newClient(t, srv.URL).Get(ctx, key); err != nil || calls.Load() != 2 {
+					t.Fatalf("GET: %v after %d requests, want success after 2", err, calls.Load())
+				}
+				if gap := time.Duration(second.Load() - first.Load()); gap < tc.min || gap > tc.max {
+					t.Errorf("Retry-After %s: retried after %v, want %v to %v", tc.name, gap, tc.min, tc.max)
+				}
+			})
 		}
 	})
 	t.Run("bounded by the context", func(t *testing.T) {
@@ -494,9 +595,19 @@ func TestRetries(t *testing.T) {
 
 func TestAuthentication(t *testing.T) {
 	ctx := context.Background()
-	var got http.Header
+	// The handler keeps the last request as the server received it.
+	var got struct {
+		header    http.Header
+		uri, host string
+		body      []byte
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = r.Header.Clone()
+		got.header, got.uri, got.host = r.Header.Clone(), r.RequestURI, r.Host
+		got.body, _ = io.ReadAll(r.Body)
+		if strings.HasSuffix(r.URL.Path, "/import") {
+			_, _ = w.Write([]byte(`{"imported":1,"skipped":0,"expired":0,"conflicts":[]}`))
+			return
+		}
 		ok.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
@@ -504,17 +615,70 @@ func TestAuthentication(t *testing.T) {
 	if _, err := newClient(t, srv.URL, client.WithToken("header.payload.sig")).Get(ctx, key); err != nil {
 		t.Fatal(err)
 	}
-	if got.Get("Authorization") != "Bearer header.payload.sig" {
-		t.Errorf("Authorization %q", got.Get("Authorization"))
+	if got.header.Get("Authorization") != "Bearer header.payload.sig" {
+		t.Errorf("Authorization %q", got.header.Get("Authorization"))
 	}
-	cfg := aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "session-token")}
-	if _, err := newClient(t, srv.URL, client.WithSigV4(cfg, "")).Create(ctx, key, map[string]int{"a": 1}); err != nil {
-		t.Fatal(err)
+
+	creds := credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "session-token")
+	signing := newClient(t, srv.URL, client.WithSigV4(aws.Config{Region: "eu-west-1", Credentials: creds}, ""))
+	// verify signs the request the server received again, with the same
+	// credentials and instant and the hash of the body that arrived: the
+	// signature matches only if the client signed the path and body it
+	// sent.
+	verify := func(t *testing.T, method string) {
+		t.Helper()
+		auth := got.header.Get("Authorization")
+		today := time.Now().UTC().Format("20060102")
+		if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/"+today+"/eu-west-1/execute-api/aws4_request, SignedHeaders=") ||
+			got.header.Get("X-Amz-Security-Token") != "session-token" {
+			t.Fatalf("SigV4 headers: Authorization %q, X-Amz-Security-Token %q", auth, got.header.Get("X-Amz-Security-Token"))
+		}
+		signedAt, err := time.Parse("20060102T150405Z", got.header.Get("X-Amz-Date"))
+		if err != nil {
+			t.Fatalf("X-Amz-Date: %v", err)
+		}
+		again, err := http.NewRequest(method, "http://"+got.host+got.uri, bytes.NewReader(got.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, signed, _ := strings.Cut(auth, "SignedHeaders=")
+		signed, _, _ = strings.Cut(signed, ",")
+		for _, h := range strings.Split(signed, ";") {
+			switch h {
+			case "host", "x-amz-date", "x-amz-security-token": // set by the signer
+			default:
+				again.Header[http.CanonicalHeaderKey(h)] = got.header.Values(h)
+			}
+		}
+		c, err := creds.Retrieve(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(got.body)
+		if err := v4.NewSigner().SignHTTP(ctx, c, again, hex.EncodeToString(sum[:]), "execute-api", "eu-west-1", signedAt); err != nil {
+			t.Fatal(err)
+		}
+		if want := again.Header.Get("Authorization"); auth != want {
+			t.Errorf("the signature does not match the request received:\n got %s\nwant %s", auth, want)
+		}
 	}
-	auth := got.Get("Authorization")
-	today := time.Now().UTC().Format("20060102")
-	if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/"+today+"/eu-west-1/execute-api/aws4_request, SignedHeaders=") ||
-		!strings.Contains(auth, "Signature=") || got.Get("X-Amz-Date") == "" || got.Get("X-Amz-Security-Token") != "session-token" {
-		t.Errorf("SigV4 headers: Authorization %q, X-Amz-Date %q, X-Amz-Security-Token %q", auth, got.Get("X-Amz-Date"), got.Get("X-Amz-Security-Token"))
-	}
+	t.Run("a create with a path that needs escaping", func(t *testing.T) {
+		escaped := client.Key{App: app, Namespace: "n s", ID: "user/1 ü", SortKey: "2024/01/15 ?#%+"}
+		if _, err := signing.Create(ctx, escaped, map[string]string{"html": "<b> & </b>"}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(got.uri, "user%2F1%20%C3%BC/2024%2F01%2F15%20%3F%23%25+") || !strings.Contains(string(got.body), "<b> & </b>") {
+			t.Fatalf("received %s with body %s", got.uri, got.body)
+		}
+		verify(t, http.MethodPost)
+	})
+	t.Run("an import, whose body goes compressed", func(t *testing.T) {
+		if _, err := signing.Import(ctx, app, []client.Record{{Namespace: "n", ID: "i", Owner: "o", Data: json.RawMessage(`"v"`)}}); err != nil {
+			t.Fatal(err)
+		}
+		if got.header.Get("Content-Encoding") != "gzip" {
+			t.Fatalf("Content-Encoding %q, want gzip", got.header.Get("Content-Encoding"))
+		}
+		verify(t, http.MethodPost)
+	})
 }

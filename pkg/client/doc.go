@@ -35,10 +35,14 @@
 // ErrInvalid and the others; errors.As gives the server's details.
 //
 // Retries: requests are sent again, with exponential backoff and full
-// jitter, honouring Retry-After and bounded by the context and WithRetries,
-// only where that is safe: reads and idempotent writes (PUT, DELETE,
-// delete-all, import, recompute, limits, policies) after 429, 502, 503, 504
-// or a lost connection; creates and batches only when they certainly did
-// not reach UDS (no connection, or 429), since a repeated create that took
-// effect the first time would answer 409 for the caller's own write.
+// jitter, honouring Retry-After (seconds or an HTTP date) and bounded by
+// the context and WithRetries, only where that is safe. Reads and writes
+// whose repeat leaves the data as one would (an update with IfMatch,
+// DELETE, delete-all, import, recompute, limits, policies) are retried
+// after 429, 502, 503, 504 or a lost connection. Creates, batches and
+// updates without IfMatch are retried only when they certainly did not
+// reach UDS (no connection could be made, or 429): a repeated create that
+// took effect the first time would answer 409 for the caller's own write,
+// and a repeated unconditional update would bump the version again and
+// could overwrite a write made in between.
 package client

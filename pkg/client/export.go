@@ -1,8 +1,11 @@
 package client
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 	"net/http"
 )
@@ -28,6 +31,23 @@ type Record struct {
 
 // MaxImportRecords is the most records one import request takes.
 const MaxImportRecords = 1000
+
+// MaxImportBytes is the most JSON one import request takes: its records'
+// RecordBytes added up. Import sends the body gzip compressed, and on
+// Lambda a compressed body travels base64 encoded, so the event carries 4/3
+// of the compressed size; gzip never makes JSON more than a few bytes per
+// 64 KB larger, however little it compresses. 4.5 MB thus stays within
+// Lambda's 6 MB request whatever the records hold (a plain body would have
+// every quote and backslash escaped once more in the event), with room
+// for the event's other fields, and within the server's 6 MiB limit on
+// the expanded body.
+const MaxImportBytes = 4_500_000
+
+// RecordBytes is what rec adds to the JSON of an import request.
+func RecordBytes(rec Record) (int, error) {
+	b, err := jsonBody(rec)
+	return len(b) + 1, err // and the comma that follows it
+}
 
 // ExportPage reads the page of app's records after cursor ("" for the
 // first; limit 0: the server's 1000) and the cursor of the next page (""
@@ -67,18 +87,48 @@ type Conflict struct {
 	Version   int64  `json:"version"`
 }
 
-// Import writes records into app (at most MaxImportRecords, and a body
-// within Lambda's 6 MB: about 4.5 MB leaves room for its escaping).
-// Records already present and identical are skipped, so an import may be
+// Import writes records into app: at most MaxImportRecords records and
+// MaxImportBytes of JSON (more fails before anything is sent). Records
+// already present and identical are skipped, so an import may be
 // repeated: it is retried like a read.
 func (c *Client) Import(ctx context.Context, app string, records []Record) (ImportResult, error) {
-	b, err := jsonBody(struct {
-		Records []Record `json:"records"`
-	}{records})
+	body, err := importBody(records)
 	if err != nil {
 		return ImportResult{}, err
 	}
 	var r ImportResult
-	_, err = c.call(ctx, request{method: http.MethodPost, path: adminApp(app) + "/import", body: b, retry: always}, &r, http.StatusOK)
+	_, err = c.call(ctx, request{
+		method: http.MethodPost, path: adminApp(app) + "/import", body: body,
+		header: http.Header{"Content-Encoding": {"gzip"}}, retry: always,
+	}, &r, http.StatusOK)
 	return r, err
+}
+
+// importBody is the body of an import request, {"records": [...]}, gzip
+// compressed.
+func importBody(records []Record) ([]byte, error) {
+	var js bytes.Buffer
+	js.WriteString(`{"records":[`)
+	size := 0
+	for i, rec := range records {
+		b, err := jsonBody(rec)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			js.WriteByte(',')
+		}
+		js.Write(b)
+		size += len(b) + 1 // as RecordBytes counts it
+	}
+	js.WriteString("]}")
+	if size > MaxImportBytes {
+		return nil, fmt.Errorf("client: %d records take %d bytes of JSON, more than one import request takes (MaxImportBytes, %d): send fewer at a time", len(records), size, MaxImportBytes)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	// Writes to a bytes.Buffer cannot fail.
+	_, _ = zw.Write(js.Bytes())
+	_ = zw.Close()
+	return z.Bytes(), nil
 }

@@ -140,17 +140,27 @@ func (c *Client) Get(ctx context.Context, k Key, opts ...CallOption) (Item, erro
 // if it would take the caller past a limit. data is encoded with
 // encoding/json (json.RawMessage and []byte are sent as they are).
 func (c *Client) Create(ctx context.Context, k Key, data any, opts ...CallOption) (Item, error) {
-	return c.write(ctx, http.MethodPost, k, data, opts, unsent, http.StatusCreated)
+	return c.write(ctx, http.MethodPost, k, data, collect(opts), unsent, http.StatusCreated)
 }
 
 // Update replaces an item's data: ErrNotFound if there is none; with
 // IfMatch, ErrPreconditionFailed if it is at another revision.
+//
+// Without IfMatch an update is sent again only when it certainly did not
+// reach UDS, as a create is: a repeat of one that took effect would bump
+// the version again and could overwrite a write made in between. With
+// IfMatch it is also retried after a 502, 503, 504 or a lost connection;
+// a repeat of one that took effect then fails with ErrPreconditionFailed.
 func (c *Client) Update(ctx context.Context, k Key, data any, opts ...CallOption) (Item, error) {
-	return c.write(ctx, http.MethodPut, k, data, opts, always, http.StatusOK)
+	o := collect(opts)
+	r := unsent
+	if o.ifMatch != "" {
+		r = always
+	}
+	return c.write(ctx, http.MethodPut, k, data, o, r, http.StatusOK)
 }
 
-func (c *Client) write(ctx context.Context, method string, k Key, data any, opts []CallOption, r retry, status int) (Item, error) {
-	o := collect(opts)
+func (c *Client) write(ctx context.Context, method string, k Key, data any, o callOptions, r retry, status int) (Item, error) {
 	body, err := o.writeBody(data)
 	if err != nil {
 		return Item{}, err

@@ -52,8 +52,9 @@ func (c *Client) List(ctx context.Context, list Key, q ListQuery) iter.Seq2[Item
 
 // DeleteList removes every item of list. A large list takes the server
 // more than one request's time: it answers 503 with how many items it
-// removed, and DeleteList asks again (after Retry-After) until the list
-// is empty or ctx ends; other transient failures are retried as usual. It
+// removed, and DeleteList asks again (after Retry-After, or a pause drawn
+// below the first backoff) until the list is empty or ctx ends; other
+// transient failures are retried as usual, with growing pauses. It
 // returns the items removed in the rounds cut short, as the server counted
 // them (the last round does not say).
 func (c *Client) DeleteList(ctx context.Context, list Key) (int, error) {
@@ -61,6 +62,8 @@ func (c *Client) DeleteList(ctx context.Context, list Key) (int, error) {
 	for {
 		_, err := c.do(ctx, request{method: http.MethodDelete, path: list.path() + "/list", retry: unsent}, http.StatusNoContent)
 		var apiErr *APIError
+		// A round cut short is no failure: its pause does not grow.
+		attempt := 0
 		switch {
 		case err == nil:
 			return deleted, nil
@@ -72,16 +75,13 @@ func (c *Client) DeleteList(ctx context.Context, list Key) (int, error) {
 		case !transient(err) || failures >= c.maxRetries:
 			return deleted, err
 		default:
+			attempt = failures
 			failures++
-		}
-		wait := 100 * time.Millisecond
-		if apiErr != nil && apiErr.RetryAfter > 0 {
-			wait = apiErr.RetryAfter
 		}
 		select {
 		case <-ctx.Done():
 			return deleted, errors.Join(err, ctx.Err())
-		case <-time.After(wait):
+		case <-time.After(c.wait(err, attempt)):
 		}
 	}
 }

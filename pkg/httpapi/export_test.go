@@ -249,6 +249,15 @@ func TestImportRefusesBadRecords(t *testing.T) {
 		}
 		e.do("POST", admin+"/apps/"+app+"/import", `{"records":[`+strings.Join(records, ",")+`]}`).expect(t, 400)
 	})
+	// Clients send import bodies compressed: the limit holds for what
+	// they expand to, not for the bytes that came.
+	t.Run("a compressed body that expands past 6 MiB", func(t *testing.T) {
+		body := `{"records":[` + with(`"data":1`, `"data":"`+strings.Repeat("x", 7<<20)+`"`) + `]}`
+		status, _, raw := e.raw("POST", admin+"/apps/"+app+"/import", gzipped([]byte(body)), "Content-Encoding", "gzip", "Content-Type", "application/json")
+		if status != 413 || !strings.Contains(string(raw), "an import request holds at most") {
+			t.Errorf("answered %d %s, want 413 for the request's size", status, raw)
+		}
+	})
 }
 
 // TestExportRefusesBadCursors checks that an export cursor only continues
@@ -263,9 +272,19 @@ func TestExportRefusesBadCursors(t *testing.T) {
 	if cursor == "" {
 		t.Fatalf("a page of 1 of 3 records has no cursor: %s", r.raw)
 	}
+	// One character changed in the middle of the position a real cursor
+	// carries (before the dot and its MAC): a data bit, not a padding
+	// bit at the end of its encoding.
+	tampered := []byte(cursor)
+	if i := strings.IndexByte(cursor, '.') / 2; tampered[i] == 'A' {
+		tampered[i] = 'B'
+	} else {
+		tampered[i] = 'A'
+	}
 	for _, tc := range []struct{ name, query string }{
 		{"another app's cursor", "/apps/" + otherApp + "/export?cursor=" + cursor},
 		{"a forged cursor", "/apps/" + app + "/export?cursor=" + strings.Repeat("A", len(cursor))},
+		{"a tampered cursor", "/apps/" + app + "/export?cursor=" + string(tampered)},
 		{"limit 0", "/apps/" + app + "/export?limit=0"},
 		{"limit 1001", "/apps/" + app + "/export?limit=1001"},
 		{"a bad app", "/apps/not-a-uuid/export"},
