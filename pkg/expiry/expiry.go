@@ -19,7 +19,7 @@ import (
 
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/config"
-	"github.com/udsproject/uds/pkg/lambdahost"
+	"github.com/udsproject/uds/pkg/lambdamain"
 	"github.com/udsproject/uds/pkg/store"
 )
 
@@ -131,10 +131,10 @@ func value(v events.DynamoDBAttributeValue) types.AttributeValue {
 	return &types.AttributeValueMemberNULL{Value: true}
 }
 
-// Main is the expiry function's whole main (see lambdahost.Start): the
+// Main is the expiry function's whole main (see lambdamain.Start): the
 // DynamoDB client is built at init, then stream batches are served.
 func Main() {
-	lambdahost.Start(func(ctx context.Context, cfg config.Config, logger *slog.Logger) (any, error) {
+	lambdamain.Start(func(ctx context.Context, cfg config.Config, logger *slog.Logger) (any, error) {
 		client, err := store.NewClient(ctx, cfg.Endpoint)
 		if err != nil {
 			return nil, err

@@ -1,4 +1,4 @@
-package lambdahost_test
+package lambdamain_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/udsproject/uds/internal/dynamotest"
@@ -22,6 +23,7 @@ import (
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/lambdahost"
+	"github.com/udsproject/uds/pkg/lambdamain"
 )
 
 // stdoutLogger returns the functions' logger at level, built while
@@ -35,7 +37,7 @@ func stdoutLogger(t *testing.T, level slog.Level) (*slog.Logger, func() string) 
 	}
 	stdout := os.Stdout
 	os.Stdout = write
-	logger := lambdahost.NewLogger(level)
+	logger := lambdamain.NewLogger(level)
 	os.Stdout = stdout
 	return logger, func() string {
 		_ = write.Close()
@@ -73,9 +75,12 @@ func TestRequestLineThroughLambdaLogHandler(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "8f5e1c2a-lambda-request"})
-			ev := benchEvent("GET", "/rest/api/v1/data/d53065bd-f932-4841-83fb-849717d8df0f/logs/missing", "")
-			ev.RequestContext.RequestID = "gw-request-1"
-			ev.Headers["x-amzn-trace-id"] = "Root=1-65a50929-5fd752fe2505473870faf985"
+			const path = "/rest/api/v1/data/d53065bd-f932-4841-83fb-849717d8df0f/logs/missing"
+			ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: path,
+				Headers: map[string]string{"x-amzn-trace-id": "Root=1-65a50929-5fd752fe2505473870faf985"},
+				RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "gw-request-1",
+					HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET", Path: path}},
+			}
 			if res, err := h(ctx, ev); err != nil || res.StatusCode != 404 {
 				t.Fatalf("answer %d, %v", res.StatusCode, err)
 			}
@@ -132,8 +137,8 @@ func TestLoggerLevel(t *testing.T) {
 // fails: the process logs the cause as one JSON line at ERROR, whatever
 // the level, and exits with status 1.
 func TestStartFailureIsAnErrorLine(t *testing.T) {
-	if os.Getenv("LAMBDAHOST_TEST_START") == "1" {
-		lambdahost.Start(func(context.Context, config.Config, *slog.Logger) (any, error) {
+	if os.Getenv("LAMBDAMAIN_TEST_START") == "1" {
+		lambdamain.Start(func(context.Context, config.Config, *slog.Logger) (any, error) {
 			return nil, errors.New("no table to serve")
 		})
 		return
@@ -148,7 +153,7 @@ func TestStartFailureIsAnErrorLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestStartFailureIsAnErrorLine$")
-			cmd.Env = append(os.Environ(), append(tc.env, "LAMBDAHOST_TEST_START=1", "AWS_LAMBDA_LOG_FORMAT=JSON")...)
+			cmd.Env = append(os.Environ(), append(tc.env, "LAMBDAMAIN_TEST_START=1", "AWS_LAMBDA_LOG_FORMAT=JSON")...)
 			out, err := cmd.Output()
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
