@@ -29,7 +29,7 @@ const TTLPrincipal = "dynamodb.amazonaws.com"
 // Releaser releases the usage of an item DynamoDB's TTL deleted, given its
 // old image; *store.Store has it.
 type Releaser interface {
-	ReleaseRemoved(ctx context.Context, old map[string]types.AttributeValue) (bool, error)
+	ReleaseRemoved(ctx context.Context, old map[string]types.AttributeValue, removedAt time.Time) (bool, error)
 }
 
 // Handler processes a batch of stream records in order. It reports the
@@ -49,7 +49,7 @@ func Handler(r Releaser, log *slog.Logger, metrics *emf.Writer) func(context.Con
 				skipped++
 				continue
 			}
-			ok, err := r.ReleaseRemoved(ctx, image(rec.Change.OldImage))
+			ok, err := r.ReleaseRemoved(ctx, image(rec.Change.OldImage), rec.Change.ApproximateCreationDateTime.Time)
 			if err != nil {
 				failure = fmt.Errorf("record %s: %w", rec.EventID, err)
 				resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: rec.Change.SequenceNumber}}

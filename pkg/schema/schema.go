@@ -94,6 +94,12 @@ const (
 	// AttrLastWrite is when the usage last changed (Unix milliseconds, the
 	// writer's clock): recompute lowers a total only once it is quiet.
 	AttrLastWrite = "lastWrite"
+	// AttrRecomputedAt is the instant (Unix milliseconds, with a margin
+	// for clocks) up to which recompute's last correction accounts for
+	// removals: DynamoDB's TTL deletions from before it were already out of
+	// the total it stored, and the expiry function does not release them
+	// again.
+	AttrRecomputedAt = "recomputedAt"
 )
 
 // Attribute names of the namespaces table (namespace policies; the

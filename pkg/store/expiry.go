@@ -81,11 +81,14 @@ func keyOf(av map[string]types.AttributeValue) (uds.Key, bool) {
 const markerLife = 7 * 24 * time.Hour
 
 // ReleaseRemoved releases the usage of an item that DynamoDB's TTL
-// deleted, given the item as the stream's old image shows it. The release
-// is a transaction with a marker named after the item's incarnation (key
-// and creation instant): a repeated stream record finds the marker and
-// releases nothing. Items that were never counted release nothing.
-func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.AttributeValue) (released bool, err error) {
+// deleted at removedAt, given the item as the stream's old image shows it.
+// The release is a transaction with a marker named after the item's
+// incarnation (key and creation instant): a repeated stream record finds
+// the marker and releases nothing. Items that were never counted release
+// nothing, and neither does an item deleted before a recompute corrected
+// its owner's total (schema.AttrRecomputedAt): that total already left it
+// out.
+func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.AttributeValue, removedAt time.Time) (released bool, err error) {
 	dataKey := str(old, schema.AttrDataKey)
 	app, _, _ := strings.Cut(dataKey, uds.KeyDelimiter)
 	who, counted := owner(app, old)
@@ -103,12 +106,18 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 		ExpressionAttributeNames: map[string]string{"#a": schema.AttrApp},
 	}}
 	release := s.usageChange(app, who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1})
+	up := release.Update
+	up.ConditionExpression = aws.String("attribute_not_exists(#ra) OR #ra <= :removed")
+	up.ExpressionAttributeNames["#ra"] = schema.AttrRecomputedAt
+	up.ExpressionAttributeValues[":removed"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(removedAt.UnixMilli(), 10)}
 	refused, err := s.transact(ctx, "release expired "+dataKey, marker, release)
 	switch {
 	case err != nil:
 		return false, err
 	case refused.conditionFailed(0):
 		return false, nil // released already, by an earlier delivery
+	case refused.conditionFailed(1):
+		return false, nil // left out of the total by a later recompute
 	case refused != nil:
 		return false, failed("release expired "+dataKey, errUnexpectedCancel(refused))
 	}

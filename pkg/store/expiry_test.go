@@ -7,6 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -88,6 +93,63 @@ func TestRecomputeCountsExpiredItemsStillStored(t *testing.T) {
 	}
 	f.exact(t, "rex")
 	if u := f.recorded(t, "rex"); u.Items != 1 {
+		t.Errorf("usage %+v, want the live item alone", u)
+	}
+}
+
+// ttlDelete deletes an item as DynamoDB's TTL does, behind UDS's back, and
+// returns its old image, as the stream's record carries it.
+func (f faultyStore) ttlDelete(t *testing.T, k uds.Key) map[string]types.AttributeValue {
+	t.Helper()
+	key := map[string]types.AttributeValue{schema.AttrDataKey: &types.AttributeValueMemberS{Value: k.DataKey()}}
+	out, err := f.plain.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{
+		TableName: aws.String(f.tables.Data), Key: key, ReturnValues: types.ReturnValueAllOld,
+	})
+	if err != nil || out.Attributes == nil {
+		t.Fatalf("deleting %s as the TTL would: %v", k.DataKey(), err)
+	}
+	return out.Attributes
+}
+
+// A TTL deletion whose stream record arrives after a recompute corrected
+// the total without the item is not released again; one deleted after the
+// recompute is released as usual.
+func TestTTLDeletionsBeforeARecomputeAreNotReleasedTwice(t *testing.T) {
+	ctx := context.Background()
+	f := newFaultyStore(t, 10, store.WithRecomputeQuiet(0))
+	at := time.Now().Add(300 * time.Millisecond).Truncate(time.Millisecond)
+	create := func(id string, expires time.Time) uds.Key {
+		w := writeAs("tia", key(t, "ttl", id), `{"v":"`+id+`"}`)
+		w.ExpiresAt = expires
+		if _, err := f.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		return w.Key
+	}
+	gone := create("gone-before", at)
+	create("live", time.Time{})
+	time.Sleep(time.Until(at) + 10*time.Millisecond)
+	// The stream gives deletion times rounded down to the second.
+	removed := time.Now().Truncate(time.Second)
+	old := f.ttlDelete(t, gone)
+
+	rc, err := f.Recompute(ctx, app, "tia")
+	if err != nil || !rc.Applied || rc.Drift.Items != 1 {
+		t.Fatalf("recompute before the stream record: %+v, %v; want the deleted item's drift applied", rc, err)
+	}
+	if released, err := f.ReleaseRemoved(ctx, old, removed); err != nil || released {
+		t.Fatalf("the record of a deletion the recompute left out: released %v, %v", released, err)
+	}
+	f.exact(t, "tia")
+
+	later := create("gone-after", time.Now().Add(300*time.Millisecond))
+	time.Sleep(time.Second + 400*time.Millisecond) // past the expiry and recompute's clock margin
+	old = f.ttlDelete(t, later)
+	if released, err := f.ReleaseRemoved(ctx, old, time.Now()); err != nil || !released {
+		t.Fatalf("a deletion after the recompute: released %v, %v", released, err)
+	}
+	f.exact(t, "tia")
+	if u := f.recorded(t, "tia"); u.Items != 1 {
 		t.Errorf("usage %+v, want the live item alone", u)
 	}
 }

@@ -43,6 +43,7 @@ func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed
 		if err != nil {
 			return uds.Recomputed{}, err
 		}
+		summed := time.Now()
 		if len(gone) > 0 && attempt == 0 {
 			// Expired items still stored are removed (and released)
 			// first, so that the usage answered is what the live items
@@ -62,7 +63,7 @@ func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed
 		if wait := s.recomputeQuiet - time.Since(lastWrite); wait > 0 {
 			return uds.Recomputed{Quota: q, Drift: drift, RetryAfter: wait}, nil
 		}
-		refused, err := s.transact(ctx, op, s.storeUsage(app, user, record, actual))
+		refused, err := s.transact(ctx, op, s.storeUsage(app, user, record, actual, summed))
 		switch {
 		case err != nil:
 			return uds.Recomputed{}, err
@@ -77,9 +78,22 @@ func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed
 	return uds.Recomputed{}, &uds.UnavailableError{Op: op, Err: errors.New("usage kept changing")}
 }
 
-// storeUsage sets the owner's usage to actual if the record still says
-// what was read (a missing record reads as zero usage).
-func (s *Store) storeUsage(app, user string, record map[string]types.AttributeValue, actual uds.Usage) types.TransactWriteItem {
+// clockMargin is added to the instant recompute's sum was taken before it
+// is compared with the times DynamoDB's stream gives TTL deletions (rounded
+// down to the second, by DynamoDB's clock): a deletion the sum may have
+// missed always counts as before it. A deletion the sum did see that falls
+// within the margin is not released, an over-count the next recompute
+// repairs, never an under-count.
+const clockMargin = time.Second
+
+// storeUsage sets the owner's usage to actual, summed at summed, if the
+// record still says what was read (a missing record reads as zero usage).
+// It stamps the record with the instant its total accounts for removals
+// up to (schema.AttrRecomputedAt): DynamoDB's TTL deletes expired items
+// on its own, and the expiry function releases them from the stream some
+// seconds later; one deleted before the sum is not in it, and its release
+// must not take it off the corrected total a second time.
+func (s *Store) storeUsage(app, user string, record map[string]types.AttributeValue, actual uds.Usage, summed time.Time) types.TransactWriteItem {
 	before := usageOf(record)
 	values := map[string]types.AttributeValue{
 		":b":  &types.AttributeValueMemberN{Value: strconv.FormatInt(actual.Bytes, 10)},
@@ -87,6 +101,7 @@ func (s *Store) storeUsage(app, user string, record map[string]types.AttributeVa
 		":ob": &types.AttributeValueMemberN{Value: strconv.FormatInt(before.Bytes, 10)},
 		":oi": &types.AttributeValueMemberN{Value: strconv.FormatInt(before.Items, 10)},
 		":s":  &types.AttributeValueMemberS{Value: AppShard(app, user)},
+		":ra": &types.AttributeValueMemberN{Value: strconv.FormatInt(summed.Add(clockMargin).UnixMilli(), 10)},
 	}
 	cond := "#b = :ob AND #i = :oi"
 	if before == (uds.Usage{}) {
@@ -101,10 +116,11 @@ func (s *Store) storeUsage(app, user string, record map[string]types.AttributeVa
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:           aws.String(s.tables.Usage),
 		Key:                 usageKey(app, user),
-		UpdateExpression:    aws.String("SET #b = :b, #i = :i, #s = :s"),
+		UpdateExpression:    aws.String("SET #b = :b, #i = :i, #s = :s, #ra = :ra"),
 		ConditionExpression: aws.String(cond),
 		ExpressionAttributeNames: map[string]string{
 			"#b": schema.AttrUsedBytes, "#i": schema.AttrUsedItems, "#s": schema.AttrAppShard, "#lw": schema.AttrLastWrite,
+			"#ra": schema.AttrRecomputedAt,
 		},
 		ExpressionAttributeValues: values,
 	}}
