@@ -18,8 +18,8 @@ const (
 	// each time by bisection) before its records go to the failure queue.
 	expiryRetries = 10
 	// iteratorAgeThresholdMs alarms when the expiry function falls 30 s
-	// behind the streams: quotas then still count expired items, and
-	// recompute's quiet period (60 s) assumes the lag is well shorter.
+	// behind the streams: quotas then still count expired items that
+	// DynamoDB has deleted.
 	iteratorAgeThresholdMs = 30_000
 )
 
