@@ -3,12 +3,16 @@
 package lambdahost
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
@@ -55,10 +59,32 @@ func Handler(h http.Handler) HandlerFunc {
 			httpapi.WriteBadEvent(w)
 			return w.response(), nil
 		}
+		expandedOnTheWay(req)
 		w := newResponseWriter()
 		h.ServeHTTP(w, req)
 		return w.response(), nil
 	}
+}
+
+// expandedOnTheWay reads a body labelled gzip that does not start as a
+// gzip stream does as it came: API Gateway decompresses request bodies it
+// recognises in some configurations and leaves the header, and such a body
+// would otherwise be refused as a broken stream. No JSON text starts with
+// gzip's magic bytes, so a real gzip body is never mistaken for one.
+func expandedOnTheWay(req *http.Request) {
+	switch strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding"))) {
+	case "gzip", "x-gzip":
+	default:
+		return
+	}
+	body := bufio.NewReader(req.Body)
+	if magic, _ := body.Peek(2); !bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		req.Header.Del("Content-Encoding")
+	}
+	req.Body = struct {
+		io.Reader
+		io.Closer
+	}{body, req.Body}
 }
 
 // Subject names the caller from the API Gateway authorizer: the configured
