@@ -36,7 +36,8 @@ func TestRecordsMeetTheSpecification(t *testing.T) {
 	if err := emftest.Check(line); err != nil {
 		t.Errorf("%v\n%s", err, line)
 	}
-	for _, want := range []string{`"Namespace":"UDS"`, `"route":"GET /data/{applicationUuid}/\"ünïcode\"\n"`, `"Latency":12.5`, `"Unit":"Milliseconds"`} {
+	for _, want := range []string{`"Namespace":"UDS"`, `"route":"GET /data/{applicationUuid}/\"ünïcode\"\n"`, `"Requests":1,`, `"Latency":12.5`,
+		`"ReadCapacityUnits":0.5}`, `"Unit":"Milliseconds"`} {
 		if !strings.Contains(string(line), want) {
 			t.Errorf("line lacks %s: %s", want, line)
 		}

@@ -241,7 +241,14 @@ func (a *API) report(r *http.Request, route string, p params, ow *observed, byte
 		if a.requestAttrs != nil {
 			attrs = append(attrs, a.requestAttrs(r)...)
 		}
-		a.log.LogAttrs(r.Context(), level, "request", attrs...)
+		// The attributes go as one group without a key, which handlers
+		// inline: a record keeps up to five attributes and allocates for
+		// more. It is handed to the handler directly, without the
+		// caller's program counter that Logger.LogAttrs looks up for every
+		// line (no handler of UDS's adds the source).
+		line := slog.NewRecord(time.Now(), level, "request", 0)
+		line.AddAttrs(slog.Attr{Value: slog.GroupValue(attrs...)})
+		_ = a.log.Handler().Handle(r.Context(), line)
 		*ap = attrs
 	}
 	a.writeMetrics(route, ow.status, ms, c, ob)
