@@ -16,9 +16,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/udsproject/uds/internal/migrate"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/migrate"
 	"github.com/udsproject/uds/pkg/store"
 )
 

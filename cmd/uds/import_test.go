@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udsproject/uds/internal/apitest"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 )
 
 // lambdaBodyBytes is what a request body takes inside the Lambda event: a

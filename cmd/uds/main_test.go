@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udsproject/uds/internal/apitest"
 	"github.com/udsproject/uds/pkg/client"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 )
 
 const app = "d53065bd-f932-4841-83fb-849717d8df0f"

@@ -24,8 +24,8 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/udsproject/uds/internal/apitest"
 	"github.com/udsproject/uds/pkg/client"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 )
 
 const (

@@ -14,11 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/internal/emf/emftest"
 	"github.com/udsproject/uds/pkg/expiry"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -86,8 +86,8 @@ func counted(t *testing.T, c *dynamodb.Client, tables store.Tables, rec events.D
 // each TTL deletion is released once, however often it is delivered, and
 // removals by UDS itself are left alone.
 func TestStreamEventsReplay(t *testing.T) {
-	c := dynamotest.Client(t)
-	tables := dynamotest.NewTables(t)
+	c := storetest.Client(t)
+	tables := storetest.NewTables(t)
 	st := store.New(c, tables)
 	var metrics bytes.Buffer
 	h := expiry.Handler(st, slog.New(slog.DiscardHandler), emf.NewWriter(&metrics))
@@ -95,7 +95,7 @@ func TestStreamEventsReplay(t *testing.T) {
 	for _, rec := range ttl.Records {
 		counted(t, c, tables, rec)
 	}
-	usage := func() uds.Usage { return dynamotest.RecordedUsage(t, c, tables, app, "erin") }
+	usage := func() uds.Usage { return storetest.RecordedUsage(t, c, tables, app, "erin") }
 	if u := usage(); u.Items != 2 {
 		t.Fatalf("before the replay: %+v", u)
 	}

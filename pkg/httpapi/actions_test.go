@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
 // actionRecorder is a store.Client that notes the IAM action each call
@@ -114,8 +114,8 @@ func (r *actionRecorder) TransactWriteItems(ctx context.Context, in *dynamodb.Tr
 // change that makes them call DynamoDB differently fails here, and the
 // grant (and wantAccess) must follow.
 func TestExportImportDynamoDBActions(t *testing.T) {
-	tables := dynamotest.NewTables(t)
-	client := dynamotest.Client(t)
+	tables := storetest.NewTables(t)
+	client := storetest.Client(t)
 	recorder := newActionRecorder(client, tables)
 	cfg := httpapi.Config{Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret")}
 	data := httpapi.New(store.New(client, tables), httpapi.GroupAll, cfg)

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udsproject/uds/internal/dynamotest"
-	"github.com/udsproject/uds/internal/faults"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/store/storetest/faults"
 )
 
 type result struct {
@@ -145,7 +145,7 @@ func TestBatchAtomic(t *testing.T) {
 	e.do("GET", base+"/a/gone", "").expect(t, 404)
 	exactUsage(t, e, "vera")
 
-	before := dynamotest.StoredUsage(t, e.client, e.tables, app, "vera")
+	before := storetest.StoredUsage(t, e.client, e.tables, app, "vera")
 	for _, tc := range []struct {
 		name, body string
 		status     int
@@ -164,7 +164,7 @@ func TestBatchAtomic(t *testing.T) {
 			for _, id := range []string{"x1", "x2", "x3"} {
 				e.do("GET", base+"/a/"+id, "").expect(t, 404)
 			}
-			if after := dynamotest.StoredUsage(t, e.client, e.tables, app, "vera"); after != before {
+			if after := storetest.StoredUsage(t, e.client, e.tables, app, "vera"); after != before {
 				t.Errorf("usage moved: %+v, was %+v", after, before)
 			}
 			exactUsage(t, e, "vera")
@@ -185,13 +185,13 @@ func TestBatchAtomic(t *testing.T) {
 // Batches under lost answers, throttling and resets keep usage exact, and
 // an atomic batch is all there or not at all.
 func TestBatchesUnderFaults(t *testing.T) {
-	client, ft := dynamotest.FaultyClient(t, 21)
-	tables := dynamotest.NewTables(t)
+	client, ft := storetest.FaultyClient(t, 21)
+	tables := storetest.NewTables(t)
 	srv := httptest.NewServer(httpapi.New(store.New(client, tables), httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("b"), RequestBudget: 4 * time.Second,
 	}))
 	t.Cleanup(srv.Close)
-	e := &env{t: t, srv: srv, tables: tables, client: dynamotest.Client(t)}
+	e := &env{t: t, srv: srv, tables: tables, client: storetest.Client(t)}
 	ft.Set(
 		faults.Rule{Kind: faults.LostAfterCommit, Ops: writeOps, Rate: 0.1},
 		faults.Rule{Kind: faults.ResetAfterCommit, Ops: writeOps, Rate: 0.05},

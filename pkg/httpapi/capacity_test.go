@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
 var capacityReport = flag.String("capacity-report", "", "write the capacity table as Markdown to this file")
@@ -45,8 +45,8 @@ func expiring(body string) string { return strings.Replace(body, "{", `{"ttl":1,
 // growing update costs a refused conditional write more: it learns the old
 // size from it instead of reading first.
 func TestCapacityTable(t *testing.T) {
-	tables := dynamotest.NewTables(t)
-	counter := dynamotest.NewCounter(dynamotest.Client(t))
+	tables := storetest.NewTables(t)
+	counter := storetest.NewCounter(storetest.Client(t))
 	// The limits and policies read by a namespace's first request stay
 	// cached for the whole table, however long a loaded machine takes.
 	api := httpapi.New(store.New(counter, tables, store.WithLimitsTTL(time.Hour)), httpapi.GroupAll, httpapi.Config{
@@ -54,7 +54,7 @@ func TestCapacityTable(t *testing.T) {
 	})
 	srv := httptest.NewServer(api)
 	defer srv.Close()
-	e := &env{t: t, srv: srv, tables: tables, client: dynamotest.Client(t)}
+	e := &env{t: t, srv: srv, tables: tables, client: storetest.Client(t)}
 
 	kb := func(n int) string { return `{"data":{"s":"` + strings.Repeat("a", n*1000-20) + `"}}` }
 	list := base + "/cap/list"

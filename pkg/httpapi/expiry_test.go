@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udsproject/uds/internal/dynamotest"
+	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
 func TestExpiryInput(t *testing.T) {
@@ -105,7 +105,7 @@ func TestExpiredItemsAreGoneEverywhere(t *testing.T) {
 
 func exactUsage(t *testing.T, e *env, owner string) {
 	t.Helper()
-	if rec, real := dynamotest.RecordedUsage(t, e.client, e.tables, app, owner), dynamotest.StoredUsage(t, e.client, e.tables, app, owner); rec != real {
+	if rec, real := storetest.RecordedUsage(t, e.client, e.tables, app, owner), storetest.StoredUsage(t, e.client, e.tables, app, owner); rec != real {
 		t.Errorf("%s: usage %+v, the tables hold %+v", owner, rec, real)
 	}
 }

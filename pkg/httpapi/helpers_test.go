@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
 const (
@@ -34,8 +34,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	tables := dynamotest.NewTables(t)
-	client := dynamotest.Client(t)
+	tables := storetest.NewTables(t)
+	client := storetest.Client(t)
 	api := httpapi.New(store.New(client, tables), httpapi.GroupAll, httpapi.Config{
 		Subject:         httpapi.HeaderSubject,
 		CursorSecret:    []byte("test secret"),

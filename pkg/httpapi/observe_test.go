@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/internal/emf/emftest"
-	"github.com/udsproject/uds/internal/faults"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/store/storetest/faults"
 )
 
 // lockedBuffer is a buffer that a server's goroutines may write at once.
@@ -63,8 +63,8 @@ type observedEnv struct {
 }
 
 func newObservedEnv(t *testing.T) *observedEnv {
-	client, ft := dynamotest.FaultyClient(t, 1)
-	tables := dynamotest.NewTables(t)
+	client, ft := storetest.FaultyClient(t, 1)
+	tables := storetest.NewTables(t)
 	o := &observedEnv{logs: &lockedBuffer{}, metrics: &lockedBuffer{}, faults: ft}
 	api := httpapi.New(store.New(client, tables), httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: 20 * time.Second,
@@ -72,7 +72,7 @@ func newObservedEnv(t *testing.T) *observedEnv {
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	o.env = &env{t: t, srv: srv, tables: tables, client: dynamotest.Client(t)}
+	o.env = &env{t: t, srv: srv, tables: tables, client: storetest.Client(t)}
 	return o
 }
 

@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
 const adminApps = "/rest/api/v1/admin/apps/" + app
@@ -385,8 +385,8 @@ func TestPolicyAdmin(t *testing.T) {
 // TestPolicyChangeReachesOtherContainers checks how soon a change made
 // through one container applies in another: within the cache TTL.
 func TestPolicyChangeReachesOtherContainers(t *testing.T) {
-	tables := dynamotest.NewTables(t)
-	client := dynamotest.Client(t)
+	tables := storetest.NewTables(t)
+	client := storetest.Client(t)
 	const ttl = 300 * time.Millisecond
 	serve := func() *env {
 		api := httpapi.New(store.New(client, tables, store.WithLimitsTTL(ttl)), httpapi.GroupAll, httpapi.Config{

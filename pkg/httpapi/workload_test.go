@@ -19,10 +19,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/udsproject/uds/internal/dynamotest"
-	"github.com/udsproject/uds/internal/faults"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/store/storetest/faults"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -123,15 +123,15 @@ func killable(h http.Handler) http.Handler {
 }
 
 func runWorkload(t *testing.T, sc scenario, seed uint64) {
-	client, ft := dynamotest.FaultyClient(t, seed)
-	tables := dynamotest.NewTables(t)
+	client, ft := storetest.FaultyClient(t, seed)
+	tables := storetest.NewTables(t)
 	api := httpapi.New(store.New(client, tables, store.WithRecomputeQuiet(0)), httpapi.GroupAll, httpapi.Config{
 		Subject:         httpapi.HeaderSubject,
 		CursorSecret:    []byte("workload"),
 		DeleteAllBudget: 3 * time.Second,
 		RequestBudget:   4 * time.Second,
 	})
-	e := &workloadEnv{srv: httptest.NewServer(killable(api)), faults: ft, tables: tables, plain: dynamotest.Client(t)}
+	e := &workloadEnv{srv: httptest.NewServer(killable(api)), faults: ft, tables: tables, plain: storetest.Client(t)}
 	t.Cleanup(e.srv.Close)
 	if st, _ := e.send(0, "PUT", admin+"/apps/"+app+"/quota", "admin", fmt.Sprintf(`{"limitBytes":%d,"limitItems":%d}`, limitBytes, limitItems), ""); st != 200 {
 		t.Fatalf("setting the app's limits: %d", st)
@@ -202,11 +202,11 @@ func runWorkload(t *testing.T, sc scenario, seed uint64) {
 }
 
 func (e *workloadEnv) recorded(t *testing.T, owner string) uds.Usage {
-	return dynamotest.RecordedUsage(t, e.plain, e.tables, app, owner)
+	return storetest.RecordedUsage(t, e.plain, e.tables, app, owner)
 }
 
 func (e *workloadEnv) real(t *testing.T, owner string) uds.Usage {
-	return dynamotest.StoredUsage(t, e.plain, e.tables, app, owner)
+	return storetest.StoredUsage(t, e.plain, e.tables, app, owner)
 }
 
 // watchLimits reads every owner's usage record while the workload runs:

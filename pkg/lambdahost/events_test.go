@@ -14,12 +14,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/internal/emf/emftest"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/lambdahost"
+	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
 // TestEventsReplay replays every API Gateway event under events/, in the
@@ -27,7 +27,7 @@ import (
 // to (the same handler main starts), against an empty store.
 func TestEventsReplay(t *testing.T) {
 	cfg := config.Config{
-		Tables:          dynamotest.NewTables(t),
+		Tables:          storetest.NewTables(t),
 		Endpoint:        os.Getenv(config.EnvDynamoDBEndpoint),
 		SubjectClaim:    "sub",
 		CursorSecret:    []byte("events"),

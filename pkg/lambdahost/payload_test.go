@@ -14,11 +14,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/lambdahost"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -30,7 +30,7 @@ const lambdaPayloadLimit = 6 * 1024 * 1024
 func listFunction(t *testing.T) (lambdahost.HandlerFunc, store.Tables) {
 	t.Helper()
 	cfg := config.Config{
-		Tables:       dynamotest.NewTables(t),
+		Tables:       storetest.NewTables(t),
 		Endpoint:     os.Getenv(config.EnvDynamoDBEndpoint),
 		SubjectClaim: "sub", CursorSecret: []byte("list function"), LimitsCacheTTL: time.Second,
 	}
@@ -48,7 +48,7 @@ func TestListPagesFitTheLambdaPayload(t *testing.T) {
 	const app = "d53065bd-f932-4841-83fb-849717d8df0f"
 	ctx := context.Background()
 	h, tables := listFunction(t)
-	st := store.New(dynamotest.Client(t), tables)
+	st := store.New(storetest.Client(t), tables)
 	for _, tc := range []struct {
 		name, element string
 	}{

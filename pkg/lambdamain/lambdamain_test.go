@@ -17,13 +17,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/internal/emf/emftest"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/lambdahost"
 	"github.com/udsproject/uds/pkg/lambdamain"
+	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
 // stdoutLogger returns the functions' logger at level, built while
@@ -52,7 +52,7 @@ func stdoutLogger(t *testing.T, level slog.Level) (*slog.Logger, func() string) 
 // WARN the line is left out, and the EMF record is written all the same.
 func TestRequestLineThroughLambdaLogHandler(t *testing.T) {
 	cfg := config.Config{
-		Tables: dynamotest.NewTables(t), Endpoint: os.Getenv(config.EnvDynamoDBEndpoint),
+		Tables: storetest.NewTables(t), Endpoint: os.Getenv(config.EnvDynamoDBEndpoint),
 		SubjectClaim: "sub", CursorSecret: []byte("k"), LimitsCacheTTL: time.Second,
 	}
 	for _, tc := range []struct {

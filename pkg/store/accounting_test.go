@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/udsproject/uds/internal/dynamotest"
-	"github.com/udsproject/uds/internal/faults"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/store/storetest/faults"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -32,19 +32,19 @@ type faultyStore struct {
 
 func newFaultyStore(t *testing.T, seed uint64, opts ...store.Option) faultyStore {
 	t.Helper()
-	client, ft := dynamotest.FaultyClient(t, seed)
-	tables := dynamotest.NewTables(t)
-	return faultyStore{Store: store.New(client, tables, opts...), faults: ft, tables: tables, plain: dynamotest.Client(t)}
+	client, ft := storetest.FaultyClient(t, seed)
+	tables := storetest.NewTables(t)
+	return faultyStore{Store: store.New(client, tables, opts...), faults: ft, tables: tables, plain: storetest.Client(t)}
 }
 
 // recorded is the owner's usage record.
 func (f faultyStore) recorded(t *testing.T, owner string) uds.Usage {
-	return dynamotest.RecordedUsage(t, f.plain, f.tables, app, owner)
+	return storetest.RecordedUsage(t, f.plain, f.tables, app, owner)
 }
 
 // real sums the owner's items as the tables hold them.
 func (f faultyStore) real(t *testing.T, owner string) uds.Usage {
-	return dynamotest.StoredUsage(t, f.plain, f.tables, app, owner)
+	return storetest.StoredUsage(t, f.plain, f.tables, app, owner)
 }
 
 // exact fails the test unless the owner's usage record equals what the

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -23,8 +23,8 @@ import (
 // exact whichever item the removal meets.
 func TestRemovalOfAnotherIncarnationWithTheSameRevision(t *testing.T) {
 	ctx := context.Background()
-	client := dynamotest.Client(t)
-	tables := dynamotest.NewTables(t)
+	client := storetest.Client(t)
+	tables := storetest.NewTables(t)
 	s := store.New(client, tables)
 	k, err := key(t, "feed", "list").WithSortKey("item")
 	if err != nil {
@@ -59,8 +59,8 @@ func TestRemovalOfAnotherIncarnationWithTheSameRevision(t *testing.T) {
 	if _, err := s.RemoveAsRead(ctx, k.App, k, stale); err != nil {
 		t.Fatal(err)
 	}
-	recorded := dynamotest.RecordedUsage(t, client, tables, k.App, "alice")
-	stored := dynamotest.StoredUsage(t, client, tables, k.App, "alice")
+	recorded := storetest.RecordedUsage(t, client, tables, k.App, "alice")
+	stored := storetest.StoredUsage(t, client, tables, k.App, "alice")
 	if recorded != stored {
 		t.Errorf("usage records %+v, the tables hold %+v", recorded, stored)
 	}

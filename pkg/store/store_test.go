@@ -18,17 +18,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
 const app = "d53065bd-f932-4841-83fb-849717d8df0f"
 
-func newStore(t testing.TB) (*store.Store, *dynamotest.Counter) {
+func newStore(t testing.TB) (*store.Store, *storetest.Counter) {
 	t.Helper()
-	counter := dynamotest.NewCounter(dynamotest.Client(t))
-	return store.New(counter, dynamotest.NewTables(t)), counter
+	counter := storetest.NewCounter(storetest.Client(t))
+	return store.New(counter, storetest.NewTables(t)), counter
 }
 
 func key(t testing.TB, ns, id string) uds.Key {
@@ -289,8 +289,8 @@ func TestDeleteList(t *testing.T) {
 // refused after reading one byte more than the bound, not held whole.
 func TestDecompressionIsBounded(t *testing.T) {
 	ctx := context.Background()
-	tables := dynamotest.NewTables(t)
-	s := store.New(dynamotest.Client(t), tables)
+	tables := storetest.NewTables(t)
+	s := store.New(storetest.Client(t), tables)
 	var z bytes.Buffer
 	w := gzip.NewWriter(&z)
 	_, _ = w.Write([]byte(`"`))
@@ -298,7 +298,7 @@ func TestDecompressionIsBounded(t *testing.T) {
 	_, _ = w.Write([]byte(`"`))
 	_ = w.Close()
 	k := key(t, "bomb", "item")
-	_, err := dynamotest.Client(t).PutItem(ctx, &dynamodb.PutItemInput{
+	_, err := storetest.Client(t).PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(tables.Data),
 		Item: map[string]types.AttributeValue{
 			"dataKey":     &types.AttributeValueMemberS{Value: k.DataKey()},

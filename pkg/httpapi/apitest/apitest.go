@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udsproject/uds/internal/dynamotest"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
 // Server starts the API and returns its base URL; it stops when the test
@@ -21,7 +21,7 @@ import (
 // the server answer 503 with partial progress, as on Lambda for big lists).
 func Server(t testing.TB, deleteAllBudget time.Duration) string {
 	t.Helper()
-	st := store.New(dynamotest.Client(t), dynamotest.NewTables(t), store.WithRecomputeQuiet(0), store.WithLimitsTTL(0))
+	st := store.New(storetest.Client(t), storetest.NewTables(t), store.WithRecomputeQuiet(0), store.WithLimitsTTL(0))
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("api tests"), DeleteAllBudget: deleteAllBudget,
 	})

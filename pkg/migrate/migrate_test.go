@@ -16,12 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/udsproject/uds/internal/dynamotest"
-	"github.com/udsproject/uds/internal/faults"
-	"github.com/udsproject/uds/internal/migrate"
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/migrate"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/store/storetest/faults"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -115,10 +115,10 @@ func answers(t *testing.T, srv *httptest.Server, items []seedItem) []string {
 
 func TestMigrateSeedDeployment(t *testing.T) {
 	ctx := context.Background()
-	plain := dynamotest.Client(t)
-	tables := dynamotest.NewSeedTables(t)
+	plain := storetest.Client(t)
+	tables := storetest.NewSeedTables(t)
 	items := fillSeed(t, plain, tables)
-	client, ft := dynamotest.FaultyClient(t, 11)
+	client, ft := storetest.FaultyClient(t, 11)
 	st := store.New(client, tables, store.WithRecomputeQuiet(0))
 	srv := httptest.NewServer(httpapi.New(st, httpapi.GroupAll, httpapi.Config{Subject: httpapi.HeaderSubject, CursorSecret: []byte("m")}))
 	t.Cleanup(srv.Close)
@@ -197,7 +197,7 @@ func TestMigrateSeedDeployment(t *testing.T) {
 		}
 	}
 	for _, owner := range []string{"alice", "bob|auth0", "anonymous"} {
-		rec, real := dynamotest.RecordedUsage(t, plain, tables, app, owner), dynamotest.StoredUsage(t, plain, tables, app, owner)
+		rec, real := storetest.RecordedUsage(t, plain, tables, app, owner), storetest.StoredUsage(t, plain, tables, app, owner)
 		if rec != real || real.Items != int64(len(items)/3) {
 			t.Errorf("%s: usage %+v, the tables hold %+v; want %d items", owner, rec, real, len(items)/3)
 		}

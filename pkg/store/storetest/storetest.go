@@ -1,7 +1,7 @@
-// Package dynamotest gives tests a real DynamoDB engine: the endpoint in
+// Package storetest gives tests a real DynamoDB engine: the endpoint in
 // UDS_DYNAMODB_ENDPOINT (DynamoDB Local started by `make test`, dynoxide, or
 // real DynamoDB) and fresh, uniquely named tables per test.
-package dynamotest
+package storetest
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/udsproject/uds/internal/faults"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest/faults"
 )
 
 var (
