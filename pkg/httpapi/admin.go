@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"math"
@@ -262,17 +261,12 @@ func readLimits(r *http.Request) (uds.Limits, error) {
 	if err != nil {
 		return uds.Limits{}, uds.Invalid("body", "could not be read or exceeds %d bytes", maxLimitsBody)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	var b struct {
 		LimitBytes *json.Number `json:"limitBytes"`
 		LimitItems *json.Number `json:"limitItems"`
 	}
-	if err := dec.Decode(&b); err != nil {
-		return uds.Limits{}, uds.Invalid("body", `is not {"limitBytes": n, "limitItems": n}: %s`, jsonProblem(err))
-	}
-	if dec.More() {
-		return uds.Limits{}, uds.Invalid("body", "has content after the JSON object")
+	if err := decodeBody(body, &b, `{"limitBytes": n, "limitItems": n}`); err != nil {
+		return uds.Limits{}, err
 	}
 	var l uds.Limits
 	for _, f := range []struct {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -161,7 +160,7 @@ func (a *API) importRecords(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	if err := a.checkKeySpaces(r.Context(), app, records); err != nil {
+	if err := a.checkPolicies(r.Context(), app, records); err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
@@ -192,16 +191,11 @@ func readRecords(r *http.Request, app string) ([]uds.Record, error) {
 	if err != nil {
 		return nil, uds.Invalid("body", "could not be read")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	var b struct {
 		Records []recordJSON `json:"records"`
 	}
-	if err := dec.Decode(&b); err != nil {
-		return nil, uds.Invalid("body", `is not {"records": [...]} of exported records: %s`, jsonProblem(err))
-	}
-	if dec.More() {
-		return nil, uds.Invalid("body", "has content after the JSON object")
+	if err := decodeBody(body, &b, `{"records": [...]} of exported records`); err != nil {
+		return nil, err
 	}
 	if len(b.Records) == 0 || len(b.Records) > uds.MaxImportRecords {
 		return nil, uds.Invalid("records", "must hold 1 to %d records, got %d", uds.MaxImportRecords, len(b.Records))
@@ -231,7 +225,7 @@ func parseRecord(app string, j *recordJSON, rec *uds.Record) error {
 		{"owner", j.Owner}, {"createdBySubject", j.CreatedBySubject}, {"updatedBySubject", j.UpdatedBySubject},
 	} {
 		if !uds.ValidSubject(s.value) {
-			return uds.Invalid(s.field, "must be at most %d bytes without control characters", uds.MaxSubjectBytes)
+			return uds.Invalid(s.field, "must be valid UTF-8 of at most %d bytes without control characters, as callers are", uds.MaxSubjectBytes)
 		}
 	}
 	if j.Owner == "" {
@@ -245,8 +239,8 @@ func parseRecord(app string, j *recordJSON, rec *uds.Record) error {
 	if err := checkClassName(j.ClassName); err != nil {
 		return err
 	}
-	if j.Version < 0 {
-		return uds.Invalid("version", "must not be negative, got %d", j.Version)
+	if j.Version < 0 || j.Version > uds.MaxVersion {
+		return uds.Invalid("version", "must be a whole number from 0 to %d (2^53-1), got %d", uds.MaxVersion, j.Version)
 	}
 	rec.Key, rec.Owner, rec.ClassName, rec.Version = key, j.Owner, j.ClassName, j.Version
 	rec.CreatedBy, rec.UpdatedBy = j.CreatedBySubject, j.UpdatedBySubject
@@ -268,31 +262,46 @@ func parseRecord(app string, j *recordJSON, rec *uds.Record) error {
 			return err
 		}
 	}
+	// An expiry is bounded as a write's is; one already past is skipped
+	// as expired, not refused.
+	if rec.ExpiresAt.Sub(time.Now()) > uds.MaxTTL {
+		return uds.Invalid("expiresAt", "must be at most ten years ahead, as a write's expiry, got %s", j.ExpiresAt)
+	}
 	return nil
 }
 
-// checkKeySpaces refuses records that would land outside the key space
-// their namespace's policy gives: a private namespace's items sit in their
-// owner's key space, every other namespace's in the shared one. Items in
-// the wrong one could never be read. Policies are set before an import.
-func (a *API) checkKeySpaces(ctx context.Context, app string, records []uds.Record) error {
-	private := map[string]bool{}
+// checkPolicies gives every record the checks its namespace's policy
+// gives a write through the API. A private namespace's items sit in their
+// owner's key space, every other namespace's in the shared one: items in
+// the wrong one could never be read, so policies are set before an import.
+// The anonymous caller has no key space of a private namespace, so it owns
+// none of its items either. Data is checked against the namespace's JSON
+// Schema; a refusal names the record (failedIndex).
+func (a *API) checkPolicies(ctx context.Context, app string, records []uds.Record) error {
+	policies := map[string]*scope{}
 	for i := range records {
-		ns := records[i].Key.Namespace
-		want, known := private[ns]
-		if !known {
+		rec := &records[i]
+		ns := rec.Key.Namespace
+		sc := policies[ns]
+		if sc == nil {
 			p, err := a.store.Policy(ctx, app, ns)
 			if err != nil {
 				return err
 			}
-			want = p.Mode() == uds.AccessPrivate
-			private[ns] = want
+			sc = &scope{key: rec.Key, policy: p}
+			policies[ns] = sc
 		}
-		switch has := records[i].Key.Owner != ""; {
-		case want && !has:
+		private := sc.policy.Mode() == uds.AccessPrivate
+		switch has := rec.Key.Owner != ""; {
+		case private && !has:
 			return inRecord(i, uds.Invalid("private", "must be true: namespace %q is private here, and the record comes from a shared one", ns))
-		case !want && has:
+		case !private && has:
 			return inRecord(i, uds.Invalid("private", "must be false: namespace %q is not private here; set its policy before the import", ns))
+		case private && rec.Owner == Anonymous:
+			return inRecord(i, uds.Invalid("owner", "is %q, who has no key space in private namespace %q", Anonymous, ns))
+		}
+		if err := a.checkData(sc, rec.Data); err != nil {
+			return &uds.BatchError{Index: i, Err: err}
 		}
 	}
 	return nil

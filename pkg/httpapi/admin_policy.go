@@ -118,17 +118,12 @@ func (a *API) readPolicy(r *http.Request) (uds.Policy, error) {
 	case err != nil:
 		return uds.Policy{}, uds.Invalid("body", "could not be read")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	var b struct {
 		Access *string          `json:"access"`
 		Schema *json.RawMessage `json:"schema"`
 	}
-	if err := dec.Decode(&b); err != nil {
-		return uds.Policy{}, uds.Invalid("body", `is not {"access": "shared" | "private" | "owner-write", "schema": {...} | null}: %s`, jsonProblem(err))
-	}
-	if dec.More() {
-		return uds.Policy{}, uds.Invalid("body", "has content after the JSON object")
+	if err := decodeBody(body, &b, `{"access": "shared" | "private" | "owner-write", "schema": {...} | null}`); err != nil {
+		return uds.Policy{}, err
 	}
 	if b.Access == nil {
 		return uds.Policy{}, uds.Invalid("access", `is required: "shared", "private" or "owner-write"`)

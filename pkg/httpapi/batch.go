@@ -69,11 +69,9 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, uds.Invalid("body", "could not be read"), nil)
 		return
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	var b batchBody
-	if err := dec.Decode(&b); err != nil || dec.More() {
-		a.fail(w, r, uds.Invalid("body", `is not a JSON object of the form {"atomic": false, "operations": [...]}`), nil)
+	if err := decodeBody(body, &b, `a JSON object of the form {"atomic": false, "operations": [...]}`); err != nil {
+		a.fail(w, r, err, nil)
 		return
 	}
 	subject, err := a.subject(r)
@@ -217,7 +215,9 @@ func checkOperation(app, subject string, o batchOpJSON, atomic bool) (uds.BatchO
 	default:
 		return op, uds.Invalid("method", "must be POST, PUT, DELETE or GET, got %q", o.Method)
 	}
-	segs := strings.Split(strings.Trim(o.Path, "/"), "/")
+	// As on the routes, one slash may end the path (and one start it,
+	// since the path is relative to the app); any other is part of it.
+	segs := strings.Split(strings.TrimSuffix(strings.TrimPrefix(o.Path, "/"), "/"), "/")
 	if len(segs) < 2 {
 		return op, uds.Invalid("path", "must be {namespace}/{id} or {namespace}/{id}/{sortKey}, got %q", o.Path)
 	}

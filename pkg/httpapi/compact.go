@@ -1,11 +1,22 @@
 package httpapi
 
-import "errors"
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
 
 // compactJSON appends src to dst without insignificant white space, as
 // json.Compact does with HTML escaping off, and fails where json.Compact
 // fails: src must be exactly one JSON value (RFC 8259), nested at most
-// maxJSONDepth deep. It does the same work several times faster:
+// maxJSONDepth deep. It also fails, with a *duplicateNameError, on an
+// object that names a member twice, at any depth: I-JSON (RFC 7493)
+// forbids it, because readers disagree on which of the two counts (Go's
+// encoding/json and the JSON Schema validator keep the last, others the
+// first), so a body that means two things is refused rather than stored.
+//
+// It does the same work as json.Compact several times faster:
 // encoding/json's scanner takes every byte through a state function, and a
 // write's body is mostly the inside of strings, which this copies in runs
 // (a test compares the two on random documents and mutations of them).
@@ -17,7 +28,7 @@ func compactJSON(dst, src []byte) ([]byte, error) {
 	}
 	c.space()
 	if c.i != len(c.src) {
-		return dst, errJSONSyntax
+		return dst, c.syntaxError()
 	}
 	return c.dst, nil
 }
@@ -25,12 +36,52 @@ func compactJSON(dst, src []byte) ([]byte, error) {
 // maxJSONDepth is encoding/json's nesting limit.
 const maxJSONDepth = 10000
 
-var errJSONSyntax = errors.New("invalid JSON")
+// jsonSyntaxError is JSON that does not follow the grammar, and where the
+// reading stopped.
+type jsonSyntaxError struct{ offset int }
+
+func (e *jsonSyntaxError) Error() string { return "syntax error at byte " + strconv.Itoa(e.offset) }
+
+// duplicateNameError is an object that names a member twice.
+type duplicateNameError struct {
+	// pointer locates the second member (RFC 6901), name is its name.
+	pointer, name string
+}
+
+func (e *duplicateNameError) Error() string {
+	return "member " + strconv.Quote(e.name) + " is given twice (at " + strconv.Quote(e.pointer) + "); each member name may appear once in an object"
+}
 
 type compactor struct {
 	src, dst []byte
 	i        int
+	// frames are the containers being read, innermost last, and names
+	// the member names of the objects among them (decoded), so that a
+	// repeated one is found.
+	frames []frame
+	names  [][]byte
 }
+
+// frame is one container being read.
+type frame struct {
+	object bool
+	// index is the element of an array being read; name the member of an
+	// object. first is where the object's names start in names.
+	index int
+	name  []byte
+	first int
+	// set holds the names of an object past linearNames members, where
+	// comparing with each is no longer cheap.
+	set map[string]struct{}
+}
+
+// linearNames is how many names an object keeps in a list before it
+// keeps them in a map: most objects are small, and comparing a handful of
+// short names is cheaper than hashing them.
+const linearNames = 16
+
+// syntaxError is the error for the byte the reading stopped at.
+func (c *compactor) syntaxError() error { return &jsonSyntaxError{offset: c.i} }
 
 func (c *compactor) space() {
 	for c.i < len(c.src) {
@@ -45,7 +96,7 @@ func (c *compactor) space() {
 
 func (c *compactor) value(depth int) error {
 	if c.i >= len(c.src) {
-		return errJSONSyntax
+		return c.syntaxError()
 	}
 	switch b := c.src[c.i]; {
 	case b == '"':
@@ -63,13 +114,13 @@ func (c *compactor) value(depth int) error {
 	case b == '-' || (b >= '0' && b <= '9'):
 		return c.number()
 	}
-	return errJSONSyntax
+	return c.syntaxError()
 }
 
 // container copies an object (members) or array, its opening byte at c.i.
 func (c *compactor) container(depth int, end byte, members bool) error {
 	if depth+1 > maxJSONDepth {
-		return errJSONSyntax
+		return c.syntaxError()
 	}
 	c.dst = append(c.dst, c.src[c.i])
 	c.i++
@@ -79,17 +130,23 @@ func (c *compactor) container(depth int, end byte, members bool) error {
 		c.i++
 		return nil
 	}
+	f := len(c.frames)
+	c.frames = append(c.frames, frame{object: members, first: len(c.names)})
 	for {
 		if members {
 			if c.i >= len(c.src) || c.src[c.i] != '"' {
-				return errJSONSyntax
+				return c.syntaxError()
 			}
+			start := c.i
 			if err := c.string(); err != nil {
+				return err
+			}
+			if err := c.member(f, c.src[start:c.i]); err != nil {
 				return err
 			}
 			c.space()
 			if c.i >= len(c.src) || c.src[c.i] != ':' {
-				return errJSONSyntax
+				return c.syntaxError()
 			}
 			c.dst = append(c.dst, ':')
 			c.i++
@@ -100,21 +157,78 @@ func (c *compactor) container(depth int, end byte, members bool) error {
 		}
 		c.space()
 		if c.i >= len(c.src) {
-			return errJSONSyntax
+			return c.syntaxError()
 		}
 		switch c.src[c.i] {
 		case ',':
 			c.dst = append(c.dst, ',')
 			c.i++
 			c.space()
+			c.frames[f].index++
 		case end:
 			c.dst = append(c.dst, end)
 			c.i++
+			c.names = c.names[:c.frames[f].first]
+			c.frames = c.frames[:f]
 			return nil
 		default:
-			return errJSONSyntax
+			return c.syntaxError()
 		}
 	}
+}
+
+// member notes the name of the next member of the object read in frame f
+// (quoted, as it stands in the source) and fails if the object already has
+// a member of that name. Names are compared decoded: "a" and "\u0061" are
+// one name.
+func (c *compactor) member(f int, quoted []byte) error {
+	name := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(name, '\\') >= 0 {
+		var s string
+		if err := json.Unmarshal(quoted, &s); err != nil {
+			return c.syntaxError()
+		}
+		name = []byte(s)
+	}
+	fr := &c.frames[f]
+	fr.name = name
+	if fr.set != nil {
+		if _, dup := fr.set[string(name)]; dup {
+			return c.duplicate()
+		}
+		fr.set[string(name)] = struct{}{}
+		return nil
+	}
+	for _, seen := range c.names[fr.first:] {
+		if bytes.Equal(seen, name) {
+			return c.duplicate()
+		}
+	}
+	c.names = append(c.names, name)
+	if len(c.names)-fr.first > linearNames {
+		fr.set = make(map[string]struct{}, 2*linearNames)
+		for _, seen := range c.names[fr.first:] {
+			fr.set[string(seen)] = struct{}{}
+		}
+	}
+	return nil
+}
+
+// duplicate is the error for the member just named: its JSON pointer is
+// built from the containers being read.
+func (c *compactor) duplicate() error {
+	var p strings.Builder
+	for _, fr := range c.frames {
+		p.WriteByte('/')
+		if !fr.object {
+			p.WriteString(strconv.Itoa(fr.index))
+			continue
+		}
+		// RFC 6901: ~ and / in a name are written ~0 and ~1.
+		p.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(string(fr.name)))
+	}
+	last := c.frames[len(c.frames)-1]
+	return &duplicateNameError{pointer: p.String(), name: string(last.name)}
 }
 
 // string copies a string, its opening quote at c.i: runs of plain bytes
@@ -130,26 +244,26 @@ func (c *compactor) string() error {
 			return nil
 		case b == '\\':
 			if c.i+1 >= len(c.src) {
-				return errJSONSyntax
+				return c.syntaxError()
 			}
 			switch c.src[c.i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				c.i += 2
 			case 'u':
 				if c.i+6 > len(c.src) || !isHex(c.src[c.i+2]) || !isHex(c.src[c.i+3]) || !isHex(c.src[c.i+4]) || !isHex(c.src[c.i+5]) {
-					return errJSONSyntax
+					return c.syntaxError()
 				}
 				c.i += 6
 			default:
-				return errJSONSyntax
+				return c.syntaxError()
 			}
 		case b < 0x20:
-			return errJSONSyntax
+			return c.syntaxError()
 		default:
 			c.i++
 		}
 	}
-	return errJSONSyntax
+	return c.syntaxError()
 }
 
 func isHex(b byte) bool {
@@ -158,7 +272,7 @@ func isHex(b byte) bool {
 
 func (c *compactor) literal(word string) error {
 	if len(c.src)-c.i < len(word) || string(c.src[c.i:c.i+len(word)]) != word {
-		return errJSONSyntax
+		return c.syntaxError()
 	}
 	c.dst = append(c.dst, word...)
 	c.i += len(word)
@@ -177,12 +291,12 @@ func (c *compactor) number() error {
 	case c.i < len(c.src) && c.src[c.i] >= '1' && c.src[c.i] <= '9':
 		c.digits()
 	default:
-		return errJSONSyntax
+		return c.syntaxError()
 	}
 	if c.i < len(c.src) && c.src[c.i] == '.' {
 		c.i++
 		if c.digits() == 0 {
-			return errJSONSyntax
+			return c.syntaxError()
 		}
 	}
 	if c.i < len(c.src) && (c.src[c.i] == 'e' || c.src[c.i] == 'E') {
@@ -191,7 +305,7 @@ func (c *compactor) number() error {
 			c.i++
 		}
 		if c.digits() == 0 {
-			return errJSONSyntax
+			return c.syntaxError()
 		}
 	}
 	c.dst = append(c.dst, c.src[start:c.i]...)

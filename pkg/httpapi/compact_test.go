@@ -3,22 +3,112 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
 )
 
-// checkCompact compares compactJSON with json.Compact on one input.
+// checkCompact compares compactJSON with json.Compact on one input, and
+// its refusals of repeated member names with repeatsName's.
 func checkCompact(t *testing.T, src []byte) {
 	t.Helper()
 	var want bytes.Buffer
 	wantErr := json.Compact(&want, src)
 	got, err := compactJSON(nil, src)
+	var dup *duplicateNameError
+	if errors.As(err, &dup) {
+		// A repeated name found before a syntax error further on is
+		// refused as such: either way the input is refused.
+		if wantErr == nil && !repeatsName(src) {
+			t.Fatalf("%q: compactJSON refused a repeated name (%v) where there is none", src, err)
+		}
+		return
+	}
 	switch {
 	case (err == nil) != (wantErr == nil):
 		t.Fatalf("%q: compactJSON error %v, json.Compact error %v", src, err, wantErr)
+	case err == nil && repeatsName(src):
+		t.Fatalf("%q: compactJSON took an object with a repeated member name", src)
 	case err == nil && !bytes.Equal(got, want.Bytes()):
 		t.Fatalf("%q: compactJSON gives %q, json.Compact %q", src, got, want.Bytes())
+	}
+}
+
+// repeatsName reports whether valid JSON has an object that names a member
+// twice, by encoding/json's tokens: a reference for compactJSON's check.
+func repeatsName(src []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(src))
+	type level struct {
+		names   map[string]bool // nil for an array
+		wantKey bool
+	}
+	var stack []level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		top := len(stack) - 1
+		isKey := top >= 0 && stack[top].names != nil && stack[top].wantKey
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack = append(stack, level{names: map[string]bool{}, wantKey: true})
+			case '[':
+				stack = append(stack, level{})
+			default:
+				stack = stack[:top]
+				if top > 0 && stack[top-1].names != nil {
+					stack[top-1].wantKey = true
+				}
+			}
+			continue
+		case string:
+			if isKey {
+				if stack[top].names[v] {
+					return true
+				}
+				stack[top].names[v] = true
+				stack[top].wantKey = false
+				continue
+			}
+		}
+		if top >= 0 && stack[top].names != nil {
+			stack[top].wantKey = true
+		}
+	}
+}
+
+// TestCompactJSONRefusesRepeatedNames checks the refusal and the pointer
+// it names, at several depths and through escapes.
+func TestCompactJSONRefusesRepeatedNames(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, pointer string
+	}{
+		{"top level", `{"n":99,"n":1}`, "/n"},
+		{"nested object", `{"a":{"b":1,"c":2,"b":3}}`, "/a/b"},
+		{"inside an array", `[0,{"x":1},{"y":1,"y":2}]`, "/2/y"},
+		{"escaped spelling", `{"a":1,"\u0061":2}`, "/a"},
+		{"escaped slash in the pointer", `{"a/b":{"~":1,"~":2}}`, "/a~1b/~0"},
+		{"many members, then a repeat", `{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k3":3}`, "/k3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := compactJSON(nil, []byte(tc.src))
+			var dup *duplicateNameError
+			if !errors.As(err, &dup) {
+				t.Fatalf("got %v, want a repeated-name error", err)
+			}
+			if dup.pointer != tc.pointer {
+				t.Errorf("pointer %q, want %q", dup.pointer, tc.pointer)
+			}
+		})
+	}
+	for _, src := range []string{`{"a":{"a":{"a":1}}}`, `[{"a":1},{"a":2}]`, `{"a":1,"A":2}`, `{"":1,"a":{"":2}}`} {
+		if _, err := compactJSON(nil, []byte(src)); err != nil {
+			t.Errorf("%s: %v; names repeated only in other objects, or differing in case, are distinct", src, err)
+		}
 	}
 }
 

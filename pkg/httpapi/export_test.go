@@ -209,8 +209,16 @@ func joinRaw(rs []json.RawMessage) string {
 func TestImportRefusesBadRecords(t *testing.T) {
 	e := newEnv(t)
 	e.do("PUT", admin+"/apps/"+app+"/namespaces/mine", `{"access":"private"}`).expect(t, 200)
+	e.do("PUT", admin+"/apps/"+app+"/namespaces/typed", `{"access":"shared","schema":{"type":"number"}}`).expect(t, 200)
 	good := `{"namespace":"kv","id":"ok","owner":"alice","data":1,"createdDate":"2026-01-02T03:04:05.678Z","createdBySubject":"alice","updatedDate":"2026-01-02T03:04:05.678Z","updatedBySubject":"alice","version":1}`
-	with := func(old, new string) string { return strings.Replace(good, old, new, 1) }
+	// with replaces each old with its new, in pairs.
+	with := func(pairs ...string) string {
+		s := good
+		for i := 0; i+1 < len(pairs); i += 2 {
+			s = strings.Replace(s, pairs[i], pairs[i+1], 1)
+		}
+		return s
+	}
 	for _, tc := range []struct {
 		name, body string
 		status     int
@@ -218,7 +226,15 @@ func TestImportRefusesBadRecords(t *testing.T) {
 	}{
 		{"no records", `{"records":[]}`, 400, "Invalid records"},
 		{"not JSON", `{"records":[`, 400, "Invalid body"},
-		{"unknown field", `{"records":[` + with(`"version":1`, `"version":1,"app":"x"`) + `]}`, 400, "Invalid body"},
+		{"unknown field", `{"records":[` + with(`"version":1`, `"version":1,"app":"x"`) + `]}`, 400, "Invalid records[0]"},
+		{"member name in another case", `{"records":[` + with(`"version":1`, `"Version":1`) + `]}`, 400, "Invalid records[0]"},
+		{"repeated member", `{"records":[` + with(`"version":1`, `"version":1,"version":2`) + `]}`, 400, "Invalid body"},
+		{"repeated member inside data", `{"records":[` + with(`"data":1`, `"data":{"n":99,"n":1}`) + `]}`, 400, "Invalid body"},
+		{"version past 2^53-1", `{"records":[` + with(`"version":1`, `"version":9007199254740992`) + `]}`, 400, "Invalid records[0].version"},
+		{"owner not valid UTF-8", `{"records":[` + with(`"owner":"alice"`, "\"owner\":\"al\xffce\"") + `]}`, 400, "Invalid body"},
+		{"anonymous owner in a private namespace", `{"records":[` + with(`"kv"`, `"mine"`, `"owner":"alice"`, `"private":true,"owner":"anonymous"`) + `]}`, 400, "Invalid records[0].owner"},
+		{"expiry past ten years", `{"records":[` + with(`"version":1`, `"version":1,"expiresAt":"2999-01-01T00:00:00Z"`) + `]}`, 400, "Invalid records[0].expiresAt"},
+		{"data against the schema", `{"records":[` + with(`"kv"`, `"typed"`, `"data":1`, `"data":"one"`) + `]}`, 422, "Schema validation failed"},
 		{"bad namespace", `{"records":[` + good + `,` + with(`"kv"`, `"a|b"`) + `]}`, 400, "Invalid records[1].namespace"},
 		{"empty id", `{"records":[` + with(`"ok"`, `""`) + `]}`, 400, "Invalid records[0].id"},
 		{"reserved sort key", `{"records":[` + with(`"id":"ok"`, `"id":"ok","sortKey":"list"`) + `]}`, 400, "Invalid records[0].sortKey"},

@@ -30,7 +30,7 @@ func HeaderSubject(r *http.Request) (string, error) {
 // CheckSubject validates a subject taken from an identity source.
 func CheckSubject(s string) (string, error) {
 	if !uds.ValidSubject(s) {
-		return "", Unauthenticated("the caller's identity is longer than 1024 bytes or holds control characters")
+		return "", Unauthenticated("the caller's identity is longer than 1024 bytes, is not valid UTF-8 or holds control characters")
 	}
 	return s, nil
 }

@@ -51,3 +51,73 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		t.Errorf("only %d routes served; the route table lost some", len(served))
 	}
 }
+
+// TestOpenAPIQueryParameters keeps the documented query parameters of
+// every operation equal to those its route takes: the server refuses any
+// other, so a document that listed one more would send clients into 400s.
+func TestOpenAPIQueryParameters(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type parameter struct {
+		Ref  string `json:"$ref"`
+		Name string `json:"name"`
+		In   string `json:"in"`
+	}
+	var doc struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Parameters map[string]parameter `json:"parameters"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	resolve := func(p parameter) parameter {
+		if p.Ref == "" {
+			return p
+		}
+		name := p.Ref[strings.LastIndexByte(p.Ref, '/')+1:]
+		got, ok := doc.Components.Parameters[name]
+		if !ok {
+			t.Fatalf("parameter %s is not in components", p.Ref)
+		}
+		return got
+	}
+	queryOf := func(raws ...json.RawMessage) []string {
+		var names []string
+		for _, r := range raws {
+			var op struct {
+				Parameters []parameter `json:"parameters"`
+			}
+			if len(r) == 0 {
+				continue
+			}
+			if err := json.Unmarshal(r, &op); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range op.Parameters {
+				if p = resolve(p); p.In == "query" {
+					names = append(names, p.Name)
+				}
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	for route, takes := range httpapi.QueryParams(httpapi.GroupAll) {
+		ops := doc.Paths[route.Path]
+		// Parameters may sit on the path (for every operation) or on the
+		// operation.
+		pathLevel, _ := json.Marshal(map[string]json.RawMessage{"parameters": ops["parameters"]})
+		if ops["parameters"] == nil {
+			pathLevel = nil
+		}
+		documented := queryOf(pathLevel, ops[strings.ToLower(route.Method)])
+		want := slices.Sorted(slices.Values(takes))
+		if !slices.Equal(documented, want) {
+			t.Errorf("%s %s: documented query parameters %v, served %v", route.Method, route.Path, documented, want)
+		}
+	}
+}

@@ -67,13 +67,8 @@ func parseWrite(body []byte, w *uds.Write) error {
 		}
 		w.Data = compact
 	} else {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&b); err != nil {
-			return uds.Invalid("body", "is not a JSON object of the form {\"data\": ..., \"className\": ...}: %s", jsonProblem(err))
-		}
-		if dec.More() {
-			return uds.Invalid("body", "has content after the JSON object")
+		if err := decodeBody(body, &b, `a JSON object of the form {"data": ..., "className": ...}`); err != nil {
+			return err
 		}
 		if w.Data, err = compactData(b.Data); err != nil {
 			return err
@@ -240,7 +235,10 @@ func expiry(b *writeBody, now time.Time) (time.Time, error) {
 func jsonProblem(err error) string {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var compact *jsonSyntaxError
 	switch {
+	case errors.As(err, &compact):
+		return compact.Error()
 	case errors.As(err, &syntax):
 		return "syntax error at byte " + strconv.Itoa(int(syntax.Offset))
 	case errors.As(err, &typ):

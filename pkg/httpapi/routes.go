@@ -3,7 +3,9 @@ package httpapi
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/udsproject/uds/pkg/uds"
@@ -28,49 +30,64 @@ type route struct {
 	group   Group
 	pattern string
 	methods map[string]handler
+	// query names the query parameters each method takes (HEAD takes
+	// GET's). Any other is refused with a 400 that names it, as an
+	// unknown body member is, so that a misspelt one is never ignored.
+	query map[string][]string
 }
+
+// Query parameters of the paged reads.
+var (
+	listQuery = []string{"startKey", "endKey", "limit", "sortOrder", "cursor"}
+	pageQuery = []string{"limit", "cursor"}
+)
 
 // routes is the dispatch table, tried in order: the first route whose
 // pattern and method match serves the request. The OpenAPI document is
 // checked against this table.
 var routes = []route{
 	{GroupKV, "/data/{applicationUuid}/quota", map[string]handler{
-		http.MethodGet: (*API).ownQuota}},
+		http.MethodGet: (*API).ownQuota}, nil},
 	// A batch of item operations of both kinds; the kv function serves it.
 	{GroupKV, "/data/{applicationUuid}/batch", map[string]handler{
-		http.MethodPost: (*API).batch}},
+		http.MethodPost: (*API).batch}, nil},
 	{GroupKV, "/data/{applicationUuid}/{namespace}/{id}", map[string]handler{
 		http.MethodGet: (*API).getItem, http.MethodPost: (*API).createItem,
-		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}},
+		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}, nil},
 	{GroupList, "/data/{applicationUuid}/{namespace}/{id}/list", map[string]handler{
-		http.MethodGet: (*API).listItems, http.MethodDelete: (*API).deleteList}},
+		http.MethodGet: (*API).listItems, http.MethodDelete: (*API).deleteList},
+		map[string][]string{http.MethodGet: listQuery}},
 	// The sort key is the rest of the path, so it may contain slashes
 	// whether or not the gateway decoded %2F before the function saw it.
 	// POST and PUT of .../list land here and are refused: "list" is a
 	// reserved sort key; Allow on .../list names the list's methods only.
 	{GroupList, "/data/{applicationUuid}/{namespace}/{id}/{sortKey...}", map[string]handler{
 		http.MethodGet: (*API).getItem, http.MethodPost: (*API).createItem,
-		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}},
+		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/users", map[string]handler{
-		http.MethodGet: (*API).appUsers}},
+		http.MethodGet: (*API).appUsers},
+		map[string][]string{http.MethodGet: pageQuery}},
 	{GroupAdmin, "/admin/users/{user}/apps", map[string]handler{
-		http.MethodGet: (*API).userApps}},
+		http.MethodGet: (*API).userApps},
+		map[string][]string{http.MethodGet: pageQuery}},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/quota", map[string]handler{
-		http.MethodGet: (*API).getAppLimits, http.MethodPut: (*API).putAppLimits}},
+		http.MethodGet: (*API).getAppLimits, http.MethodPut: (*API).putAppLimits}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/users/{user}/quota", map[string]handler{
 		http.MethodGet: (*API).userQuota, http.MethodPut: (*API).putUserLimits,
-		http.MethodDelete: (*API).deleteUserLimits}},
+		http.MethodDelete: (*API).deleteUserLimits}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/users/{user}/quota/recompute", map[string]handler{
-		http.MethodPost: (*API).recompute}},
+		http.MethodPost: (*API).recompute}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/export", map[string]handler{
-		http.MethodGet: (*API).export}},
+		http.MethodGet: (*API).export},
+		map[string][]string{http.MethodGet: pageQuery}},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/import", map[string]handler{
-		http.MethodPost: (*API).importRecords}},
+		http.MethodPost: (*API).importRecords}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces", map[string]handler{
-		http.MethodGet: (*API).listPolicies}},
+		http.MethodGet: (*API).listPolicies},
+		map[string][]string{http.MethodGet: pageQuery}},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces/{namespace}", map[string]handler{
 		http.MethodGet: (*API).getPolicy, http.MethodPut: (*API).putPolicy,
-		http.MethodDelete: (*API).deletePolicy}},
+		http.MethodDelete: (*API).deletePolicy}, nil},
 }
 
 // routeSegments holds each route's pattern split into segments.
@@ -136,6 +153,8 @@ type dispatched struct {
 	allow    string
 	badPath  error
 	badURL   bool
+	// badQuery refuses a query parameter the route does not take.
+	badQuery error
 }
 
 // dispatch finds what serves r.
@@ -164,12 +183,13 @@ func (a *API) dispatch(r *http.Request) dispatched {
 			continue
 		}
 		if h := rt.methods[r.Method]; h != nil {
-			return dispatched{route: routeNames[i][r.Method], params: p, handler: h}
+			return dispatched{route: routeNames[i][r.Method], params: p, handler: h, badQuery: checkQuery(r, rt.query[r.Method])}
 		}
 		if r.Method == http.MethodHead && rt.methods[http.MethodGet] != nil {
 			// HEAD is GET without the body (RFC 9110), headers and status
 			// included.
-			return dispatched{route: routeNames[i][http.MethodHead], params: p, handler: rt.methods[http.MethodGet], bodiless: true}
+			return dispatched{route: routeNames[i][http.MethodHead], params: p, handler: rt.methods[http.MethodGet], bodiless: true,
+				badQuery: checkQuery(r, rt.query[http.MethodGet])}
 		}
 		// The first route that matches the path is the resource and
 		// names the methods allowed; a later one (the greedy sort key
@@ -189,6 +209,8 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, d dispatched) {
 		WriteBadURL(w, r.URL.Path)
 	case d.badPath != nil:
 		a.fail(w, r, d.badPath, nil)
+	case d.badQuery != nil:
+		a.fail(w, r, d.badQuery, nil)
 	case d.handler != nil:
 		if d.bodiless {
 			w = bodiless{w}
@@ -201,6 +223,100 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, d dispatched) {
 	default:
 		a.notFound(w, r)
 	}
+}
+
+// checkQuery refuses a query string that is malformed or names a
+// parameter outside takes, naming it and what the route takes.
+func checkQuery(r *http.Request, takes []string) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return uds.Invalid("query", "malformed query string: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
+	}
+	for name := range q {
+		if slices.Contains(takes, name) {
+			continue
+		}
+		if len(takes) == 0 {
+			return uds.Invalid("query", "has parameter %q, but this route takes no query parameters", truncate(name, 64))
+		}
+		hint := ""
+		if near := nearestName(name, takes); near != "" {
+			hint = "; did you mean " + strconv.Quote(near) + "?"
+		}
+		return uds.Invalid("query", "has unknown parameter %q%s (this route takes %s)", truncate(name, 64), hint, strings.Join(takes, ", "))
+	}
+	return nil
+}
+
+// nearestName is the name of names that differs from s in case only, or
+// by at most two edits (a typo), or "".
+func nearestName(s string, names []string) string {
+	best, bestDist := "", 3
+	for _, n := range names {
+		if strings.EqualFold(n, s) {
+			return n
+		}
+		if d := editDistance(strings.ToLower(s), strings.ToLower(n), bestDist); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, or bound when it is
+// bound or more (the names compared are short, and a long input stops
+// early).
+func editDistance(a, b string, bound int) int {
+	if abs(len(a)-len(b)) >= bound {
+		return bound
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin >= bound {
+			return bound
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], bound)
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// QueryParams lists the query parameters each served route takes, for
+// the OpenAPI document's check.
+func QueryParams(groups Group) map[Route][]string {
+	out := map[Route][]string{}
+	for _, rt := range routes {
+		if rt.group&groups == 0 {
+			continue
+		}
+		for m := range rt.methods {
+			out[Route{m, BasePath + strings.ReplaceAll(rt.pattern, "...}", "}")}] = rt.query[m]
+		}
+	}
+	return out
 }
 
 // allowed lists a route's methods for the Allow header, HEAD beside GET.

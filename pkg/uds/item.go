@@ -48,6 +48,12 @@ func (it *Item) DataLen() int {
 // MaxTTL is the longest expiry UDS accepts: ten years.
 const MaxTTL = 315360000 * time.Second
 
+// MaxVersion is the highest version an item may carry: 2^53-1, the largest
+// integer every JSON reader (JavaScript's numbers among them) holds
+// exactly, so that ETags and If-Match keep protecting the item through any
+// client, and a version can never wrap on the next write.
+const MaxVersion = 1<<53 - 1
+
 // ExpiredAt reports whether the item is gone at now.
 func (it Item) ExpiredAt(now time.Time) bool {
 	return !it.ExpiresAt.IsZero() && !now.Before(it.ExpiresAt)

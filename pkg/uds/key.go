@@ -71,6 +71,11 @@ func (k Key) WithSortKey(sortKey string) (Key, error) {
 		return Key{}, Invalid("sortKey", "must not be empty")
 	case sortKey == ReservedSortKey:
 		return Key{}, Invalid("sortKey", "%q is reserved for the list itself", ReservedSortKey)
+	case strings.HasSuffix(sortKey, "/"):
+		// A path takes one trailing slash off, so .../z// would name "z/"
+		// on one route and be read differently by another host or a
+		// batch path; no sort key ends with one.
+		return Key{}, Invalid("sortKey", "must not end with %q", "/")
 	}
 	if err := CheckSortKey("sortKey", sortKey); err != nil {
 		return Key{}, err
@@ -107,11 +112,14 @@ func ParseApp(s string) (string, error) {
 // of DynamoDB keys.
 const MaxSubjectBytes = 1024
 
-// ValidSubject reports whether s can name a caller: at most
+// ValidSubject reports whether s can name a caller: valid UTF-8, at most
 // MaxSubjectBytes and no control characters. Anything else goes: JWT
 // subjects such as "auth0|abc" and IAM ARNs with "/" are subjects too.
+// Invalid UTF-8 is refused because DynamoDB keys are UTF-8: the SDK would
+// replace each bad byte with U+FFFD, and different subjects would share
+// one owner record and one private key space.
 func ValidSubject(s string) bool {
-	return len(s) <= MaxSubjectBytes && strings.IndexFunc(s, unicode.IsControl) < 0
+	return len(s) <= MaxSubjectBytes && utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
 // ParseUser validates a user (subject) named in an admin path: exactly the
@@ -121,7 +129,7 @@ func ParseUser(s string) (string, error) {
 	case s == "":
 		return "", Invalid("user", "must not be empty")
 	case !ValidSubject(s):
-		return "", Invalid("user", "is longer than %d bytes or holds control characters", MaxSubjectBytes)
+		return "", Invalid("user", "is longer than %d bytes, is not valid UTF-8 or holds control characters", MaxSubjectBytes)
 	}
 	return s, nil
 }

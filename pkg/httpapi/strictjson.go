@@ -1,0 +1,195 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// Every JSON body UDS reads is decoded by decodeStrict, under three rules
+// that encoding/json alone does not keep:
+//   - exactly one JSON value, and no object that names a member twice, at
+//     any depth (compactJSON; I-JSON, RFC 7493): readers disagree on which
+//     of two members counts, so such a body could be checked as one thing
+//     and stored as another;
+//   - member names of the envelope match a field's name exactly:
+//     encoding/json would take "Data" or "DATA" for "data", and the last
+//     of two spellings would win;
+//   - members no field names are refused, so a typo is never dropped.
+//
+// Values the envelope carries as raw JSON (an item's data, a schema) are
+// free-form: their member names are not looked at beyond the first rule.
+
+// decodeStrict decodes body into v, a pointer to a struct. A repeated or
+// unknown member name is a *uds.InvalidError naming it (a repeated one
+// with its JSON pointer; an unknown one with the path of the object that
+// holds it, "operations[2]", as the field); any other failure is the
+// decoder's error, for the caller to describe with jsonProblem.
+func decodeStrict(body []byte, v any) error {
+	// JSON text is UTF-8 (RFC 8259); encoding/json would turn each bad
+	// byte into U+FFFD, so that two different bodies read the same.
+	if !utf8.Valid(body) {
+		return uds.Invalid("body", "is not valid UTF-8")
+	}
+	c, err := compactJSON(make([]byte, 0, len(body)), body)
+	var dup *duplicateNameError
+	switch {
+	case errors.As(err, &dup):
+		return uds.Invalid("body", "names member %q twice (the second at %s); each member name may appear once in an object", truncate(dup.name, 64), truncate(dup.pointer, 256))
+	case err != nil:
+		return err
+	}
+	if _, err := checkMembers(c, 0, reflect.TypeOf(v).Elem(), "body"); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(c))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// decodeBody decodes a request body with decodeStrict; what is not a
+// refused member name is described against the body's expected shape
+// ("{\"records\": [...]}").
+func decodeBody(body []byte, v any, shape string) error {
+	err := decodeStrict(body, v)
+	var invalid *uds.InvalidError
+	if err == nil || errors.As(err, &invalid) {
+		return err
+	}
+	return uds.Invalid("body", "is not %s: %s", shape, jsonProblem(err))
+}
+
+// checkMembers checks the value at c[i] (compact, valid JSON) against type
+// t: an object decoded into a struct may name only its fields, exactly,
+// and so may the objects of its struct-typed fields and slices. It
+// returns where the value ends. Values of another shape than t are left to
+// the decoder, which describes them.
+func checkMembers(c []byte, i int, t reflect.Type, field string) (int, error) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Struct && c[i] == '{':
+		fields := fieldsOf(t)
+		i++
+		for c[i] != '}' {
+			if c[i] == ',' {
+				i++
+			}
+			end := skipJSON(c, i)
+			name, err := memberName(c[i:end])
+			if err != nil {
+				return 0, err
+			}
+			f, known := fields.byName[name]
+			if !known {
+				return 0, unknownMember(field, name, fields.names)
+			}
+			if i, err = checkMembers(c, end+1, f, joinField(field, name)); err != nil {
+				return 0, err
+			}
+		}
+		return i + 1, nil
+	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8 && c[i] == '[':
+		i++
+		for n := 0; c[i] != ']'; n++ {
+			if c[i] == ',' {
+				i++
+			}
+			var err error
+			if i, err = checkMembers(c, i, t.Elem(), field+"["+strconv.Itoa(n)+"]"); err != nil {
+				return 0, err
+			}
+		}
+		return i + 1, nil
+	}
+	return skipJSON(c, i), nil
+}
+
+// joinField is the path of a member below field: the top-level body's
+// members are named on their own ("operations"), deeper ones after their
+// parent ("operations[2].body").
+func joinField(field, name string) string {
+	if field == "body" {
+		return name
+	}
+	return field + "." + name
+}
+
+// memberName decodes a quoted member name.
+func memberName(quoted []byte) (string, error) {
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return string(quoted[1 : len(quoted)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(quoted, &s)
+	return s, err
+}
+
+// unknownMember refuses a member no field names, pointing to the field
+// that differs only in case, if there is one.
+func unknownMember(field, name string, known []string) error {
+	for _, k := range known {
+		if strings.EqualFold(k, name) {
+			return uds.Invalid(field, "has no member %q; member names are case-sensitive: did you mean %q?", truncate(name, 64), k)
+		}
+	}
+	return uds.Invalid(field, "has no member %q; its members are %s", truncate(name, 64), quoteAll(known))
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// truncate shortens s for an error message without splitting a rune.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// structFields are the JSON member names of a struct type and the types
+// of their fields.
+type structFields struct {
+	byName map[string]reflect.Type
+	names  []string
+}
+
+var fieldCache sync.Map // reflect.Type -> *structFields
+
+// fieldsOf reads a struct's JSON field names from its tags, once per type.
+func fieldsOf(t reflect.Type) *structFields {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.(*structFields)
+	}
+	f := &structFields{byName: map[string]reflect.Type{}}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if !sf.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		f.byName[name] = sf.Type
+		f.names = append(f.names, name)
+	}
+	fieldCache.Store(t, f)
+	return f
+}
