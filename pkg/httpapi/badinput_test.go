@@ -82,6 +82,9 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"If-Match weak", "PUT", kv, good, []string{"If-Match", `W/"1-abc"`}, 412, "Precondition failed"},
 		{"If-Match on DELETE stale", "DELETE", li, "", []string{"If-Match", `"7-abc"`}, 412, "Precondition failed"},
 		{"If-None-Match malformed", "GET", kv, "", []string{"If-None-Match", "abc"}, 400, "Invalid If-None-Match"},
+		// Two subjects that differ only in bytes that are not UTF-8 would
+		// share one owner record and key space once stored.
+		{"subject not valid UTF-8", "POST", base + "/ns/new", good, []string{"X-Uds-Subject", "al\xffce"}, 401, "Unauthenticated"},
 		// Query.
 		{"limit zero", "GET", base + "/ns/list/list?limit=0", "", nil, 400, "Invalid limit"},
 		{"limit over 1000", "GET", base + "/ns/list/list?limit=1001", "", nil, 400, "Invalid limit"},
