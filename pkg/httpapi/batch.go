@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/udsproject/uds/internal/safe"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -88,7 +89,11 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 	// Each operation meets its namespace's policy as on its own route.
 	refused := make([]error, len(ops))
 	for i := range ops {
-		refused[i] = a.scopeOperation(r.Context(), &ops[i])
+		// A panic checking one operation refuses that one (500), not the
+		// whole batch.
+		if err := safe.Call(func() { refused[i] = a.scopeOperation(r.Context(), &ops[i]) }); err != nil {
+			refused[i] = err
+		}
 	}
 	if b.Atomic {
 		for i, err := range refused {
@@ -114,7 +119,7 @@ func (a *API) batchOneByOne(w http.ResponseWriter, r *http.Request, ops []uds.Ba
 	var keys []uds.Key
 	for i, op := range ops {
 		if refused[i] != nil {
-			results[i] = record(func(w http.ResponseWriter) { a.fail(w, r, refused[i], &op.Write.Key) })
+			results[i] = a.record(r, func(w http.ResponseWriter) { a.fail(w, r, refused[i], &op.Write.Key) })
 			continue
 		}
 		if op.Method == http.MethodGet {
@@ -128,7 +133,7 @@ func (a *API) batchOneByOne(w http.ResponseWriter, r *http.Request, ops []uds.Ba
 			if v := raw[i].IfNoneMatch; v != "" {
 				inm = []string{v}
 			}
-			results[i] = record(func(w http.ResponseWriter) { a.answerGet(w, r, keys[j], items[j], errs[j], inm) })
+			results[i] = a.record(r, func(w http.ResponseWriter) { a.answerGet(w, r, keys[j], items[j], errs[j], inm) })
 		}
 	}
 	var wg sync.WaitGroup
@@ -138,7 +143,7 @@ func (a *API) batchOneByOne(w http.ResponseWriter, r *http.Request, ops []uds.Ba
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				results[i] = record(func(w http.ResponseWriter) { a.applyOperation(w, r, ops[i]) })
+				results[i] = a.record(r, func(w http.ResponseWriter) { a.applyOperation(w, r, ops[i]) })
 			}
 		}()
 	}
@@ -287,10 +292,15 @@ func fitResults(results []batchResult, isRead func(int) bool) {
 }
 
 // record runs answer against a recorder and returns what it answered, as
-// a batch slot.
-func record(answer func(http.ResponseWriter)) batchResult {
+// a batch slot. A panic while answering is that slot's 500: the batch's
+// workers run in goroutines of their own, where a panic would otherwise
+// end the process.
+func (a *API) record(r *http.Request, answer func(http.ResponseWriter)) batchResult {
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}
-	answer(rec)
+	if err := safe.Call(func() { answer(rec) }); err != nil {
+		rec = &recorder{header: http.Header{}, status: http.StatusOK}
+		a.fail(rec, r, err, nil)
+	}
 	res := batchResult{Status: rec.status, ETag: rec.header.Get("ETag")}
 	if b := bytes.TrimSpace(rec.body.Bytes()); len(b) > 0 {
 		res.Body = b
@@ -327,9 +337,9 @@ func (a *API) batchAtomic(w http.ResponseWriter, r *http.Request, ops []uds.Batc
 		case http.MethodDelete:
 			results[i] = batchResult{Status: http.StatusNoContent}
 		case http.MethodPost:
-			results[i] = record(func(w http.ResponseWriter) { answerWritten(w, &items[i], http.StatusCreated) })
+			results[i] = a.record(r, func(w http.ResponseWriter) { answerWritten(w, &items[i], http.StatusCreated) })
 		default:
-			results[i] = record(func(w http.ResponseWriter) { answerWritten(w, &items[i], http.StatusOK) })
+			results[i] = a.record(r, func(w http.ResponseWriter) { answerWritten(w, &items[i], http.StatusOK) })
 		}
 	}
 	fitResults(results, func(int) bool { return false })

@@ -175,6 +175,12 @@ func WriteBadEvent(w http.ResponseWriter) {
 	})
 }
 
+// WriteInternalError answers a request its host failed to serve (a panic
+// outside the API's handlers): 500, saying nothing of why.
+func WriteInternalError(w http.ResponseWriter) {
+	writeJSON(w, http.StatusInternalServerError, errorBody{Error: "Internal server error", Timestamp: now()})
+}
+
 // WriteBadURL answers a request whose URL cannot even be parsed (malformed
 // percent-encoding) with the same 400 body as every other invalid input.
 // Hosts call it when they cannot build an *http.Request at all.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/internal/safe"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -164,8 +165,8 @@ func (a *API) serveObserved(w http.ResponseWriter, r *http.Request, d dispatched
 	st.cw = compressor{ResponseWriter: &st.w, acceptsGzip: acceptsGzip(r)}
 	if err := requestCoding(r); err != nil {
 		a.fail(&st.cw, r, err, nil)
-	} else {
-		a.serve(&st.cw, r, d)
+	} else if err := safe.Call(func() { a.serve(&st.cw, r, d) }); err != nil {
+		a.failPanic(st, r, err)
 	}
 	st.cw.finish()
 	if st.w.status == 0 {
@@ -174,6 +175,19 @@ func (a *API) serveObserved(w http.ResponseWriter, r *http.Request, d dispatched
 	// The declared length counts a body the handler refused unread.
 	bytesIn := max(st.body.n, int(r.ContentLength))
 	a.report(r, d.route, d.params, &st.w, bytesIn, time.Since(start), st.calls.Snapshot(), &st.ob)
+}
+
+// failPanic answers a request whose handler panicked: 500, as any internal
+// failure, with the panic and its stack in the request's ERROR line. An
+// answer already under way cannot change its status; it is cut short, and
+// the line and metrics count it as the 500 it is.
+func (a *API) failPanic(st *requestState, r *http.Request, err error) {
+	if st.w.status == 0 {
+		a.fail(&st.cw, r, err, nil)
+		return
+	}
+	st.ob.noteError(http.StatusInternalServerError, "Internal server error", err)
+	st.w.status = http.StatusInternalServerError
 }
 
 // ServeBadURL answers, logs and measures a request whose URL cannot even be
@@ -227,6 +241,10 @@ func (a *API) report(r *http.Request, route string, p params, ow *observed, byte
 		}
 		if ob.cause != nil {
 			attrs = append(attrs, slog.String("cause", ob.cause.Error()))
+			var p *safe.PanicError
+			if errors.As(ob.cause, &p) {
+				attrs = append(attrs, slog.String("stack", string(p.Stack)))
+			}
 		}
 		attrs = appendNonZero(attrs, "deleted", ob.deleted)
 		attrs = appendNonZero(attrs, "batchOps", ob.batchOps)
@@ -284,8 +302,11 @@ func (a *API) writeMetrics(route string, status int, ms float64, c store.Calls, 
 		return 0
 	}
 	var buf [16]float64 // room for every layout's values
+	// A server error is a 5xx answer, or a batch whose operation was
+	// answered 5xx (a panic recovered in one of them among others): the
+	// failure is the server's whatever the batch's own status.
 	values := append(buf[:0],
-		1, ms, flag(status >= 400 && status < 500), flag(status >= 500), // per route
+		1, ms, flag(status >= 400 && status < 500), flag(status >= 500 || ob.cause != nil), // per route
 		1, // per status class
 		// An import's conflicts are writes refused because the key holds
 		// another item, as a 409 is: they are conditional failures too.

@@ -18,6 +18,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
 	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/internal/safe"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/lambdamain"
@@ -31,7 +32,31 @@ type HandlerFunc func(context.Context, events.APIGatewayV2HTTPRequest) (events.A
 // *http.Request, and responseWriter turns the answer into the response. A
 // path with malformed percent-encoding cannot become an *http.Request (the
 // adapter would answer with a gateway error), so it is answered 400 here.
+//
+// A panic anywhere in serving an event is answered 500 and logged with its
+// stack at ERROR (the API also recovers its handlers, and counts them in
+// its metrics; this covers the adapter around it): aws-lambda-go would
+// report it as a failed invocation, a gateway error for the client, and
+// end the process, so one hostile request could keep knocking out
+// execution environments.
 func Handler(h http.Handler) HandlerFunc {
+	serve := adapt(h)
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (res events.APIGatewayV2HTTPResponse, err error) {
+		if perr := safe.Call(func() { res, err = serve(ctx, ev) }); perr != nil {
+			p := perr.(*safe.PanicError)
+			slog.Default().ErrorContext(ctx, "request", slog.Int("status", http.StatusInternalServerError),
+				slog.String("cause", p.Error()), slog.String("stack", string(p.Stack)),
+				slog.String("apiRequestId", ev.RequestContext.RequestID))
+			w := newResponseWriter()
+			httpapi.WriteInternalError(w)
+			return w.response(), nil
+		}
+		return res, err
+	}
+}
+
+// adapt is Handler without its recovery.
+func adapt(h http.Handler) HandlerFunc {
 	var adapter core.RequestAccessorV2
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		path := ev.RawPath

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/udsproject/uds/internal/safe"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -78,13 +79,20 @@ func (s *Store) DeleteList(ctx context.Context, list uds.Key, creator string) (i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for batch := range batches {
-				n, err := s.removeEntries(ctx, "delete list "+list.DataKey(), list.App, batch)
-				deleted.Add(int64(n))
-				if err != nil {
-					cancel(err)
-					return
+			// A panic fails the delete-all like an error (the reader stops
+			// when the context is cancelled), not the process.
+			err := safe.Call(func() {
+				for batch := range batches {
+					n, err := s.removeEntries(ctx, "delete list "+list.DataKey(), list.App, batch)
+					deleted.Add(int64(n))
+					if err != nil {
+						cancel(err)
+						return
+					}
 				}
+			})
+			if err != nil {
+				cancel(err)
 			}
 		}()
 	}

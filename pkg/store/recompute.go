@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/udsproject/uds/internal/safe"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -137,48 +138,58 @@ func (s *Store) ownedItems(ctx context.Context, app, user string) (held uds.Usag
 		errs [2]error
 	)
 	now := time.Now()
+	// add takes one page of the index into the sums.
+	add := func(items []map[string]types.AttributeValue) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, it := range items {
+			held = held.Plus(uds.Usage{Bytes: num(it, schema.AttrItemSize), Items: 1})
+			if !expired(it, now) {
+				continue
+			}
+			if key, ok := keyOf(it); ok && len(gone) < maxReclaim {
+				gone = append(gone, listEntry{key: key, state: it})
+			}
+		}
+	}
 	// The index holds the table's keys, so the list table's sort key too.
 	for i, t := range []struct{ name, projection string }{{s.tables.Data, "#k, #o, #z, #xm"}, {s.tables.List, "#k, #s, #o, #z, #xm"}} {
+		names := map[string]string{
+			"#k": schema.AttrDataKey, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize, "#xm": schema.AttrExpiresAtMillis,
+		}
+		if t.name == s.tables.List {
+			names["#s"] = schema.AttrSortKey
+		}
+		in := &dynamodb.QueryInput{
+			TableName:                aws.String(t.name),
+			IndexName:                aws.String(schema.IndexByOwner),
+			KeyConditionExpression:   aws.String("#o = :o"),
+			ProjectionExpression:     aws.String(t.projection),
+			ExpressionAttributeNames: names,
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":o": &types.AttributeValueMemberS{Value: ownerKey(app, user)},
+			},
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			names := map[string]string{
-				"#k": schema.AttrDataKey, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize, "#xm": schema.AttrExpiresAtMillis,
-			}
-			if t.name == s.tables.List {
-				names["#s"] = schema.AttrSortKey
-			}
-			in := &dynamodb.QueryInput{
-				TableName:                aws.String(t.name),
-				IndexName:                aws.String(schema.IndexByOwner),
-				KeyConditionExpression:   aws.String("#o = :o"),
-				ProjectionExpression:     aws.String(t.projection),
-				ExpressionAttributeNames: names,
-				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":o": &types.AttributeValueMemberS{Value: ownerKey(app, user)},
-				},
-			}
-			for {
-				out, err := s.client.Query(ctx, in)
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				mu.Lock()
-				for _, it := range out.Items {
-					held = held.Plus(uds.Usage{Bytes: num(it, schema.AttrItemSize), Items: 1})
-					if !expired(it, now) {
-						continue
+			// A panic fails the sum like an error, not the process.
+			perr := safe.Call(func() {
+				for {
+					out, err := s.client.Query(ctx, in)
+					if err != nil {
+						errs[i] = err
+						return
 					}
-					if key, ok := keyOf(it); ok && len(gone) < maxReclaim {
-						gone = append(gone, listEntry{key: key, state: it})
+					add(out.Items)
+					if out.LastEvaluatedKey == nil {
+						return
 					}
+					in.ExclusiveStartKey = out.LastEvaluatedKey
 				}
-				mu.Unlock()
-				if out.LastEvaluatedKey == nil {
-					return
-				}
-				in.ExclusiveStartKey = out.LastEvaluatedKey
+			})
+			if perr != nil {
+				errs[i] = perr
 			}
 		}()
 	}

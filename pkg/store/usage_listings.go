@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/udsproject/uds/internal/safe"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -27,7 +28,11 @@ func (s *Store) AppUsers(ctx context.Context, app, after string, limit int) ([]u
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[shard], errs[shard] = s.queryShard(ctx, app+"#"+strconv.Itoa(shard), after, limit+1)
+			if err := safe.Call(func() {
+				results[shard], errs[shard] = s.queryShard(ctx, app+"#"+strconv.Itoa(shard), after, limit+1)
+			}); err != nil {
+				errs[shard] = err
+			}
 		}()
 	}
 	wg.Wait()
