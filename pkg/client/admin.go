@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
@@ -142,6 +143,20 @@ type Policy struct {
 	Schema          json.RawMessage `json:"schema,omitempty"`
 	Version         int64           `json:"version,omitempty"`
 	UpdatedDate     string          `json:"updatedDate,omitempty"`
+	// Pending is a change into or out of private under way; the policy
+	// above is in effect until it completes.
+	Pending *PolicyChange `json:"pending,omitempty"`
+}
+
+// PolicyChange is a change into or out of private under way: the access
+// and schema it sets, when it was announced, from when it may be completed
+// (by setting the same policy again) and when it lapses if it is not.
+type PolicyChange struct {
+	Access    string          `json:"access"`
+	Schema    json.RawMessage `json:"schema,omitempty"`
+	Since     time.Time       `json:"since"`
+	SettlesAt time.Time       `json:"settlesAt"`
+	LapsesAt  time.Time       `json:"lapsesAt"`
 }
 
 // PoliciesPage reads one page of app's namespace policies after cursor.
@@ -170,17 +185,54 @@ func (c *Client) Policy(ctx context.Context, app, namespace string) (Policy, err
 }
 
 // SetPolicy sets a namespace's access and schema (only those two fields of
-// p are sent) and returns the policy stored.
-func (c *Client) SetPolicy(ctx context.Context, app, namespace string, p Policy) (Policy, error) {
-	var out Policy
-	err := c.putJSON(ctx, adminApp(app)+"/namespaces/"+url.PathEscape(namespace), Policy{Access: p.Access, Schema: p.Schema}, &out)
-	return out, err
+// p are sent) and returns the policy stored. A change into or out of
+// private is announced first and the namespace takes no writes while
+// functions still holding the old policy drain (about a minute on a
+// default deployment, README "Namespace policies"): SetPolicy waits until
+// the change settles and completes it, or returns ctx's error; the
+// announced change then lapses on its own. progress, if not nil, is told
+// of each wait.
+func (c *Client) SetPolicy(ctx context.Context, app, namespace string, p Policy, progress ...func(Policy)) (Policy, error) {
+	body, err := jsonBody(Policy{Access: p.Access, Schema: p.Schema})
+	if err != nil {
+		return Policy{}, err
+	}
+	r := request{method: http.MethodPut, path: adminApp(app) + "/namespaces/" + url.PathEscape(namespace), body: body, retry: always}
+	return c.settlePolicy(ctx, r, progress)
 }
 
-// DeletePolicy restores a namespace's defaults.
-func (c *Client) DeletePolicy(ctx context.Context, app, namespace string) error {
-	_, err := c.do(ctx, request{method: http.MethodDelete, path: adminApp(app) + "/namespaces/" + url.PathEscape(namespace), retry: always}, http.StatusNoContent)
+// DeletePolicy restores a namespace's defaults, waiting as SetPolicy does
+// when the namespace was private.
+func (c *Client) DeletePolicy(ctx context.Context, app, namespace string, progress ...func(Policy)) error {
+	r := request{method: http.MethodDelete, path: adminApp(app) + "/namespaces/" + url.PathEscape(namespace), retry: always}
+	_, err := c.settlePolicy(ctx, r, progress)
 	return err
+}
+
+// settlePolicy sends a policy change until it is done: while the server
+// answers 202 (announced, settling) it waits until the change settles and
+// sends it again, which completes it.
+func (c *Client) settlePolicy(ctx context.Context, r request, progress []func(Policy)) (Policy, error) {
+	for {
+		var out Policy
+		res, err := c.call(ctx, r, &out, http.StatusOK, http.StatusNoContent, http.StatusAccepted)
+		if err != nil || res.status != http.StatusAccepted {
+			return out, err
+		}
+		if out.Pending == nil {
+			return out, fmt.Errorf("client: %s %s answered 202 without the pending change", r.method, r.path)
+		}
+		for _, f := range progress {
+			f(out)
+		}
+		// A little past the instant, for clocks that differ.
+		wait := time.Until(out.Pending.SettlesAt) + 100*time.Millisecond
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-time.After(max(wait, 100*time.Millisecond)):
+		}
+	}
 }
 
 // putJSON PUTs v and decodes the answer into out.

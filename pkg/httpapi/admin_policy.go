@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/udsproject/uds/pkg/policy"
 	"github.com/udsproject/uds/pkg/store"
@@ -21,17 +23,36 @@ type policyJSON struct {
 	Schema          json.RawMessage `json:"schema"`
 	Version         int64           `json:"version"`
 	UpdatedDate     string          `json:"updatedDate,omitempty"`
+	// Pending is a change into or out of private under way.
+	Pending *pendingJSON `json:"pending,omitempty"`
+}
+
+type pendingJSON struct {
+	Access    uds.Access      `json:"access"`
+	Schema    json.RawMessage `json:"schema"`
+	Since     string          `json:"since"`
+	SettlesAt string          `json:"settlesAt"`
+	LapsesAt  string          `json:"lapsesAt"`
 }
 
 func policyBody(app, namespace string, p uds.Policy) policyJSON {
-	j := policyJSON{ApplicationUUID: app, Namespace: namespace, Access: p.Mode(), Schema: p.Schema, Version: p.Version}
-	if j.Schema == nil {
-		j.Schema = json.RawMessage("null")
-	}
+	j := policyJSON{ApplicationUUID: app, Namespace: namespace, Access: p.Mode(), Schema: orNull(p.Schema), Version: p.Version}
 	if !p.Updated.IsZero() {
 		j.UpdatedDate = store.FormatTime(p.Updated)
 	}
+	if c := p.Changing(time.Now()); c != nil {
+		j.Pending = &pendingJSON{Access: c.Target().Mode(), Schema: orNull(c.Schema), Since: store.FormatTime(c.Since),
+			SettlesAt: store.FormatTime(c.SettlesAt), LapsesAt: store.FormatTime(c.LapsesAt)}
+	}
 	return j
+}
+
+// orNull shows a missing schema as null.
+func orNull(schema json.RawMessage) json.RawMessage {
+	if schema == nil {
+		return json.RawMessage("null")
+	}
+	return schema
 }
 
 func appAndNamespace(p params) (app, namespace string, err error) {
@@ -63,27 +84,44 @@ func (a *API) putPolicy(w http.ResponseWriter, r *http.Request, p params) {
 		return
 	}
 	pol, err := a.readPolicy(r)
-	if err == nil {
-		pol, err = a.store.SetPolicy(r.Context(), app, namespace, pol)
-	}
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
-	writeJSON(w, http.StatusOK, policyBody(app, namespace, pol))
+	a.setPolicy(w, r, app, namespace, pol, http.StatusOK)
 }
 
 // deletePolicy restores the defaults: shared, without a schema.
 func (a *API) deletePolicy(w http.ResponseWriter, r *http.Request, p params) {
 	app, namespace, err := appAndNamespace(p)
-	if err == nil {
-		_, err = a.store.SetPolicy(r.Context(), app, namespace, uds.Policy{})
-	}
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	a.setPolicy(w, r, app, namespace, uds.Policy{}, http.StatusNoContent)
+}
+
+// setPolicy sets a namespace's policy and answers done (PUT 200 with the
+// policy, DELETE 204) or, for a change into or out of private that was
+// announced and not yet completed, 202 with the policy and its pending
+// change, and Retry-After until it may be completed by repeating the
+// request (store/policy_change.go).
+func (a *API) setPolicy(w http.ResponseWriter, r *http.Request, app, namespace string, pol uds.Policy, done int) {
+	pol, err := a.store.SetPolicy(r.Context(), app, namespace, pol)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	if c := pol.Changing(time.Now()); c != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(time.Until(c.SettlesAt).Seconds()+0.999))))
+		writeJSON(w, http.StatusAccepted, policyBody(app, namespace, pol))
+		return
+	}
+	if done == http.StatusNoContent {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, done, policyBody(app, namespace, pol))
 }
 
 // listPolicies lists the policies set in an app, by namespace.

@@ -95,6 +95,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	var forbidden *uds.ForbiddenError
 	var schemaErr *uds.SchemaError
 	var coding *encodingError
+	var changing *uds.ChangingError
 	if errors.As(err, &batch) {
 		body.FailedIndex = &batch.Index
 	}
@@ -122,6 +123,10 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		body.Deleted = &incomplete.Deleted
 		body.Details = fmt.Sprintf("deleted %d items before the time budget ran out; repeat the request to delete the rest", incomplete.Deleted)
 		w.Header().Set("Retry-After", "1")
+	case errors.As(err, &changing):
+		body.Details = fmt.Sprintf("namespace %s is changing its access mode from %s to %s, and takes no writes until the change completes; nothing was written: send the write again after the Retry-After delay",
+			strconv.Quote(changing.Namespace), changing.From, changing.To)
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(changing.RetryAfter.Round(time.Second).Seconds()))))
 	case errors.As(err, &unavailable):
 		// The cause goes to the log (the request's line); the client
 		// learns that it may retry, and that a write may or may not have

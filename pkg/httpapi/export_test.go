@@ -80,7 +80,7 @@ type importAnswer struct {
 func TestExportImportRoundTrip(t *testing.T) {
 	e := newEnv(t)
 	for _, a := range []string{app, otherApp} {
-		e.do("PUT", admin+"/apps/"+a+"/namespaces/mine", `{"access":"private"}`).expect(t, 200)
+		completePolicy(t, 200, func() response { return e.do("PUT", admin+"/apps/"+a+"/namespaces/mine", `{"access":"private"}`) })
 	}
 	as := func(s string) []string { return []string{"X-Uds-Subject", s} }
 	paths := map[string]string{} // path -> subject that reads it
@@ -208,7 +208,7 @@ func joinRaw(rs []json.RawMessage) string {
 // names it and that nothing of the request is written.
 func TestImportRefusesBadRecords(t *testing.T) {
 	e := newEnv(t)
-	e.do("PUT", admin+"/apps/"+app+"/namespaces/mine", `{"access":"private"}`).expect(t, 200)
+	e.setPolicy(t, "mine", `{"access":"private"}`)
 	e.do("PUT", admin+"/apps/"+app+"/namespaces/typed", `{"access":"shared","schema":{"type":"number"}}`).expect(t, 200)
 	good := `{"namespace":"kv","id":"ok","owner":"alice","data":1,"createdDate":"2026-01-02T03:04:05.678Z","createdBySubject":"alice","updatedDate":"2026-01-02T03:04:05.678Z","updatedBySubject":"alice","version":1}`
 	// with replaces each old with its new, in pairs.

@@ -36,7 +36,9 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	tables := storetest.NewTables(t)
 	client := storetest.Client(t)
-	api := httpapi.New(store.New(client, tables), httpapi.GroupAll, httpapi.Config{
+	// A change into or out of private settles quickly: these tests do not
+	// race writes against it (policy_race_test.go does).
+	api := httpapi.New(store.New(client, tables, store.WithPolicySettle(testSettle)), httpapi.GroupAll, httpapi.Config{
 		Subject:         httpapi.HeaderSubject,
 		CursorSecret:    []byte("test secret"),
 		DeleteAllBudget: 20 * time.Second,

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -91,6 +92,9 @@ func (a *API) writeItem(w http.ResponseWriter, r *http.Request, p params, status
 		write.IfMatch = sc.guard(write.IfMatch)
 	}
 	if err = readWrite(r, &write); err == nil {
+		err = sc.writable(time.Now())
+	}
+	if err == nil {
 		err = a.checkData(&sc, write.Data)
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -47,6 +48,25 @@ func (a *API) scopeOf(ctx context.Context, subject string, key uds.Key) (scope, 
 		sc.key = key
 	}
 	return sc, err
+}
+
+// writable refuses a write (create, update, import) while the namespace's
+// access mode is changing: a write that lands in the key space being left
+// after the namespace was found empty could never be read again
+// (store/policy_change.go). Reads and deletes go on under the policy in
+// effect; a delete only ever empties the namespace.
+func (sc *scope) writable(now time.Time) error {
+	c := sc.policy.Changing(now)
+	if c == nil {
+		return nil
+	}
+	wait := time.Until(c.SettlesAt)
+	if wait < time.Second {
+		// Settled: the change completes when an administrator repeats it,
+		// or lapses; either way soon.
+		wait = 5 * time.Second
+	}
+	return &uds.ChangingError{Namespace: sc.key.Namespace, From: sc.policy.Mode(), To: c.Target().Mode(), RetryAfter: wait}
 }
 
 // guard adds what the policy requires of a change to an existing item: in
@@ -93,6 +113,9 @@ func (a *API) scopeOperation(ctx context.Context, op *uds.BatchOp) error {
 		op.Write.IfMatch = sc.guard(op.Write.IfMatch)
 	}
 	if op.Method == http.MethodPost || op.Method == http.MethodPut {
+		if err := sc.writable(time.Now()); err != nil {
+			return err
+		}
 		return a.checkData(&sc, op.Write.Data)
 	}
 	return nil

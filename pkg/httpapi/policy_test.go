@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -30,9 +31,36 @@ func (e *env) as(subject, method, path, body string, headers ...string) response
 }
 
 // setPolicy sets a namespace's policy and fails the test unless it is taken.
+// setPolicy sets a namespace's policy and, for a change into or out of
+// private (announced with 202), completes it once it settles.
 func (e *env) setPolicy(t *testing.T, namespace, body string) response {
 	t.Helper()
-	return e.do("PUT", adminApps+"/namespaces/"+namespace, body).expect(t, 200)
+	return completePolicy(t, 200, func() response { return e.do("PUT", adminApps+"/namespaces/"+namespace, body) })
+}
+
+// testSettle is how long a change into or out of private settles in tests
+// that do not race writes against it.
+const testSettle = 50 * time.Millisecond
+
+// completePolicy sends a policy change and, while it is answered 202
+// (announced), waits until it settles and sends it again: want is expected
+// in the end.
+func completePolicy(t *testing.T, want int, send func() response) response {
+	t.Helper()
+	for range 10 {
+		r := send()
+		if r.status != http.StatusAccepted {
+			return r.expect(t, want)
+		}
+		pending, _ := r.body["pending"].(map[string]any)
+		settles, err := time.Parse(time.RFC3339Nano, fmt.Sprint(pending["settlesAt"]))
+		if err != nil {
+			t.Fatalf("202 without pending.settlesAt: %s", r.raw)
+		}
+		time.Sleep(time.Until(settles) + 5*time.Millisecond)
+	}
+	t.Fatal("the policy change never completed")
+	return response{}
 }
 
 // listSortKeys returns the sort keys of a list page.
@@ -371,7 +399,7 @@ func TestPolicyAdmin(t *testing.T) {
 		e.do("DELETE", path, "").expect(t, 409)
 		e.do("PUT", path, `{"access":"owner-write"}`).expect(t, 409)
 		e.as("alice", "DELETE", base+"/profiles/mine", "").expect(t, 204)
-		e.do("DELETE", path, "").expect(t, 204)
+		completePolicy(t, 204, func() response { return e.do("DELETE", path, "") })
 		if r := e.do("GET", path, "").expect(t, 200); r.body["access"] != "shared" || r.body["schema"] != nil {
 			t.Errorf("after DELETE %s", r.raw)
 		}
@@ -389,7 +417,7 @@ func TestPolicyChangeReachesOtherContainers(t *testing.T) {
 	client := storetest.Client(t)
 	const ttl = 300 * time.Millisecond
 	serve := func() *env {
-		api := httpapi.New(store.New(client, tables, store.WithLimitsTTL(ttl)), httpapi.GroupAll, httpapi.Config{
+		api := httpapi.New(store.New(client, tables, store.WithLimitsTTL(ttl), store.WithPolicySettle(testSettle)), httpapi.GroupAll, httpapi.Config{
 			Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"),
 		})
 		srv := httptest.NewServer(api)

@@ -125,7 +125,7 @@ func killable(h http.Handler) http.Handler {
 func runWorkload(t *testing.T, sc scenario, seed uint64) {
 	client, ft := storetest.FaultyClient(t, seed)
 	tables := storetest.NewTables(t)
-	api := httpapi.New(store.New(client, tables, store.WithRecomputeQuiet(0)), httpapi.GroupAll, httpapi.Config{
+	api := httpapi.New(store.New(client, tables, store.WithRecomputeQuiet(0), store.WithPolicySettle(testSettle)), httpapi.GroupAll, httpapi.Config{
 		Subject:         httpapi.HeaderSubject,
 		CursorSecret:    []byte("workload"),
 		DeleteAllBudget: 3 * time.Second,
@@ -139,8 +139,15 @@ func runWorkload(t *testing.T, sc scenario, seed uint64) {
 	if st, _ := e.send(0, "PUT", admin+"/apps/"+app+"/users/"+importOwner+"/quota", "admin", `{"limitBytes":-1,"limitItems":-1}`, ""); st != 200 {
 		t.Fatalf("lifting the importer's limits: %d", st)
 	}
+	// The policies are in place before any write: a change into private
+	// is announced (202) and completed once it settles.
 	for ns, access := range workloadPolicies {
-		if st, body := e.send(0, "PUT", admin+"/apps/"+app+"/namespaces/"+ns, "admin", `{"access":"`+access+`"}`, ""); st != 200 {
+		st, body := e.send(0, "PUT", admin+"/apps/"+app+"/namespaces/"+ns, "admin", `{"access":"`+access+`"}`, "")
+		if st == http.StatusAccepted {
+			time.Sleep(testSettle + 10*time.Millisecond)
+			st, body = e.send(0, "PUT", admin+"/apps/"+app+"/namespaces/"+ns, "admin", `{"access":"`+access+`"}`, "")
+		}
+		if st != 200 {
 			t.Fatalf("setting the policy of %s: %d %s", ns, st, body)
 		}
 	}

@@ -109,6 +109,15 @@ const (
 	AttrAccess        = "access"
 	AttrJSONSchema    = "jsonSchema"
 	AttrPolicyVersion = "policyVersion"
+	// A change into or out of private under way: the policy it sets
+	// (access absent for the defaults, schema absent for none), when it
+	// was announced, from when it may complete and when it lapses, in
+	// Unix milliseconds. AttrSettlesAt exists exactly while one is.
+	AttrPendingAccess = "pendingAccess"
+	AttrPendingSchema = "pendingSchema"
+	AttrPendingSince  = "pendingSince"
+	AttrSettlesAt     = "settlesAt"
+	AttrLapsesAt      = "lapsesAt"
 )
 
 // Index names.

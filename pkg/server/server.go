@@ -38,7 +38,8 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 	st := store.New(client, cfg.Tables,
 		store.WithDefaultLimits(uds.Limits{Bytes: cfg.DefaultLimitBytes, Items: cfg.DefaultLimitItems}),
 		store.WithLimitsTTL(cfg.LimitsCacheTTL),
-		store.WithRecomputeQuiet(cfg.RecomputeQuiet))
+		store.WithRecomputeQuiet(cfg.RecomputeQuiet),
+		store.WithPolicySettle(store.PolicySettle(cfg.LimitsCacheTTL, cfg.RequestBudget)))
 	api := httpapi.New(st, groups, httpapi.Config{
 		Subject:         host.Subject,
 		CursorSecret:    cfg.CursorSecret,

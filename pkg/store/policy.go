@@ -15,12 +15,15 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// Policy returns the policy in effect for a namespace: the stored one, read
-// eventually consistent and cached like limits, or the default (shared, no
-// schema) when none is set.
+// Policy returns the policy in effect for a namespace: the stored one,
+// cached like limits, or the default (shared, no schema) when none is set.
+// It is read strongly consistent: a change into or out of private counts
+// on every function seeing it within the cache's time (policy_change.go),
+// which an eventually consistent read would stretch, and the read is paid
+// once per namespace per cache period.
 func (s *Store) Policy(ctx context.Context, app, namespace string) (uds.Policy, error) {
 	return s.policies.get(app+uds.KeyDelimiter+namespace, func() (uds.Policy, error) {
-		return s.readPolicy(ctx, app, namespace, false)
+		return s.readPolicy(ctx, app, namespace, true)
 	})
 }
 
@@ -57,83 +60,19 @@ func decodePolicy(av map[string]types.AttributeValue) uds.Policy {
 	if t, err := time.Parse(timeLayout, str(av, schema.AttrUpdatedDate)); err == nil {
 		p.Updated = t
 	}
-	return p
-}
-
-// SetPolicy stores a namespace's policy, or, with the zero Access, removes
-// it (the namespace is shared again, without a schema). It returns the
-// policy now in effect. A change into or out of private, which would move
-// the namespace's items to another key space, is refused with
-// uds.ErrInUse while the namespace holds an item. The schema must have
-// been checked by the caller.
-//
-// Each change bumps the policy's version, conditioned on the version read,
-// so that two admins changing one policy cannot interleave a data check
-// and a write.
-func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Policy) (uds.Policy, error) {
-	op := "set the policy of " + app + "/" + namespace
-	for range maxWriteAttempts {
-		current, err := s.readPolicy(ctx, app, namespace, true)
-		if err != nil {
-			return uds.Policy{}, err
+	if _, pending := av[schema.AttrSettlesAt]; pending {
+		c := &uds.PolicyChange{
+			Access:    uds.Access(str(av, schema.AttrPendingAccess)),
+			Since:     time.UnixMilli(num(av, schema.AttrPendingSince)).UTC(),
+			SettlesAt: time.UnixMilli(num(av, schema.AttrSettlesAt)).UTC(),
+			LapsesAt:  time.UnixMilli(num(av, schema.AttrLapsesAt)).UTC(),
 		}
-		if (current.Mode() == uds.AccessPrivate) != (p.Mode() == uds.AccessPrivate) {
-			held, err := s.holdsData(ctx, app, namespace)
-			if err != nil {
-				return uds.Policy{}, err
-			}
-			if held {
-				return uds.Policy{}, uds.ErrInUse
-			}
+		if doc := str(av, schema.AttrPendingSchema); doc != "" {
+			c.Schema = json.RawMessage(doc)
 		}
-		next := p
-		next.Version, next.Updated = current.Version+1, writeTime()
-		names := map[string]string{
-			"#a": schema.AttrAccess, "#js": schema.AttrJSONSchema, "#pv": schema.AttrPolicyVersion, "#ud": schema.AttrUpdatedDate,
-		}
-		values := map[string]types.AttributeValue{
-			":pv": &types.AttributeValueMemberN{Value: strconv.FormatInt(next.Version, 10)},
-			":ud": &types.AttributeValueMemberS{Value: FormatTime(next.Updated)},
-		}
-		set, remove := "SET #pv = :pv, #ud = :ud", ""
-		if p.Access != "" {
-			set += ", #a = :a"
-			values[":a"] = &types.AttributeValueMemberS{Value: string(p.Access)}
-		} else {
-			remove = " REMOVE #a"
-		}
-		if p.Schema != nil {
-			set += ", #js = :js"
-			values[":js"] = &types.AttributeValueMemberS{Value: string(p.Schema)}
-		} else if remove == "" {
-			remove = " REMOVE #js"
-		} else {
-			remove += ", #js"
-		}
-		cond := "attribute_not_exists(#pv)"
-		if current.Version > 0 {
-			cond = "#pv = :cur"
-			values[":cur"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(current.Version, 10)}
-		}
-		_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(s.tables.Namespaces),
-			Key:                       policyKey(app, namespace),
-			UpdateExpression:          aws.String(set + remove),
-			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: values,
-		})
-		var ccf *types.ConditionalCheckFailedException
-		switch {
-		case asCCF(err, &ccf):
-			continue // another change got in first: decide again
-		case err != nil:
-			return uds.Policy{}, failed(op, err)
-		}
-		s.policies.forget(app + uds.KeyDelimiter + namespace)
-		return next, nil
+		p.Pending = c
 	}
-	return uds.Policy{}, &uds.UnavailableError{Op: op, Err: errContended}
+	return p
 }
 
 // scanSegments is how many parallel segments each data table's scan for a

@@ -8,8 +8,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
+
+// testSettle is how long a change into or out of private settles in tests
+// that do not race writes against it.
+const testSettle = 50 * time.Millisecond
+
+// setPolicy sets a namespace's policy and, for a change into or out of
+// private, completes it once it settles.
+func setPolicy(ctx context.Context, s *store.Store, ns string, p uds.Policy) (uds.Policy, error) {
+	got, err := s.SetPolicy(ctx, app, ns, p)
+	if err != nil || got.Pending == nil {
+		return got, err
+	}
+	time.Sleep(time.Until(got.Pending.SettlesAt) + 5*time.Millisecond)
+	return s.SetPolicy(ctx, app, ns, p)
+}
 
 func TestSetPolicyVersions(t *testing.T) {
 	ctx := context.Background()
@@ -61,7 +77,7 @@ func TestPrivateSwitchIgnoresExpiredItems(t *testing.T) {
 		t.Fatalf("switch with a live item: %v, want ErrInUse", err)
 	}
 	time.Sleep(400 * time.Millisecond)
-	if _, err := s.SetPolicy(ctx, app, "ns", uds.Policy{Access: uds.AccessPrivate}); err != nil {
+	if _, err := setPolicy(ctx, s, "ns", uds.Policy{Access: uds.AccessPrivate}); err != nil {
 		t.Fatalf("switch with only an expired item: %v", err)
 	}
 }

@@ -35,6 +35,9 @@ type Store struct {
 	limits         ttlCache[uds.Limits]
 	policies       ttlCache[uds.Policy]
 	recomputeQuiet time.Duration
+	// policySettle and policyWindow time a change into or out of private
+	// (policy_change.go).
+	policySettle, policyWindow time.Duration
 }
 
 // DefaultLimitsTTL is how long limits and namespace policies are cached
@@ -61,7 +64,8 @@ func WithRecomputeQuiet(d time.Duration) Option { return func(s *Store) { s.reco
 
 // New returns a Store over client.
 func New(client Client, tables Tables, opts ...Option) *Store {
-	s := &Store{client: client, tables: tables, recomputeQuiet: config.DefaultRecomputeQuiet}
+	s := &Store{client: client, tables: tables, recomputeQuiet: config.DefaultRecomputeQuiet,
+		policySettle: DefaultPolicySettle, policyWindow: DefaultPolicyWindow}
 	s.limits.ttl, s.policies.ttl = DefaultLimitsTTL, DefaultLimitsTTL
 	for _, o := range opts {
 		o(s)

@@ -28,7 +28,9 @@ const app = "d53065bd-f932-4841-83fb-849717d8df0f"
 func newStore(t testing.TB) (*store.Store, *storetest.Counter) {
 	t.Helper()
 	counter := storetest.NewCounter(storetest.Client(t))
-	return store.New(counter, storetest.NewTables(t)), counter
+	// A change into or out of private settles quickly: these tests do not
+	// race writes against it.
+	return store.New(counter, storetest.NewTables(t), store.WithPolicySettle(testSettle)), counter
 }
 
 func key(t testing.TB, ns, id string) uds.Key {

@@ -42,7 +42,59 @@ type Policy struct {
 	// set.
 	Version int64
 	Updated time.Time
+	// Pending is a change into or out of private under way, nil if none:
+	// the policy above stays in effect until it completes.
+	Pending *PolicyChange
 }
+
+// PolicyChange is a change of a namespace's policy into or out of private,
+// which moves the namespace to another key space. Every function caches
+// policies for a while and a write may take its whole budget, so a write
+// that read the policy before the change was announced can still commit
+// up to SettlesAt. Until the change completes, the namespace takes no
+// writes (they are refused with a retriable 503), so that none lands in
+// the key space being left after it was found empty. From SettlesAt an
+// administrator completes it (repeating the change) by LapsesAt, or it
+// lapses and the namespace takes writes again under the old policy.
+type PolicyChange struct {
+	// Access and Schema are the policy the change sets.
+	Access                     Access
+	Schema                     json.RawMessage
+	Since, SettlesAt, LapsesAt time.Time
+}
+
+// Target is the policy the change sets.
+func (c *PolicyChange) Target() Policy { return Policy{Access: c.Access, Schema: c.Schema} }
+
+// Changing is the change under way at now, or nil (none, or lapsed).
+func (p Policy) Changing(now time.Time) *PolicyChange {
+	if p.Pending == nil || !now.Before(p.Pending.LapsesAt) {
+		return nil
+	}
+	return p.Pending
+}
+
+// CrossesPrivate reports whether going from p to next moves the
+// namespace's items to another key space: into or out of private.
+func (p Policy) CrossesPrivate(next Policy) bool {
+	return (p.Mode() == AccessPrivate) != (next.Mode() == AccessPrivate)
+}
+
+// ChangingError refuses a write to a namespace whose access mode is
+// changing: nothing was written, and the write may be sent again after
+// RetryAfter.
+type ChangingError struct {
+	Namespace  string
+	From, To   Access
+	RetryAfter time.Duration
+}
+
+func (e *ChangingError) Error() string {
+	return "namespace " + e.Namespace + " is changing its access mode from " + string(e.From) + " to " + string(e.To)
+}
+
+// Is makes errors.Is(err, ErrUnavailable) hold: the refusal is transient.
+func (e *ChangingError) Is(target error) bool { return target == ErrUnavailable }
 
 // Mode is the access mode in effect: shared when none is set.
 func (p Policy) Mode() Access {

@@ -3,7 +3,8 @@
 // caller's identity from X-Uds-Subject as make run takes it with
 // UDS_TRUST_SUBJECT_HEADER=1, over fresh tables in the test engine. Limits
 // are read afresh on every write (no cache) and recompute applies at once,
-// so tests see their admin calls take effect immediately.
+// so tests see their admin calls take effect immediately; a change into or
+// out of private settles in 100 ms.
 package apitest
 
 import (
@@ -21,7 +22,10 @@ import (
 // the server answer 503 with partial progress, as on Lambda for big lists).
 func Server(t testing.TB, deleteAllBudget time.Duration) string {
 	t.Helper()
-	st := store.New(storetest.Client(t), storetest.NewTables(t), store.WithRecomputeQuiet(0), store.WithLimitsTTL(0))
+	// Policies are not cached either, so a change into or out of private
+	// has only requests in flight to wait for: it settles in a moment.
+	st := store.New(storetest.Client(t), storetest.NewTables(t), store.WithRecomputeQuiet(0), store.WithLimitsTTL(0),
+		store.WithPolicySettle(100*time.Millisecond))
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("api tests"), DeleteAllBudget: deleteAllBudget,
 	})
