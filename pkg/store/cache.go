@@ -35,13 +35,18 @@ func (c *ttlCache[V]) get(key string, load func() (V, error)) (V, error) {
 	if err != nil {
 		return v, err
 	}
+	c.put(key, v, now)
+	return v, nil
+}
+
+// put keeps v as key's value, read at now.
+func (c *ttlCache[V]) put(key string, v V, now time.Time) {
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxCached {
 		c.m = map[string]cachedValue[V]{}
 	}
 	c.m[key] = cachedValue[V]{value: v, expires: now.Add(c.ttl)}
 	c.mu.Unlock()
-	return v, nil
 }
 
 // forget drops key, so that this container applies a change it made at

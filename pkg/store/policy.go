@@ -21,10 +21,25 @@ import (
 // on every function seeing it within the cache's time (policy_change.go),
 // which an eventually consistent read would stretch, and the read is paid
 // once per namespace per cache period.
+//
+// A pending change into or out of private may complete from its settle
+// time on, and a function that went on serving under the old policy
+// after that would read and delete in the key space just left. So a cached
+// pending change is trusted only until then (less a margin for clocks);
+// past it, while it is pending, the policy is read afresh on every request
+// to the namespace, which only a change under way pays.
 func (s *Store) Policy(ctx context.Context, app, namespace string) (uds.Policy, error) {
-	return s.policies.get(app+uds.KeyDelimiter+namespace, func() (uds.Policy, error) {
+	key := app + uds.KeyDelimiter + namespace
+	p, err := s.policies.get(key, func() (uds.Policy, error) {
 		return s.readPolicy(ctx, app, namespace, true)
 	})
+	now := time.Now()
+	if c := p.Changing(now); err == nil && c != nil && !now.Before(c.SettlesAt.Add(-policyMargin)) {
+		if p, err = s.readPolicy(ctx, app, namespace, true); err == nil {
+			s.policies.put(key, p, now)
+		}
+	}
+	return p, err
 }
 
 // StoredPolicy reads a namespace's policy strongly consistent, for the
