@@ -41,6 +41,8 @@ type Store interface {
 	StoredPolicy(ctx context.Context, app, namespace string) (uds.Policy, error)
 	SetPolicy(ctx context.Context, app, namespace string, p uds.Policy) (uds.Policy, error)
 	Policies(ctx context.Context, app, after string, limit int) ([]uds.NamespacePolicy, bool, error)
+	Strays(context.Context, store.StrayQuery) (store.StrayPage, error)
+	RemoveStrays(ctx context.Context, app, namespace string, private bool) (int, error)
 
 	Export(context.Context, store.ExportQuery) (store.ExportPage, error)
 	Import(ctx context.Context, app string, records []uds.Record) (uds.ImportResult, error)

@@ -147,7 +147,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 			body.Violations[i] = violationJSON(v)
 		}
 	case errors.Is(err, uds.ErrInUse):
-		body.Details = "the namespace holds items, and a change into or out of private would move them to another key space where nobody could reach them; delete them first"
+		body.Details = "the namespace holds items, and a change into or out of private would move them to another key space where nobody could reach them; delete them first (items no data route reaches: GET or DELETE .../namespaces/{namespace}/strays)"
 	case errors.Is(err, uds.ErrPrecondition):
 		body.Details = "If-Match names none of the item's current ETags"
 	case errors.Is(err, ErrUnauthenticated):

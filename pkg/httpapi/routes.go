@@ -88,6 +88,10 @@ var routes = []route{
 	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces/{namespace}", map[string]handler{
 		http.MethodGet: (*API).getPolicy, http.MethodPut: (*API).putPolicy,
 		http.MethodDelete: (*API).deletePolicy}, nil},
+	// Items in the key space a namespace's policy does not use.
+	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces/{namespace}/strays", map[string]handler{
+		http.MethodGet: (*API).listStrays, http.MethodDelete: (*API).removeStrays},
+		map[string][]string{http.MethodGet: pageQuery}},
 }
 
 // routeSegments holds each route's pattern split into segments.

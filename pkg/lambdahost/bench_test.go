@@ -328,3 +328,9 @@ func BenchmarkBatch100Gets(b *testing.B) {
 func BenchmarkBatchAtomic50Posts(b *testing.B) {
 	runBench(b, benchHandler(b), benchEvent("POST", benchBatchPath, batchBody(50, "POST", true)), 200)
 }
+func (f *fakeStore) Strays(context.Context, store.StrayQuery) (store.StrayPage, error) {
+	return store.StrayPage{}, errFake
+}
+func (f *fakeStore) RemoveStrays(context.Context, string, string, bool) (int, error) {
+	return 0, errFake
+}
