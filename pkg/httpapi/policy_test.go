@@ -319,6 +319,18 @@ func TestNamespaceSchema(t *testing.T) {
 		}
 		e.do("GET", base+"/typed/c", "").expect(t, 404)
 	})
+	t.Run("numbers past math/big", func(t *testing.T) {
+		e.setPolicy(t, "huge", `{"access":"shared","schema":{"properties":{"n":{"minimum":0,"maximum":1e1000001,"multipleOf":0.5},"u":{"uniqueItems":true}}}}`)
+		e.do("POST", base+"/huge/ok", `{"data":{"n":1e1000001,"u":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,1e1000001,1e1000000]}}`).expect(t, 201)
+		r := e.do("POST", base+"/huge/bad", `{"data":{"n":1e-1000001,"u":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,1e1000001,10e1000000]}}`).expect(t, 422)
+		if vs, _ := r.body["violations"].([]any); len(vs) != 2 {
+			t.Errorf("want violations of multipleOf and uniqueItems: %s", r.raw)
+		}
+		r = e.do("PUT", adminApps+"/namespaces/huge", `{"access":"shared","schema":{"minItems":1e-1000001}}`).expect(t, 400)
+		if !strings.Contains(fmt.Sprint(r.body["details"]), "minItems") {
+			t.Errorf("400 body %s does not name minItems", r.raw)
+		}
+	})
 	t.Run("refused schemas", func(t *testing.T) {
 		for _, c := range []struct{ name, body, says string }{
 			{"not a schema", `{"access":"shared","schema":{"type":12}}`, "not a valid JSON Schema"},

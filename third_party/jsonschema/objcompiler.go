@@ -3,7 +3,6 @@ package jsonschema
 import (
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"strconv"
 )
 
@@ -146,24 +145,42 @@ func (c *objCompiler) compileDraft4(s *Schema) error {
 		if arr := c.arrVal("enum"); arr != nil {
 			s.Enum = newEnum(arr)
 		}
-		s.MultipleOf = c.numVal("multipleOf")
-		s.Maximum = c.numVal("maximum")
+		// UDS patch: a number keyword is compiled exactly or is an
+		// error, never dropped.
+		if s.MultipleOf, err = c.numVal("multipleOf"); err != nil {
+			return err
+		}
+		if s.MultipleOf != nil {
+			if s.MultipleOf.sign() <= 0 {
+				return &InvalidNumberError{c.up.format("multipleOf"), s.MultipleOf.String(), "is not greater than 0"}
+			}
+			s.multipleOf = newDivisor(s.MultipleOf)
+		}
+		if s.Maximum, err = c.numVal("maximum"); err != nil {
+			return err
+		}
 		if c.boolean("exclusiveMaximum") {
 			s.ExclusiveMaximum = s.Maximum
 			s.Maximum = nil
-		} else {
-			s.ExclusiveMaximum = c.numVal("exclusiveMaximum")
+		} else if s.ExclusiveMaximum, err = c.numVal("exclusiveMaximum"); err != nil {
+			return err
 		}
-		s.Minimum = c.numVal("minimum")
+		if s.Minimum, err = c.numVal("minimum"); err != nil {
+			return err
+		}
 		if c.boolean("exclusiveMinimum") {
 			s.ExclusiveMinimum = s.Minimum
 			s.Minimum = nil
-		} else {
-			s.ExclusiveMinimum = c.numVal("exclusiveMinimum")
+		} else if s.ExclusiveMinimum, err = c.numVal("exclusiveMinimum"); err != nil {
+			return err
 		}
 
-		s.MinLength = c.intVal("minLength")
-		s.MaxLength = c.intVal("maxLength")
+		if s.MinLength, err = c.intVal("minLength"); err != nil {
+			return err
+		}
+		if s.MaxLength, err = c.intVal("maxLength"); err != nil {
+			return err
+		}
 		if pat := c.strVal("pattern"); pat != nil {
 			s.Pattern, err = c.c.roots.regexpEngine(*pat)
 			if err != nil {
@@ -171,12 +188,20 @@ func (c *objCompiler) compileDraft4(s *Schema) error {
 			}
 		}
 
-		s.MinItems = c.intVal("minItems")
-		s.MaxItems = c.intVal("maxItems")
+		if s.MinItems, err = c.intVal("minItems"); err != nil {
+			return err
+		}
+		if s.MaxItems, err = c.intVal("maxItems"); err != nil {
+			return err
+		}
 		s.UniqueItems = c.boolean("uniqueItems")
 
-		s.MaxProperties = c.intVal("maxProperties")
-		s.MinProperties = c.intVal("minProperties")
+		if s.MaxProperties, err = c.intVal("maxProperties"); err != nil {
+			return err
+		}
+		if s.MinProperties, err = c.intVal("minProperties"); err != nil {
+			return err
+		}
 		if arr := c.arrVal("required"); arr != nil {
 			s.Required = toStrings(arr)
 		}
@@ -274,8 +299,13 @@ func (c *objCompiler) compileDraft2019(s *Schema) error {
 
 	if c.hasVocab("validation") {
 		if s.Contains != nil {
-			s.MinContains = c.intVal("minContains")
-			s.MaxContains = c.intVal("maxContains")
+			var err error
+			if s.MinContains, err = c.intVal("minContains"); err != nil {
+				return err
+			}
+			if s.MaxContains, err = c.intVal("maxContains"); err != nil {
+				return err
+			}
 		}
 		if m := c.objVal("dependentRequired"); m != nil {
 			s.DependentRequired = map[string][]string{}
@@ -478,26 +508,41 @@ func (c *objCompiler) string(pname string) string {
 	return ""
 }
 
-func (c *objCompiler) numVal(pname string) *big.Rat {
+// numVal is the number keyword pname: nil if absent or not a number
+// (which the metaschema refuses, or a draft 4 boolean exclusiveMinimum or
+// exclusiveMaximum). UDS patch: exact at any size, and an error for a
+// value that is no JSON number, where upstream dropped what big.Rat could
+// not parse.
+func (c *objCompiler) numVal(pname string) (*Decimal, error) {
 	v, ok := c.obj[pname]
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	switch v.(type) {
 	case json.Number, float32, float64, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		if n, ok := new(big.Rat).SetString(fmt.Sprint(v)); ok {
-			return n
+		n, err := toDecimal(v)
+		if err != nil {
+			return nil, &InvalidNumberError{c.up.format(pname), abbreviate(fmt.Sprint(v)), "is not a JSON number"}
 		}
+		return n, nil
 	}
-	return nil
+	return nil, nil
 }
 
-func (c *objCompiler) intVal(pname string) *int {
-	if n := c.numVal(pname); n != nil && n.IsInt() {
-		n := int(n.Num().Int64())
-		return &n
+// intVal is the count keyword pname. UDS patch: a count past the int
+// range is clamped to it, which no length or size reaches, where upstream
+// kept the low 64 bits (maxItems 2^64+1 became 1); one that is no integer
+// is an error, where upstream dropped it.
+func (c *objCompiler) intVal(pname string) (*int, error) {
+	n, err := c.numVal(pname)
+	if n == nil || err != nil {
+		return nil, err
 	}
-	return nil
+	if !n.isInt() {
+		return nil, &InvalidNumberError{c.up.format(pname), n.String(), "is not an integer"}
+	}
+	i := n.toInt()
+	return &i, nil
 }
 
 func (c *objCompiler) objVal(pname string) map[string]any {

@@ -3,7 +3,6 @@ package jsonschema
 import (
 	"encoding/json"
 	"fmt"
-	"math/big"
 )
 
 // Schema is the representation of a compiled
@@ -74,12 +73,13 @@ type Schema struct {
 	ContentMediaType *MediaType
 	ContentSchema    *Schema
 
-	// number --
-	Maximum          *big.Rat
-	Minimum          *big.Rat
-	ExclusiveMaximum *big.Rat
-	ExclusiveMinimum *big.Rat
-	MultipleOf       *big.Rat
+	// number -- (UDS patch: exact decimals of any size, were *big.Rat)
+	Maximum          *Decimal
+	Minimum          *Decimal
+	ExclusiveMaximum *Decimal
+	ExclusiveMinimum *Decimal
+	MultipleOf       *Decimal
+	multipleOf       *divisor
 
 	Extensions []SchemaExt
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
-	"math/big"
 	gourl "net/url"
 	"path/filepath"
 	"runtime"
@@ -269,9 +268,10 @@ func strVal(obj map[string]any, prop string) (string, bool) {
 	return s, ok
 }
 
+// isInteger: UDS patch, exact at any size (decimal.go).
 func isInteger(num any) bool {
-	rat, ok := new(big.Rat).SetString(fmt.Sprint(num))
-	return ok && rat.IsInt()
+	d, err := toDecimal(num)
+	return err == nil && d.isInt()
 }
 
 // quote returns single-quoted string.
@@ -320,9 +320,21 @@ func equals(v1, v2 any) (bool, ErrorKind) {
 		v2, ok := v2.(string)
 		return ok && v1 == v2, nil
 	case json.Number, float32, float64, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		num1, ok1 := new(big.Rat).SetString(fmt.Sprint(v1))
-		num2, ok2 := new(big.Rat).SetString(fmt.Sprint(v2))
-		return ok1 && ok2 && num1.Cmp(num2) == 0, nil
+		// UDS patch: exact decimals (decimal.go). Upstream parsed v2 as
+		// printed whatever its type, so the number 1 equalled the string
+		// "1".
+		if typeOf(v2) != numberType {
+			return false, nil
+		}
+		num1, err := toDecimal(v1)
+		if err != nil {
+			return false, &kind.InvalidJsonValue{Value: v1}
+		}
+		num2, err := toDecimal(v2)
+		if err != nil {
+			return false, &kind.InvalidJsonValue{Value: v2}
+		}
+		return num1.equal(num2), nil
 	default:
 		return false, &kind.InvalidJsonValue{Value: v1}
 	}
@@ -344,7 +356,9 @@ func duplicates(arr []any) (int, int, ErrorKind) {
 	h := new(maphash.Hash)
 	for i, item := range arr {
 		h.Reset()
-		writeHash(item, h)
+		if k := writeHash(item, h); k != nil {
+			return -1, -1, k
+		}
 		hash := h.Sum64()
 		indexes, ok := m[hash]
 		if ok {
@@ -371,12 +385,16 @@ func writeHash(v any, h *maphash.Hash) ErrorKind {
 		slices.Sort(props)
 		for _, prop := range props {
 			writeHash(prop, h)
-			writeHash(v[prop], h)
+			if k := writeHash(v[prop], h); k != nil {
+				return k
+			}
 		}
 	case []any:
 		_ = h.WriteByte(1)
 		for _, item := range v {
-			writeHash(item, h)
+			if k := writeHash(item, h); k != nil {
+				return k
+			}
 		}
 	case nil:
 		_ = h.WriteByte(2)
@@ -391,10 +409,15 @@ func writeHash(v any, h *maphash.Hash) ErrorKind {
 		_ = h.WriteByte(4)
 		_, _ = h.WriteString(v)
 	case json.Number, float32, float64, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		// UDS patch: the exact decimal's canonical form (decimal.go);
+		// upstream dereferenced the nil big.Rat of a number it could not
+		// parse.
+		num, err := toDecimal(v)
+		if err != nil {
+			return &kind.InvalidJsonValue{Value: v}
+		}
 		_ = h.WriteByte(5)
-		num, _ := new(big.Rat).SetString(fmt.Sprint(v))
-		_, _ = h.Write(num.Num().Bytes())
-		_, _ = h.Write(num.Denom().Bytes())
+		num.canonical(h)
 	default:
 		return &kind.InvalidJsonValue{Value: v}
 	}

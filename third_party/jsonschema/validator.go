@@ -3,7 +3,6 @@ package jsonschema
 import (
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -513,39 +512,40 @@ func (vd *validator) strValidate(str string) {
 func (vd *validator) numValidate(v any) {
 	s := vd.sch
 
-	var numVal *big.Rat
-	num := func() *big.Rat {
-		if numVal == nil {
-			numVal, _ = new(big.Rat).SetString(fmt.Sprintf("%v", v))
-		}
-		return numVal
+	// UDS patch: exact decimals (decimal.go) instead of big.Rat, whose
+	// SetString fails past an exponent of a million (a nil dereferenced).
+	if s.Minimum == nil && s.Maximum == nil && s.ExclusiveMinimum == nil && s.ExclusiveMaximum == nil && s.MultipleOf == nil {
+		return
+	}
+	num, err := toDecimal(v)
+	if err != nil {
+		vd.addError(&kind.InvalidJsonValue{Value: v})
+		return
 	}
 
 	// minimum --
-	if s.Minimum != nil && num().Cmp(s.Minimum) < 0 {
-		vd.addError(&kind.Minimum{Got: num(), Want: s.Minimum})
+	if s.Minimum != nil && num.cmp(s.Minimum) < 0 {
+		vd.addError(&kind.Minimum{Got: num, Want: s.Minimum})
 	}
 
 	// maximum --
-	if s.Maximum != nil && num().Cmp(s.Maximum) > 0 {
-		vd.addError(&kind.Maximum{Got: num(), Want: s.Maximum})
+	if s.Maximum != nil && num.cmp(s.Maximum) > 0 {
+		vd.addError(&kind.Maximum{Got: num, Want: s.Maximum})
 	}
 
 	// exclusiveMinimum
-	if s.ExclusiveMinimum != nil && num().Cmp(s.ExclusiveMinimum) <= 0 {
-		vd.addError(&kind.ExclusiveMinimum{Got: num(), Want: s.ExclusiveMinimum})
+	if s.ExclusiveMinimum != nil && num.cmp(s.ExclusiveMinimum) <= 0 {
+		vd.addError(&kind.ExclusiveMinimum{Got: num, Want: s.ExclusiveMinimum})
 	}
 
 	// exclusiveMaximum
-	if s.ExclusiveMaximum != nil && num().Cmp(s.ExclusiveMaximum) >= 0 {
-		vd.addError(&kind.ExclusiveMaximum{Got: num(), Want: s.ExclusiveMaximum})
+	if s.ExclusiveMaximum != nil && num.cmp(s.ExclusiveMaximum) >= 0 {
+		vd.addError(&kind.ExclusiveMaximum{Got: num, Want: s.ExclusiveMaximum})
 	}
 
 	// multipleOf
-	if s.MultipleOf != nil {
-		if q := new(big.Rat).Quo(num(), s.MultipleOf); !q.IsInt() {
-			vd.addError(&kind.MultipleOf{Got: num(), Want: s.MultipleOf})
-		}
+	if s.MultipleOf != nil && !s.multipleOf.divides(num) {
+		vd.addError(&kind.MultipleOf{Got: num, Want: s.MultipleOf})
 	}
 }
 

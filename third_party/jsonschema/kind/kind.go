@@ -2,7 +2,6 @@ package kind
 
 import (
 	"fmt"
-	"math/big"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6/internal/message"
@@ -529,8 +528,8 @@ func (*ContentSchema) LocalizedString(p *message.Printer) string {
 // --
 
 type Minimum struct {
-	Got  *big.Rat
-	Want *big.Rat
+	Got  fmt.Stringer // UDS patch: a *jsonschema.Decimal, was a *big.Rat
+	Want fmt.Stringer
 }
 
 func (*Minimum) KeywordPath() []string {
@@ -538,16 +537,14 @@ func (*Minimum) KeywordPath() []string {
 }
 
 func (k *Minimum) LocalizedString(p *message.Printer) string {
-	got, _ := k.Got.Float64()
-	want, _ := k.Want.Float64()
-	return p.Sprintf("minimum: got %v, want %v", got, want)
+	return p.Sprintf("minimum: got %v, want %v", k.Got, k.Want)
 }
 
 // --
 
 type Maximum struct {
-	Got  *big.Rat
-	Want *big.Rat
+	Got  fmt.Stringer // UDS patch: a *jsonschema.Decimal, was a *big.Rat
+	Want fmt.Stringer
 }
 
 func (*Maximum) KeywordPath() []string {
@@ -555,16 +552,14 @@ func (*Maximum) KeywordPath() []string {
 }
 
 func (k *Maximum) LocalizedString(p *message.Printer) string {
-	got, _ := k.Got.Float64()
-	want, _ := k.Want.Float64()
-	return p.Sprintf("maximum: got %v, want %v", got, want)
+	return p.Sprintf("maximum: got %v, want %v", k.Got, k.Want)
 }
 
 // --
 
 type ExclusiveMinimum struct {
-	Got  *big.Rat
-	Want *big.Rat
+	Got  fmt.Stringer // UDS patch: a *jsonschema.Decimal, was a *big.Rat
+	Want fmt.Stringer
 }
 
 func (*ExclusiveMinimum) KeywordPath() []string {
@@ -572,16 +567,14 @@ func (*ExclusiveMinimum) KeywordPath() []string {
 }
 
 func (k *ExclusiveMinimum) LocalizedString(p *message.Printer) string {
-	got, _ := k.Got.Float64()
-	want, _ := k.Want.Float64()
-	return p.Sprintf("exclusiveMinimum: got %v, want %v", got, want)
+	return p.Sprintf("exclusiveMinimum: got %v, want %v", k.Got, k.Want)
 }
 
 // --
 
 type ExclusiveMaximum struct {
-	Got  *big.Rat
-	Want *big.Rat
+	Got  fmt.Stringer // UDS patch: a *jsonschema.Decimal, was a *big.Rat
+	Want fmt.Stringer
 }
 
 func (*ExclusiveMaximum) KeywordPath() []string {
@@ -589,16 +582,14 @@ func (*ExclusiveMaximum) KeywordPath() []string {
 }
 
 func (k *ExclusiveMaximum) LocalizedString(p *message.Printer) string {
-	got, _ := k.Got.Float64()
-	want, _ := k.Want.Float64()
-	return p.Sprintf("exclusiveMaximum: got %v, want %v", got, want)
+	return p.Sprintf("exclusiveMaximum: got %v, want %v", k.Got, k.Want)
 }
 
 // --
 
 type MultipleOf struct {
-	Got  *big.Rat
-	Want *big.Rat
+	Got  fmt.Stringer // UDS patch: a *jsonschema.Decimal, was a *big.Rat
+	Want fmt.Stringer
 }
 
 func (*MultipleOf) KeywordPath() []string {
@@ -606,9 +597,7 @@ func (*MultipleOf) KeywordPath() []string {
 }
 
 func (k *MultipleOf) LocalizedString(p *message.Printer) string {
-	got, _ := k.Got.Float64()
-	want, _ := k.Want.Float64()
-	return p.Sprintf("multipleOf: got %v, want %v", got, want)
+	return p.Sprintf("multipleOf: got %v, want %v", k.Got, k.Want)
 }
 
 // --
