@@ -17,6 +17,8 @@
 #                  environment (AWS_REGION), without running the app
 #   deploy         deploy the stack with the credentials in the environment
 #   test-infra     run the CDK app's assertion tests
+#   smoke          check a deployed stack end to end (cmd/uds-smoke):
+#                  make smoke ENDPOINT=<ApiUrl output> [TOKEN=<JWT>]
 #
 # Configuration is passed to the app as CDK context through make variables,
 # for synth, cdk-diff and deploy alike, e.g.
@@ -112,7 +114,7 @@ JSII_ENV = JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=$$(node -p 'process.ver
 # instance metadata address; that probe is switched off here.
 SYNTH_ENV := AWS_EC2_METADATA_DISABLED=true
 
-.PHONY: cdk-install synth cdk-diff cdk-bootstrap deploy test-infra
+.PHONY: cdk-install synth cdk-diff cdk-bootstrap deploy test-infra smoke
 
 cdk-install: $(NODE_MODULES_STAMP)
 
@@ -136,3 +138,13 @@ deploy: build-zips cdk-install
 
 test-infra:
 	cd infra && $(JSII_ENV) go test ./...
+
+# A few calls through the Go client against any endpoint: create, read,
+# update with If-Match, a list page, the caller's quota, deletes; one line
+# per step, exit 1 at the first unexpected answer. TOKEN (or UDS_TOKEN in
+# the environment) reaches the program in its environment, so the recipe
+# does not print it. SMOKE_FLAGS passes more flags (-app, -timeout).
+smoke: export UDS_TOKEN := $(or $(TOKEN),$(UDS_TOKEN))
+smoke:
+	@if [[ -z "$(ENDPOINT)" ]]; then echo 'make smoke: give ENDPOINT=<the stack'"'"'s ApiUrl output> [TOKEN=<a JWT>]' >&2; exit 2; fi
+	go run ./cmd/uds-smoke -endpoint '$(ENDPOINT)' $(SMOKE_FLAGS)
