@@ -22,10 +22,13 @@ const (
 	// Function errors are unhandled failures (crash, timeout); the handlers
 	// turn ordinary failures into responses, so one is already notable.
 	functionErrorsThreshold = 1
-	// Function throttles mean the account's concurrency is exhausted.
+	// Function throttles mean the account's concurrency, or the function's
+	// reserved concurrency (reservedConcurrency), is exhausted.
 	functionThrottlesThreshold = 1
-	// Table throttles on on-demand tables mean a hot partition or a sudden
-	// jump past twice the previous peak.
+	// Table throttles on on-demand tables mean a hot partition, a sudden
+	// jump past twice the previous peak, or the table's or an index's
+	// maximum throughput (maxReadRequestUnits, maxWriteRequestUnits)
+	// reached.
 	tableThrottlesThreshold = 10
 	// DynamoDB system errors (HTTP 500 from the service) are retried by the
 	// SDK; a steady stream of them is worth a look.

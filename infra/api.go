@@ -58,6 +58,12 @@ var apiRoutes = []apiRoute{
 	{Methods: []awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_ANY}, Path: apiBase + "/admin/{proxy+}", Function: fnAdmin, Admin: true},
 }
 
+// publicDataRoutesWarning is what synth says about a stack whose data
+// routes are public.
+const publicDataRoutesWarning = "THE DATA ROUTES ARE PUBLIC (publicDataRoutes=true): anyone who has the API's URL " +
+	"can read, write and delete every app's data, as the anonymous caller. Set jwtIssuer and jwtAudience " +
+	"(make JWT_ISSUER=... JWT_AUDIENCE=...) instead to require a JWT."
+
 // accessLogFormat is one JSON object per request. It names the route and
 // the integration's error and status, which is what tells a gateway problem
 // from a function problem.
@@ -141,8 +147,12 @@ func (s *UdsStack) defineAPI(props *UdsStackProps) {
 			})
 	}
 
+	// Validate has made sure that the data routes are public only when
+	// the props say so: a missing JWT setting cannot open them.
 	var dataAuthorizer awsapigatewayv2.IHttpRouteAuthorizer
-	if props.JWTIssuer != "" {
+	if props.PublicDataRoutes {
+		awscdk.Annotations_Of(s.API).AddWarningV2(jsii.String("uds:publicDataRoutes"), jsii.String(publicDataRoutesWarning))
+	} else {
 		dataAuthorizer = awsapigatewayv2authorizers.NewHttpJwtAuthorizer(
 			jsii.String("JwtAuthorizer"), jsii.String(props.JWTIssuer),
 			&awsapigatewayv2authorizers.HttpJwtAuthorizerProps{

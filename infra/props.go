@@ -21,19 +21,24 @@ import (
 // of cdk.json). Table name keys are derived from the schema: see
 // tableContextKey.
 const (
-	ctxStackName          = "stackName"
-	ctxImportTables       = "importExistingTables"
-	ctxAssetDir           = "assetDir"
-	ctxJWTIssuer          = "jwtIssuer"
-	ctxJWTAudience        = "jwtAudience"
-	ctxJWTSubjectClaim    = "jwtSubjectClaim"
-	ctxCursorSecret       = "cursorSecret"
-	ctxDefaultLimitBytes  = "defaultLimitBytes"
-	ctxDefaultLimitItems  = "defaultLimitItems"
-	ctxCORSOrigins        = "corsOrigins"
-	ctxThrottleRateLimit  = "throttleRateLimit"
-	ctxThrottleBurstLimit = "throttleBurstLimit"
-	ctxLogLevel           = "logLevel"
+	ctxStackName           = "stackName"
+	ctxImportTables        = "importExistingTables"
+	ctxAssetDir            = "assetDir"
+	ctxJWTIssuer           = "jwtIssuer"
+	ctxJWTAudience         = "jwtAudience"
+	ctxJWTSubjectClaim     = "jwtSubjectClaim"
+	ctxCursorSecret        = "cursorSecret"
+	ctxDefaultLimitBytes   = "defaultLimitBytes"
+	ctxDefaultLimitItems   = "defaultLimitItems"
+	ctxCORSOrigins         = "corsOrigins"
+	ctxThrottleRateLimit   = "throttleRateLimit"
+	ctxThrottleBurstLimit  = "throttleBurstLimit"
+	ctxLogLevel            = "logLevel"
+	ctxPublicDataRoutes    = "publicDataRoutes"
+	ctxDeletionProtection  = "deletionProtection"
+	ctxMaxReadUnits        = "maxReadRequestUnits"
+	ctxMaxWriteUnits       = "maxWriteRequestUnits"
+	ctxReservedConcurrency = "reservedConcurrency"
 )
 
 // Defaults for the context values above.
@@ -87,6 +92,20 @@ type UdsStackProps struct {
 	// functions apply it (UDS_LOG_LEVEL), not Lambda, whose level filter
 	// would drop the EMF records too.
 	LogLevel string
+	// PublicDataRoutes serves the data routes without an authorizer, to
+	// anyone who has the URL. It must be chosen explicitly when there is
+	// no JWT authorizer, and contradicts one.
+	PublicDataRoutes bool
+	// DeletionProtection turns on DynamoDB's deletion protection on every
+	// table the stack creates (imported tables keep their own setting).
+	DeletionProtection bool
+	// MaxReadRequestUnits and MaxWriteRequestUnits cap the on-demand
+	// throughput of every table the stack creates and of each of their
+	// indexes, in request units per second; 0 sets no cap.
+	MaxReadRequestUnits, MaxWriteRequestUnits int64
+	// ReservedConcurrency reserves, and caps at, that many concurrent
+	// executions for each function behind the API; 0 reserves none.
+	ReservedConcurrency int64
 }
 
 // TableName returns the physical name of t under these props.
@@ -111,18 +130,23 @@ func tableContextKey(t schema.Table) string {
 func PropsFromContext(node constructs.Node) (*UdsStackProps, error) {
 	c := contextReader{node: node}
 	p := &UdsStackProps{
-		TableNames:         map[string]string{},
-		ImportTables:       c.tables(ctxImportTables),
-		JWTIssuer:          c.string(ctxJWTIssuer, ""),
-		JWTAudience:        c.list(ctxJWTAudience),
-		SubjectClaim:       c.string(ctxJWTSubjectClaim, config.DefaultSubjectClaim),
-		CursorSecret:       c.string(ctxCursorSecret, ""),
-		DefaultLimitBytes:  c.int(ctxDefaultLimitBytes),
-		DefaultLimitItems:  c.int(ctxDefaultLimitItems),
-		CORSOrigins:        c.list(ctxCORSOrigins),
-		ThrottleRateLimit:  c.number(ctxThrottleRateLimit, defaultThrottleRateLimit),
-		ThrottleBurstLimit: c.number(ctxThrottleBurstLimit, defaultThrottleBurstLimit),
-		LogLevel:           strings.ToUpper(c.string(ctxLogLevel, defaultLogLevel)),
+		TableNames:           map[string]string{},
+		ImportTables:         c.tables(ctxImportTables),
+		JWTIssuer:            c.string(ctxJWTIssuer, ""),
+		JWTAudience:          c.list(ctxJWTAudience),
+		SubjectClaim:         c.string(ctxJWTSubjectClaim, config.DefaultSubjectClaim),
+		CursorSecret:         c.string(ctxCursorSecret, ""),
+		DefaultLimitBytes:    c.int(ctxDefaultLimitBytes),
+		DefaultLimitItems:    c.int(ctxDefaultLimitItems),
+		CORSOrigins:          c.list(ctxCORSOrigins),
+		ThrottleRateLimit:    c.number(ctxThrottleRateLimit, defaultThrottleRateLimit),
+		ThrottleBurstLimit:   c.number(ctxThrottleBurstLimit, defaultThrottleBurstLimit),
+		LogLevel:             strings.ToUpper(c.string(ctxLogLevel, defaultLogLevel)),
+		PublicDataRoutes:     c.bool(ctxPublicDataRoutes, false),
+		DeletionProtection:   c.bool(ctxDeletionProtection, true),
+		MaxReadRequestUnits:  c.positive(ctxMaxReadUnits),
+		MaxWriteRequestUnits: c.positive(ctxMaxWriteUnits),
+		ReservedConcurrency:  c.positive(ctxReservedConcurrency),
 	}
 	p.StackName = jsii.String(c.string(ctxStackName, defaultStackName))
 	p.Description = jsii.String("UDS, the Universal Data Store: DynamoDB tables, Lambda functions and the HTTP API.")
@@ -160,6 +184,16 @@ func (p *UdsStackProps) Validate() error {
 			errs = append(errs, fmt.Errorf("context %s: want an https URL, got %q", ctxJWTIssuer, p.JWTIssuer))
 		}
 	}
+	jwt := p.JWTIssuer != "" || len(p.JWTAudience) > 0
+	switch {
+	case !jwt && !p.PublicDataRoutes:
+		errs = append(errs, fmt.Errorf("the data routes have no authorizer: set context %s and %s (make JWT_ISSUER=... JWT_AUDIENCE=...) "+
+			"to put a JWT authorizer on them, or %s=true (make PUBLIC_DATA_ROUTES=true) to serve them to anyone who has the URL",
+			ctxJWTIssuer, ctxJWTAudience, ctxPublicDataRoutes))
+	case jwt && p.PublicDataRoutes:
+		errs = append(errs, fmt.Errorf("context %s=true contradicts %s and %s: the data routes are either public or behind the JWT authorizer",
+			ctxPublicDataRoutes, ctxJWTIssuer, ctxJWTAudience))
+	}
 	if p.SubjectClaim == "" {
 		errs = append(errs, fmt.Errorf("context %s must not be empty", ctxJWTSubjectClaim))
 	}
@@ -168,6 +202,13 @@ func (p *UdsStackProps) Validate() error {
 	}
 	if p.ThrottleRateLimit <= 0 || p.ThrottleBurstLimit <= 0 {
 		errs = append(errs, fmt.Errorf("context %s and %s must be positive", ctxThrottleRateLimit, ctxThrottleBurstLimit))
+	}
+	for key, v := range map[string]int64{
+		ctxMaxReadUnits: p.MaxReadRequestUnits, ctxMaxWriteUnits: p.MaxWriteRequestUnits, ctxReservedConcurrency: p.ReservedConcurrency,
+	} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("context %s: want a whole number of at least 1, got %d", key, v))
+		}
 	}
 	switch p.LogLevel {
 	case "DEBUG", "INFO", "WARN", "ERROR":
@@ -252,6 +293,37 @@ func (c *contextReader) string(key, fallback string) string {
 	return fallback
 }
 
+// bool reads true or false.
+func (c *contextReader) bool(key string, fallback bool) bool {
+	v, ok := c.raw(key)
+	if !ok {
+		return fallback
+	}
+	switch v := v.(type) {
+	case bool:
+		return v
+	case string:
+		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
+			return b
+		}
+	}
+	c.errs = append(c.errs, fmt.Errorf("context %s: want true or false, got %v", key, v))
+	return fallback
+}
+
+// positive reads a whole number of at least 1; 0 when absent. An explicit
+// 0 is refused rather than read as "none": a reserved concurrency of 0
+// would stop the functions, and CloudFormation takes no throughput cap
+// below 1.
+func (c *contextReader) positive(key string) int64 {
+	n, ok := c.whole(key)
+	if ok && n < 1 {
+		c.errs = append(c.errs, fmt.Errorf("context %s: want a whole number of at least 1, got %d", key, n))
+		return 0
+	}
+	return n
+}
+
 // tables reads a set of tables: true (all), false (none), or a
 // comma-separated list of the names the table context keys use (data,
 // list, usage, apps, namespaces).
@@ -313,23 +385,30 @@ func (c *contextReader) number(key string, fallback float64) float64 {
 
 // int reads a whole number; 0 when absent.
 func (c *contextReader) int(key string) int64 {
+	n, _ := c.whole(key)
+	return n
+}
+
+// whole reads a whole number and reports whether one was given; a value
+// that is not a whole number is reported and reads as absent.
+func (c *contextReader) whole(key string) (int64, bool) {
 	v, ok := c.raw(key)
 	if !ok {
-		return 0
+		return 0, false
 	}
 	switch v := v.(type) {
 	case float64:
 		if v == float64(int64(v)) {
-			return int64(v)
+			return int64(v), true
 		}
 	case string:
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err == nil {
-			return n
+			return n, true
 		}
 	}
 	c.errs = append(c.errs, fmt.Errorf("context %s: want a whole number, got %v", key, v))
-	return 0
+	return 0, false
 }
 
 // list reads a comma-separated string or a JSON array of strings.

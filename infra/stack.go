@@ -76,7 +76,16 @@ func NewUdsStack(scope constructs.Construct, id string, props *UdsStackProps) *U
 //
 // Tables are retained when the stack is deleted or the resource replaced:
 // they hold user data, and a later stack can adopt them with
-// importExistingTables (all of them, or some by name).
+// importExistingTables (all of them, or some by name). Deletion protection
+// (on unless the props turn it off) also refuses a DeleteTable from
+// anywhere else: the console, the CLI, a script.
+//
+// The throughput caps apply to the table and to each of its indexes alike:
+// DynamoDB keeps a maximum per table and per index, and an index whose
+// maximum is reached throttles the writes to its table. A write puts no
+// more units on an index than on the table (an index entry is a
+// projection of the item), so the same cap never makes an index the first
+// to throttle writes.
 func defineTable(scope constructs.Construct, t schema.Table, props *UdsStackProps) awsdynamodb.ITable {
 	name := props.TableName(t)
 	if props.ImportTables[t.ID] {
@@ -103,16 +112,21 @@ func defineTable(scope constructs.Construct, t schema.Table, props *UdsStackProp
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
-		TimeToLiveAttribute: jsii.String(schema.AttrExpiresAt),
-		RemovalPolicy:       awscdk.RemovalPolicy_RETAIN,
-		Stream:              streamOf(t),
+		TimeToLiveAttribute:  jsii.String(schema.AttrExpiresAt),
+		RemovalPolicy:        awscdk.RemovalPolicy_RETAIN,
+		DeletionProtection:   jsii.Bool(props.DeletionProtection),
+		Stream:               streamOf(t),
+		MaxReadRequestUnits:  throughputCap(props.MaxReadRequestUnits),
+		MaxWriteRequestUnits: throughputCap(props.MaxWriteRequestUnits),
 	})
 	for _, idx := range t.Indexes {
 		gsi := &awsdynamodb.GlobalSecondaryIndexProps{
-			IndexName:      jsii.String(idx.Name),
-			PartitionKey:   keyAttribute(&idx.Hash),
-			SortKey:        keyAttribute(idx.Range),
-			ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
+			IndexName:            jsii.String(idx.Name),
+			PartitionKey:         keyAttribute(&idx.Hash),
+			SortKey:              keyAttribute(idx.Range),
+			ProjectionType:       awsdynamodb.ProjectionType_KEYS_ONLY,
+			MaxReadRequestUnits:  throughputCap(props.MaxReadRequestUnits),
+			MaxWriteRequestUnits: throughputCap(props.MaxWriteRequestUnits),
 		}
 		if len(idx.NonKeyAttributes) > 0 {
 			gsi.ProjectionType = awsdynamodb.ProjectionType_INCLUDE
@@ -121,6 +135,14 @@ func defineTable(scope constructs.Construct, t schema.Table, props *UdsStackProp
 		table.AddGlobalSecondaryIndex(gsi)
 	}
 	return table
+}
+
+// throughputCap is a cap for the CDK: nil (none) for 0.
+func throughputCap(units int64) *float64 {
+	if units == 0 {
+		return nil
+	}
+	return jsii.Number(units)
 }
 
 func keyAttribute(a *schema.KeyAttr) *awsdynamodb.Attribute {
@@ -184,9 +206,23 @@ func (s *UdsStack) defineFunction(f functionSpec, props *UdsStackProps) {
 		// The platform.report record, which carries a cold start's init
 		// duration for the dashboard, is INFO.
 		SystemLogLevelV2: awslambda.SystemLogLevel_INFO,
+		// A reserved concurrency is also the function's ceiling. Only
+		// the API's functions get one: clients drive them, while the
+		// expiry function runs one batch per stream shard at a time
+		// and would only hold back concurrency it never uses.
+		ReservedConcurrentExecutions: reservedConcurrency(f, props),
 	})
 	s.Functions[f.Name] = fn
 	s.Roles[f.Name] = role
+}
+
+// reservedConcurrency is the reserved concurrency of function f: nil
+// (none) unless the props set one and f serves the API.
+func reservedConcurrency(f functionSpec, props *UdsStackProps) *float64 {
+	if props.ReservedConcurrency == 0 || !servesRoutes(f.Name) {
+		return nil
+	}
+	return jsii.Number(props.ReservedConcurrency)
 }
 
 // lambdaLogLevel is Lambda's application log level for the configured

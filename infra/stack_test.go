@@ -281,8 +281,12 @@ var wantRoutes = map[string]string{
 	"ANY /rest/api/v1/admin/{proxy+}":                            fnAdmin,
 }
 
+// public is the context of a stack whose data routes are public, the
+// explicit choice every stack without a JWT authorizer needs.
+func public() map[string]any { return map[string]any{ctxPublicDataRoutes: "true"} }
+
 func TestDefaultStack(t *testing.T) {
-	s := synth(t, nil)
+	s := synth(t, public())
 
 	t.Run("resource counts", func(t *testing.T) {
 		want := map[string]int{
@@ -393,7 +397,7 @@ func TestDefaultStack(t *testing.T) {
 
 	checkRoutes(t, s, "NONE")
 
-	t.Run("api/no authorizers without jwt context", func(t *testing.T) {
+	t.Run("api/no authorizers on public data routes", func(t *testing.T) {
 		if ids := s.ofType("AWS::ApiGatewayV2::Authorizer"); len(ids) != 0 {
 			t.Errorf("authorizers %v, want none", ids)
 		}
@@ -823,11 +827,157 @@ func TestJWTAuthorizer(t *testing.T) {
 	})
 }
 
+// jwtContext puts a JWT authorizer on the data routes.
+func jwtContext() map[string]any {
+	return map[string]any{ctxJWTIssuer: "https://issuer.example.com/", ctxJWTAudience: "web"}
+}
+
+// Public data routes are an explicit choice, and synth warns about it on
+// the API; a stack with a JWT authorizer carries no such warning.
+func TestDataRouteAccess(t *testing.T) {
+	cases := []struct {
+		name     string
+		context  map[string]any
+		wantAuth string
+		warned   bool
+	}{
+		{"public", public(), "NONE", true},
+		{"jwt authorizer", jwtContext(), "JWT", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := synth(t, c.context)
+			checkRoutes(t, s, c.wantAuth)
+			var warnings []string
+			for _, m := range *assertions.Annotations_FromStack(s.stack.Stack).FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+				warnings = append(warnings, *m.Id+": "+fmt.Sprint(m.Entry.Data))
+			}
+			var want []string
+			if c.warned {
+				want = []string{"/" + *s.props.StackName + "/Api: " + publicDataRoutesWarning + " [ack: uds:publicDataRoutes]"}
+			}
+			checkEqual(t, "warnings", warnings, want)
+		})
+	}
+}
+
+// On Lambda the caller is who the authorizer says, never a header the
+// client sent: no function of any kind of stack is told to trust
+// X-Uds-Subject.
+func TestNoFunctionTrustsSubjectHeader(t *testing.T) {
+	imported := public()
+	imported[ctxImportTables] = "true"
+	cases := []struct {
+		name    string
+		context map[string]any
+	}{
+		{"public", public()},
+		{"jwt authorizer", jwtContext()},
+		{"imported tables", imported},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := synth(t, c.context)
+			fns := s.ofType("AWS::Lambda::Function")
+			if len(fns) != len(functionSpecs) {
+				t.Fatalf("%d functions, want %d", len(fns), len(functionSpecs))
+			}
+			for _, id := range fns {
+				env, _ := s.resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+				if len(env) == 0 {
+					t.Fatalf("%s has no environment", id)
+				}
+				if v, set := env[config.EnvTrustSubjectHeader]; set {
+					t.Errorf("%s sets %s=%v", id, config.EnvTrustSubjectHeader, v)
+				}
+			}
+		})
+	}
+}
+
+// The tables' deletion protection and the optional caps against runaway
+// cost: on-demand throughput on every table and index, reserved concurrency
+// on the API's functions.
+func TestSafeDefaults(t *testing.T) {
+	with := func(kv ...any) map[string]any {
+		ctx := public()
+		for i := 0; i < len(kv); i += 2 {
+			ctx[kv[i].(string)] = kv[i+1]
+		}
+		return ctx
+	}
+	cases := []struct {
+		name               string
+		context            map[string]any
+		deletionProtection bool
+		// throughput is each table's and index's OnDemandThroughput
+		// (nil: none).
+		throughput map[string]any
+		// reserved is the API functions' reserved concurrency (nil:
+		// none); the expiry function never has one.
+		reserved any
+	}{
+		{name: "defaults", context: public(), deletionProtection: true},
+		{name: "throwaway stack", context: with(ctxDeletionProtection, "false"), deletionProtection: false},
+		{
+			name:               "capped",
+			context:            with(ctxMaxReadUnits, "1000", ctxMaxWriteUnits, 200.0, ctxReservedConcurrency, "50"),
+			deletionProtection: true,
+			throughput:         map[string]any{"MaxReadRequestUnits": 1000.0, "MaxWriteRequestUnits": 200.0},
+			reserved:           50.0,
+		},
+		{
+			name:               "read cap only",
+			context:            with(ctxMaxReadUnits, "40", ctxDeletionProtection, true),
+			deletionProtection: true,
+			throughput:         map[string]any{"MaxReadRequestUnits": 40.0},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := synth(t, c.context)
+			tables := s.ofType("AWS::DynamoDB::Table")
+			if len(tables) != len(schema.Tables) {
+				t.Fatalf("%d tables, want %d", len(tables), len(schema.Tables))
+			}
+			indexes := 0
+			for _, id := range tables {
+				p := s.resources[id].Properties
+				checkEqual(t, id+" DeletionProtectionEnabled", p["DeletionProtectionEnabled"], c.deletionProtection)
+				checkEqual(t, id+" OnDemandThroughput", onDemandThroughput(p), c.throughput)
+				for _, gsi := range asList(p["GlobalSecondaryIndexes"]) {
+					gsi := gsi.(map[string]any)
+					checkEqual(t, id+" "+gsi["IndexName"].(string)+" OnDemandThroughput", onDemandThroughput(gsi), c.throughput)
+					indexes++
+				}
+			}
+			if indexes == 0 {
+				t.Error("no indexes checked")
+			}
+			for _, f := range functionSpecs {
+				p := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties
+				want := c.reserved
+				if !servesRoutes(f.Name) {
+					want = nil
+				}
+				checkEqual(t, f.Name+" ReservedConcurrentExecutions", p["ReservedConcurrentExecutions"], want)
+			}
+		})
+	}
+}
+
+// onDemandThroughput is a table's or index's OnDemandThroughput, nil when
+// it has none.
+func onDemandThroughput(p map[string]any) map[string]any {
+	v, _ := p["OnDemandThroughput"].(map[string]any)
+	return v
+}
+
 // The expiry function reads the data tables' streams, filtered to
 // DynamoDB's TTL deletions, with bisection, bounded retries and a failure
 // queue.
 func TestExpiryStreams(t *testing.T) {
-	s := synth(t, nil)
+	s := synth(t, public())
 	for _, table := range schema.Tables {
 		spec, _ := s.resources[s.logicalID(t, s.stack.Tables[table.ID])].Properties["StreamSpecification"].(map[string]any)
 		if table.Streamed {
@@ -863,7 +1013,7 @@ func TestExpiryStreams(t *testing.T) {
 
 func TestImportExistingTables(t *testing.T) {
 	names := map[string]string{}
-	context := map[string]any{ctxImportTables: "true"}
+	context := map[string]any{ctxImportTables: "true", ctxPublicDataRoutes: "true"}
 	for _, table := range schema.Tables {
 		names[table.ID] = "prod_" + table.DefaultName
 		context[tableContextKey(table)] = names[table.ID]
@@ -892,10 +1042,12 @@ func TestImportExistingTables(t *testing.T) {
 // A seed deployment has the two data tables: the stack imports those by
 // name and creates the usage and apps tables.
 func TestImportSomeTables(t *testing.T) {
-	s := synth(t, map[string]any{ctxImportTables: "data, list", tableContextKey(schema.Data): "legacy_data"})
+	s := synth(t, map[string]any{ctxImportTables: "data, list", tableContextKey(schema.Data): "legacy_data", ctxPublicDataRoutes: "true"})
 	created := map[string]bool{}
 	for _, id := range s.ofType("AWS::DynamoDB::Table") {
-		created[s.resources[id].Properties["TableName"].(string)] = true
+		p := s.resources[id].Properties
+		created[p["TableName"].(string)] = true
+		checkEqual(t, id+" DeletionProtectionEnabled", p["DeletionProtectionEnabled"], true)
 	}
 	checkEqual(t, "created tables", created, map[string]bool{
 		schema.Usage.DefaultName: true, schema.Apps.DefaultName: true, schema.Namespaces.DefaultName: true,
@@ -909,7 +1061,7 @@ func TestImportSomeTables(t *testing.T) {
 // A deployment of the release before namespace policies has every table
 // but the namespaces table: importing those four creates just that one.
 func TestImportAllButNamespaces(t *testing.T) {
-	s := synth(t, map[string]any{ctxImportTables: "data,list,usage,apps"})
+	s := synth(t, map[string]any{ctxImportTables: "data,list,usage,apps", ctxPublicDataRoutes: "true"})
 	created := map[string]bool{}
 	for _, id := range s.ofType("AWS::DynamoDB::Table") {
 		created[s.resources[id].Properties["TableName"].(string)] = true
@@ -927,6 +1079,7 @@ func TestContextConfiguration(t *testing.T) {
 		ctxThrottleRateLimit:  "50",
 		ctxThrottleBurstLimit: 75.0,
 		ctxLogLevel:           "warn",
+		ctxPublicDataRoutes:   "true",
 	}
 	for _, table := range schema.Tables {
 		context[tableContextKey(table)] = "staging-" + table.DefaultName
@@ -992,21 +1145,37 @@ func TestLambdaLogLevel(t *testing.T) {
 }
 
 func TestPropsFromContextErrors(t *testing.T) {
+	// Both ways forward, as the refusal of a stack without an
+	// authorizer names them.
+	noAuthorizer := []string{"jwtIssuer and jwtAudience (make JWT_ISSUER=... JWT_AUDIENCE=...)", "publicDataRoutes=true (make PUBLIC_DATA_ROUTES=true)"}
 	cases := []struct {
 		name    string
 		context map[string]any
-		want    string
+		want    []string
 	}{
-		{"issuer without audience", map[string]any{ctxJWTIssuer: "https://issuer.example.com/"}, "must be set together"},
-		{"audience without issuer", map[string]any{ctxJWTAudience: "web"}, "must be set together"},
-		{"issuer not https", map[string]any{ctxJWTIssuer: "http://issuer.example.com/", ctxJWTAudience: "web"}, "https URL"},
-		{"bad boolean", map[string]any{ctxImportTables: "maybe"}, ctxImportTables},
-		{"bad limit", map[string]any{ctxDefaultLimitBytes: "1.5"}, ctxDefaultLimitBytes},
-		{"negative limit", map[string]any{ctxDefaultLimitItems: "-1"}, "must not be negative"},
-		{"bad throttle", map[string]any{ctxThrottleRateLimit: "fast"}, ctxThrottleRateLimit},
-		{"zero throttle", map[string]any{ctxThrottleBurstLimit: "0"}, "must be positive"},
-		{"shared table name", map[string]any{"tableApps": "data_store"}, "would share the name"},
-		{"bad log level", map[string]any{ctxLogLevel: "verbose"}, ctxLogLevel},
+		{"issuer without audience", map[string]any{ctxJWTIssuer: "https://issuer.example.com/"}, []string{"must be set together"}},
+		{"audience without issuer", map[string]any{ctxJWTAudience: "web"}, []string{"must be set together"}},
+		{"issuer not https", map[string]any{ctxJWTIssuer: "http://issuer.example.com/", ctxJWTAudience: "web"}, []string{"https URL"}},
+		{"no authorizer", map[string]any{}, noAuthorizer},
+		{"no authorizer, public false", map[string]any{ctxPublicDataRoutes: "false"}, noAuthorizer},
+		{"public with jwt", map[string]any{ctxJWTIssuer: "https://issuer.example.com/", ctxJWTAudience: "web", ctxPublicDataRoutes: true}, []string{"publicDataRoutes=true contradicts"}},
+		{"public with audience only", map[string]any{ctxJWTAudience: "web", ctxPublicDataRoutes: "true"}, []string{"publicDataRoutes=true contradicts"}},
+		{"bad public", map[string]any{ctxPublicDataRoutes: "yes please"}, []string{ctxPublicDataRoutes + ": want true or false"}},
+		{"bad deletion protection", map[string]any{ctxDeletionProtection: "maybe"}, []string{ctxDeletionProtection + ": want true or false"}},
+		{"zero read cap", map[string]any{ctxMaxReadUnits: "0"}, []string{ctxMaxReadUnits + ": want a whole number of at least 1"}},
+		{"negative read cap", map[string]any{ctxMaxReadUnits: "-1"}, []string{ctxMaxReadUnits + ": want a whole number of at least 1"}},
+		{"fractional write cap", map[string]any{ctxMaxWriteUnits: "2.5"}, []string{ctxMaxWriteUnits + ": want a whole number"}},
+		{"fractional write cap from cdk.json", map[string]any{ctxMaxWriteUnits: 2.5}, []string{ctxMaxWriteUnits + ": want a whole number"}},
+		{"zero reserved concurrency", map[string]any{ctxReservedConcurrency: "0"}, []string{ctxReservedConcurrency + ": want a whole number of at least 1"}},
+		{"negative reserved concurrency", map[string]any{ctxReservedConcurrency: "-1"}, []string{ctxReservedConcurrency + ": want a whole number of at least 1"}},
+		{"reserved concurrency not a number", map[string]any{ctxReservedConcurrency: "many"}, []string{ctxReservedConcurrency + ": want a whole number"}},
+		{"bad boolean", map[string]any{ctxImportTables: "maybe"}, []string{ctxImportTables}},
+		{"bad limit", map[string]any{ctxDefaultLimitBytes: "1.5"}, []string{ctxDefaultLimitBytes}},
+		{"negative limit", map[string]any{ctxDefaultLimitItems: "-1"}, []string{"must not be negative"}},
+		{"bad throttle", map[string]any{ctxThrottleRateLimit: "fast"}, []string{ctxThrottleRateLimit}},
+		{"zero throttle", map[string]any{ctxThrottleBurstLimit: "0"}, []string{"must be positive"}},
+		{"shared table name", map[string]any{"tableApps": "data_store"}, []string{"would share the name"}},
+		{"bad log level", map[string]any{ctxLogLevel: "verbose"}, []string{ctxLogLevel}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1016,15 +1185,56 @@ func TestPropsFromContextErrors(t *testing.T) {
 			}
 			app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
 			_, err := PropsFromContext(app.Node())
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("error %v, want one mentioning %q", err, c.want)
+			if err == nil {
+				t.Fatalf("no error, want one mentioning %q", c.want)
+			}
+			for _, want := range c.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v, want one mentioning %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// Props filled directly, as the tests do, are checked as strictly as
+// context values.
+func TestValidate(t *testing.T) {
+	valid := func() *UdsStackProps {
+		return &UdsStackProps{SubjectClaim: "sub", LogLevel: "INFO", PublicDataRoutes: true, ThrottleRateLimit: 1, ThrottleBurstLimit: 1}
+	}
+	cases := []struct {
+		name   string
+		change func(p *UdsStackProps)
+		want   string
+	}{
+		{"valid", func(p *UdsStackProps) {}, ""},
+		{"jwt", func(p *UdsStackProps) {
+			p.PublicDataRoutes, p.JWTIssuer, p.JWTAudience = false, "https://issuer.example.com/", []string{"web"}
+		}, ""},
+		{"caps", func(p *UdsStackProps) {
+			p.MaxReadRequestUnits, p.MaxWriteRequestUnits, p.ReservedConcurrency = 1, 1, 1
+		}, ""},
+		{"neither jwt nor public", func(p *UdsStackProps) { p.PublicDataRoutes = false }, "the data routes have no authorizer"},
+		{"jwt and public", func(p *UdsStackProps) { p.JWTIssuer, p.JWTAudience = "https://issuer.example.com/", []string{"web"} }, "contradicts"},
+		{"negative write cap", func(p *UdsStackProps) { p.MaxWriteRequestUnits = -1 }, ctxMaxWriteUnits},
+		{"negative reserved concurrency", func(p *UdsStackProps) { p.ReservedConcurrency = -1 }, ctxReservedConcurrency},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := valid()
+			c.change(p)
+			err := p.Validate()
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("Validate: %v, want %q", err, c.want)
 			}
 		})
 	}
 }
 
 func TestPropsDefaults(t *testing.T) {
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	ctx := public()
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir()), Context: &ctx})
 	p, err := PropsFromContext(app.Node())
 	if err != nil {
 		t.Fatal(err)
@@ -1038,6 +1248,9 @@ func TestPropsDefaults(t *testing.T) {
 	checkEqual(t, "SubjectClaim", p.SubjectClaim, "sub")
 	checkEqual(t, "ImportTables", p.ImportTables, map[string]bool{})
 	checkEqual(t, "throttle", []float64{p.ThrottleRateLimit, p.ThrottleBurstLimit}, []float64{100, 200})
+	checkEqual(t, "PublicDataRoutes", p.PublicDataRoutes, true)
+	checkEqual(t, "DeletionProtection", p.DeletionProtection, true)
+	checkEqual(t, "caps", []int64{p.MaxReadRequestUnits, p.MaxWriteRequestUnits, p.ReservedConcurrency}, []int64{0, 0, 0})
 	for _, table := range schema.Tables {
 		checkEqual(t, table.ID, p.TableName(table), table.DefaultName)
 	}

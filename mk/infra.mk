@@ -12,14 +12,20 @@
 #   synth          write the CloudFormation template to cdk.out/, offline and
 #                  without AWS credentials
 #   cdk-diff       compare the stack with what is deployed
-#   cdk-bootstrap  prepare an account and region for CDK deployments (once)
+#   cdk-bootstrap  prepare an account and region for CDK deployments (once):
+#                  the account and region of the credentials in the
+#                  environment (AWS_REGION), without running the app
 #   deploy         deploy the stack with the credentials in the environment
 #   test-infra     run the CDK app's assertion tests
+#   smoke          check a deployed stack end to end (cmd/uds-smoke):
+#                  make smoke ENDPOINT=<ApiUrl output> [TOKEN=<JWT>]
 #
 # Configuration is passed to the app as CDK context through make variables,
 # for synth, cdk-diff and deploy alike, e.g.
 #   make deploy JWT_ISSUER=https://issuer.example.com/ JWT_AUDIENCE=web,mobile
-# A variable left empty leaves the app's default in place.
+# A variable left empty leaves the app's default in place. The data routes
+# need JWT_ISSUER and JWT_AUDIENCE, or PUBLIC_DATA_ROUTES=true: without
+# either the app refuses to synthesize.
 #   STACK_NAME             stackName             stack name (UdsStack)
 #   TABLE_DATA             tableData             table names (the seed's
 #   TABLE_LIST             tableList             data_store, data_store_list,
@@ -34,8 +40,10 @@
 #                                                deployment's tables)
 #   JWT_ISSUER             jwtIssuer             with JWT_AUDIENCE (comma-
 #   JWT_AUDIENCE           jwtAudience           separated): JWT authorizer on
-#                                                the data routes; without them
-#                                                the data routes are public
+#                                                the data routes
+#   PUBLIC_DATA_ROUTES     publicDataRoutes      true: the data routes have no
+#                                                authorizer (synth warns); not
+#                                                with JWT_ISSUER/JWT_AUDIENCE
 #   JWT_SUBJECT_CLAIM      jwtSubjectClaim       claim naming the caller (sub)
 #   CURSOR_SECRET          cursorSecret          pagination cursor key (the
 #                                                stack ID)
@@ -48,6 +56,14 @@
 #   LOG_LEVEL              logLevel              functions' log level: DEBUG,
 #                                                INFO (a line per request),
 #                                                WARN or ERROR (INFO)
+#   DELETION_PROTECTION    deletionProtection    false: the tables the stack
+#                                                creates may be deleted (true)
+#   MAX_READ_REQUEST_UNITS maxReadRequestUnits   on-demand throughput cap of
+#   MAX_WRITE_REQUEST_UNITS maxWriteRequestUnits each table and index, request
+#                                                units per second (no cap)
+#   RESERVED_CONCURRENCY   reservedConcurrency   concurrency reserved for, and
+#                                                cap of, each API function
+#                                                (none)
 #   CDK_DEPLOY_FLAGS       extra flags for cdk deploy, e.g. --require-approval never
 
 CDK := node_modules/.bin/cdk
@@ -70,7 +86,10 @@ CDK_CONTEXT_VARS := \
 	DEFAULT_LIMIT_BYTES=defaultLimitBytes DEFAULT_LIMIT_ITEMS=defaultLimitItems \
 	CORS_ORIGINS=corsOrigins \
 	THROTTLE_RATE_LIMIT=throttleRateLimit THROTTLE_BURST_LIMIT=throttleBurstLimit \
-	LOG_LEVEL=logLevel
+	LOG_LEVEL=logLevel \
+	PUBLIC_DATA_ROUTES=publicDataRoutes DELETION_PROTECTION=deletionProtection \
+	MAX_READ_REQUEST_UNITS=maxReadRequestUnits MAX_WRITE_REQUEST_UNITS=maxWriteRequestUnits \
+	RESERVED_CONCURRENCY=reservedConcurrency
 
 cdk_var = $(word 1,$(subst =, ,$(1)))
 cdk_key = $(word 2,$(subst =, ,$(1)))
@@ -95,7 +114,7 @@ JSII_ENV = JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=$$(node -p 'process.ver
 # instance metadata address; that probe is switched off here.
 SYNTH_ENV := AWS_EC2_METADATA_DISABLED=true
 
-.PHONY: cdk-install synth cdk-diff cdk-bootstrap deploy test-infra
+.PHONY: cdk-install synth cdk-diff cdk-bootstrap deploy test-infra smoke
 
 cdk-install: $(NODE_MODULES_STAMP)
 
@@ -106,11 +125,26 @@ synth: build-zips cdk-install
 cdk-diff: build-zips cdk-install
 	$(CDK_ENV) $(JSII_ENV) $(CDK) diff $(CDK_FLAGS) $(CDK_CONTEXT)
 
-cdk-bootstrap: build-zips cdk-install
-	$(CDK_ENV) $(JSII_ENV) $(CDK) bootstrap $(CDK_FLAGS) $(CDK_CONTEXT)
+# Bootstrapping concerns the account and region, not this stack, so the
+# app is not run (it would want the stack's configuration first). With
+# no app, the CLI takes the environment from its argument, whose
+# unknown-account and unknown-region are the credentials' account and
+# the configured region.
+cdk-bootstrap: cdk-install
+	$(CDK_ENV) $(CDK) bootstrap $(CDK_FLAGS) --app '' aws://unknown-account/unknown-region
 
 deploy: build-zips cdk-install
 	$(CDK_ENV) $(JSII_ENV) $(CDK) deploy $(CDK_FLAGS) $(CDK_CONTEXT) $(CDK_DEPLOY_FLAGS)
 
 test-infra:
 	cd infra && $(JSII_ENV) go test ./...
+
+# A few calls through the Go client against any endpoint: create, read,
+# update with If-Match, a list page, the caller's quota, deletes; one line
+# per step, exit 1 at the first unexpected answer. TOKEN (or UDS_TOKEN in
+# the environment) reaches the program in its environment, so the recipe
+# does not print it. SMOKE_FLAGS passes more flags (-app, -timeout).
+smoke: export UDS_TOKEN := $(or $(TOKEN),$(UDS_TOKEN))
+smoke:
+	@if [[ -z "$(ENDPOINT)" ]]; then echo 'make smoke: give ENDPOINT=<the stack'"'"'s ApiUrl output> [TOKEN=<a JWT>]' >&2; exit 2; fi
+	go run ./cmd/uds-smoke -endpoint '$(ENDPOINT)' $(SMOKE_FLAGS)
