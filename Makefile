@@ -3,6 +3,7 @@
 #
 #   make run     the whole API on http://127.0.0.1:8080 over DynamoDB Local
 #                (data kept in .data/ across restarts)
+#   make reset   delete that data: the next make run starts empty
 #   make test    every test, against a DynamoDB Local it starts and stops
 #   make soak    the accounting workload under every fault mix, for minutes
 #   make migrate adopt a seed deployment's tables (README, "Migrating")
@@ -17,7 +18,7 @@ ENGINE := scripts/with-dynamodb.sh
 UDS_LISTEN_ADDR ?= 127.0.0.1:8080
 export UDS_LISTEN_ADDR
 
-.PHONY: all run test test-go soak migrate bench capacity build build-zips engine engine-up engine-down clean uds
+.PHONY: all run reset test test-go soak migrate bench capacity build build-zips engine engine-up engine-down clean uds
 
 all: test
 
@@ -36,8 +37,11 @@ engine: node_modules/.package-lock.json
 ENGINE_PORT ?= 8000
 DDB_ENDPOINT ?= http://127.0.0.1:$(ENGINE_PORT)
 
+# The server is built and run as itself rather than through go run, which
+# dies on SIGTERM without passing it on and would leave the server running.
 run: engine
-	$(ENGINE) --db-path .data/dynamodb --port $(ENGINE_PORT) -- go run ./cmd/uds-local
+	go build -o bin/uds-local ./cmd/uds-local
+	$(ENGINE) --db-path .data/dynamodb --port $(ENGINE_PORT) -- bin/uds-local
 
 # engine-up leaves DynamoDB Local running in the background with the tables
 # created (for make invoke); engine-down stops it.
@@ -45,8 +49,28 @@ engine-up: engine
 	$(ENGINE) --detach --db-path .data/dynamodb --port $(ENGINE_PORT)
 	UDS_DYNAMODB_ENDPOINT=$(DDB_ENDPOINT) go run ./cmd/uds-local -init-only
 
+# engine-down stops only the engine engine-up started: the process its pid
+# file names, if that is still DynamoDB Local, and waits until it is gone.
 engine-down:
-	@if [[ -f .data/dynamodb.pid ]]; then kill $$(cat .data/dynamodb.pid) 2>/dev/null || true; rm -f .data/dynamodb.pid; fi
+	@if [[ -f .data/dynamodb.pid ]]; then \
+	  pid=$$(cat .data/dynamodb.pid); \
+	  if ps -o args= -p "$$pid" 2>/dev/null | grep -q DynamoDBLocal; then \
+	    kill "$$pid"; \
+	    while kill -0 "$$pid" 2>/dev/null; do sleep 0.1; done; \
+	  fi; \
+	  rm -f .data/dynamodb.pid; \
+	fi
+
+# reset deletes the local data, so that make run and the README's examples
+# start from empty tables. It stops the engine of engine-up (ours), and
+# refuses while any other engine answers on ENGINE_PORT (a make run in
+# another terminal): deleting its files under it would not empty it.
+reset: engine-down
+	@if (exec 3<>/dev/tcp/127.0.0.1/$(ENGINE_PORT)) 2>/dev/null; then \
+	  echo "reset: a DynamoDB engine still answers on port $(ENGINE_PORT) (make run?): stop it (Ctrl-C) and run make reset again" >&2; \
+	  exit 1; \
+	fi
+	rm -rf .data/dynamodb
 
 test: test-go test-infra
 

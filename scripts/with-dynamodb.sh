@@ -11,6 +11,9 @@
 # in memory, or with its data under --db-path so it survives restarts. The
 # engine is stopped when the command ends, also on Ctrl-C. With --detach it
 # is left running (its pid in DIR.pid) for later commands.
+#
+# The script exits with the command's status: a command that stops cleanly
+# on Ctrl-C or SIGTERM (the local server) ends it with status 0.
 set -euo pipefail
 
 db_path=""
@@ -71,7 +74,13 @@ if [[ -n "$detach" ]]; then
 fi
 stop_engine() {
   kill "$engine" 2>/dev/null || true
+  # The script waits for its child; the watchdog, its sibling, polls (for
+  # at most ten seconds, in case nothing reaps it).
   wait "$engine" 2>/dev/null || true
+  for _ in $(seq 1 100); do
+    kill -0 "$engine" 2>/dev/null || break
+    sleep 0.1
+  done
   rm -f "$log"
 }
 trap stop_engine EXIT
@@ -95,4 +104,19 @@ if [[ -n "$detach" ]]; then
   trap - EXIT
   exit 0
 fi
-"$@"
+
+# The command takes this script's place (exec): it is the process that make
+# and the terminal signal, so Ctrl-C and SIGTERM reach it as they would
+# without the engine, and its exit status is the script's (a server that
+# stops cleanly exits 0; an INT trap here turned that into 130, and bash
+# runs no trap while a command runs, so a SIGTERM make passed on never
+# reached it). A watchdog that ignores those signals stops the engine once
+# the command has ended.
+trap - EXIT INT TERM
+command_pid=$$
+(
+  trap '' INT TERM HUP
+  while kill -0 "$command_pid" 2>/dev/null; do sleep 0.2; done
+  stop_engine
+) </dev/null >/dev/null 2>&1 &
+exec "$@"

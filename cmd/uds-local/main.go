@@ -1,7 +1,11 @@
 // Command uds-local serves every UDS route group over plain HTTP for local
 // development, against the DynamoDB endpoint in UDS_DYNAMODB_ENDPOINT
 // (`make run` starts DynamoDB Local and sets it). It creates missing tables
-// at start and stops cleanly on Ctrl-C.
+// at start and stops cleanly on Ctrl-C or SIGTERM.
+//
+// Everything it prints is a log line of one logger, at UDS_LOG_LEVEL: the
+// startup line, a line per request, sweeps and failures. EMF records, which
+// CloudWatch needs and a person does not, are written only with UDS_EMF=1.
 package main
 
 import (
@@ -10,13 +14,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"flag"
-	"log"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/config"
@@ -26,69 +36,165 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
-		log.Fatal(err)
-	}
-}
-
-func run() error {
 	initOnly := flag.Bool("init-only", false, "create missing tables and exit")
 	flag.Parse()
 	cfg, err := config.FromEnv()
-	if err != nil {
-		return err
-	}
-	if cfg.Endpoint == "" {
-		return errors.New(config.EnvDynamoDBEndpoint + " is not set; start the server with `make run`")
-	}
-	subject := httpapi.AnonymousSubject
-	if os.Getenv(config.EnvTrustSubjectHeader) == "1" {
-		subject = httpapi.HeaderSubject
-		log.Printf("trusting the %s header for the caller's identity (local testing only)", httpapi.SubjectHeader)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// Request lines and EMF records both go to stdout, as on Lambda, and
-	// UDS_LOG_LEVEL keeps the lines at its level or above, as there.
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	var handler slog.Handler = slog.NewTextHandler(os.Stdout, opts)
-	if cfg.LogFormat == "json" {
-		handler = slog.NewJSONHandler(os.Stdout, opts)
-	}
-	logger := slog.New(handler)
+	// A configuration error is logged too, by a logger made of what could
+	// be read (text at INFO where the format or level was the error).
+	logger := newLogger(os.Stdout, cfg)
 	slog.SetDefault(logger)
-	api, client, err := server.Build(ctx, cfg, httpapi.GroupAll, server.Host{
-		Subject: subject, Logger: logger, Metrics: emf.NewWriter(os.Stdout),
-		Function: httpapi.GroupAll.Name(), RequestAttrs: localRequestID,
-	})
+	if err == nil {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		if *initOnly {
+			err = initTables(ctx, cfg)
+		} else {
+			err = run(ctx, cfg, logger, os.Stdout)
+		}
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Ctrl-C before the server was up cut the start short: that
+			// is a stop, not a failure.
+			err = nil
+		}
+		stop()
+	}
+	if err != nil {
+		attrs := []any{slog.String("cause", err.Error())}
+		if errors.Is(err, syscall.EADDRINUSE) {
+			attrs = append(attrs, slog.String("hint", "another process listens there (a make run in another terminal?); stop it, or set "+config.EnvListenAddr))
+		}
+		logger.Error("UDS failed", attrs...)
+		os.Exit(1)
+	}
+}
+
+// newLogger writes cfg's format at cfg's level to out: the request lines,
+// as on Lambda, and every other line the server prints.
+func newLogger(out io.Writer, cfg config.Config) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(out, opts))
+	}
+	return slog.New(slog.NewTextHandler(out, opts))
+}
+
+// initTables creates the tables that are missing (make engine-up).
+func initTables(ctx context.Context, cfg config.Config) error {
+	if cfg.Endpoint == "" {
+		return errNoEndpoint
+	}
+	client, err := store.NewClient(ctx, cfg.Endpoint)
 	if err != nil {
 		return err
 	}
+	return createTables(ctx, client, cfg)
+}
+
+func createTables(ctx context.Context, client *dynamodb.Client, cfg config.Config) error {
 	if err := store.CreateTables(ctx, client, cfg.Tables); err != nil {
-		return err
-	}
-	if *initOnly {
-		return nil
-	}
-	if cfg.SweepInterval > 0 {
-		go sweep(ctx, store.New(client, cfg.Tables), cfg.SweepInterval)
-	}
-	addr := os.Getenv(config.EnvListenAddr)
-	if addr == "" {
-		addr = config.DefaultListenAddr
-	}
-	srv := &http.Server{Addr: addr, Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	log.Printf("UDS listening on http://%s%s (DynamoDB at %s)", addr, httpapi.BasePath, cfg.Endpoint)
-	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-		return err
+		return fmt.Errorf("creating the tables at %s: %w", cfg.Endpoint, err)
 	}
 	return nil
+}
+
+var errNoEndpoint = errors.New(config.EnvDynamoDBEndpoint + " is not set; start the server with `make run`")
+
+// run serves the API until ctx is done, then shuts the server down,
+// letting requests in hand finish. It listens before anything else, so an
+// address in use is reported, as an error, before the server would say it
+// listens. Log lines go to logger, EMF records (UDS_EMF=1) to out.
+func run(ctx context.Context, cfg config.Config, logger *slog.Logger, out io.Writer) error {
+	if cfg.Endpoint == "" {
+		return errNoEndpoint
+	}
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	host := server.Host{Logger: logger, Function: httpapi.GroupAll.Name(), RequestAttrs: localRequestID,
+		Subject: httpapi.AnonymousSubject, RefuseSubjectHeader: notTrustedHere}
+	identity := "every caller is anonymous; a request with " + httpapi.SubjectHeader + " is refused (" + config.EnvTrustSubjectHeader + "=1 trusts it)"
+	trusted := trustsSubjectHeader(ln.Addr(), cfg.TrustSubjectHeader)
+	if trusted {
+		host.Subject, host.RefuseSubjectHeader = httpapi.HeaderSubject, ""
+		identity = "trusting " + httpapi.SubjectHeader + " for the caller's identity: local development only"
+	}
+	if cfg.EMF {
+		host.Metrics = emf.NewWriter(out)
+	}
+	api, client, err := server.Build(ctx, cfg, httpapi.GroupAll, host)
+	if err != nil {
+		return err
+	}
+	if err := createTables(ctx, client, cfg); err != nil {
+		return err
+	}
+	// The sweep stops with the server, also when serving fails.
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	var sweeping sync.WaitGroup
+	defer func() {
+		stopSweep()
+		sweeping.Wait()
+	}()
+	if cfg.SweepInterval > 0 {
+		sweeping.Add(1)
+		go func() {
+			defer sweeping.Done()
+			sweep(sweepCtx, store.New(client, cfg.Tables), cfg.SweepInterval, logger)
+		}()
+	}
+	logger.Info("UDS listening", slog.String("url", "http://"+reachable(ln.Addr())+httpapi.BasePath),
+		slog.String("dynamodb", cfg.Endpoint), slog.String("identity", identity))
+	if trusted && !loopback(ln.Addr()) {
+		logger.Warn("anyone who reaches this address can act as any caller: " + config.EnvTrustSubjectHeader + "=1 on a non-loopback address")
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("stopping: %w", err)
+	}
+	logger.Info("UDS stopped")
+	return nil
+}
+
+// notTrustedHere is the local server's answer to a request that carries
+// X-Uds-Subject when it does not trust the header: how to make it.
+const notTrustedHere = "this server does not take the caller from " + httpapi.SubjectHeader +
+	": every caller is anonymous here. To act as the header's subject, start it with " +
+	config.EnvTrustSubjectHeader + "=1 (local development only: whoever reaches the server can then name any caller)"
+
+// trustsSubjectHeader says whether the server takes the caller from
+// X-Uds-Subject: as UDS_TRUST_SUBJECT_HEADER says when it is set, and
+// otherwise only on a loopback address, which only this machine reaches.
+// The decision is made on the address actually listened on, so a host
+// name (localhost) counts as what it resolved to.
+func trustsSubjectHeader(addr net.Addr, setting *bool) bool {
+	if setting != nil {
+		return *setting
+	}
+	return loopback(addr)
+}
+
+// reachable is addr as a URL's host: an address that listens on every
+// interface (0.0.0.0, ::) is reached on this machine through localhost.
+func reachable(addr net.Addr) string {
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+		return net.JoinHostPort("localhost", strconv.Itoa(tcp.Port))
+	}
+	return addr.String()
+}
+
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 // localRequestID gives each request a random id in its log line, where
@@ -103,7 +209,7 @@ func localRequestID(*http.Request) []slog.Attr {
 // Local's tables have no TTL deletion, so every interval the expired items
 // still stored are removed and their usage released, as meeting them in a
 // request would.
-func sweep(ctx context.Context, st *store.Store, every time.Duration) {
+func sweep(ctx context.Context, st *store.Store, every time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -112,10 +218,16 @@ func sweep(ctx context.Context, st *store.Store, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		if n, err := st.SweepExpired(ctx); err != nil {
-			log.Printf("sweeping expired items: %v", err)
-		} else if n > 0 {
-			log.Printf("removed %d expired items", n)
+		n, err := st.SweepExpired(ctx)
+		switch {
+		case ctx.Err() != nil:
+			// Stopping cut the sweep short; each removal is whole, and
+			// the next start sweeps again.
+			return
+		case err != nil:
+			logger.Error("sweeping expired items failed", slog.String("cause", err.Error()))
+		case n > 0:
+			logger.Info("removed expired items", slog.Int("items", n))
 		}
 	}
 }

@@ -63,7 +63,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.token, "token", os.Getenv("UDS_TOKEN"), "a bearer token (JWT) for the data routes (env UDS_TOKEN, not sent with --sigv4)")
 	fs.BoolVar(&g.sigv4, "sigv4", false, "sign requests with SigV4 and the default AWS credential chain (the admin routes of a deployed stack); not with --token")
 	fs.StringVar(&g.region, "region", "", "the AWS region to sign for (default AWS_REGION or the profile's)")
-	fs.StringVar(&g.subject, "subject", os.Getenv("UDS_SUBJECT"), "the caller's subject for a local server run with UDS_TRUST_SUBJECT_HEADER=1 (env UDS_SUBJECT)")
+	fs.StringVar(&g.subject, "subject", os.Getenv("UDS_SUBJECT"), "the caller's subject for a local server, which trusts it on a loopback address; deployed APIs refuse it (env UDS_SUBJECT)")
 }
 
 func envOr(name, fallback string) string {

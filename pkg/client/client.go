@@ -41,9 +41,11 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // WithHTTPClient sends requests through hc instead of a default client.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
 
-// WithSubject names the caller to a local server started with
-// UDS_TRUST_SUBJECT_HEADER=1 (the X-Uds-Subject header). Deployed APIs
-// ignore it: the caller is who the authorizer says.
+// WithSubject names the caller to a local server that trusts the
+// X-Uds-Subject header (on a loopback address, or started with
+// UDS_TRUST_SUBJECT_HEADER=1). Deployed APIs, and a local server that does
+// not trust it, refuse requests that carry it (400): there the caller is
+// who the authorizer says.
 func WithSubject(subject string) Option { return func(c *Client) { c.subject = subject } }
 
 // WithUserAgent sets the User-Agent of every request.

@@ -29,6 +29,7 @@ const (
 	EnvTrustSubjectHeader  = "UDS_TRUST_SUBJECT_HEADER"
 	EnvLogFormat           = "UDS_LOG_FORMAT"
 	EnvLogLevel            = "UDS_LOG_LEVEL"
+	EnvEMF                 = "UDS_EMF"
 	DefaultListenAddr      = "127.0.0.1:8080"
 	DefaultSubjectClaim    = "sub"
 	DefaultLimitsCacheTTL  = 30 * time.Second
@@ -82,6 +83,16 @@ type Config struct {
 	// SweepInterval is how often the local server removes expired items;
 	// 0 turns it off. The functions ignore it.
 	SweepInterval time.Duration
+	// ListenAddr is the local server's address (host:port).
+	ListenAddr string
+	// TrustSubjectHeader is UDS_TRUST_SUBJECT_HEADER: true for 1, false
+	// for 0, nil when unset, and then the local server trusts the header
+	// on a loopback address only. The functions never trust it.
+	TrustSubjectHeader *bool
+	// EMF makes the local server write an EMF record per request to
+	// stdout, as the functions always do (UDS_EMF=1). Off by default: a
+	// person reading make run's output wants the request lines.
+	EMF bool
 }
 
 // FromEnv reads the configuration. Only malformed values are errors.
@@ -96,6 +107,7 @@ func FromEnv() (Config, error) {
 		},
 		Endpoint:     os.Getenv(EnvDynamoDBEndpoint),
 		SubjectClaim: envOr(EnvSubjectClaim, DefaultSubjectClaim),
+		ListenAddr:   envOr(EnvListenAddr, DefaultListenAddr),
 	}
 	// Without a configured secret the cursor key is derived from the table
 	// names: cursors still cannot be forged by accident, and every function
@@ -138,6 +150,14 @@ func FromEnv() (Config, error) {
 	default:
 		return c, fmt.Errorf("%s: want text or json, got %q", EnvLogFormat, c.LogFormat)
 	}
+	if c.TrustSubjectHeader, err = envSwitch(EnvTrustSubjectHeader); err != nil {
+		return c, err
+	}
+	emf, err := envSwitch(EnvEMF)
+	if err != nil {
+		return c, err
+	}
+	c.EMF = emf != nil && *emf
 	return c, nil
 }
 
@@ -163,6 +183,23 @@ func envInt(name string) (int64, error) {
 		return 0, fmt.Errorf("%s: want a non-negative integer, got %q", name, v)
 	}
 	return n, nil
+}
+
+// envSwitch reads a variable that is 1 (on) or 0 (off); unset is nil.
+// Anything else is an error rather than a guess: a misspelt switch that
+// silently stayed off would leave the server doing what it was told not to.
+func envSwitch(name string) (*bool, error) {
+	var on bool
+	switch v := os.Getenv(name); v {
+	case "":
+		return nil, nil
+	case "1":
+		on = true
+	case "0":
+	default:
+		return nil, fmt.Errorf("%s: want 1 or 0, got %q", name, v)
+	}
+	return &on, nil
 }
 
 func envDuration(name string, fallback time.Duration) (time.Duration, error) {

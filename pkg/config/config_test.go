@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"log/slog"
+	"strconv"
 	"testing"
 
 	"github.com/udsproject/uds/pkg/config"
@@ -31,4 +32,57 @@ func TestLogLevel(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestSwitches(t *testing.T) {
+	on, off := true, false
+	for _, tc := range []struct {
+		name, trust, emf string
+		wantTrust        *bool
+		wantEMF          bool
+		wantErr          bool
+	}{
+		{name: "unset: the address decides, no EMF"},
+		{name: "trust on, EMF on", trust: "1", emf: "1", wantTrust: &on, wantEMF: true},
+		{name: "trust off, EMF off", trust: "0", emf: "0", wantTrust: &off},
+		{name: "a word is not a switch", trust: "yes", wantErr: true},
+		{name: "true is not 1", emf: "true", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(config.EnvTrustSubjectHeader, tc.trust)
+			t.Setenv(config.EnvEMF, tc.emf)
+			cfg, err := config.FromEnv()
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want one: %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			if got, want := switchString(cfg.TrustSubjectHeader), switchString(tc.wantTrust); got != want {
+				t.Errorf("TrustSubjectHeader %s, want %s", got, want)
+			}
+			if cfg.EMF != tc.wantEMF {
+				t.Errorf("EMF %v, want %v", cfg.EMF, tc.wantEMF)
+			}
+		})
+	}
+}
+
+func TestListenAddr(t *testing.T) {
+	t.Setenv(config.EnvListenAddr, "")
+	if cfg, _ := config.FromEnv(); cfg.ListenAddr != config.DefaultListenAddr {
+		t.Errorf("unset: %q, want %q", cfg.ListenAddr, config.DefaultListenAddr)
+	}
+	t.Setenv(config.EnvListenAddr, "[::1]:9000")
+	if cfg, _ := config.FromEnv(); cfg.ListenAddr != "[::1]:9000" {
+		t.Errorf("set: %q, want [::1]:9000", cfg.ListenAddr)
+	}
+}
+
+// switchString shows a switch's three states.
+func switchString(b *bool) string {
+	if b == nil {
+		return "unset"
+	}
+	return strconv.FormatBool(*b)
 }

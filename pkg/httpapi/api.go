@@ -81,6 +81,11 @@ func (g Group) Name() string {
 type Config struct {
 	Subject      SubjectFunc
 	CursorSecret []byte
+	// RefuseSubjectHeader, when set, says why this host does not take the
+	// caller from SubjectHeader: a request that carries the header is
+	// answered 400 with it as the details. Empty when Subject reads the
+	// header.
+	RefuseSubjectHeader string
 	// DeleteAllBudget bounds the time one delete-all request may take.
 	DeleteAllBudget time.Duration
 	// RequestBudget bounds the time any request may take, retries of
@@ -119,6 +124,8 @@ type API struct {
 	requestAttrs func(*http.Request) []slog.Attr
 	metrics      *emf.Writer
 	function     string
+	// refuseHeader: see Config.RefuseSubjectHeader.
+	refuseHeader string
 }
 
 // New returns the handler for the given route groups.
@@ -142,6 +149,7 @@ func New(st Store, groups Group, c Config) *API {
 		requestAttrs: c.RequestAttrs,
 		metrics:      c.Metrics,
 		function:     c.Function,
+		refuseHeader: c.RefuseSubjectHeader,
 	}
 }
 

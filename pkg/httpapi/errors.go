@@ -54,6 +54,7 @@ var statusTable = []struct {
 }{
 	{uds.ErrInvalid, http.StatusBadRequest, "Bad request", "Bad request"},
 	{ErrUnauthenticated, http.StatusUnauthorized, "Unauthenticated", "Unauthenticated"},
+	{ErrUntrustedSubjectHeader, http.StatusBadRequest, "Subject header not trusted", "Subject header not trusted"},
 	{uds.ErrQuotaExceeded, http.StatusForbidden, "Quota exceeded", "Quota exceeded"},
 	{uds.ErrForbidden, http.StatusForbidden, "Forbidden", "Forbidden"},
 	{uds.ErrSchema, http.StatusUnprocessableEntity, "Schema validation failed", "Schema validation failed"},
@@ -150,7 +151,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		body.Details = "the namespace holds items, and a change into or out of private would move them to another key space where nobody could reach them; delete them first (items no data route reaches: GET or DELETE .../namespaces/{namespace}/strays)"
 	case errors.Is(err, uds.ErrPrecondition):
 		body.Details = "If-Match names none of the item's current ETags"
-	case errors.Is(err, ErrUnauthenticated):
+	case errors.Is(err, ErrUnauthenticated), errors.Is(err, ErrUntrustedSubjectHeader):
 		body.Details = err.Error()
 	}
 	observationFrom(r.Context()).noteError(status, body.Error, err)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/udsproject/uds/pkg/uds"
@@ -10,9 +11,15 @@ import (
 // public mode).
 const Anonymous = "anonymous"
 
-// SubjectHeader carries the subject to the local server when it is started
-// with UDS_TRUST_SUBJECT_HEADER=1. Lambda functions never read it.
+// SubjectHeader carries the subject to a local server that trusts it (on a
+// loopback address, or with UDS_TRUST_SUBJECT_HEADER=1). Where it is not
+// trusted, and on Lambda always, a request that carries it is refused
+// (Config.RefuseSubjectHeader).
 const SubjectHeader = "X-Uds-Subject"
+
+// ErrUntrustedSubjectHeader is answered 400 to a request that carries
+// SubjectHeader where the host does not take the caller from it.
+var ErrUntrustedSubjectHeader = errors.New("subject header not trusted")
 
 // AnonymousSubject names every caller anonymous.
 func AnonymousSubject(*http.Request) (string, error) { return Anonymous, nil }
@@ -43,3 +50,23 @@ type unauthenticatedError struct{ reason string }
 
 func (e *unauthenticatedError) Error() string        { return e.reason }
 func (e *unauthenticatedError) Is(target error) bool { return target == ErrUnauthenticated }
+
+// checkSubjectHeader refuses a request that names its caller in
+// SubjectHeader where the host takes the caller from elsewhere. Ignoring
+// the header would store the write under another subject than the client
+// meant, without a word; the refusal says where this host takes the caller
+// from (a.refuseHeader) instead. An empty header counts: the client still
+// meant to name someone.
+func (a *API) checkSubjectHeader(r *http.Request) error {
+	if a.refuseHeader == "" || len(r.Header.Values(SubjectHeader)) == 0 {
+		return nil
+	}
+	return &untrustedHeaderError{a.refuseHeader}
+}
+
+// untrustedHeaderError is an ErrUntrustedSubjectHeader whose text, the
+// host's explanation, is shown to the caller.
+type untrustedHeaderError struct{ details string }
+
+func (e *untrustedHeaderError) Error() string        { return e.details }
+func (e *untrustedHeaderError) Is(target error) bool { return target == ErrUntrustedSubjectHeader }

@@ -219,6 +219,10 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, d dispatched) {
 		if d.bodiless {
 			w = bodiless{w}
 		}
+		if err := a.checkSubjectHeader(r); err != nil {
+			a.fail(w, r, err, nil)
+			return
+		}
 		ctx, cancel := withBudget(r.Context(), a.request, answerMargin)
 		defer cancel()
 		d.handler(a, w, r.WithContext(ctx), d.params)

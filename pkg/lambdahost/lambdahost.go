@@ -115,7 +115,8 @@ func expandedOnTheWay(req *http.Request) {
 // Subject names the caller from the API Gateway authorizer: the configured
 // JWT claim under a JWT authorizer, the IAM caller's ARN under IAM
 // authorization, anonymous when the route has no authorizer. Client headers
-// are never consulted.
+// are never consulted, and a request that carries httpapi.SubjectHeader is
+// refused (AuthorizerOnly).
 func Subject(claim string) httpapi.SubjectFunc {
 	return func(r *http.Request) (string, error) {
 		rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context())
@@ -136,11 +137,18 @@ func Subject(claim string) httpapi.SubjectFunc {
 	}
 }
 
+// AuthorizerOnly is why a deployed function refuses httpapi.SubjectHeader:
+// a client that sends it expects to be that subject, and would otherwise
+// write as whoever the authorizer says without a word.
+const AuthorizerOnly = "deployed functions take the caller from API Gateway's authorizer (a JWT's claim, or the IAM caller), never from the " +
+	httpapi.SubjectHeader + " header; send the request without it"
+
 // New builds the handler of one function from its configuration. Request
 // lines go to logger, EMF records to metrics (none if nil).
 func New(ctx context.Context, cfg config.Config, group httpapi.Group, logger *slog.Logger, metrics *emf.Writer) (HandlerFunc, error) {
 	api, _, err := server.Build(ctx, cfg, group, server.Host{
-		Subject: Subject(cfg.SubjectClaim), Logger: logger, Metrics: metrics,
+		Subject: Subject(cfg.SubjectClaim), RefuseSubjectHeader: AuthorizerOnly,
+		Logger: logger, Metrics: metrics,
 		Function: group.Name(), RequestAttrs: gatewayRequestID,
 	})
 	if err != nil {

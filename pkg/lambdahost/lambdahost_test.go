@@ -2,12 +2,16 @@ package lambdahost
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
+	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 )
 
@@ -51,6 +55,46 @@ func TestSubject(t *testing.T) {
 	r, _ := http.NewRequest("GET", "/", nil)
 	if _, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok {
 		t.Fatal("unexpected gateway context")
+	}
+}
+
+// TestSubjectHeaderRefused: a deployed function answers a request that
+// names its caller in X-Uds-Subject with a 400 saying that the authorizer
+// names callers, whatever the authorizer is, before the store is reached
+// (the configured endpoint answers nothing).
+func TestSubjectHeaderRefused(t *testing.T) {
+	cfg := config.Config{Endpoint: "http://127.0.0.1:1", SubjectClaim: "sub", CursorSecret: []byte("k")}
+	for _, tc := range []struct {
+		name, method, path string
+		auth               *events.APIGatewayV2HTTPRequestContextAuthorizerDescription
+		group              httpapi.Group
+	}{
+		{"no authorizer", "GET", "/rest/api/v1/data/d53065bd-f932-4841-83fb-849717d8df0f/prefs/alice", nil, httpapi.GroupKV},
+		{"JWT authorizer", "POST", "/rest/api/v1/data/d53065bd-f932-4841-83fb-849717d8df0f/prefs/alice", &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": "user-1"}}}, httpapi.GroupKV},
+		{"IAM on an admin route", "GET", "/rest/api/v1/admin/apps/d53065bd-f932-4841-83fb-849717d8df0f/users", &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/ops"}}, httpapi.GroupAdmin},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := New(context.Background(), cfg, tc.group, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := h(context.Background(), events.APIGatewayV2HTTPRequest{
+				RawPath: tc.path, Body: `{"data":1}`,
+				Headers: map[string]string{"x-uds-subject": "mallory"},
+				RequestContext: events.APIGatewayV2HTTPRequestContext{Authorizer: tc.auth,
+					HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: tc.method, Path: tc.path}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body struct{ Error, Details string }
+			_ = json.Unmarshal([]byte(res.Body), &body)
+			if res.StatusCode != 400 || body.Error != "Subject header not trusted" || body.Details != AuthorizerOnly {
+				t.Fatalf("status %d, body %s; want 400 with the authorizer's rule", res.StatusCode, res.Body)
+			}
+		})
 	}
 }
 

@@ -18,14 +18,16 @@ import (
 )
 
 // Host is what the process serving the API provides: who the caller is,
-// where request lines and metrics go, and the function's name in metric
-// dimensions.
+// and why a request naming itself in httpapi.SubjectHeader is refused
+// where that header is not trusted (empty where it is); where request
+// lines and metrics go; and the function's name in metric dimensions.
 type Host struct {
-	Subject      httpapi.SubjectFunc
-	Logger       *slog.Logger
-	RequestAttrs func(*http.Request) []slog.Attr
-	Metrics      *emf.Writer
-	Function     string
+	Subject             httpapi.SubjectFunc
+	RefuseSubjectHeader string
+	Logger              *slog.Logger
+	RequestAttrs        func(*http.Request) []slog.Attr
+	Metrics             *emf.Writer
+	Function            string
 }
 
 // Build returns the API for the given route groups and the DynamoDB client
@@ -41,14 +43,15 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 		store.WithRecomputeQuiet(cfg.RecomputeQuiet),
 		store.WithPolicySettle(store.PolicySettle(cfg.LimitsCacheTTL, cfg.RequestBudget)))
 	api := httpapi.New(st, groups, httpapi.Config{
-		Subject:         host.Subject,
-		CursorSecret:    cfg.CursorSecret,
-		DeleteAllBudget: cfg.DeleteAllBudget,
-		RequestBudget:   cfg.RequestBudget,
-		Logger:          host.Logger,
-		RequestAttrs:    host.RequestAttrs,
-		Metrics:         host.Metrics,
-		Function:        host.Function,
+		Subject:             host.Subject,
+		RefuseSubjectHeader: host.RefuseSubjectHeader,
+		CursorSecret:        cfg.CursorSecret,
+		DeleteAllBudget:     cfg.DeleteAllBudget,
+		RequestBudget:       cfg.RequestBudget,
+		Logger:              host.Logger,
+		RequestAttrs:        host.RequestAttrs,
+		Metrics:             host.Metrics,
+		Function:            host.Function,
 	})
 	return api, client, nil
 }

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/store/storetest"
+)
+
+func TestTrustsSubjectHeader(t *testing.T) {
+	on, off := true, false
+	tcp := func(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 8080} }
+	for _, tc := range []struct {
+		name    string
+		addr    net.Addr
+		setting *bool
+		want    bool
+	}{
+		{"IPv4 loopback", tcp("127.0.0.1"), nil, true},
+		{"anywhere in 127.0.0.0/8", tcp("127.20.30.40"), nil, true},
+		{"IPv6 loopback", tcp("::1"), nil, true},
+		{"every IPv4 interface", tcp("0.0.0.0"), nil, false},
+		{"every IPv6 interface", tcp("::"), nil, false},
+		{"a LAN address", tcp("192.168.1.20"), nil, false},
+		{"IPv4-mapped loopback", tcp("::ffff:127.0.0.1"), nil, true},
+		{"explicitly on, anywhere", tcp("0.0.0.0"), &on, true},
+		{"explicitly off, even on loopback", tcp("127.0.0.1"), &off, false},
+		{"not TCP", &net.UnixAddr{Name: "/tmp/uds.sock", Net: "unix"}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := trustsSubjectHeader(tc.addr, tc.setting); got != tc.want {
+				t.Errorf("trusted %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// A host name counts as the address it was listened on.
+	ln, err := net.Listen("tcp", "localhost:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if !trustsSubjectHeader(ln.Addr(), nil) {
+		t.Errorf("localhost listened on %s: not trusted", ln.Addr())
+	}
+}
+
+// TestAddressInUse: a port already taken is an error before anything is
+// built, and the server never says it listens.
+func TestAddressInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	var out bytes.Buffer
+	cfg := config.Config{Endpoint: "http://127.0.0.1:1", ListenAddr: taken.Addr().String(), LogFormat: "text"}
+	err = run(context.Background(), cfg, newLogger(&out, cfg), &out)
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("error %v, want the address in use", err)
+	}
+	if strings.Contains(out.String(), "listening") {
+		t.Errorf("printed a listening line before failing:\n%s", &out)
+	}
+}
+
+// TestLogLevelAppliesToEverything: at WARN the startup line, an INFO line
+// like the request lines, is not printed.
+func TestLogLevelAppliesToEverything(t *testing.T) {
+	var out bytes.Buffer
+	logger := newLogger(&out, config.Config{LogLevel: slog.LevelWarn, LogFormat: "json"})
+	logger.Info("UDS listening")
+	logger.Warn("kept")
+	if got := out.String(); strings.Contains(got, "listening") || !strings.Contains(got, `"msg":"kept"`) {
+		t.Errorf("at WARN: %s", got)
+	}
+}
+
+func TestReachable(t *testing.T) {
+	tcp := func(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 8080} }
+	for _, tc := range []struct {
+		name string
+		addr net.Addr
+		want string
+	}{
+		{"loopback as it is", tcp("127.0.0.1"), "127.0.0.1:8080"},
+		{"IPv6 loopback as it is", tcp("::1"), "[::1]:8080"},
+		{"every IPv4 interface", tcp("0.0.0.0"), "localhost:8080"},
+		{"every IPv6 interface", tcp("::"), "localhost:8080"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := reachable(tc.addr); got != tc.want {
+				t.Errorf("%s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEMFOnlyWhenAsked serves a request with and without UDS_EMF=1: a
+// person reading the output gets the request line, and the EMF record only
+// when asked for. Stopping ends run without an error.
+func TestEMFOnlyWhenAsked(t *testing.T) {
+	listening := regexp.MustCompile(`msg="UDS listening" url=(\S+)`)
+	for _, tc := range []struct {
+		name string
+		emf  bool
+	}{
+		{"by default, lines only", false},
+		{"UDS_EMF=1, a record after each line", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Config{
+				Tables: storetest.NewTables(t), Endpoint: os.Getenv(config.EnvDynamoDBEndpoint),
+				ListenAddr: "127.0.0.1:0", LogFormat: "text", CursorSecret: []byte("k"), EMF: tc.emf,
+			}
+			var out lockedBuffer
+			ctx, stop := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- run(ctx, cfg, newLogger(&out, cfg), &out) }()
+			var url string
+			for deadline := time.Now().Add(time.Minute); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if m := listening.FindStringSubmatch(out.String()); m != nil {
+					url = m[1]
+				}
+			}
+			if url == "" {
+				stop()
+				t.Fatalf("not listening: %v\n%s", <-done, out.String())
+			}
+			res, err := http.Get(url + "/data/d53065bd-f932-4841-83fb-849717d8df0f/quota")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			stop()
+			if err := <-done; err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			got := out.String()
+			if !strings.Contains(got, " msg=request ") || !strings.HasSuffix(got, "msg=\"UDS stopped\"\n") {
+				t.Errorf("no request line, or not stopped last:\n%s", got)
+			}
+			if strings.Contains(got, `"_aws"`) != tc.emf {
+				t.Errorf("EMF records %v, want %v:\n%s", !tc.emf, tc.emf, got)
+			}
+		})
+	}
+}
+
+// lockedBuffer takes the logger's and the EMF writer's writes, which come
+// from different goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
