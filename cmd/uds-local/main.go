@@ -38,7 +38,7 @@ import (
 func main() {
 	initOnly := flag.Bool("init-only", false, "create missing tables and exit")
 	flag.Parse()
-	cfg, err := config.FromEnv()
+	cfg, err := config.LocalFromEnv()
 	// A configuration error is logged too, by a logger made of what could
 	// be read (text at INFO where the format or level was the error).
 	logger := newLogger(os.Stdout, cfg)

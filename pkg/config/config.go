@@ -161,6 +161,34 @@ func FromEnv() (Config, error) {
 	return c, nil
 }
 
+// The local server's defaults where a deployment's would not serve a
+// person: one process serves every route and forgets its cache when it
+// changes a limit or a policy, so nothing needs caching against a local
+// engine (an admin change applies at once), and DynamoDB Local never
+// throttles, so a request needs no long budget for retries. Together they
+// bound how long a change into or out of private settles: 15 s here, a
+// minute with the deployment's defaults.
+const (
+	LocalLimitsCacheTTL = 0
+	LocalRequestBudget  = 10 * time.Second
+)
+
+// LocalFromEnv is FromEnv for the local server: its defaults where the
+// environment sets no value.
+func LocalFromEnv() (Config, error) {
+	c, err := FromEnv()
+	if err != nil {
+		return c, err
+	}
+	if os.Getenv(EnvLimitsCacheTTL) == "" {
+		c.LimitsCacheTTL = LocalLimitsCacheTTL
+	}
+	if os.Getenv(EnvRequestBudget) == "" {
+		c.RequestBudget = LocalRequestBudget
+	}
+	return c, nil
+}
+
 // logLevels are the levels UDS_LOG_LEVEL names, the stack's and Lambda's.
 var logLevels = map[string]slog.Level{
 	"DEBUG": slog.LevelDebug, "INFO": slog.LevelInfo, "WARN": slog.LevelWarn, "ERROR": slog.LevelError,
