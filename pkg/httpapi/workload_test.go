@@ -217,8 +217,8 @@ func (e *workloadEnv) real(t *testing.T, owner string) uds.Usage {
 }
 
 // watchLimits reads every owner's usage record while the workload runs:
-// a record never passes the limit. Records never under-count (checked at
-// the end), so the data never passes it either.
+// a record never passes the limit and is never negative. Records never
+// under-count (checked at the end), so the data never passes it either.
 func (e *workloadEnv) watchLimits(t *testing.T, stop <-chan struct{}) {
 	for {
 		select {
@@ -228,8 +228,11 @@ func (e *workloadEnv) watchLimits(t *testing.T, stop <-chan struct{}) {
 		}
 		for o := range workloadOwners {
 			owner := "u" + strconv.Itoa(o)
-			if u := e.recorded(t, owner); u.Items > limitItems || u.Bytes > limitBytes {
+			switch u := e.recorded(t, owner); {
+			case u.Items > limitItems || u.Bytes > limitBytes:
 				t.Errorf("%s's usage reached %+v, over the limit", owner, u)
+			case u.Items < 0 || u.Bytes < 0:
+				t.Errorf("%s's usage went negative: %+v", owner, u)
 			}
 		}
 	}

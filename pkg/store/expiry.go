@@ -87,7 +87,11 @@ const markerLife = 7 * 24 * time.Hour
 // the marker and releases nothing. Items that were never counted release
 // nothing, and neither does an item deleted before a recompute corrected
 // its owner's total (schema.AttrRecomputedAt): that total already left it
-// out.
+// out. The release holds only while the owner's usage is at least the
+// item: an item this store counted always is (usage is never under the
+// data), so a record that fails it describes an item the store never held
+// (an event replayed against another store, or made up) and releases
+// nothing, rather than driving usage below zero.
 func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.AttributeValue, removedAt time.Time) (released bool, err error) {
 	dataKey := str(old, schema.AttrDataKey)
 	app, _, _ := strings.Cut(dataKey, uds.KeyDelimiter)
@@ -107,9 +111,11 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 	}}
 	release := s.usageChange(app, who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1})
 	up := release.Update
-	up.ConditionExpression = aws.String("attribute_not_exists(#ra) OR #ra <= :removed")
+	up.ConditionExpression = aws.String("(attribute_not_exists(#ra) OR #ra <= :removed) AND #ub >= :size AND #ui >= :one")
 	up.ExpressionAttributeNames["#ra"] = schema.AttrRecomputedAt
 	up.ExpressionAttributeValues[":removed"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(removedAt.UnixMilli(), 10)}
+	up.ExpressionAttributeValues[":size"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(num(old, schema.AttrItemSize), 10)}
+	up.ExpressionAttributeValues[":one"] = &types.AttributeValueMemberN{Value: "1"}
 	refused, err := s.transact(ctx, "release expired "+dataKey, marker, release)
 	switch {
 	case err != nil:
@@ -117,7 +123,7 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 	case refused.conditionFailed(0):
 		return false, nil // released already, by an earlier delivery
 	case refused.conditionFailed(1):
-		return false, nil // left out of the total by a later recompute
+		return false, nil // left out of the total by a later recompute, or never counted
 	case refused != nil:
 		return false, failed("release expired "+dataKey, errUnexpectedCancel(refused))
 	}

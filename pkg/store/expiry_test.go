@@ -153,3 +153,47 @@ func TestTTLDeletionsBeforeARecomputeAreNotReleasedTwice(t *testing.T) {
 		t.Errorf("usage %+v, want the live item alone", u)
 	}
 }
+
+// A stream record of an item this store never counted (an event replayed
+// against another store, or made up) releases nothing: usage is never
+// driven below zero, whether the owner has no record at all or one that
+// holds less than the item.
+func TestReleaseOfAnItemNeverCountedLeavesUsageAlone(t *testing.T) {
+	ctx := context.Background()
+	f := newFaultyStore(t, 11)
+	stranger := func(owner string, size int) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{
+			schema.AttrDataKey:          &types.AttributeValueMemberS{Value: app + "|sessions|" + owner},
+			schema.AttrCreatedDate:      &types.AttributeValueMemberS{Value: "2024-01-15T10:00:00.000Z"},
+			schema.AttrCreatedBySubject: &types.AttributeValueMemberS{Value: owner},
+			schema.AttrVersion:          &types.AttributeValueMemberN{Value: "1"},
+			schema.AttrItemSize:         &types.AttributeValueMemberN{Value: fmt.Sprint(size)},
+			schema.AttrOwnerKey:         &types.AttributeValueMemberS{Value: app + "|" + owner},
+		}
+	}
+	for _, tc := range []struct {
+		name, owner string
+		size        int
+		before      func()
+		want        uds.Usage
+	}{
+		{"an owner without a usage record", "nobody", 130, func() {}, uds.Usage{}},
+		{"an owner whose usage holds less than the item", "small", 100_000, func() {
+			if _, err := f.Create(ctx, writeAs("small", key(t, "kv", "one"), `1`)); err != nil {
+				t.Fatal(err)
+			}
+		}, uds.Usage{Items: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.before()
+			before := f.recorded(t, tc.owner)
+			if released, err := f.ReleaseRemoved(ctx, stranger(tc.owner, tc.size), time.Now()); err != nil || released {
+				t.Fatalf("released %v, %v; want nothing released", released, err)
+			}
+			after := f.recorded(t, tc.owner)
+			if after != before || after.Bytes < 0 || after.Items < 0 || after.Items != tc.want.Items {
+				t.Errorf("usage %+v before, %+v after; want it untouched and never negative", before, after)
+			}
+		})
+	}
+}
