@@ -24,7 +24,9 @@ import (
 
 // TestEventsReplay replays every API Gateway event under events/, in the
 // manifest's order, through the Lambda handler of the function it belongs
-// to (the same handler main starts), against an empty store.
+// to (the same handler main starts), against an empty store. An entry
+// marked afterSettle is sent once the change into or out of private that
+// an earlier answer of the same event announced has settled.
 func TestEventsReplay(t *testing.T) {
 	cfg := config.Config{
 		Tables:          storetest.NewTables(t),
@@ -33,6 +35,8 @@ func TestEventsReplay(t *testing.T) {
 		CursorSecret:    []byte("events"),
 		LimitsCacheTTL:  time.Second,
 		DeleteAllBudget: 20 * time.Second,
+		// A short budget keeps the private change's settle time short.
+		RequestBudget: 5 * time.Second,
 	}
 	// Each event's request line and EMF record are checked too.
 	var logs, metrics bytes.Buffer
@@ -50,9 +54,10 @@ func TestEventsReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	var manifest []struct {
-		File     string `json:"file"`
-		Function string `json:"function"`
-		Status   int    `json:"status"`
+		File        string `json:"file"`
+		Function    string `json:"function"`
+		Status      int    `json:"status"`
+		AfterSettle bool   `json:"afterSettle"`
 	}
 	if err := json.Unmarshal(raw, &manifest); err != nil {
 		t.Fatal(err)
@@ -62,9 +67,15 @@ func TestEventsReplay(t *testing.T) {
 		g, _ := filepath.Glob("../../events/" + group + "/*.json")
 		files = append(files, g...)
 	}
-	if len(manifest) != len(files) {
-		t.Errorf("manifest lists %d events, events/ holds %d", len(manifest), len(files))
+	listed := map[string]bool{}
+	for _, m := range manifest {
+		listed[m.File] = true
 	}
+	if len(listed) != len(files) {
+		t.Errorf("manifest lists %d events, events/ holds %d", len(listed), len(files))
+	}
+	// settles holds, per event, when the change it announced settles.
+	settles := map[string]time.Time{}
 	for _, m := range manifest {
 		t.Run(m.File, func(t *testing.T) {
 			body, err := os.ReadFile(filepath.Join("../../events", m.File))
@@ -79,6 +90,13 @@ func TestEventsReplay(t *testing.T) {
 			if h == nil {
 				t.Fatalf("no function %q", m.Function)
 			}
+			if m.AfterSettle {
+				at, ok := settles[m.File]
+				if !ok {
+					t.Fatalf("no earlier answer of %s announced a change", m.File)
+				}
+				time.Sleep(time.Until(at) + 10*time.Millisecond)
+			}
 			logs.Reset()
 			metrics.Reset()
 			res, err := h(context.Background(), ev)
@@ -88,6 +106,13 @@ func TestEventsReplay(t *testing.T) {
 			checkObserved(t, m.Function, ev, res.StatusCode, logs.Bytes(), metrics.Bytes())
 			if res.StatusCode != m.Status {
 				t.Fatalf("status %d, want %d; body %s", res.StatusCode, m.Status, res.Body)
+			}
+			if res.StatusCode == 202 {
+				var announced struct{ Pending struct{ SettlesAt time.Time } }
+				if err := json.Unmarshal([]byte(res.Body), &announced); err != nil || announced.Pending.SettlesAt.IsZero() {
+					t.Fatalf("202 without the pending change: %s", res.Body)
+				}
+				settles[m.File] = announced.Pending.SettlesAt
 			}
 			if ev.RequestContext.HTTP.Method == "HEAD" && (res.Body != "" || res.Headers["Etag"] == "") {
 				t.Fatalf("HEAD answered a body of %d bytes and headers %v; want no body and the GET's headers", len(res.Body), res.Headers)

@@ -37,11 +37,18 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 	if err != nil {
 		return nil, nil, err
 	}
+	// A change into or out of private waits for the longest a function
+	// caches a policy and a request may take (on Lambda the function's
+	// timeout may cut a request shorter, never longer).
+	budget := cfg.RequestBudget
+	if budget <= 0 {
+		budget = config.DefaultRequestBudget
+	}
 	st := store.New(client, cfg.Tables,
 		store.WithDefaultLimits(uds.Limits{Bytes: cfg.DefaultLimitBytes, Items: cfg.DefaultLimitItems}),
 		store.WithLimitsTTL(cfg.LimitsCacheTTL),
 		store.WithRecomputeQuiet(cfg.RecomputeQuiet),
-		store.WithPolicySettle(store.PolicySettle(cfg.LimitsCacheTTL, cfg.RequestBudget)))
+		store.WithPolicySettle(store.PolicySettle(cfg.LimitsCacheTTL, budget)))
 	api := httpapi.New(st, groups, httpapi.Config{
 		Subject:             host.Subject,
 		RefuseSubjectHeader: host.RefuseSubjectHeader,
