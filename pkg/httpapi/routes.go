@@ -380,9 +380,16 @@ func match(pat, segs []string) (params, bool) {
 	return p, len(segs) == len(pat)
 }
 
+// notFound answers 404 with the served route nearest to the request
+// (nearest.go), repeating at most echoMaxBytes of the client's method and
+// of its path.
 func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
 	observationFrom(r.Context()).noteError(http.StatusNotFound, "Route not found", nil)
-	writeJSON(w, http.StatusNotFound, errorBody{Error: "Route not found", Details: r.Method + " " + r.URL.Path + " is not a UDS route" + a.servedBy(), Timestamp: now()})
+	details := truncate(r.Method, echoMaxBytes) + " " + truncate(r.URL.Path, echoMaxBytes) + " is not a UDS route" + a.servedBy()
+	if near := nearestRoute(a.groups, r.Method, r.URL.EscapedPath()); near != "" {
+		details += "; did you mean " + near + "?"
+	}
+	writeJSON(w, http.StatusNotFound, errorBody{Error: "Route not found", Details: details, Timestamp: now()})
 }
 
 func (a *API) servedBy() string {
