@@ -72,7 +72,7 @@ reset: engine-down
 	fi
 	rm -rf .data/dynamodb
 
-test: test-go test-infra
+test: lint-openapi test-go test-infra
 
 test-go: engine
 	$(ENGINE) -- go test -race -count=1 ./...
