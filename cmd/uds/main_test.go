@@ -63,6 +63,36 @@ func TestUsageAndExitStatus(t *testing.T) {
 	}
 }
 
+// TestErrorsHaveOnePrefix checks that a failed command's message starts
+// with "uds COMMAND: " and goes on with what went wrong, without a second
+// prefix from the client ("uds get: uds: 404 ..." before).
+func TestErrorsHaveOnePrefix(t *testing.T) {
+	srv := apitest.Server(t, 10*time.Second)
+	if code, _, errOut := uds(t, srv, `{"v":1}`, "create", app, "ns", "taken"); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // what follows "uds COMMAND: "
+	}{
+		{"get: an answer of the API", []string{"get", app, "ns", "missing"}, 1, "404 Key not found\n"},
+		{"create: an answer of the API", []string{"create", app, "ns", "taken", "--data", "1"}, 1, "409 Key already exists\n"},
+		{"put: an answer of the API", []string{"put", app, "ns", "taken", "--data", "2", "--if-match", `"9-x"`}, 1, "412 Precondition failed"},
+		{"set-quota: an answer of the API", []string{"set-quota", "not-an-app", "--items", "1"}, 1, "400 Invalid applicationUuid: "},
+		{"users: the client's own error", []string{"users", app, "--endpoint", "ftp://example.com"}, 2, `endpoint "ftp://example.com" is not an http(s) URL`},
+		{"ls: no connection", []string{"ls", app, "ns", "list", "--endpoint", "http://127.0.0.1:1"}, 1, `Get "http://127.0.0.1:1/rest/api/v1/data/`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := uds(t, srv, "", tc.args...)
+			if want := "uds " + tc.args[0] + ": " + tc.want; code != tc.code || !strings.HasPrefix(stderr, want) {
+				t.Errorf("exit %d, stderr %q; want %d and a message starting %q", code, stderr, tc.code, want)
+			}
+		})
+	}
+}
+
 // TestCommandHelp runs --help for every command: it prints the command's
 // usage to standard output and exits 0, without calling the API.
 func TestCommandHelp(t *testing.T) {
@@ -88,7 +118,7 @@ func TestAWSConfigurationFailure(t *testing.T) {
 		t.Setenv(name, value)
 	}
 	code, _, stderr := uds(t, "http://127.0.0.1:1", "", "--sigv4", "users", app)
-	if code != 1 || !strings.Contains(stderr, "no AWS region") {
+	if code != 1 || !strings.HasPrefix(stderr, "uds users: no AWS region") {
 		t.Errorf("exit %d, stderr %q; want 1 and the missing region named", code, stderr)
 	}
 }

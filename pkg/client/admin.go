@@ -220,7 +220,7 @@ func (c *Client) settlePolicy(ctx context.Context, r request, progress []func(Po
 			return out, err
 		}
 		if out.Pending == nil {
-			return out, fmt.Errorf("client: %s %s answered 202 without the pending change", r.method, r.path)
+			return out, fmt.Errorf("%s %s answered 202 without the pending change", r.method, r.path)
 		}
 		for _, f := range progress {
 			f(out)

@@ -64,7 +64,7 @@ func WithRetries(n int, backoff time.Duration) Option {
 func New(endpoint string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimSuffix(endpoint, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("client: endpoint %q is not an http(s) URL", endpoint)
+		return nil, fmt.Errorf("endpoint %q is not an http(s) URL", endpoint)
 	}
 	c := &Client{
 		base: u.String(), http: &http.Client{Timeout: 60 * time.Second},
@@ -254,7 +254,7 @@ func (c *Client) call(ctx context.Context, r request, out any, ok ...int) (respo
 		return res, err
 	}
 	if err := json.Unmarshal(res.body, out); err != nil {
-		return res, fmt.Errorf("client: %s %s answered %d with a body that is not the expected JSON: %w", r.method, r.path, res.status, err)
+		return res, fmt.Errorf("%s %s answered %d with a body that is not the expected JSON: %w", r.method, r.path, res.status, err)
 	}
 	return res, nil
 }
@@ -267,7 +267,7 @@ func jsonBody(v any) ([]byte, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("client: encode the request body: %w", err)
+		return nil, fmt.Errorf("encode the request body: %w", err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

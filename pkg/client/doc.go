@@ -32,7 +32,9 @@
 //
 // Errors from the API are *APIError values, matched with errors.Is against
 // ErrNotFound, ErrConflict, ErrPreconditionFailed, ErrQuotaExceeded,
-// ErrInvalid and the others; errors.As gives the server's details.
+// ErrInvalid and the others; errors.As gives the server's details. No error
+// text names this package or UDS ("404 Key not found: ..."): the caller
+// adds what it was doing, once.
 //
 // Retries: requests are sent again, with exponential backoff and full
 // jitter, honouring Retry-After (seconds or an HTTP date) and bounded by

@@ -3,8 +3,8 @@ package client
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -62,8 +62,11 @@ type Violation struct {
 	Message          string `json:"message"`
 }
 
+// Error is the status, the server's message and its details: "404 Key not
+// found: ...". Like every error of this package it names no package or
+// program: the caller says what it was doing ("uds get: 404 Key not found").
 func (e *APIError) Error() string {
-	msg := fmt.Sprintf("uds: %d", e.Status)
+	msg := strconv.Itoa(e.Status)
 	if e.Message != "" {
 		msg += " " + e.Message
 	}

@@ -123,7 +123,7 @@ func importBody(records []Record) ([]byte, error) {
 	}
 	js.WriteString("]}")
 	if size > MaxImportBytes {
-		return nil, fmt.Errorf("client: %d records take %d bytes of JSON, more than one import request takes (MaxImportBytes, %d): send fewer at a time", len(records), size, MaxImportBytes)
+		return nil, fmt.Errorf("%d records take %d bytes of JSON, more than one import request takes (MaxImportBytes, %d): send fewer at a time", len(records), size, MaxImportBytes)
 	}
 	var z bytes.Buffer
 	zw := gzip.NewWriter(&z)

@@ -40,21 +40,21 @@ func WithSigV4(cfg aws.Config, region string) Option {
 func DefaultSigV4(ctx context.Context, region string) (Option, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("client: load AWS configuration: %w", err)
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	if region == "" && cfg.Region == "" {
-		return nil, fmt.Errorf("client: no AWS region: set AWS_REGION or pass one")
+		return nil, fmt.Errorf("no AWS region: set AWS_REGION or pass one")
 	}
 	return WithSigV4(cfg, region), nil
 }
 
 func (s *sigV4) sign(ctx context.Context, req *http.Request, body []byte) error {
 	if s.credentials == nil {
-		return fmt.Errorf("client: SigV4 without credentials")
+		return fmt.Errorf("SigV4 without credentials")
 	}
 	creds, err := s.credentials.Retrieve(ctx)
 	if err != nil {
-		return fmt.Errorf("client: AWS credentials: %w", err)
+		return fmt.Errorf("AWS credentials: %w", err)
 	}
 	sum := sha256.Sum256(body)
 	return s.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "execute-api", s.region, time.Now())
