@@ -275,6 +275,6 @@ func export(e *env, args []string) error {
 		n++
 		e.progress.count("exported", "records", n)
 	}
-	e.progress.final("exported", "records", n)
+	e.progress.final(fmt.Sprintf("exported %d records", n))
 	return nil
 }

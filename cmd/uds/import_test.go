@@ -106,3 +106,43 @@ func TestImportRequestsFitLambda(t *testing.T) {
 		})
 	}
 }
+
+// TestImportSays checks what uds import tells on standard error: how many
+// records it imported, skipped as already present, found expired and
+// found in conflict, not how many it sent.
+func TestImportSays(t *testing.T) {
+	srv := apitest.Server(t, 10*time.Second)
+	record := func(id string, version int, expiresAt string) string {
+		rec := fmt.Sprintf(`{"namespace":"n","id":%q,"owner":"alice","data":{"v":%d},"createdBySubject":"alice","updatedBySubject":"alice","version":%d`, id, version, version)
+		if expiresAt != "" {
+			rec += fmt.Sprintf(`,"expiresAt":%q`, expiresAt)
+		}
+		return rec + "}\n"
+	}
+	three := record("a", 1, "") + record("b", 1, "") + record("c", 1, "")
+	for i, tc := range []struct {
+		name    string
+		before  string // imported first
+		records string
+		code    int
+		says    string
+	}{
+		{"into an empty app", "", three, 0, "3 records: imported 3, skipped 0 already present, expired 0, conflicts 0\n"},
+		{"the same again", three, three, 0, "3 records: imported 0, skipped 3 already present, expired 0, conflicts 0\n"},
+		{"one of each", three, record("a", 1, "") + record("b", 2, "") + record("d", 1, "") + record("e", 1, "2001-01-01T00:00:00.000Z"), 1,
+			"4 records: imported 1, skipped 1 already present, expired 1, conflicts 1\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := fmt.Sprintf("d53065bd-f932-4841-83fb-%012d", i)
+			if tc.before != "" {
+				if code, _, stderr := uds(t, srv, tc.before, "import", app); code != 0 {
+					t.Fatalf("importing the records before: exit %d, %s", code, stderr)
+				}
+			}
+			code, _, stderr := uds(t, srv, tc.records, "import", app)
+			if code != tc.code || !strings.HasPrefix(stderr, tc.says) {
+				t.Errorf("exit %d, stderr %q; want %d and %q first", code, stderr, tc.code, tc.says)
+			}
+		})
+	}
+}

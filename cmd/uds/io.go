@@ -59,7 +59,8 @@ func importRecords(e *env, args []string) error {
 		total.Imported, total.Skipped, total.Expired = total.Imported+res.Imported, total.Skipped+res.Skipped, total.Expired+res.Expired
 		sent += len(batch)
 		batch, size = batch[:0], 0
-		e.progress.count("imported", "records", sent)
+		// Sent, not imported: what became of them is told at the end.
+		e.progress.count("sent", "records", sent)
 		return nil
 	}
 	for sc.Scan() {
@@ -92,7 +93,8 @@ func importRecords(e *env, args []string) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	e.progress.final("imported", "records", sent)
+	e.progress.final(fmt.Sprintf("%d records: imported %d, skipped %d already present, expired %d, conflicts %d",
+		sent, total.Imported, total.Skipped, total.Expired, len(total.Conflicts)))
 	if total.Conflicts == nil {
 		total.Conflicts = []client.Conflict{}
 	}
@@ -138,9 +140,9 @@ func (p *progress) count(verb, what string, n int) {
 	p.line(fmt.Sprintf("%s %d %s", verb, n, what))
 }
 
-// final reports the total of long work.
-func (p *progress) final(verb, what string, n int) {
-	p.line(fmt.Sprintf("%s %d %s", verb, n, what))
+// final reports what long work came to.
+func (p *progress) final(s string) {
+	p.line(s)
 	p.done()
 }
 
