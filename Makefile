@@ -94,7 +94,8 @@ soak: engine
 		-workload-ops=$(SOAK_OPS) -workload-rounds=$(SOAK_ROUNDS)
 
 # The command line: uds get|create|put|rm|ls|rm-list|quota|users|apps|
-# set-quota|recompute|export|import (bin/uds --help).
+# set-quota|recompute|export|import|policy|set-policy|strays|rm-strays
+# (bin/uds --help).
 uds:
 	go build -o bin/uds ./cmd/uds
 

@@ -53,6 +53,16 @@ var commands = map[string]command{
 			fs.String("file", "", "read the records from this file (default: standard input)")
 		},
 		run: importRecords},
+	"policy": {args: "APP NAMESPACE", short: "a namespace's policy: access, schema, a change under way (admin)", min: 2, max: 2, run: policy},
+	"set-policy": {args: "APP NAMESPACE", short: "set a namespace's policy; a change into or out of private waits until it completes (admin)", min: 2, max: 2,
+		flags: func(fs *flag.FlagSet) {
+			fs.String("access", "", "shared, private or owner-write")
+			fs.String("schema", "", "a file holding the JSON Schema every write's data must match (default: none)")
+			fs.Bool("clear", false, "restore the defaults: shared, no schema")
+		},
+		run: setPolicy},
+	"strays":    {args: "APP NAMESPACE", short: "the namespace's items no data route reaches (in the key space its policy does not use), as NDJSON records (admin)", min: 2, max: 2, run: strays},
+	"rm-strays": {args: "APP NAMESPACE", short: "remove the namespace's strays, releasing their usage (admin)", min: 2, max: 2, run: removeStrays},
 }
 
 // key builds an item key from positional arguments.

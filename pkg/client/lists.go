@@ -58,15 +58,26 @@ func (c *Client) List(ctx context.Context, list Key, q ListQuery) iter.Seq2[Item
 // returns the items removed in the rounds cut short, as the server counted
 // them (the last round does not say).
 func (c *Client) DeleteList(ctx context.Context, list Key) (int, error) {
+	return c.deleteInRounds(ctx, list.path()+"/list")
+}
+
+// deleteInRounds sends a DELETE that the server may cut short (503 with
+// how many it deleted) until it is done, and returns how many were deleted
+// in the rounds cut short and, where the last answer says (200
+// {"removed": n}), in the last.
+func (c *Client) deleteInRounds(ctx context.Context, path string) (int, error) {
 	deleted, failures := 0, 0
 	for {
-		_, err := c.do(ctx, request{method: http.MethodDelete, path: list.path() + "/list", retry: unsent}, http.StatusNoContent)
+		var last struct {
+			Removed int `json:"removed"`
+		}
+		_, err := c.call(ctx, request{method: http.MethodDelete, path: path, retry: unsent}, &last, http.StatusNoContent, http.StatusOK)
 		var apiErr *APIError
 		// A round cut short is no failure: its pause does not grow.
 		attempt := 0
 		switch {
 		case err == nil:
-			return deleted, nil
+			return deleted + last.Removed, nil
 		case errors.As(err, &apiErr) && apiErr.Deleted != nil:
 			// A round the server's time budget cut short: on a busy
 			// table it may have deleted nothing yet, and the next

@@ -70,8 +70,9 @@ func (a *API) listStrays(w http.ResponseWriter, r *http.Request, p params) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// removeStrays removes a namespace's strays within the delete-all budget;
-// past it the answer says how many it removed (503, Retry-After).
+// removeStrays removes a namespace's strays within the delete-all budget
+// and answers how many: 200 {"removed": n}, or past the budget 503 with
+// how many it deleted and Retry-After, to be repeated.
 func (a *API) removeStrays(w http.ResponseWriter, r *http.Request, p params) {
 	app, namespace, err := appAndNamespace(p)
 	if err != nil {
@@ -91,5 +92,7 @@ func (a *API) removeStrays(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, struct {
+		Removed int `json:"removed"`
+	}{n})
 }

@@ -22,14 +22,23 @@ import (
 // the server answer 503 with partial progress, as on Lambda for big lists).
 func Server(t testing.TB, deleteAllBudget time.Duration) string {
 	t.Helper()
+	url, _ := ServerOver(t, deleteAllBudget)
+	return url
+}
+
+// ServerOver is Server, also returning the tables it serves, for tests
+// that set up what the API itself never writes.
+func ServerOver(t testing.TB, deleteAllBudget time.Duration) (string, store.Tables) {
+	t.Helper()
+	tables := storetest.NewTables(t)
 	// Policies are not cached either, so a change into or out of private
 	// has only requests in flight to wait for: it settles in a moment.
-	st := store.New(storetest.Client(t), storetest.NewTables(t), store.WithRecomputeQuiet(0), store.WithLimitsTTL(0),
+	st := store.New(storetest.Client(t), tables, store.WithRecomputeQuiet(0), store.WithLimitsTTL(0),
 		store.WithPolicySettle(100*time.Millisecond))
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("api tests"), DeleteAllBudget: deleteAllBudget,
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, tables
 }

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/udsproject/uds/pkg/client"
+)
+
+// Namespace policies and the repair of a namespace's strays (admin).
+
+func policy(e *env, args []string) error {
+	p, err := e.c.Policy(e.ctx, args[0], args[1])
+	if err != nil {
+		return err
+	}
+	return e.writeJSON(p)
+}
+
+// setPolicy sets a namespace's policy, or with --clear restores the
+// defaults. A change into or out of private is announced first; the client
+// waits until it settles and completes it, and this says so while it
+// waits.
+func setPolicy(e *env, args []string) error {
+	waiting := func(p client.Policy) {
+		e.progress.note(fmt.Sprintf("the change to %s is announced; writes to %s wait until it completes at %s (in %s)",
+			p.Pending.Access, args[1], p.Pending.SettlesAt.Format(time.RFC3339), time.Until(p.Pending.SettlesAt).Round(time.Second)))
+	}
+	if e.flag("clear") == "true" {
+		if e.flag("access") != "" || e.flag("schema") != "" {
+			return usageError("--clear takes neither --access nor --schema")
+		}
+		return e.c.DeletePolicy(e.ctx, args[0], args[1], waiting)
+	}
+	p := client.Policy{Access: e.flag("access")}
+	if p.Access == "" {
+		return usageError("--access is required: shared, private or owner-write (or --clear)")
+	}
+	if file := e.flag("schema"); file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		if !json.Valid(b) {
+			return usageError("%s is not JSON", file)
+		}
+		p.Schema = b
+	}
+	out, err := e.c.SetPolicy(e.ctx, args[0], args[1], p, waiting)
+	if err != nil {
+		return err
+	}
+	return e.writeJSON(out)
+}
+
+func strays(e *env, args []string) error {
+	n := 0
+	for rec, err := range e.c.Strays(e.ctx, args[0], args[1]) {
+		if err != nil {
+			return err
+		}
+		if err := e.writeJSON(rec); err != nil {
+			return err
+		}
+		n++
+		e.progress.count("listed", "strays", n)
+	}
+	e.progress.final(fmt.Sprintf("listed %d strays", n))
+	return nil
+}
+
+func removeStrays(e *env, args []string) error {
+	e.progress.note("removing the namespace's strays (many take several requests)")
+	n, err := e.c.RemoveStrays(e.ctx, args[0], args[1])
+	if err != nil {
+		return err
+	}
+	e.progress.final(fmt.Sprintf("removed %d strays", n))
+	return nil
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
+	"github.com/udsproject/uds/pkg/store/storetest"
+)
+
+// TestPolicyCommands sets, shows and clears policies, a change into
+// private waiting until it completes, and repairs a namespace whose items
+// sit in the key space its policy does not use.
+func TestPolicyCommands(t *testing.T) {
+	srv, tables := apitest.ServerOver(t, 10*time.Second)
+	schema := filepath.Join(t.TempDir(), "schema.json")
+	if err := os.WriteFile(schema, []byte(`{"type":"object","required":["title"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("set-policy into private waits and completes", func(t *testing.T) {
+		code, out, errOut := uds(t, srv, "", "set-policy", app, "mine", "--access", "private")
+		if code != 0 || !strings.Contains(out, `"access":"private"`) || strings.Contains(out, "pending") ||
+			!strings.Contains(errOut, "the change to private is announced") {
+			t.Errorf("set-policy: %d %q %q", code, out, errOut)
+		}
+		if code, out, _ := uds(t, srv, "", "policy", app, "mine"); code != 0 || !strings.Contains(out, `"access":"private"`) {
+			t.Errorf("policy: %d %q", code, out)
+		}
+	})
+	t.Run("set-policy with a schema, then --clear", func(t *testing.T) {
+		if code, out, errOut := uds(t, srv, "", "set-policy", app, "posts", "--access", "owner-write", "--schema", schema); code != 0 ||
+			!strings.Contains(out, `"required":["title"]`) || errOut != "" {
+			t.Errorf("set-policy: %d %q %q", code, out, errOut)
+		}
+		if code, _, errOut := uds(t, srv, "", "set-policy", app, "posts", "--clear"); code != 0 {
+			t.Errorf("--clear: %d %s", code, errOut)
+		}
+		if code, out, _ := uds(t, srv, "", "policy", app, "posts"); code != 0 || !strings.Contains(out, `"access":"shared"`) {
+			t.Errorf("after --clear: %d %q", code, out)
+		}
+	})
+	t.Run("usage errors", func(t *testing.T) {
+		for _, args := range [][]string{{"set-policy", app, "x"}, {"set-policy", app, "x", "--clear", "--access", "private"}} {
+			if code, _, errOut := uds(t, srv, "", args...); code != 2 {
+				t.Errorf("%v: %d %s", args, code, errOut)
+			}
+		}
+	})
+	t.Run("strays", func(t *testing.T) {
+		for _, id := range []string{"a", "b"} {
+			if code, _, errOut := uds(t, srv, `{"v":1}`, "--subject", "alice", "create", app, "notes", id); code != 0 {
+				t.Fatal(errOut)
+			}
+		}
+		// The namespace turns private behind the API's back: its items are
+		// now strays, and no change of its policy is possible.
+		_, err := storetest.Client(t).PutItem(context.Background(), &dynamodb.PutItemInput{
+			TableName: aws.String(tables.Namespaces),
+			Item: map[string]types.AttributeValue{
+				"app": &types.AttributeValueMemberS{Value: app}, "namespace": &types.AttributeValueMemberS{Value: "notes"},
+				"access": &types.AttributeValueMemberS{Value: "private"}, "policyVersion": &types.AttributeValueMemberN{Value: "1"},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errOut := uds(t, srv, "", "set-policy", app, "notes", "--access", "shared"); code != 1 || !strings.Contains(errOut, "409") {
+			t.Errorf("a change over strays: %d %s", code, errOut)
+		}
+		code, out, errOut := uds(t, srv, "", "strays", app, "notes")
+		if code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"owner":"alice"`) || !strings.Contains(errOut, "listed 2 strays") {
+			t.Errorf("strays: %d %q %q", code, out, errOut)
+		}
+		if code, _, errOut := uds(t, srv, "", "rm-strays", app, "notes"); code != 0 || !strings.Contains(errOut, "removed 2 strays") {
+			t.Errorf("rm-strays: %d %q", code, errOut)
+		}
+		if code, out, _ := uds(t, srv, "", "quota", app, "alice"); code != 0 || !strings.Contains(out, `"usedItems":0`) {
+			t.Errorf("alice's usage after the strays went: %d %q", code, out)
+		}
+		if code, out, errOut := uds(t, srv, "", "set-policy", app, "notes", "--access", "shared"); code != 0 || !strings.Contains(out, `"access":"shared"`) {
+			t.Errorf("the change after the repair: %d %q %q", code, out, errOut)
+		}
+	})
+}
