@@ -78,52 +78,73 @@ func (a *API) export(w http.ResponseWriter, r *http.Request, p params) {
 		return
 	}
 	page, err := a.store.Export(r.Context(), q)
+	var cursor string
+	if err == nil && page.Next != nil {
+		cursor, err = a.sealPosition(exportBinding(app), page.Next)
+	}
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
-	out := exportJSON{Records: make([]recordJSON, len(page.Records))}
-	for i := range page.Records {
-		out.Records[i] = toRecordJSON(&page.Records[i])
-	}
-	if page.Next != nil {
-		pos, err := json.Marshal(page.Next)
-		if err != nil {
-			a.fail(w, r, err, nil)
-			return
-		}
-		out.Cursor = a.cursors.Seal(exportBinding(app), string(pos))
+	answerRecords(w, r, page.Records, cursor)
+}
+
+// answerRecords answers a page of records (an export's, a namespace's
+// strays) with its sealed cursor, "" on the last page.
+func answerRecords(w http.ResponseWriter, r *http.Request, records []uds.Record, cursor string) {
+	out := exportJSON{Records: make([]recordJSON, len(records)), Cursor: cursor}
+	for i := range records {
+		out.Records[i] = toRecordJSON(&records[i])
 	}
 	observationFrom(r.Context()).noteExport(len(out.Records))
 	writeJSON(w, http.StatusOK, out)
 }
 
-func exportBinding(app string) string { return "export\x00" + app }
+// sealPosition seals a paged read's position into its cursor.
+func (a *API) sealPosition(binding string, pos any) (string, error) {
+	b, err := json.Marshal(pos)
+	if err != nil {
+		return "", err
+	}
+	return a.cursors.Seal(binding, string(b)), nil
+}
 
-// exportQuery parses limit (1..1000, default 1000) and cursor.
-func (a *API) exportQuery(r *http.Request, app string) (store.ExportQuery, error) {
-	q := store.ExportQuery{App: app, Limit: exportLimit, MaxBytes: maxPageBytes, RecordBytes: recordPayloadBytes}
-	// Half the request's time goes to reading owners; the rest is margin
-	// for the owner in hand, retries and the answer.
+// recordsQuery parses a paged read of records: limit (1..1000, default
+// 1000) and a cursor sealed to binding, whose position goes into after;
+// and the instant half the request's time is gone, when the page should
+// end (the rest is margin for the work in hand, retries and the answer).
+func (a *API) recordsQuery(r *http.Request, binding, what string, after any) (limit int, deadline time.Time, err error) {
+	limit = exportLimit
 	if dl, ok := r.Context().Deadline(); ok {
-		q.Deadline = time.Now().Add(time.Until(dl) / 2)
+		deadline = time.Now().Add(time.Until(dl) / 2)
 	}
 	params, err := query(r)
 	if err != nil {
-		return q, err
+		return 0, deadline, err
 	}
 	if params.Get("limit") != "" {
-		if q.Limit, err = pageLimit(params); err != nil {
-			return q, err
+		if limit, err = pageLimit(params); err != nil {
+			return 0, deadline, err
 		}
 	}
 	if c := params.Get("cursor"); c != "" {
-		pos, err := a.cursors.Open(exportBinding(app), c)
-		if err != nil || json.Unmarshal([]byte(pos), &q.After) != nil {
-			return q, uds.Invalid("cursor", "was not issued for this app's export")
+		pos, err := a.cursors.Open(binding, c)
+		if err != nil || json.Unmarshal([]byte(pos), after) != nil {
+			return 0, deadline, uds.Invalid("cursor", "was not issued for %s", what)
 		}
 	}
-	return q, nil
+	return limit, deadline, nil
+}
+
+func exportBinding(app string) string { return "export\x00" + app }
+
+// exportQuery parses limit (1..1000, default 1000) and cursor; half the
+// request's time goes to reading owners.
+func (a *API) exportQuery(r *http.Request, app string) (store.ExportQuery, error) {
+	q := store.ExportQuery{App: app, MaxBytes: maxPageBytes, RecordBytes: recordPayloadBytes}
+	var err error
+	q.Limit, q.Deadline, err = a.recordsQuery(r, exportBinding(app), "this app's export", &q.After)
+	return q, err
 }
 
 // maxImportBodyBytes bounds an import request: Lambda takes at most 6 MB.

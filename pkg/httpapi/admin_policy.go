@@ -63,13 +63,18 @@ func appAndNamespace(p params) (app, namespace string, err error) {
 	return app, namespace, err
 }
 
-func (a *API) getPolicy(w http.ResponseWriter, r *http.Request, p params) {
-	app, namespace, err := appAndNamespace(p)
-	if err != nil {
-		a.fail(w, r, err, nil)
+// namespaceInEffect names the namespace a route addresses and reads its
+// policy in effect, strongly consistent.
+func (a *API) namespaceInEffect(r *http.Request, p params) (app, namespace string, pol uds.Policy, err error) {
+	if app, namespace, err = appAndNamespace(p); err != nil {
 		return
 	}
-	pol, err := a.store.StoredPolicy(r.Context(), app, namespace)
+	pol, err = a.store.StoredPolicy(r.Context(), app, namespace)
+	return
+}
+
+func (a *API) getPolicy(w http.ResponseWriter, r *http.Request, p params) {
+	app, namespace, pol, err := a.namespaceInEffect(r, p)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return

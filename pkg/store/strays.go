@@ -43,8 +43,13 @@ type StrayQuery struct {
 	Private bool
 	After   StrayPosition
 	Limit   int
-	// Deadline, when set, ends the page once passed (if it read
-	// anything), so that a large table is answered in pages in time.
+	// MaxBytes bounds the page as RecordBytes (required) measures it: the
+	// page ends, after at least one record, before a record that would
+	// pass it.
+	MaxBytes    int
+	RecordBytes func(*uds.Record) int
+	// Deadline, when set, ends the page once passed, so that a large
+	// table is answered in pages in time.
 	Deadline time.Time
 }
 
@@ -59,6 +64,7 @@ type StrayPage struct {
 // are gone, and their removal releases them.
 func (s *Store) Strays(ctx context.Context, q StrayQuery) (StrayPage, error) {
 	var page StrayPage
+	size := 0
 	tables := []bool{false, true}
 	if q.After.List {
 		tables = tables[1:] // the page starts in the list table
@@ -69,6 +75,9 @@ func (s *Store) Strays(ctx context.Context, q StrayQuery) (StrayPage, error) {
 		if list == q.After.List {
 			start = q.After
 		}
+		// last is where the next page goes on: after the last record
+		// taken in this table, or from where this table's scan started.
+		last := start
 		err := s.scanStrays(ctx, q, start, func(it map[string]types.AttributeValue, key uds.Key, at StrayPosition) bool {
 			if expired(it, now) {
 				return true
@@ -78,7 +87,13 @@ func (s *Store) Strays(ctx context.Context, q StrayQuery) (StrayPage, error) {
 				return true // not readable: not listed, still removable
 			}
 			who, _ := owner(q.App, it)
-			page.Records = append(page.Records, uds.Record{Item: data, Owner: who})
+			rec := uds.Record{Item: data, Owner: who}
+			n := q.RecordBytes(&rec)
+			if len(page.Records) > 0 && size+n > q.MaxBytes {
+				page.Next = &last
+				return false
+			}
+			page.Records, size, last = append(page.Records, rec), size+n, at
 			if len(page.Records) == q.Limit {
 				page.Next = &at
 				return false
