@@ -96,6 +96,9 @@ type Config struct {
 	// Function names the function in metric dimensions ("kv", "list",
 	// "admin", or "local").
 	Function string
+	// Now is the clock a write's ttl and expiresAt are taken against
+	// (time.Now if nil); it should be the store's (store.WithClock).
+	Now func() time.Time
 }
 
 // answerMargin is kept free before a deadline the host sets (the Lambda
@@ -117,6 +120,7 @@ type API struct {
 	requestAttrs func(*http.Request) []slog.Attr
 	metrics      *emf.Writer
 	function     string
+	now          func() time.Time
 }
 
 // New returns the handler for the given route groups.
@@ -126,6 +130,9 @@ func New(st Store, groups Group, c Config) *API {
 	}
 	if c.RequestBudget <= 0 {
 		c.RequestBudget = config.DefaultRequestBudget
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return &API{
 		store:   st,
@@ -140,6 +147,7 @@ func New(st Store, groups Group, c Config) *API {
 		requestAttrs: c.RequestAttrs,
 		metrics:      c.Metrics,
 		function:     c.Function,
+		now:          c.Now,
 	}
 }
 

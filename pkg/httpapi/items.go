@@ -90,7 +90,7 @@ func (a *API) writeItem(w http.ResponseWriter, r *http.Request, p params, status
 		}
 		write.IfMatch = sc.guard(write.IfMatch)
 	}
-	if err = readWrite(r, &write); err == nil {
+	if err = readWrite(r, &write, a.now()); err == nil {
 		err = a.checkData(&sc, write.Data)
 	}
 	if err != nil {

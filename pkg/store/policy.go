@@ -19,7 +19,7 @@ import (
 // eventually consistent and cached like limits, or the default (shared, no
 // schema) when none is set.
 func (s *Store) Policy(ctx context.Context, app, namespace string) (uds.Policy, error) {
-	return s.policies.get(app+uds.KeyDelimiter+namespace, func() (uds.Policy, error) {
+	return s.policies.get(s.now(), app+uds.KeyDelimiter+namespace, func() (uds.Policy, error) {
 		return s.readPolicy(ctx, app, namespace, false)
 	})
 }
@@ -87,7 +87,7 @@ func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Poli
 			}
 		}
 		next := p
-		next.Version, next.Updated = current.Version+1, writeTime()
+		next.Version, next.Updated = current.Version+1, s.writeTime()
 		names := map[string]string{
 			"#a": schema.AttrAccess, "#js": schema.AttrJSONSchema, "#pv": schema.AttrPolicyVersion, "#ud": schema.AttrUpdatedDate,
 		}
@@ -156,7 +156,7 @@ func (s *Store) holdsData(ctx context.Context, app, namespace string) (bool, err
 		firstErr error
 	)
 	prefix := app + uds.KeyDelimiter + namespace + uds.KeyDelimiter
-	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	now := strconv.FormatInt(s.now().UnixMilli(), 10)
 	for _, table := range []string{s.tables.Data, s.tables.List} {
 		for segment := range scanSegments {
 			wg.Add(1)

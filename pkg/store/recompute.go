@@ -43,7 +43,7 @@ func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed
 		if err != nil {
 			return uds.Recomputed{}, err
 		}
-		summed := time.Now()
+		summed := s.now()
 		if len(gone) > 0 && attempt == 0 {
 			// Expired items still stored are removed (and released)
 			// first, so that the usage answered is what the live items
@@ -60,7 +60,7 @@ func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed
 			return uds.Recomputed{Quota: q, Applied: true}, nil
 		}
 		lastWrite := time.UnixMilli(num(record, schema.AttrLastWrite))
-		if wait := s.recomputeQuiet - time.Since(lastWrite); wait > 0 {
+		if wait := s.recomputeQuiet - s.now().Sub(lastWrite); wait > 0 {
 			return uds.Recomputed{Quota: q, Drift: drift, RetryAfter: wait}, nil
 		}
 		refused, err := s.transact(ctx, op, s.storeUsage(app, user, record, actual, summed))
@@ -136,7 +136,7 @@ func (s *Store) ownedItems(ctx context.Context, app, user string) (held uds.Usag
 		wg   sync.WaitGroup
 		errs [2]error
 	)
-	now := time.Now()
+	now := s.now()
 	// The index holds the table's keys, so the list table's sort key too.
 	for i, t := range []struct{ name, projection string }{{s.tables.Data, "#k, #o, #z, #xm"}, {s.tables.List, "#k, #s, #o, #z, #xm"}} {
 		wg.Add(1)

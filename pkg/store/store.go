@@ -35,6 +35,12 @@ type Store struct {
 	limits         ttlCache[uds.Limits]
 	policies       ttlCache[uds.Policy]
 	recomputeQuiet time.Duration
+	// now is the store's clock: every instant it stores or compares
+	// (audit dates, expiry, the quiet period, cache lifetimes) is read
+	// from it. Only the export deadline, which the host sets in real
+	// time, and the release markers' lifetime, which DynamoDB's TTL
+	// keeps, are not.
+	now func() time.Time
 }
 
 // DefaultLimitsTTL is how long limits and namespace policies are cached
@@ -59,9 +65,14 @@ func WithLimitsTTL(d time.Duration) Option {
 // owner index's propagation lag.
 func WithRecomputeQuiet(d time.Duration) Option { return func(s *Store) { s.recomputeQuiet = d } }
 
+// WithClock replaces time.Now as the store's clock. Tests move it ahead to
+// expire items and end quiet periods at once, however long their writes
+// took.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
 // New returns a Store over client.
 func New(client Client, tables Tables, opts ...Option) *Store {
-	s := &Store{client: client, tables: tables, recomputeQuiet: config.DefaultRecomputeQuiet}
+	s := &Store{client: client, tables: tables, recomputeQuiet: config.DefaultRecomputeQuiet, now: time.Now}
 	s.limits.ttl, s.policies.ttl = DefaultLimitsTTL, DefaultLimitsTTL
 	for _, o := range opts {
 		o(s)
