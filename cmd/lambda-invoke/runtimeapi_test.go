@@ -161,7 +161,7 @@ func TestNextLongPoll(t *testing.T) {
 				} else if r.err != nil || r.status != tc.want {
 					t.Errorf("got %+v, want status %d", r, tc.want)
 				}
-			case <-time.After(2 * time.Second):
+			case <-time.After(10 * time.Second):
 				t.Fatal("/next still blocked")
 			}
 		})
@@ -253,7 +253,7 @@ func TestInvocationReports(t *testing.T) {
 				}
 				return
 			}
-			o, ok := nextOutcome(t, api, time.Second)
+			o, ok := nextOutcome(t, api, 10*time.Second)
 			if !ok {
 				t.Fatal("no outcome recorded")
 			}

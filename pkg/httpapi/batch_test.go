@@ -8,9 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/store/storetest/faults"
@@ -188,7 +188,7 @@ func TestBatchesUnderFaults(t *testing.T) {
 	client, ft := storetest.FaultyClient(t, 21)
 	tables := storetest.NewTables(t)
 	srv := httptest.NewServer(httpapi.New(store.New(client, tables), httpapi.GroupAll, httpapi.Config{
-		Subject: httpapi.HeaderSubject, CursorSecret: []byte("b"), RequestBudget: 4 * time.Second,
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("b"), RequestBudget: budget, Logger: apitest.Logger(t),
 	}))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, srv: srv, tables: tables, client: storetest.Client(t)}

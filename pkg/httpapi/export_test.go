@@ -104,7 +104,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	e.do("PUT", base+"/kv/a0", `{"data":{"n":"changed"}}`, as("bob")...).expect(t, 200)
 	// Gone before the export: left out.
 	e.do("POST", base+"/kv/brief", `{"data":1,"ttl":1}`, as("alice")...).expect(t, 201)
-	time.Sleep(1100 * time.Millisecond)
+	e.clock.Advance(2 * time.Second)
 
 	etags := map[string]string{}
 	for path, subject := range paths {
@@ -304,7 +304,7 @@ func TestImportReplacesExpiredItems(t *testing.T) {
 	e := newEnv(t)
 	e.do("POST", base+"/kv/brief", `{"data":"old","ttl":1}`, "X-Uds-Subject", "alice").expect(t, 201)
 	e.do("POST", base+"/kv/other", `{"data":"stays"}`, "X-Uds-Subject", "alice").expect(t, 201)
-	time.Sleep(1100 * time.Millisecond)
+	e.clock.Advance(2 * time.Second)
 	record := `{"namespace":"kv","id":"brief","owner":"alice","data":"new","createdDate":"2026-01-02T03:04:05.678Z","createdBySubject":"alice","updatedDate":"2026-01-02T03:04:05.678Z","updatedBySubject":"alice","version":4}`
 	got := e.importRecords(t, app, []json.RawMessage{json.RawMessage(record)})
 	if got.Imported != 1 || got.Skipped != 0 || len(got.Conflicts) != 0 {

@@ -90,6 +90,7 @@ func TestListRangeOrderLimitCursor(t *testing.T) {
 				for _, limit := range []string{"", "1", "7", "1000"} {
 					name := fmt.Sprintf("start=%s end=%s order=%s limit=%s", start, end, order, limit)
 					t.Run(name, func(t *testing.T) {
+						e := e.on(t)
 						q := url.Values{"sortOrder": {order}}
 						if start != "" {
 							q.Set("startKey", start)

@@ -264,10 +264,11 @@ func TestTransientFaultsAreUnavailable(t *testing.T) {
 // only if the record still says what it read.
 func TestRecomputeWaitsForQuiet(t *testing.T) {
 	ctx := context.Background()
-	// Long enough that a create under a loaded make test never leaves the
-	// owner quiet that long between two writes.
-	const quiet = 2 * time.Second
-	f := newFaultyStore(t, 6, store.WithRecomputeQuiet(quiet))
+	// Long enough that no create, however loaded the machine, leaves the
+	// owner quiet that long between two writes; the clock then ends it.
+	const quiet = time.Hour
+	clock := &storetest.Clock{}
+	f := newFaultyStore(t, 6, store.WithRecomputeQuiet(quiet), store.WithClock(clock.Now))
 	for i := range 3 {
 		if _, err := f.Create(ctx, writeAs("alice", key(t, "ns", strconv.Itoa(i)), `1`)); err != nil {
 			t.Fatal(err)
@@ -323,7 +324,7 @@ func TestRecomputeWaitsForQuiet(t *testing.T) {
 	if rec, real := f.recorded(t, "alice"), f.real(t, "alice"); rec.Items != real.Items+5 {
 		t.Fatalf("before the quiet period: recorded %+v, real %+v; want the hand-made drift intact", rec, real)
 	}
-	time.Sleep(quiet)
+	clock.Advance(quiet)
 	rc, err := f.Recompute(ctx, app, "alice")
 	if err != nil || !rc.Applied || rc.Drift != (uds.Usage{Bytes: 500, Items: 5}) {
 		t.Fatalf("recompute once quiet: %+v, %v; want the drift of 5 items, 500 bytes applied", rc, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -20,8 +21,9 @@ import (
 // releases them once; a second sweep finds nothing.
 func TestSweepExpired(t *testing.T) {
 	ctx := context.Background()
-	f := newFaultyStore(t, 8)
-	at := time.Now().Add(2 * time.Second).Truncate(time.Millisecond)
+	clock := &storetest.Clock{}
+	f := newFaultyStore(t, 8, store.WithClock(clock.Now))
+	at := clock.Now().Add(time.Hour)
 	for i := range 5 {
 		w := writeAs("tess", key(t, "sweep", fmt.Sprint(i)), `{"v":1}`)
 		if i < 3 {
@@ -36,7 +38,7 @@ func TestSweepExpired(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Until(at) + 10*time.Millisecond)
+	clock.Advance(2 * time.Hour)
 	n, err := f.SweepExpired(ctx)
 	if err != nil || n != 8 {
 		t.Fatalf("sweep removed %d, %v; want the 8 expired items", n, err)
@@ -59,8 +61,9 @@ func TestSweepExpired(t *testing.T) {
 // expired items than one reclaim takes leave some stored.
 func TestRecomputeCountsExpiredItemsStillStored(t *testing.T) {
 	ctx := context.Background()
-	f := newFaultyStore(t, 9, store.WithRecomputeQuiet(0))
-	at := time.Now().Add(3 * time.Second).Truncate(time.Millisecond)
+	clock := &storetest.Clock{}
+	f := newFaultyStore(t, 9, store.WithRecomputeQuiet(0), store.WithClock(clock.Now))
+	at := clock.Now().Add(time.Hour)
 	const expiring = store.MaxReclaim + 1
 	var wg sync.WaitGroup
 	for worker := range 8 {
@@ -82,7 +85,7 @@ func TestRecomputeCountsExpiredItemsStillStored(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	time.Sleep(time.Until(at) + 10*time.Millisecond)
+	clock.Advance(2 * time.Hour)
 	rc, err := f.Recompute(ctx, app, "rex")
 	if err != nil || rc.Drift != (uds.Usage{}) {
 		t.Fatalf("recompute: %+v, %v; want no drift", rc, err)
@@ -116,8 +119,9 @@ func (f faultyStore) ttlDelete(t *testing.T, k uds.Key) map[string]types.Attribu
 // recompute is released as usual.
 func TestTTLDeletionsBeforeARecomputeAreNotReleasedTwice(t *testing.T) {
 	ctx := context.Background()
-	f := newFaultyStore(t, 10, store.WithRecomputeQuiet(0))
-	at := time.Now().Add(300 * time.Millisecond).Truncate(time.Millisecond)
+	clock := &storetest.Clock{}
+	f := newFaultyStore(t, 10, store.WithRecomputeQuiet(0), store.WithClock(clock.Now))
+	at := clock.Now().Add(time.Hour)
 	create := func(id string, expires time.Time) uds.Key {
 		w := writeAs("tia", key(t, "ttl", id), `{"v":"`+id+`"}`)
 		w.ExpiresAt = expires
@@ -128,9 +132,9 @@ func TestTTLDeletionsBeforeARecomputeAreNotReleasedTwice(t *testing.T) {
 	}
 	gone := create("gone-before", at)
 	create("live", time.Time{})
-	time.Sleep(time.Until(at) + 10*time.Millisecond)
+	clock.Advance(2 * time.Hour)
 	// The stream gives deletion times rounded down to the second.
-	removed := time.Now().Truncate(time.Second)
+	removed := clock.Now().Truncate(time.Second)
 	old := f.ttlDelete(t, gone)
 
 	rc, err := f.Recompute(ctx, app, "tia")
@@ -142,10 +146,10 @@ func TestTTLDeletionsBeforeARecomputeAreNotReleasedTwice(t *testing.T) {
 	}
 	f.exact(t, "tia")
 
-	later := create("gone-after", time.Now().Add(300*time.Millisecond))
-	time.Sleep(time.Second + 400*time.Millisecond) // past the expiry and recompute's clock margin
+	later := create("gone-after", clock.Now().Add(time.Hour))
+	clock.Advance(2 * time.Hour) // past the expiry and recompute's clock margin
 	old = f.ttlDelete(t, later)
-	if released, err := f.ReleaseRemoved(ctx, old, time.Now()); err != nil || !released {
+	if released, err := f.ReleaseRemoved(ctx, old, clock.Now()); err != nil || !released {
 		t.Fatalf("a deletion after the recompute: released %v, %v", released, err)
 	}
 	f.exact(t, "tia")

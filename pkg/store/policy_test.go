@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -51,16 +53,17 @@ func TestSetPolicyVersions(t *testing.T) {
 
 func TestPrivateSwitchIgnoresExpiredItems(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
+	clock := &storetest.Clock{}
+	s, _ := newStore(t, store.WithClock(clock.Now))
 	w := write(key(t, "ns", "soon-gone"), `1`)
-	w.ExpiresAt = time.Now().Add(300 * time.Millisecond)
+	w.ExpiresAt = clock.Now().Add(time.Hour)
 	if _, err := s.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.SetPolicy(ctx, app, "ns", uds.Policy{Access: uds.AccessPrivate}); !errors.Is(err, uds.ErrInUse) {
 		t.Fatalf("switch with a live item: %v, want ErrInUse", err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	clock.Advance(2 * time.Hour)
 	if _, err := s.SetPolicy(ctx, app, "ns", uds.Policy{Access: uds.AccessPrivate}); err != nil {
 		t.Fatalf("switch with only an expired item: %v", err)
 	}
@@ -102,18 +105,21 @@ func TestOwnerWriteDeleteList(t *testing.T) {
 // reclaiming it from the owner index finds its key again.
 func TestPrivateItemsAreReclaimed(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
+	clock := &storetest.Clock{}
+	// A quiet period past the clock's move: recompute does not lower the
+	// record on its own.
+	s, _ := newStore(t, store.WithClock(clock.Now), store.WithRecomputeQuiet(24*time.Hour))
 	const owner = "auth0|abc"
 	k, err := key(t, "ns", "settings").InSpaceOf(owner)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := write(k, `{"a":1}`)
-	w.Subject, w.ExpiresAt = owner, time.Now().Add(200*time.Millisecond)
+	w.Subject, w.ExpiresAt = owner, clock.Now().Add(time.Hour)
 	if _, err := s.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	clock.Advance(2 * time.Hour)
 	rc, err := s.Recompute(ctx, app, owner)
 	if err != nil {
 		t.Fatal(err)

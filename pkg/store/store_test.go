@@ -25,10 +25,10 @@ import (
 
 const app = "d53065bd-f932-4841-83fb-849717d8df0f"
 
-func newStore(t testing.TB) (*store.Store, *storetest.Counter) {
+func newStore(t testing.TB, opts ...store.Option) (*store.Store, *storetest.Counter) {
 	t.Helper()
 	counter := storetest.NewCounter(storetest.Client(t))
-	return store.New(counter, storetest.NewTables(t)), counter
+	return store.New(counter, storetest.NewTables(t), opts...), counter
 }
 
 func key(t testing.TB, ns, id string) uds.Key {

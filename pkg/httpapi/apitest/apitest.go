@@ -3,7 +3,8 @@
 // caller's identity from X-Uds-Subject as make run takes it with
 // UDS_TRUST_SUBJECT_HEADER=1, over fresh tables in the test engine. Limits
 // are read afresh on every write (no cache) and recompute applies at once,
-// so tests see their admin calls take effect immediately.
+// so tests see their admin calls take effect immediately. Its request
+// lines go to Logger.
 package apitest
 
 import (
@@ -16,6 +17,10 @@ import (
 	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
+// requestBudget bounds the other requests: longer than any takes on a
+// loaded machine, where Lambda's 25 s could cut a large import or export.
+const requestBudget = 5 * time.Minute
+
 // Server starts the API and returns its base URL; it stops when the test
 // ends. deleteAllBudget bounds one delete-all request (a short one makes
 // the server answer 503 with partial progress, as on Lambda for big lists).
@@ -24,6 +29,7 @@ func Server(t testing.TB, deleteAllBudget time.Duration) string {
 	st := store.New(storetest.Client(t), storetest.NewTables(t), store.WithRecomputeQuiet(0), store.WithLimitsTTL(0))
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("api tests"), DeleteAllBudget: deleteAllBudget,
+		RequestBudget: requestBudget, Logger: Logger(t),
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
