@@ -63,6 +63,7 @@ func nextOutcome(t *testing.T, api *runtimeAPI, wait time.Duration) (outcome, bo
 }
 
 func TestNextDeliversEventWithHeaders(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		event   string
@@ -117,6 +118,7 @@ func TestNextDeliversEventWithHeaders(t *testing.T) {
 }
 
 func TestNextLongPoll(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		release func(api *runtimeAPI, cancel context.CancelFunc)
@@ -169,6 +171,7 @@ func TestNextLongPoll(t *testing.T) {
 }
 
 func TestInvocationReports(t *testing.T) {
+	t.Parallel()
 	trailerBody := base64.StdEncoding.EncodeToString([]byte(`{"errorMessage":"stream broke","errorType":"errorString"}`))
 	tests := []struct {
 		name       string
@@ -282,6 +285,7 @@ func TestInvocationReports(t *testing.T) {
 }
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		method string
@@ -309,6 +313,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestErrorTypeOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, header, body, want string
 	}{

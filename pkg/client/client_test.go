@@ -43,6 +43,7 @@ func newClient(t *testing.T, url string, opts ...client.Option) *client.Client {
 }
 
 func TestItems(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newClient(t, apitest.Server(t, 10*time.Second), client.WithSubject("alice"))
 	for _, key := range []client.Key{
@@ -103,6 +104,7 @@ func TestItems(t *testing.T) {
 }
 
 func TestErrorsCarryTheServersDetails(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := apitest.Server(t, 10*time.Second)
 	c := newClient(t, url, client.WithSubject("bob"))
@@ -132,6 +134,7 @@ func TestErrorsCarryTheServersDetails(t *testing.T) {
 }
 
 func TestListsAndBatches(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newClient(t, apitest.Server(t, 10*time.Second))
 	list := client.Key{App: app, Namespace: "feed", ID: "u1"}
@@ -191,6 +194,7 @@ func TestListsAndBatches(t *testing.T) {
 }
 
 func TestDeleteListRepeatsUntilDone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// A budget this short makes the server stop after a few hundred items;
 	// a proxy counts the delete-all requests.
@@ -234,6 +238,7 @@ func TestDeleteListRepeatsUntilDone(t *testing.T) {
 }
 
 func TestAdmin(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := apitest.Server(t, 10*time.Second)
 	admin := newClient(t, url)
@@ -318,6 +323,7 @@ func TestAdmin(t *testing.T) {
 }
 
 func TestExportImport(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := apitest.Server(t, 10*time.Second)
 	admin := newClient(t, url)
@@ -383,6 +389,7 @@ func TestExportImport(t *testing.T) {
 // TestImportBatchSize checks that Import sends records whose RecordBytes
 // add up to MaxImportBytes, and refuses more without sending anything.
 func TestImportBatchSize(t *testing.T) {
+	t.Parallel()
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
@@ -448,6 +455,7 @@ var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 })
 
 func TestRetries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	key := client.Key{App: app, Namespace: "n", ID: "i"}
 	for _, tc := range []struct {
@@ -598,6 +606,7 @@ func TestRetries(t *testing.T) {
 }
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// The handler keeps the last request as the server received it.
 	var got struct {

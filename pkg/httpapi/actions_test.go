@@ -115,6 +115,7 @@ func (r *actionRecorder) TransactWriteItems(ctx context.Context, in *dynamodb.Tr
 // change that makes them call DynamoDB differently fails here, and the
 // grant (and wantAccess) must follow.
 func TestExportImportDynamoDBActions(t *testing.T) {
+	t.Parallel()
 	tables := storetest.NewTables(t)
 	client := storetest.Client(t)
 	recorder := newActionRecorder(client, tables)

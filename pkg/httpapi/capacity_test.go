@@ -47,6 +47,7 @@ func expiring(body string) string {
 // growing update costs a refused conditional write more: it learns the old
 // size from it instead of reading first.
 func TestCapacityTable(t *testing.T) {
+	t.Parallel()
 	tables := storetest.NewTables(t)
 	counter := storetest.NewCounter(storetest.Client(t))
 	// The limits and policies read by a namespace's first request stay

@@ -14,6 +14,7 @@ import (
 )
 
 func TestExpiryInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	for _, tc := range []struct {
@@ -61,6 +62,7 @@ func TestExpiryInput(t *testing.T) {
 // An expired item is gone on every route at once, and its size is
 // released exactly once.
 func TestExpiredItemsAreGoneEverywhere(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, path := range []string{base + "/exp/item", base + "/exp/list/2024-01-01"} {
 		t.Run(path[len(base):], func(t *testing.T) {
@@ -103,6 +105,7 @@ func exactUsage(t *testing.T, e *env, owner string) {
 // Expired items scattered over several DynamoDB query pages vanish from
 // list pages, which stay full, and the cursors stay valid.
 func TestListPagesSkipExpiredItems(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	at := e.expiresAt()
 	list := base + "/exp/scattered"
@@ -163,6 +166,7 @@ func TestListPagesSkipExpiredItems(t *testing.T) {
 // An owner's expired items never cause a 403: a write that would be
 // refused reclaims them first; recompute counts live items only.
 func TestExpiredItemsFreeQuota(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.do("PUT", admin+"/apps/"+app+"/users/quinn/quota", `{"limitItems": 3}`).expect(t, 200)
 	at := e.expiresAt()
@@ -195,6 +199,7 @@ func TestExpiredItemsFreeQuota(t *testing.T) {
 // expire halfway through the writes, and the writes' own ttl of 1 s
 // passes while others still run.
 func TestConcurrentWritesOntoExpiringKeys(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	at := e.expiresAt()
 	for i := range 6 {

@@ -78,6 +78,7 @@ type importAnswer struct {
 // and usage, and exports the same bytes; then that a repeated import skips
 // everything and a changed record is a conflict.
 func TestExportImportRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, a := range []string{app, otherApp} {
 		e.do("PUT", admin+"/apps/"+a+"/namespaces/mine", `{"access":"private"}`).expect(t, 200)
@@ -207,6 +208,7 @@ func joinRaw(rs []json.RawMessage) string {
 // TestImportRefusesBadRecords checks that a malformed record is a 400 that
 // names it and that nothing of the request is written.
 func TestImportRefusesBadRecords(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.do("PUT", admin+"/apps/"+app+"/namespaces/mine", `{"access":"private"}`).expect(t, 200)
 	good := `{"namespace":"kv","id":"ok","owner":"alice","data":1,"createdDate":"2026-01-02T03:04:05.678Z","createdBySubject":"alice","updatedDate":"2026-01-02T03:04:05.678Z","updatedBySubject":"alice","version":1}`
@@ -263,6 +265,7 @@ func TestImportRefusesBadRecords(t *testing.T) {
 // TestExportRefusesBadCursors checks that an export cursor only continues
 // the export of its own app, and that limits are checked.
 func TestExportRefusesBadCursors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for i := range 3 {
 		e.do("POST", base+fmt.Sprintf("/kv/k%d", i), `{"data":1}`).expect(t, 201)
@@ -301,6 +304,7 @@ func TestExportRefusesBadCursors(t *testing.T) {
 // still stored does not block an import of its key: it is removed (and
 // released) and the record written, in one request.
 func TestImportReplacesExpiredItems(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.do("POST", base+"/kv/brief", `{"data":"old","ttl":1}`, "X-Uds-Subject", "alice").expect(t, 201)
 	e.do("POST", base+"/kv/other", `{"data":"stays"}`, "X-Uds-Subject", "alice").expect(t, 201)

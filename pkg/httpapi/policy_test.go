@@ -46,6 +46,7 @@ func listSortKeys(t *testing.T, r response) []string {
 }
 
 func TestPrivateNamespace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.setPolicy(t, "prefs", `{"access":"private"}`)
 	item, list := base+"/prefs/settings", base+"/prefs/feed"
@@ -158,6 +159,7 @@ func TestPrivateNamespace(t *testing.T) {
 }
 
 func TestOwnerWriteNamespace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.setPolicy(t, "posts", `{"access":"owner-write"}`)
 	item, list := base+"/posts/p1", base+"/posts/thread"
@@ -245,6 +247,7 @@ var draftCases = []struct {
 }
 
 func TestNamespaceSchema(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for i, c := range draftCases {
 		t.Run(c.draft, func(t *testing.T) {
@@ -318,6 +321,7 @@ func TestNamespaceSchema(t *testing.T) {
 }
 
 func TestPolicyAdmin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := adminApps + "/namespaces/profiles"
 	r := e.do("GET", path, "").expect(t, 200)
@@ -385,6 +389,7 @@ func TestPolicyAdmin(t *testing.T) {
 // TestPolicyChangeReachesOtherContainers checks how soon a change made
 // through one container applies in another: within the cache TTL.
 func TestPolicyChangeReachesOtherContainers(t *testing.T) {
+	t.Parallel()
 	tables := storetest.NewTables(t)
 	client := storetest.Client(t)
 	clock := &storetest.Clock{}
@@ -407,6 +412,7 @@ func TestPolicyChangeReachesOtherContainers(t *testing.T) {
 // In a namespace without a policy every caller reaches every item, as
 // before policies existed.
 func TestSharedNamespace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	item, list := base+"/open/item", base+"/open/feed"
 	e.as("alice", "POST", item, `{"data":1}`).expect(t, 201)

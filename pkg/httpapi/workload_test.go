@@ -85,10 +85,12 @@ var scenarios = []scenario{
 // a second later; lists live in shared, private and owner-write
 // namespaces.
 func TestAccountingWorkload(t *testing.T) {
+	t.Parallel()
 	for round := range *workloadRounds {
 		for i, sc := range scenarios {
 			seed := uint64(round*len(scenarios) + i + 1)
 			t.Run(fmt.Sprintf("%s/seed-%d", sc.name, seed), func(t *testing.T) {
+				t.Parallel() // each scenario has its own tables and client
 				runWorkload(t, sc, seed)
 			})
 		}

@@ -20,6 +20,7 @@ import (
 // The local server's sweep removes expired items nothing touched and
 // releases them once; a second sweep finds nothing.
 func TestSweepExpired(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := &storetest.Clock{}
 	f := newFaultyStore(t, 8, store.WithClock(clock.Now))
@@ -60,6 +61,7 @@ func TestSweepExpired(t *testing.T) {
 // would release them twice, once now and once when they are removed. More
 // expired items than one reclaim takes leave some stored.
 func TestRecomputeCountsExpiredItemsStillStored(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := &storetest.Clock{}
 	f := newFaultyStore(t, 9, store.WithRecomputeQuiet(0), store.WithClock(clock.Now))
@@ -118,6 +120,7 @@ func (f faultyStore) ttlDelete(t *testing.T, k uds.Key) map[string]types.Attribu
 // the total without the item is not released again; one deleted after the
 // recompute is released as usual.
 func TestTTLDeletionsBeforeARecomputeAreNotReleasedTwice(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := &storetest.Clock{}
 	f := newFaultyStore(t, 10, store.WithRecomputeQuiet(0), store.WithClock(clock.Now))

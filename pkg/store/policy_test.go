@@ -14,6 +14,7 @@ import (
 )
 
 func TestSetPolicyVersions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	const admins = 6
@@ -52,6 +53,7 @@ func TestSetPolicyVersions(t *testing.T) {
 }
 
 func TestPrivateSwitchIgnoresExpiredItems(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := &storetest.Clock{}
 	s, _ := newStore(t, store.WithClock(clock.Now))
@@ -70,6 +72,7 @@ func TestPrivateSwitchIgnoresExpiredItems(t *testing.T) {
 }
 
 func TestOwnerWriteDeleteList(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	list := key(t, "ns", "thread")
@@ -104,6 +107,7 @@ func TestOwnerWriteDeleteList(t *testing.T) {
 // A private item's key ends with its owner, who may hold the delimiter:
 // reclaiming it from the owner index finds its key again.
 func TestPrivateItemsAreReclaimed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := &storetest.Clock{}
 	// A quiet period past the clock's move: recompute does not lower the

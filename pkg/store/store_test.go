@@ -45,6 +45,7 @@ func write(k uds.Key, data string) uds.Write {
 }
 
 func TestItemLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
@@ -129,6 +130,7 @@ func randomJSON(n int) string {
 }
 
 func TestLargeValues(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	compressible := `{"rows":[` + strings.Repeat(`{"name":"row","value":12345,"ok":true},`, 26000) + `{}]}`
@@ -208,6 +210,7 @@ func sortKeys(items []uds.Item) []string {
 }
 
 func TestListPagesJoinDynamoDBPages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, counter := newStore(t)
 	list := key(t, "big", "list")
@@ -248,6 +251,7 @@ func TestListPagesJoinDynamoDBPages(t *testing.T) {
 }
 
 func TestDeleteList(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, counter := newStore(t)
 	list := key(t, "many", "list")
@@ -288,6 +292,7 @@ func TestDeleteList(t *testing.T) {
 // A stored compressed value that expands past what UDS ever writes is
 // refused after reading one byte more than the bound, not held whole.
 func TestDecompressionIsBounded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tables := storetest.NewTables(t)
 	s := store.New(storetest.Client(t), tables)
@@ -329,6 +334,7 @@ func heapAlloc() int64 {
 // page was cut by its byte budget, the next one reads one item more than
 // that page held, not a full 1 MB DynamoDB page of compressed items.
 func TestListReadsAreBoundedByThePage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, counter := newStore(t)
 	list := key(t, "compressible", "list")
