@@ -18,7 +18,7 @@ ENGINE := scripts/with-dynamodb.sh
 UDS_LISTEN_ADDR ?= 127.0.0.1:8080
 export UDS_LISTEN_ADDR
 
-.PHONY: all run reset test test-go soak migrate bench capacity build build-zips engine engine-up engine-down clean uds
+.PHONY: all run reset test test-go test-bench soak migrate bench capacity build build-zips engine engine-up engine-down clean uds
 
 all: test
 
@@ -80,10 +80,32 @@ reset: engine-down
 	fi
 	rm -rf .data/dynamodb
 
-test: lint-openapi test-go test-infra
+# make test runs four parts: the OpenAPI lint, the Go tests, every
+# benchmark once, and the CDK tests. Each part runs and reports even when
+# an earlier one failed (a Go failure does not hide the CDK results); the
+# target fails at the end, naming the parts that failed.
+test: engine
+	@failed=; \
+	for part in lint-openapi test-go test-bench test-infra; do \
+	  $(MAKE) --no-print-directory $$part || failed="$$failed $$part"; \
+	done; \
+	if [[ -n "$$failed" ]]; then echo "make test failed:$$failed" >&2; exit 1; fi
+
+# Tests that share nothing call t.Parallel. They spend most of their time
+# waiting on the engine rather than on the CPU, so each test binary runs
+# TEST_PARALLEL of them at once instead of the default one per core.
+TEST_PARALLEL ?= 4
 
 test-go: engine
-	$(ENGINE) -- go test -race -count=1 ./...
+	$(ENGINE) -- go test -race -count=1 -parallel $(TEST_PARALLEL) ./...
+
+# Every benchmark once, so a broken one fails make test instead of waiting
+# for make bench. -short trims setups too heavy for one run (the benchmarks
+# say which); only the packages with benchmarks are built again.
+BENCH_PACKAGES = $(sort $(dir $(shell grep -rl --include='*_test.go' --exclude-dir=node_modules --exclude-dir=infra '^func Benchmark' .)))
+
+test-bench: engine
+	$(ENGINE) -- go test -race -count=1 -short -run '^$$' -bench . -benchtime 1x $(BENCH_PACKAGES)
 
 # The randomised accounting workload of make test, longer: more requests
 # per worker and several seeds of every fault mix (about 15 minutes).

@@ -78,6 +78,7 @@ func testEnv(extra ...string) []string {
 const apigwEvent = `{"version":"2.0","routeKey":"GET /hello","rawPath":"/hello","rawQueryString":"","headers":{"accept":"application/json"},"requestContext":{"http":{"method":"GET","path":"/hello","protocol":"HTTP/1.1","sourceIp":"203.0.113.10","userAgent":"test"},"requestId":"r1","routeKey":"GET /hello","stage":"$default"},"isBase64Encoded":false}`
 
 func TestInvoke(t *testing.T) {
+	t.Parallel()
 	hello, fixture := bootstraps(t)
 	tests := []struct {
 		name      string
@@ -247,6 +248,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 }
 
 func TestInvokeRunnerErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tests := []struct {
 		name string
@@ -266,6 +268,7 @@ func TestInvokeRunnerErrors(t *testing.T) {
 }
 
 func TestLambdaEnv(t *testing.T) {
+	t.Parallel()
 	s := envSettings{runtimeAPI: "127.0.0.1:9001", functionName: "kv", region: "eu-west-1", taskRoot: "/opt/kv", memoryMB: 256}
 	tests := []struct {
 		name string
@@ -332,6 +335,7 @@ func TestLambdaEnv(t *testing.T) {
 }
 
 func TestRegionOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		env  []string
@@ -352,6 +356,7 @@ func TestRegionOf(t *testing.T) {
 }
 
 func TestFunctionNameOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, path, want string
 	}{
@@ -369,6 +374,7 @@ func TestFunctionNameOf(t *testing.T) {
 }
 
 func TestResultStatus(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		res  Result

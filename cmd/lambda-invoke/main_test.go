@@ -12,6 +12,7 @@ import (
 )
 
 func TestRun(t *testing.T) {
+	t.Parallel()
 	hello, fixture := bootstraps(t)
 	dir := t.TempDir()
 	eventFile := filepath.Join(dir, "event.json")
@@ -123,6 +124,7 @@ func TestRun(t *testing.T) {
 }
 
 func TestMedian(t *testing.T) {
+	t.Parallel()
 	ms := time.Millisecond
 	tests := []struct {
 		name string
@@ -150,6 +152,7 @@ func TestMedian(t *testing.T) {
 }
 
 func TestSummary(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		res  Result
@@ -174,6 +177,7 @@ func TestSummary(t *testing.T) {
 }
 
 func TestWriteJSON(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, in, want string
 	}{

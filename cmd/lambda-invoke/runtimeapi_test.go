@@ -63,6 +63,7 @@ func nextOutcome(t *testing.T, api *runtimeAPI, wait time.Duration) (outcome, bo
 }
 
 func TestNextDeliversEventWithHeaders(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		event   string
@@ -117,6 +118,7 @@ func TestNextDeliversEventWithHeaders(t *testing.T) {
 }
 
 func TestNextLongPoll(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		release func(api *runtimeAPI, cancel context.CancelFunc)
@@ -161,7 +163,7 @@ func TestNextLongPoll(t *testing.T) {
 				} else if r.err != nil || r.status != tc.want {
 					t.Errorf("got %+v, want status %d", r, tc.want)
 				}
-			case <-time.After(2 * time.Second):
+			case <-time.After(10 * time.Second):
 				t.Fatal("/next still blocked")
 			}
 		})
@@ -169,6 +171,7 @@ func TestNextLongPoll(t *testing.T) {
 }
 
 func TestInvocationReports(t *testing.T) {
+	t.Parallel()
 	trailerBody := base64.StdEncoding.EncodeToString([]byte(`{"errorMessage":"stream broke","errorType":"errorString"}`))
 	tests := []struct {
 		name       string
@@ -253,7 +256,7 @@ func TestInvocationReports(t *testing.T) {
 				}
 				return
 			}
-			o, ok := nextOutcome(t, api, time.Second)
+			o, ok := nextOutcome(t, api, 10*time.Second)
 			if !ok {
 				t.Fatal("no outcome recorded")
 			}
@@ -282,6 +285,7 @@ func TestInvocationReports(t *testing.T) {
 }
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		method string
@@ -309,6 +313,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestErrorTypeOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, header, body, want string
 	}{

@@ -39,6 +39,7 @@ const lambdaBodyLimit = 6_000_000
 // each escaped again), and records that barely compress (random text),
 // and checks every import request as it would reach Lambda.
 func TestImportRequestsFitLambda(t *testing.T) {
+	t.Parallel()
 	target, err := url.Parse(apitest.Server(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ func uds(t *testing.T, endpoint, stdin string, args ...string) (int, string, str
 }
 
 func TestUsageAndExitStatus(t *testing.T) {
+	t.Parallel()
 	srv := apitest.Server(t, 10*time.Second)
 	record := `{"namespace":"n","id":"i","owner":"o","data":1,"createdBySubject":"o","updatedBySubject":"o","version":1}`
 	for _, tc := range []struct {
@@ -96,6 +97,7 @@ func TestErrorsHaveOnePrefix(t *testing.T) {
 // TestCommandHelp runs --help for every command: it prints the command's
 // usage to standard output and exits 0, without calling the API.
 func TestCommandHelp(t *testing.T) {
+	t.Parallel()
 	for name, cmd := range commands {
 		t.Run(name, func(t *testing.T) {
 			code, stdout, stderr := uds(t, "http://127.0.0.1:1", "", name, "--help")
@@ -124,6 +126,7 @@ func TestAWSConfigurationFailure(t *testing.T) {
 }
 
 func TestItemCommands(t *testing.T) {
+	t.Parallel()
 	srv := apitest.Server(t, 10*time.Second)
 	decode := func(out string) map[string]any {
 		var m map[string]any
@@ -176,6 +179,7 @@ func TestItemCommands(t *testing.T) {
 }
 
 func TestAdminCommands(t *testing.T) {
+	t.Parallel()
 	srv := apitest.Server(t, 10*time.Second)
 	for _, u := range []string{"alice", "bob"} {
 		if code, _, errOut := uds(t, srv, "1", "--subject", u, "create", app, "n", u); code != 0 {
@@ -220,6 +224,7 @@ func TestAdminCommands(t *testing.T) {
 // others and a private namespace. Export, delete everything, import,
 // export again: the same bytes, the same usage, no drift.
 func TestExportDeleteImportExport(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("several thousand records")
 	}

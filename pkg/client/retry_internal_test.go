@@ -11,6 +11,7 @@ import (
 // with a long first pause: none is negative or past maxBackoff, where the
 // doubling would overflow a shift (and panic drawing a random pause).
 func TestBackoffIsBounded(t *testing.T) {
+	t.Parallel()
 	c := &Client{maxRetries: 200, backoff: time.Hour}
 	err := errors.New("connection reset")
 	for attempt := range c.maxRetries {
@@ -24,6 +25,7 @@ func TestBackoffIsBounded(t *testing.T) {
 }
 
 func TestRetryAfter(t *testing.T) {
+	t.Parallel()
 	soon := time.Now().Add(90 * time.Second)
 	for _, tc := range []struct {
 		name, value string

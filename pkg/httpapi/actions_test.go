@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
@@ -114,12 +115,16 @@ func (r *actionRecorder) TransactWriteItems(ctx context.Context, in *dynamodb.Tr
 // change that makes them call DynamoDB differently fails here, and the
 // grant (and wantAccess) must follow.
 func TestExportImportDynamoDBActions(t *testing.T) {
+	t.Parallel()
 	tables := storetest.NewTables(t)
 	client := storetest.Client(t)
 	recorder := newActionRecorder(client, tables)
-	cfg := httpapi.Config{Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret")}
-	data := httpapi.New(store.New(client, tables), httpapi.GroupAll, cfg)
-	admin := httpapi.New(store.New(recorder, tables), httpapi.GroupAdmin, cfg)
+	clock := &storetest.Clock{}
+	cfg := httpapi.Config{
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), RequestBudget: budget, Logger: apitest.Logger(t), Now: clock.Now,
+	}
+	data := httpapi.New(store.New(client, tables, store.WithClock(clock.Now)), httpapi.GroupAll, cfg)
+	admin := httpapi.New(store.New(recorder, tables, store.WithClock(clock.Now)), httpapi.GroupAdmin, cfg)
 	do := func(api http.Handler, method, path, body string, status int) string {
 		t.Helper()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -139,7 +144,7 @@ func TestExportImportDynamoDBActions(t *testing.T) {
 	// item on another's.
 	do(data, "POST", otherBase+"/kv/a", `{"data":"gone","ttl":1}`, 201)
 	do(data, "POST", otherBase+"/kv/b", `{"data":"different"}`, 201)
-	time.Sleep(1100 * time.Millisecond)
+	clock.Advance(2 * time.Second)
 
 	var export struct{ Records json.RawMessage }
 	if err := json.Unmarshal([]byte(do(admin, "GET", "/rest/api/v1/admin/apps/"+app+"/export", "", 200)), &export); err != nil {

@@ -321,7 +321,7 @@ func (a *API) checkPolicies(ctx context.Context, app string, records []uds.Recor
 		case private && rec.Owner == Anonymous:
 			return inRecord(i, uds.Invalid("owner", "is %q, who has no key space in private namespace %q", Anonymous, ns))
 		}
-		if err := sc.writable(time.Now()); err != nil {
+		if err := sc.writable(a.now()); err != nil {
 			return &uds.BatchError{Index: i, Err: err}
 		}
 		if err := a.checkData(sc, rec.Data); err != nil {

@@ -35,12 +35,12 @@ type pendingJSON struct {
 	LapsesAt  string          `json:"lapsesAt"`
 }
 
-func policyBody(app, namespace string, p uds.Policy) policyJSON {
+func policyBody(app, namespace string, p uds.Policy, now time.Time) policyJSON {
 	j := policyJSON{ApplicationUUID: app, Namespace: namespace, Access: p.Mode(), Schema: orNull(p.Schema), Version: p.Version}
 	if !p.Updated.IsZero() {
 		j.UpdatedDate = store.FormatTime(p.Updated)
 	}
-	if c := p.Changing(time.Now()); c != nil {
+	if c := p.Changing(now); c != nil {
 		j.Pending = &pendingJSON{Access: c.Target().Mode(), Schema: orNull(c.Schema), Since: store.FormatTime(c.Since),
 			SettlesAt: store.FormatTime(c.SettlesAt), LapsesAt: store.FormatTime(c.LapsesAt)}
 	}
@@ -79,7 +79,7 @@ func (a *API) getPolicy(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	writeJSON(w, http.StatusOK, policyBody(app, namespace, pol))
+	writeJSON(w, http.StatusOK, policyBody(app, namespace, pol, a.now()))
 }
 
 func (a *API) putPolicy(w http.ResponseWriter, r *http.Request, p params) {
@@ -117,16 +117,17 @@ func (a *API) setPolicy(w http.ResponseWriter, r *http.Request, app, namespace s
 		a.fail(w, r, err, nil)
 		return
 	}
-	if c := pol.Changing(time.Now()); c != nil {
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(time.Until(c.SettlesAt).Seconds()+0.999))))
-		writeJSON(w, http.StatusAccepted, policyBody(app, namespace, pol))
+	now := a.now()
+	if c := pol.Changing(now); c != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(c.SettlesAt.Sub(now).Seconds()+0.999))))
+		writeJSON(w, http.StatusAccepted, policyBody(app, namespace, pol, now))
 		return
 	}
 	if done == http.StatusNoContent {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeJSON(w, done, policyBody(app, namespace, pol))
+	writeJSON(w, done, policyBody(app, namespace, pol, now))
 }
 
 // listPolicies lists the policies set in an app, by namespace.
@@ -141,7 +142,7 @@ func (a *API) listPolicies(w http.ResponseWriter, r *http.Request, p params) {
 			return a.store.Policies(r.Context(), app, after, limit)
 		},
 		func(np uds.NamespacePolicy) (any, string) {
-			return policyBody(app, np.Namespace, np.Policy), np.Namespace
+			return policyBody(app, np.Namespace, np.Policy, a.now()), np.Namespace
 		})
 }
 

@@ -103,6 +103,9 @@ type Config struct {
 	// Function names the function in metric dimensions ("kv", "list",
 	// "admin", or "local").
 	Function string
+	// Now is the clock a write's ttl and expiresAt are taken against
+	// (time.Now if nil); it should be the store's (store.WithClock).
+	Now func() time.Time
 }
 
 // answerMargin is kept free before a deadline the host sets (the Lambda
@@ -126,6 +129,7 @@ type API struct {
 	function     string
 	// refuseHeader: see Config.RefuseSubjectHeader.
 	refuseHeader string
+	now          func() time.Time
 }
 
 // New returns the handler for the given route groups.
@@ -135,6 +139,9 @@ func New(st Store, groups Group, c Config) *API {
 	}
 	if c.RequestBudget <= 0 {
 		c.RequestBudget = config.DefaultRequestBudget
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return &API{
 		store:   st,
@@ -150,6 +157,7 @@ func New(st Store, groups Group, c Config) *API {
 		metrics:      c.Metrics,
 		function:     c.Function,
 		refuseHeader: c.RefuseSubjectHeader,
+		now:          c.Now,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 )
 
 func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	kv := base + "/ns/existing"
 	li := base + "/ns/list/existing"

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/udsproject/uds/internal/safe"
 	"github.com/udsproject/uds/pkg/uds"
@@ -80,7 +81,7 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	ops, err := checkBatch(app, subject, &b)
+	ops, err := checkBatch(app, subject, &b, a.now())
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
@@ -171,8 +172,9 @@ func (a *API) applyOperation(w http.ResponseWriter, r *http.Request, op uds.Batc
 	}
 }
 
-// checkBatch validates every operation and returns them parsed.
-func checkBatch(app, subject string, b *batchBody) ([]uds.BatchOp, error) {
+// checkBatch validates every operation and returns them parsed; expiries
+// are taken against now.
+func checkBatch(app, subject string, b *batchBody, now time.Time) ([]uds.BatchOp, error) {
 	limit := uds.MaxBatchOps
 	if b.Atomic {
 		limit = uds.MaxAtomicOps
@@ -187,7 +189,7 @@ func checkBatch(app, subject string, b *batchBody) ([]uds.BatchOp, error) {
 	seen := map[uds.Key]int{}
 	for i, o := range b.Operations {
 		field := func(f string) string { return "operations[" + strconv.Itoa(i) + "]." + f }
-		op, err := checkOperation(app, subject, o, b.Atomic)
+		op, err := checkOperation(app, subject, o, b.Atomic, now)
 		if err != nil {
 			var inv *uds.InvalidError
 			if errors.As(err, &inv) {
@@ -209,7 +211,7 @@ func checkBatch(app, subject string, b *batchBody) ([]uds.BatchOp, error) {
 }
 
 // checkOperation validates one operation as its single-item route would.
-func checkOperation(app, subject string, o batchOpJSON, atomic bool) (uds.BatchOp, error) {
+func checkOperation(app, subject string, o batchOpJSON, atomic bool, now time.Time) (uds.BatchOp, error) {
 	op := uds.BatchOp{Method: strings.ToUpper(o.Method)}
 	switch op.Method {
 	case http.MethodPost, http.MethodPut, http.MethodDelete:
@@ -249,7 +251,7 @@ func checkOperation(app, subject string, o batchOpJSON, atomic bool) (uds.BatchO
 	case (op.Method == http.MethodGet || op.Method == http.MethodDelete) && hasBody:
 		return op, uds.Invalid("body", "has no place in a %s", op.Method)
 	case hasBody:
-		if err := parseWrite(o.Body, &op.Write); err != nil {
+		if err := parseWrite(o.Body, &op.Write, now); err != nil {
 			return op, err
 		}
 	}

@@ -8,9 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/store/storetest/faults"
@@ -44,6 +44,7 @@ func statuses(rs []result) []int {
 }
 
 func TestBatchOneByOne(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	etag := e.do("POST", base+"/b/existing", `{"data":1}`).expect(t, 201).header.Get("ETag")
 	e.do("POST", base+"/b/doomed", `{"data":1}`).expect(t, 201)
@@ -82,6 +83,7 @@ func TestBatchOneByOne(t *testing.T) {
 }
 
 func TestBatchInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	many := strings.Repeat(`{"method":"GET","path":"a/b"},`, 100) + `{"method":"GET","path":"a/b"}`
 	for _, tc := range []struct{ name, body, want string }{
@@ -113,6 +115,7 @@ func TestBatchInput(t *testing.T) {
 }
 
 func TestBatchQuotaOneByOne(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.do("PUT", admin+"/apps/"+app+"/users/uma/quota", `{"limitItems": 2}`).expect(t, 200)
 	rs, _ := e.batch(t, 200, `{"operations":[
@@ -129,6 +132,7 @@ func TestBatchQuotaOneByOne(t *testing.T) {
 }
 
 func TestBatchAtomic(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.do("POST", base+"/a/old", `{"data":"old"}`, "X-Uds-Subject", "vera").expect(t, 201)
 	e.do("POST", base+"/a/gone", `{"data":"gone"}`, "X-Uds-Subject", "vera").expect(t, 201)
@@ -185,10 +189,11 @@ func TestBatchAtomic(t *testing.T) {
 // Batches under lost answers, throttling and resets keep usage exact, and
 // an atomic batch is all there or not at all.
 func TestBatchesUnderFaults(t *testing.T) {
+	t.Parallel()
 	client, ft := storetest.FaultyClient(t, 21)
 	tables := storetest.NewTables(t)
 	srv := httptest.NewServer(httpapi.New(store.New(client, tables), httpapi.GroupAll, httpapi.Config{
-		Subject: httpapi.HeaderSubject, CursorSecret: []byte("b"), RequestBudget: 4 * time.Second,
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("b"), RequestBudget: budget, Logger: apitest.Logger(t),
 	}))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, srv: srv, tables: tables, client: storetest.Client(t)}
@@ -219,6 +224,7 @@ func TestBatchesUnderFaults(t *testing.T) {
 }
 
 func TestBatchTooLarge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	big := `"` + strings.Repeat("x", 1<<20) + `"`
 	_, r := e.batch(t, 413, `{"operations":[{"method":"GET","path":"a/b"},{"method":"POST","path":"a/c","body":{"data":`+big+`}}]}`)

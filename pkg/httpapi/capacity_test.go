@@ -9,9 +9,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
@@ -32,8 +32,10 @@ func batchOf(n int, method, ns, body string, atomic bool) string {
 	return fmt.Sprintf(`{"atomic":%v,"operations":[%s]}`, atomic, strings.Join(ops, ","))
 }
 
-// expiring adds a ttl of one second to a write body.
-func expiring(body string) string { return strings.Replace(body, "{", `{"ttl":1,`, 1) }
+// expiring adds a ttl of lifetime to a write body.
+func expiring(body string) string {
+	return strings.Replace(body, "{", fmt.Sprintf(`{"ttl":%d,`, int(lifetime.Seconds())), 1)
+}
 
 // TestCapacityTable measures, per API operation, the DynamoDB calls made and
 // the capacity they consumed (ReturnConsumedCapacity=INDEXES), and checks
@@ -45,16 +47,21 @@ func expiring(body string) string { return strings.Replace(body, "{", `{"ttl":1,
 // growing update costs a refused conditional write more: it learns the old
 // size from it instead of reading first.
 func TestCapacityTable(t *testing.T) {
+	t.Parallel()
 	tables := storetest.NewTables(t)
 	counter := storetest.NewCounter(storetest.Client(t))
 	// The limits and policies read by a namespace's first request stay
-	// cached for the whole table, however long a loaded machine takes.
-	api := httpapi.New(store.New(counter, tables, store.WithLimitsTTL(time.Hour)), httpapi.GroupAll, httpapi.Config{
-		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: 20 * time.Second,
+	// cached for the whole table, however long a loaded machine takes and
+	// however far the clock is moved to expire an item.
+	clock := &storetest.Clock{}
+	st := store.New(counter, tables, store.WithLimitsTTL(24*lifetime), store.WithClock(clock.Now))
+	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: budget, RequestBudget: budget,
+		Logger: apitest.Logger(t), Now: clock.Now,
 	})
 	srv := httptest.NewServer(api)
 	defer srv.Close()
-	e := &env{t: t, srv: srv, tables: tables, client: storetest.Client(t)}
+	e := &env{t: t, srv: srv, tables: tables, client: storetest.Client(t), clock: clock}
 
 	kb := func(n int) string { return `{"data":{"s":"` + strings.Repeat("a", n*1000-20) + `"}}` }
 	list := base + "/cap/list"
@@ -99,10 +106,10 @@ func TestCapacityTable(t *testing.T) {
 			return e.do("POST", admin+"/apps/"+otherApp+"/import", exported)
 		}, map[string]int{"GetItem": 1, "TransactWriteItems": 11}},
 		{"DELETE list of 1000 items (delete-all)", 204, func() response { return e.do("DELETE", list+"/list", "") }, map[string]int{"Query": 2, "TransactWriteItems": 11}},
-		{"POST key-value item expiring in 1 s (1 KB)", 201, func() response { return e.do("POST", base+"/cap/ttl", expiring(kb(1))) }, map[string]int{"TransactWriteItems": 1}},
+		{"POST key-value item that expires (1 KB)", 201, func() response { return e.do("POST", base+"/cap/ttl", expiring(kb(1))) }, map[string]int{"TransactWriteItems": 1}},
 		{"GET key-value item that expires (1 KB)", 200, func() response { return e.do("GET", base+"/cap/ttl", "") }, map[string]int{"GetItem": 1}},
 		{"GET expired key-value item (404, removes it)", 404, func() response {
-			time.Sleep(1100 * time.Millisecond)
+			e.expire()
 			return e.do("GET", base+"/cap/ttl", "")
 		}, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
 		{"batch of 100 POSTs (1 KB), one by one", 200, func() response { return e.do("POST", base+"/batch", batchOf(100, "POST", "b1", kb(1), false)) }, map[string]int{"TransactWriteItems": 100, "GetItem": 1}},

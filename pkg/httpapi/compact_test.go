@@ -168,6 +168,7 @@ func randomJSONString(rng *rand.Rand) string {
 // and on mutations of them: bytes deleted, inserted or replaced with the
 // characters JSON's grammar turns on.
 func TestCompactJSONMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(9, 10))
 	significant := []byte("{}[],:\"\\ \t\n\r0123456789-+.eEtrufalsn\x00\x01\x1f/u")
 	for range 20000 {

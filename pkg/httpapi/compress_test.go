@@ -65,6 +65,7 @@ func gzipped(b []byte) []byte {
 // ones without an ETag, to clients that accept gzip, decoding to exactly
 // the plain answer.
 func TestResponseCompression(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	list := base + "/gz/feed"
 	for i := range 60 {
@@ -120,6 +121,7 @@ func TestResponseCompression(t *testing.T) {
 // bounded by the same limits once expanded, and refused when broken or in
 // a coding UDS does not read, with nothing written.
 func TestCompressedRequests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	value := `{"data":{"text":"` + strings.Repeat("compressible ", 500) + `"}}`
 	status, _, body := e.raw("POST", base+"/gzreq/ok", gzipped([]byte(value)), "Content-Encoding", "gzip", "Content-Type", "application/json")
@@ -160,6 +162,7 @@ func TestCompressedRequests(t *testing.T) {
 // compressed stream as it is (the stored bytes appear in the answer), with
 // small values beside them and a cursor that continues either way.
 func TestCompressedValuesAreSplicedIntoGzipPages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	list := base + "/gz/mixed"
 	for i := range 9 {

@@ -27,6 +27,7 @@ func randomString(rng *rand.Rand) string {
 // TestAppendItemMatchesEncodingJSON checks the hand-written encoder
 // against encoding/json on random items: the same bytes, field for field.
 func TestAppendItemMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	values := []string{`1`, `"x"`, `{"a":[1,2,{"b":null}]}`, `1e400`, `"\u2028 <&>"`, "\"\u2028\"", `[]`}
 	for i := range 5000 {
@@ -61,6 +62,7 @@ func TestAppendItemMatchesEncodingJSON(t *testing.T) {
 // TestRawPayloadBytesCountsEscapes checks the vectorised count against a
 // byte-by-byte one on random values.
 func TestRawPayloadBytesCountsEscapes(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range 2000 {
 		var b strings.Builder
@@ -100,6 +102,7 @@ func decodeWriteBody(body []byte) (writeBody, json.RawMessage, bool) {
 // bodies against encoding/json's on bodies of every shape it takes or
 // hands on: whatever it accepts, it reads as the decoder does.
 func TestSplitWriteBodyMatchesTheDecoder(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 8))
 	values := []string{`1`, `-2.5e10`, `"s"`, `"a,b}c]\"{"`, `{"x":[1,{"y":"}"}],"z":null}`, `[]`, `{}`, `null`, `true`, `"\u00e9\\n"`, `[[[]]]`}
 	names := []string{`"data"`, `"className"`, `"ttl"`, `"expiresAt"`, `"Data"`, `"d\u0061ta"`, `"other"`}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 )
 
 func TestExpiryInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	for _, tc := range []struct {
@@ -57,29 +59,20 @@ func TestExpiryInput(t *testing.T) {
 	}
 }
 
-// expireIn is an expiresAt d ahead, and the instant. d leaves the test
-// time to write what expires (make test runs packages side by side on two
-// cores, under the race detector).
-func expireIn(d time.Duration) (string, time.Time) {
-	at := time.Now().Add(d).UTC().Truncate(time.Millisecond)
-	return at.Format("2006-01-02T15:04:05.000Z"), at
-}
-
-func waitUntil(at time.Time) { time.Sleep(time.Until(at) + 20*time.Millisecond) }
-
 // An expired item is gone on every route at once, and its size is
 // released exactly once.
 func TestExpiredItemsAreGoneEverywhere(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, path := range []string{base + "/exp/item", base + "/exp/list/2024-01-01"} {
 		t.Run(path[len(base):], func(t *testing.T) {
-			at, when := expireIn(2 * time.Second)
+			at := e.expiresAt()
 			created := e.do("POST", path, `{"data":{"v":1},"expiresAt":"`+at+`"}`, "X-Uds-Subject", "erin").expect(t, 201)
 			etag := created.header.Get("ETag")
 			if r := e.do("GET", path, "").expect(t, 200); r.body["expiresAt"] != at {
 				t.Fatalf("expiresAt %v, want %s", r.body["expiresAt"], at)
 			}
-			waitUntil(when)
+			e.expire()
 			e.do("GET", path, "").expect(t, 404)
 			e.do("GET", path, "", "If-None-Match", etag).expect(t, 404)
 			e.do("HEAD", path, "").expect(t, 404)
@@ -96,9 +89,8 @@ func TestExpiredItemsAreGoneEverywhere(t *testing.T) {
 		})
 	}
 	// A POST onto an expired key that nothing read since replaces it.
-	at, when := expireIn(2 * time.Second)
-	e.do("POST", base+"/exp/direct", `{"data":1,"expiresAt":"`+at+`"}`, "X-Uds-Subject", "erin").expect(t, 201)
-	waitUntil(when)
+	e.do("POST", base+"/exp/direct", `{"data":1,"expiresAt":"`+e.expiresAt()+`"}`, "X-Uds-Subject", "erin").expect(t, 201)
+	e.expire()
 	e.do("POST", base+"/exp/direct", `{"data":2}`, "X-Uds-Subject", "erin").expect(t, 201)
 	exactUsage(t, e, "erin")
 }
@@ -113,8 +105,9 @@ func exactUsage(t *testing.T, e *env, owner string) {
 // Expired items scattered over several DynamoDB query pages vanish from
 // list pages, which stay full, and the cursors stay valid.
 func TestListPagesSkipExpiredItems(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	at, when := expireIn(6 * time.Second)
+	at := e.expiresAt()
 	list := base + "/exp/scattered"
 	pad := make([]byte, 30_000)
 	_, _ = rand.Read(pad)
@@ -135,7 +128,7 @@ func TestListPagesSkipExpiredItems(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitUntil(when)
+	e.expire()
 	seen, cursor := 0, ""
 	for pages := 0; ; pages++ {
 		q := "?limit=7"
@@ -173,14 +166,15 @@ func TestListPagesSkipExpiredItems(t *testing.T) {
 // An owner's expired items never cause a 403: a write that would be
 // refused reclaims them first; recompute counts live items only.
 func TestExpiredItemsFreeQuota(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.do("PUT", admin+"/apps/"+app+"/users/quinn/quota", `{"limitItems": 3}`).expect(t, 200)
-	at, when := expireIn(2 * time.Second)
+	at := e.expiresAt()
 	for i := range 3 {
 		e.do("POST", fmt.Sprintf("%s/q/%d", base, i), `{"data":1,"expiresAt":"`+at+`"}`, "X-Uds-Subject", "quinn").expect(t, 201)
 	}
 	e.do("POST", base+"/q/x", `{"data":1}`, "X-Uds-Subject", "quinn").expect(t, 403)
-	waitUntil(when)
+	e.expire()
 	for i := range 3 {
 		e.do("POST", fmt.Sprintf("%s/q/new%d", base, i), `{"data":1}`, "X-Uds-Subject", "quinn").expect(t, 201)
 	}
@@ -188,12 +182,12 @@ func TestExpiredItemsFreeQuota(t *testing.T) {
 	exactUsage(t, e, "quinn")
 
 	// Expired items nothing has touched: recompute reclaims them.
-	at, when = expireIn(2 * time.Second)
+	at = e.expiresAt()
 	e.do("PUT", admin+"/apps/"+app+"/users/rita/quota", `{"limitItems": 100}`).expect(t, 200)
 	for i := range 4 {
 		e.do("POST", fmt.Sprintf("%s/r/%d", base, i), `{"data":1,"expiresAt":"`+at+`"}`, "X-Uds-Subject", "rita").expect(t, 201)
 	}
-	waitUntil(when)
+	e.expire()
 	r := e.do("POST", admin+"/apps/"+app+"/users/rita/quota/recompute", "").expect(t, 200)
 	if num(t, r.body["usedItems"]) != 0 {
 		t.Errorf("recompute after expiry: %s", r.raw)
@@ -201,20 +195,27 @@ func TestExpiredItemsFreeQuota(t *testing.T) {
 	exactUsage(t, e, "rita")
 }
 
-// Writes racing the expiry of their keys keep usage exact.
+// Writes racing the expiry of their keys keep usage exact: the keys
+// expire halfway through the writes, and the writes' own ttl of 1 s
+// passes while others still run.
 func TestConcurrentWritesOntoExpiringKeys(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	at, when := expireIn(2 * time.Second)
+	at := e.expiresAt()
 	for i := range 6 {
 		e.do("POST", fmt.Sprintf("%s/race/%d", base, i), `{"data":1,"expiresAt":"`+at+`"}`, "X-Uds-Subject", "sam").expect(t, 201)
 	}
+	const writers, writes = 6, 50
+	var started atomic.Int32
 	var wg sync.WaitGroup
-	deadline := when.Add(800 * time.Millisecond)
-	for w := range 6 {
+	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; time.Now().Before(deadline); i++ {
+			for i := range writes {
+				if started.Add(1) == writers*writes/2 {
+					e.expire()
+				}
 				path := fmt.Sprintf("%s/race/%d", base, (w+i)%6)
 				switch i % 3 {
 				case 0:
@@ -228,7 +229,7 @@ func TestConcurrentWritesOntoExpiringKeys(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	time.Sleep(1100 * time.Millisecond) // every ttl of 1 s is past
+	e.clock.Advance(2 * time.Second) // every ttl of 1 s is past
 	for i := range 6 {
 		e.do("GET", fmt.Sprintf("%s/race/%d", base, i), "")
 	}

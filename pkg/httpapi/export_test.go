@@ -78,9 +78,10 @@ type importAnswer struct {
 // and usage, and exports the same bytes; then that a repeated import skips
 // everything and a changed record is a conflict.
 func TestExportImportRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, a := range []string{app, otherApp} {
-		completePolicy(t, 200, func() response { return e.do("PUT", admin+"/apps/"+a+"/namespaces/mine", `{"access":"private"}`) })
+		completePolicy(t, e.now, 200, func() response { return e.do("PUT", admin+"/apps/"+a+"/namespaces/mine", `{"access":"private"}`) })
 	}
 	as := func(s string) []string { return []string{"X-Uds-Subject", s} }
 	paths := map[string]string{} // path -> subject that reads it
@@ -104,7 +105,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	e.do("PUT", base+"/kv/a0", `{"data":{"n":"changed"}}`, as("bob")...).expect(t, 200)
 	// Gone before the export: left out.
 	e.do("POST", base+"/kv/brief", `{"data":1,"ttl":1}`, as("alice")...).expect(t, 201)
-	time.Sleep(1100 * time.Millisecond)
+	e.clock.Advance(2 * time.Second)
 
 	etags := map[string]string{}
 	for path, subject := range paths {
@@ -207,6 +208,7 @@ func joinRaw(rs []json.RawMessage) string {
 // TestImportRefusesBadRecords checks that a malformed record is a 400 that
 // names it and that nothing of the request is written.
 func TestImportRefusesBadRecords(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.setPolicy(t, "mine", `{"access":"private"}`)
 	e.do("PUT", admin+"/apps/"+app+"/namespaces/typed", `{"access":"shared","schema":{"type":"number"}}`).expect(t, 200)
@@ -279,6 +281,7 @@ func TestImportRefusesBadRecords(t *testing.T) {
 // TestExportRefusesBadCursors checks that an export cursor only continues
 // the export of its own app, and that limits are checked.
 func TestExportRefusesBadCursors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for i := range 3 {
 		e.do("POST", base+fmt.Sprintf("/kv/k%d", i), `{"data":1}`).expect(t, 201)
@@ -317,10 +320,11 @@ func TestExportRefusesBadCursors(t *testing.T) {
 // still stored does not block an import of its key: it is removed (and
 // released) and the record written, in one request.
 func TestImportReplacesExpiredItems(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.do("POST", base+"/kv/brief", `{"data":"old","ttl":1}`, "X-Uds-Subject", "alice").expect(t, 201)
 	e.do("POST", base+"/kv/other", `{"data":"stays"}`, "X-Uds-Subject", "alice").expect(t, 201)
-	time.Sleep(1100 * time.Millisecond)
+	e.clock.Advance(2 * time.Second)
 	record := `{"namespace":"kv","id":"brief","owner":"alice","data":"new","createdDate":"2026-01-02T03:04:05.678Z","createdBySubject":"alice","updatedDate":"2026-01-02T03:04:05.678Z","updatedBySubject":"alice","version":4}`
 	got := e.importRecords(t, app, []json.RawMessage{json.RawMessage(record)})
 	if got.Imported != 1 || got.Skipped != 0 || len(got.Conflicts) != 0 {

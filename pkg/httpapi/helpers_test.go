@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
 )
@@ -30,22 +31,65 @@ type env struct {
 	srv    *httptest.Server
 	tables store.Tables
 	client *dynamodb.Client
+	// clock is the API's and the store's clock (newEnv's API only).
+	clock *storetest.Clock
 }
+
+// lifetime is how far ahead the tests' expiring items expire: longer than
+// any machine takes to write them. Tests then move the clock past it.
+const lifetime = time.Hour
+
+// budget bounds the requests and delete-alls of the APIs under test:
+// longer than any of them takes on a loaded machine, so that only the
+// tests of the budgets, which set their own, meet it.
+const budget = 5 * time.Minute
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	tables := storetest.NewTables(t)
 	client := storetest.Client(t)
-	// A change into or out of private settles quickly: these tests do not
+	clock := &storetest.Clock{}
+	// The quiet period outlasts every move of the clock, so recompute
+	// never lowers a record in these tests and a drift stays visible. A
+	// change into or out of private settles quickly: these tests do not
 	// race writes against it (policy_race_test.go does).
-	api := httpapi.New(store.New(client, tables, store.WithPolicySettle(testSettle)), httpapi.GroupAll, httpapi.Config{
+	st := store.New(client, tables, store.WithClock(clock.Now), store.WithRecomputeQuiet(24*lifetime),
+		store.WithPolicySettle(testSettle))
+	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject:         httpapi.HeaderSubject,
 		CursorSecret:    []byte("test secret"),
-		DeleteAllBudget: 20 * time.Second,
+		DeleteAllBudget: budget,
+		RequestBudget:   budget,
+		Logger:          apitest.Logger(t),
+		Now:             clock.Now,
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, tables: tables, client: client}
+	return &env{t: t, srv: srv, tables: tables, client: client, clock: clock}
+}
+
+// now is the env's API's clock: the real time where it has none of its own.
+func (e *env) now() time.Time {
+	if e.clock == nil {
+		return time.Now()
+	}
+	return e.clock.Now()
+}
+
+// expiresAt is an expiresAt lifetime ahead on the env's clock, as the API
+// writes instants.
+func (e *env) expiresAt() string {
+	return e.clock.Now().Add(lifetime).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// expire moves the env's clock past every expiresAt made so far.
+func (e *env) expire() { e.clock.Advance(lifetime + time.Second) }
+
+// on is the env with t as the test its helpers fail, for subtests.
+func (e *env) on(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
 }
 
 // response is a decoded answer.

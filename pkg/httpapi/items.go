@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -91,8 +90,8 @@ func (a *API) writeItem(w http.ResponseWriter, r *http.Request, p params, status
 		}
 		write.IfMatch = sc.guard(write.IfMatch)
 	}
-	if err = readWrite(r, &write); err == nil {
-		err = sc.writable(time.Now())
+	if err = readWrite(r, &write, a.now()); err == nil {
+		err = sc.writable(a.now())
 	}
 	if err == nil {
 		err = a.checkData(&sc, write.Data)

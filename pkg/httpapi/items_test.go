@@ -16,6 +16,7 @@ import (
 )
 
 func TestItemEndpoints(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, tc := range []struct {
 		name, path       string
@@ -89,6 +90,7 @@ func mustField(t *testing.T, raw []byte, name string) []byte {
 }
 
 func TestJSONRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for i, tc := range []struct{ name, data, stored string }{
 		{"big integers", `{"n":123456789012345678901234567890,"m":-9007199254740993}`, ""},
@@ -115,6 +117,7 @@ func TestJSONRoundTrip(t *testing.T) {
 }
 
 func TestConcurrentCreateOfOneKey(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const writers = 50
 	statuses := make(chan int, writers)
@@ -138,6 +141,7 @@ func TestConcurrentCreateOfOneKey(t *testing.T) {
 }
 
 func TestConcurrentIfMatchUpdatesLoseNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := base + "/counter/c1"
 	e.do("POST", path, `{"data":{"n":0}}`).expect(t, 201)
@@ -172,6 +176,7 @@ func TestConcurrentIfMatchUpdatesLoseNothing(t *testing.T) {
 
 // HEAD is GET without a body; 405 answers name the resource's methods once.
 func TestHeadAndAllow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	created := e.do("POST", base+"/head/item", `{"data": {"a": 1}}`).expect(t, 201)
 	e.do("POST", base+"/head/list/2024", `{"data": 2}`).expect(t, 201)
@@ -222,6 +227,7 @@ func (e *env) putSeedItem(table string, item map[string]string) {
 // Items written before UDS take part in conditional requests like any
 // other: the ETag a GET gives works for DELETE as it does for PUT.
 func TestSeedItemsTakeIfMatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, tc := range []struct {
 		name string

@@ -60,6 +60,7 @@ func (e *env) walk(list string, q url.Values) ([]string, int) {
 }
 
 func TestListRangeOrderLimitCursor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	list := base + "/activities/user123"
 	var all []string
@@ -90,6 +91,8 @@ func TestListRangeOrderLimitCursor(t *testing.T) {
 				for _, limit := range []string{"", "1", "7", "1000"} {
 					name := fmt.Sprintf("start=%s end=%s order=%s limit=%s", start, end, order, limit)
 					t.Run(name, func(t *testing.T) {
+						t.Parallel() // the queries only read
+						e := e.on(t)
 						q := url.Values{"sortOrder": {order}}
 						if start != "" {
 							q.Set("startKey", start)
@@ -122,6 +125,7 @@ func TestListRangeOrderLimitCursor(t *testing.T) {
 func head(s []string) []string { return s[:min(len(s), 3)] }
 
 func TestCursorIsBoundToItsQuery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	list := base + "/bound/a"
 	e.fill(list, []string{"a", "b", "c", "d"}, 10)
@@ -153,6 +157,7 @@ func TestCursorIsBoundToItsQuery(t *testing.T) {
 }
 
 func TestDeleteAllOfAList(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	list := base + "/purge/me"
 	var keys []string

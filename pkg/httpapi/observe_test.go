@@ -87,6 +87,7 @@ func (o *observedEnv) one(t *testing.T) (line, record map[string]any) {
 }
 
 func TestRequestLinesAndMetrics(t *testing.T) {
+	t.Parallel()
 	o := newObservedEnv(t)
 	item := base + "/obs/item"
 	t.Run("create", func(t *testing.T) {

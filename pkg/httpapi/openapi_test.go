@@ -13,6 +13,7 @@ import (
 // TestOpenAPIMatchesRoutes keeps docs/openapi.json true: every served route
 // is documented and every documented operation is served.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../../docs/openapi.json")
 	if err != nil {
 		t.Fatal(err)

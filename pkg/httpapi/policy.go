@@ -60,7 +60,7 @@ func (sc *scope) writable(now time.Time) error {
 	if c == nil {
 		return nil
 	}
-	wait := time.Until(c.SettlesAt)
+	wait := c.SettlesAt.Sub(now)
 	if wait < time.Second {
 		// Settled: the change completes when an administrator repeats it,
 		// or lapses; either way soon.
@@ -113,7 +113,7 @@ func (a *API) scopeOperation(ctx context.Context, op *uds.BatchOp) error {
 		op.Write.IfMatch = sc.guard(op.Write.IfMatch)
 	}
 	if op.Method == http.MethodPost || op.Method == http.MethodPut {
-		if err := sc.writable(time.Now()); err != nil {
+		if err := sc.writable(a.now()); err != nil {
 			return err
 		}
 		return a.checkData(&sc, op.Write.Data)

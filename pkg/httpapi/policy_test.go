@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
 )
@@ -35,7 +36,7 @@ func (e *env) as(subject, method, path, body string, headers ...string) response
 // private (announced with 202), completes it once it settles.
 func (e *env) setPolicy(t *testing.T, namespace, body string) response {
 	t.Helper()
-	return completePolicy(t, 200, func() response { return e.do("PUT", adminApps+"/namespaces/"+namespace, body) })
+	return completePolicy(t, e.now, 200, func() response { return e.do("PUT", adminApps+"/namespaces/"+namespace, body) })
 }
 
 // testSettle is how long a change into or out of private settles in tests
@@ -43,9 +44,9 @@ func (e *env) setPolicy(t *testing.T, namespace, body string) response {
 const testSettle = 50 * time.Millisecond
 
 // completePolicy sends a policy change and, while it is answered 202
-// (announced), waits until it settles and sends it again: want is expected
-// in the end.
-func completePolicy(t *testing.T, want int, send func() response) response {
+// (announced), waits until it settles on the API's clock (now) and sends it
+// again: want is expected in the end.
+func completePolicy(t *testing.T, now func() time.Time, want int, send func() response) response {
 	t.Helper()
 	for range 10 {
 		r := send()
@@ -57,7 +58,7 @@ func completePolicy(t *testing.T, want int, send func() response) response {
 		if err != nil {
 			t.Fatalf("202 without pending.settlesAt: %s", r.raw)
 		}
-		time.Sleep(time.Until(settles) + 5*time.Millisecond)
+		time.Sleep(settles.Sub(now()) + 5*time.Millisecond)
 	}
 	t.Fatal("the policy change never completed")
 	return response{}
@@ -74,6 +75,7 @@ func listSortKeys(t *testing.T, r response) []string {
 }
 
 func TestPrivateNamespace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.setPolicy(t, "prefs", `{"access":"private"}`)
 	item, list := base+"/prefs/settings", base+"/prefs/feed"
@@ -186,6 +188,7 @@ func TestPrivateNamespace(t *testing.T) {
 }
 
 func TestOwnerWriteNamespace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.setPolicy(t, "posts", `{"access":"owner-write"}`)
 	item, list := base+"/posts/p1", base+"/posts/thread"
@@ -273,6 +276,7 @@ var draftCases = []struct {
 }
 
 func TestNamespaceSchema(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for i, c := range draftCases {
 		t.Run(c.draft, func(t *testing.T) {
@@ -358,6 +362,7 @@ func TestNamespaceSchema(t *testing.T) {
 }
 
 func TestPolicyAdmin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := adminApps + "/namespaces/profiles"
 	r := e.do("GET", path, "").expect(t, 200)
@@ -411,7 +416,7 @@ func TestPolicyAdmin(t *testing.T) {
 		e.do("DELETE", path, "").expect(t, 409)
 		e.do("PUT", path, `{"access":"owner-write"}`).expect(t, 409)
 		e.as("alice", "DELETE", base+"/profiles/mine", "").expect(t, 204)
-		completePolicy(t, 204, func() response { return e.do("DELETE", path, "") })
+		completePolicy(t, e.now, 204, func() response { return e.do("DELETE", path, "") })
 		if r := e.do("GET", path, "").expect(t, 200); r.body["access"] != "shared" || r.body["schema"] != nil {
 			t.Errorf("after DELETE %s", r.raw)
 		}
@@ -425,36 +430,30 @@ func TestPolicyAdmin(t *testing.T) {
 // TestPolicyChangeReachesOtherContainers checks how soon a change made
 // through one container applies in another: within the cache TTL.
 func TestPolicyChangeReachesOtherContainers(t *testing.T) {
+	t.Parallel()
 	tables := storetest.NewTables(t)
 	client := storetest.Client(t)
-	const ttl = 300 * time.Millisecond
+	clock := &storetest.Clock{}
 	serve := func() *env {
-		api := httpapi.New(store.New(client, tables, store.WithLimitsTTL(ttl), store.WithPolicySettle(testSettle)), httpapi.GroupAll, httpapi.Config{
-			Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"),
+		st := store.New(client, tables, store.WithClock(clock.Now), store.WithPolicySettle(testSettle))
+		api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
+			Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), RequestBudget: budget, Logger: apitest.Logger(t), Now: clock.Now,
 		})
 		srv := httptest.NewServer(api)
 		t.Cleanup(srv.Close)
-		return &env{t: t, srv: srv, tables: tables, client: client}
+		return &env{t: t, srv: srv, tables: tables, client: client, clock: clock}
 	}
 	admin, data := serve(), serve()
 	data.as("", "GET", base+"/late/x", "").expect(t, 404) // caches "shared"
 	admin.setPolicy(t, "late", `{"access":"private"}`)
-	deadline := time.Now().Add(ttl)
-	for {
-		r := data.as("", "GET", base+"/late/x", "")
-		if r.status == 401 {
-			break
-		}
-		if time.Now().After(deadline.Add(200 * time.Millisecond)) {
-			t.Fatalf("the change has not applied %v after it was made (TTL %v): %d", time.Since(deadline.Add(-ttl)), ttl, r.status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	clock.Advance(store.DefaultLimitsTTL)
+	data.as("", "GET", base+"/late/x", "").expect(t, 401)
 }
 
 // In a namespace without a policy every caller reaches every item, as
 // before policies existed.
 func TestSharedNamespace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	item, list := base+"/open/item", base+"/open/feed"
 	e.as("alice", "POST", item, `{"data":1}`).expect(t, 201)

@@ -34,6 +34,7 @@ func (e *env) quota(app, user string) (bytes, items int64) {
 }
 
 func TestConcurrentWritersNeverPassTheLimit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		limits string
@@ -116,6 +117,7 @@ func TestConcurrentWritersNeverPassTheLimit(t *testing.T) {
 }
 
 func TestMixedWorkloadRecomputesWithoutDrift(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	apps := []string{app, "0c2b8f0e-6f7a-4d3e-9a51-2b7c1d0e9f11"}
 	users := []string{"ann", "ben", "cat"}
@@ -166,6 +168,7 @@ func TestMixedWorkloadRecomputesWithoutDrift(t *testing.T) {
 }
 
 func TestAdminListingsPageThroughEveryShard(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// Pick users until every shard of the app index holds at least two.
 	perShard := map[string]int{}
@@ -242,6 +245,7 @@ func mapValues(m map[string]int) []int {
 }
 
 func TestQuotaLimitsResolveAndBadAdminInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// App default, then a user override, then the override cleared.
 	e.do("PUT", admin+"/apps/"+app+"/quota", `{"limitBytes": 5000, "limitItems": 3}`).expect(t, 200)
@@ -283,6 +287,7 @@ func TestQuotaLimitsResolveAndBadAdminInput(t *testing.T) {
 // Every subject the data routes accept can be named by the admin routes:
 // JWT subjects with "|" and IAM ARNs with "/" (sent as %2F) included.
 func TestAdminRoutesAcceptEverySubject(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, subject := range []string{"auth0|abc", "arn:aws:iam::123456789012:user/ops/alice", "ünïcode user"} {
 		t.Run(subject, func(t *testing.T) {
@@ -310,6 +315,7 @@ func TestAdminRoutesAcceptEverySubject(t *testing.T) {
 // A write refused by another owner's quota shows the caller that it was
 // refused, not that owner's usage and limits.
 func TestForeignQuotaStaysPrivate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.do("PUT", admin+"/apps/"+app+"/users/olga/quota", `{"limitBytes": 500}`).expect(t, 200)
 	e.do("POST", base+"/ns/olgas", `{"data": "small"}`, "X-Uds-Subject", "olga").expect(t, 201)

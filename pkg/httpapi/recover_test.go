@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/httpapi"
@@ -41,10 +40,11 @@ func (p panickyStore) Create(ctx context.Context, w uds.Write) (uds.Item, error)
 // its stack, counted as a server error, and that the server goes on
 // serving.
 func TestPanicsAreAnswered(t *testing.T) {
+	t.Parallel()
 	logs, metrics := &lockedBuffer{}, &lockedBuffer{}
 	st := store.New(storetest.Client(t), storetest.NewTables(t))
 	api := httpapi.New(panickyStore{st}, httpapi.GroupAll, httpapi.Config{
-		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: 20 * time.Second,
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: budget, RequestBudget: budget,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: emf.NewWriter(metrics), Function: "local",
 	})
 	srv := httptest.NewServer(api)

@@ -34,8 +34,9 @@ type writeBody struct {
 	ExpiresAt json.RawMessage `json:"expiresAt"`
 }
 
-// readWrite parses and validates a POST or PUT body into w.
-func readWrite(r *http.Request, w *uds.Write) error {
+// readWrite parses and validates a POST or PUT body into w; expiries are
+// taken against now.
+func readWrite(r *http.Request, w *uds.Write, now time.Time) error {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
@@ -44,11 +45,12 @@ func readWrite(r *http.Request, w *uds.Write) error {
 	if err != nil {
 		return uds.Invalid("body", "could not be read")
 	}
-	return parseWrite(body, w)
+	return parseWrite(body, w, now)
 }
 
-// parseWrite validates a POST or PUT body into w.
-func parseWrite(body []byte, w *uds.Write) error {
+// parseWrite validates a POST or PUT body into w; expiries are taken
+// against now.
+func parseWrite(body []byte, w *uds.Write, now time.Time) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return uds.Invalid("body", `is empty; send {"data": <any JSON value>}`)
 	}
@@ -80,7 +82,7 @@ func parseWrite(body []byte, w *uds.Write) error {
 		}
 		w.ClassName = *b.ClassName
 	}
-	w.ExpiresAt, err = expiry(&b, time.Now())
+	w.ExpiresAt, err = expiry(&b, now)
 	return err
 }
 

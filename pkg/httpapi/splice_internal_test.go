@@ -22,6 +22,7 @@ import (
 // mixed with plain values, at the start, the end and side by side, with
 // every kind of key, class name and date around them.
 func TestSplicedPagesInflateToThePlainPage(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 8))
 	for round := range 200 {
 		items := make([]uds.Item, rng.IntN(12)+1)

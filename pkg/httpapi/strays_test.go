@@ -7,13 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/store"
 )
 
@@ -23,6 +23,7 @@ import (
 // listed as records, page by page, and removed with their usage released,
 // and items in the key space in use are left alone.
 func TestStraysAreListedAndRemoved(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, path := range []string{"/notes/a", "/notes/b", "/notes/feed/1"} {
 		e.as("alice", "POST", base+path, `{"data":"`+path+`"}`).expect(t, 201)
@@ -42,7 +43,8 @@ func TestStraysAreListedAndRemoved(t *testing.T) {
 	}
 	// A server started now reads the policy afresh.
 	api := httpapi.New(store.New(e.client, e.tables, store.WithPolicySettle(testSettle)), httpapi.GroupAll, httpapi.Config{
-		Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), DeleteAllBudget: 20 * time.Second,
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), DeleteAllBudget: budget, RequestBudget: budget,
+		Logger: apitest.Logger(t),
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

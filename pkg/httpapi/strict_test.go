@@ -11,6 +11,7 @@ import (
 // with a 400 whose details say what was wrong; and that nothing is
 // written.
 func TestBodiesAndQueriesMeanOneThing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ns := admin + "/apps/" + app + "/namespaces/"
 	for _, tc := range []struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/migrate"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
@@ -120,7 +121,7 @@ func TestMigrateSeedDeployment(t *testing.T) {
 	items := fillSeed(t, plain, tables)
 	client, ft := storetest.FaultyClient(t, 11)
 	st := store.New(client, tables, store.WithRecomputeQuiet(0))
-	srv := httptest.NewServer(httpapi.New(st, httpapi.GroupAll, httpapi.Config{Subject: httpapi.HeaderSubject, CursorSecret: []byte("m")}))
+	srv := httptest.NewServer(httpapi.New(st, httpapi.GroupAll, httpapi.Config{Subject: httpapi.HeaderSubject, CursorSecret: []byte("m"), Logger: apitest.Logger(t)}))
 	t.Cleanup(srv.Close)
 	before := answers(t, srv, items)
 

@@ -73,6 +73,7 @@ func listKey(t *testing.T, id, sortKey string) uds.Key {
 // Concurrent delete-alls of one list, racing single deletes and shrinking
 // updates of its items, release every removed item exactly once.
 func TestConcurrentDeleteAllsReleaseOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFaultyStore(t, 1)
 	list := key(t, "lists", "shared")
@@ -122,6 +123,7 @@ func TestConcurrentDeleteAllsReleaseOnce(t *testing.T) {
 // SDK or the store; the retry recognises it: the answer is the success the
 // first attempt earned, and usage moves once.
 func TestLostAnswersAreRecognised(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, kind := range []faults.Kind{faults.LostAfterCommit, faults.ResetAfterCommit} {
 		for _, tc := range []struct {
@@ -195,6 +197,7 @@ func TestLostAnswersAreRecognised(t *testing.T) {
 // Every key the key rules accept can be written and is counted: the owner
 // index has no sort key, so a dataKey of up to 2,048 bytes fits it.
 func TestLongKeysAreCounted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFaultyStore(t, 3, store.WithRecomputeQuiet(0))
 	id := strings.Repeat("k", uds.MaxDataKeyBytes-len(app)-len("|ns|"))
@@ -222,6 +225,7 @@ func TestLongKeysAreCounted(t *testing.T) {
 // A user at the item limit who POSTs a key that exists learns that the key
 // exists (409): the conflict holds whatever the quota.
 func TestConflictBeforeQuota(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFaultyStore(t, 4, store.WithDefaultLimits(uds.Limits{Items: 1}))
 	k := key(t, "ns", "one")
@@ -240,6 +244,7 @@ func TestConflictBeforeQuota(t *testing.T) {
 // Transient faults that outlast every retry end in uds.ErrUnavailable (503),
 // never in an unclassified error (500) or a false refusal.
 func TestTransientFaultsAreUnavailable(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []faults.Kind{faults.Throttle, faults.ServerError, faults.Unavailable, faults.Reset} {
 		t.Run(kind.String(), func(t *testing.T) {
 			f := newFaultyStore(t, 5)
@@ -263,11 +268,13 @@ func TestTransientFaultsAreUnavailable(t *testing.T) {
 // only once the owner's usage has been quiet for the quiet period, and
 // only if the record still says what it read.
 func TestRecomputeWaitsForQuiet(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	// Long enough that a create under a loaded make test never leaves the
-	// owner quiet that long between two writes.
-	const quiet = 2 * time.Second
-	f := newFaultyStore(t, 6, store.WithRecomputeQuiet(quiet))
+	// Long enough that no create, however loaded the machine, leaves the
+	// owner quiet that long between two writes; the clock then ends it.
+	const quiet = time.Hour
+	clock := &storetest.Clock{}
+	f := newFaultyStore(t, 6, store.WithRecomputeQuiet(quiet), store.WithClock(clock.Now))
 	for i := range 3 {
 		if _, err := f.Create(ctx, writeAs("alice", key(t, "ns", strconv.Itoa(i)), `1`)); err != nil {
 			t.Fatal(err)
@@ -323,7 +330,7 @@ func TestRecomputeWaitsForQuiet(t *testing.T) {
 	if rec, real := f.recorded(t, "alice"), f.real(t, "alice"); rec.Items != real.Items+5 {
 		t.Fatalf("before the quiet period: recorded %+v, real %+v; want the hand-made drift intact", rec, real)
 	}
-	time.Sleep(quiet)
+	clock.Advance(quiet)
 	rc, err := f.Recompute(ctx, app, "alice")
 	if err != nil || !rc.Applied || rc.Drift != (uds.Usage{Bytes: 500, Items: 5}) {
 		t.Fatalf("recompute once quiet: %+v, %v; want the drift of 5 items, 500 bytes applied", rc, err)

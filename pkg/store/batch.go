@@ -91,7 +91,7 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 			p.firstGrowth[owner] = i
 		}
 	}
-	now := writeTime()
+	now := s.writeTime()
 	for i, op := range ops {
 		w, old := &ops[i].Write, states[i]
 		live := old != nil && !expired(old, now)

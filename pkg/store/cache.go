@@ -22,9 +22,8 @@ type cachedValue[V any] struct {
 	expires time.Time
 }
 
-// get returns the cached value of key, or loads and keeps it.
-func (c *ttlCache[V]) get(key string, load func() (V, error)) (V, error) {
-	now := time.Now()
+// get returns the cached value of key at now, or loads and keeps it.
+func (c *ttlCache[V]) get(now time.Time, key string, load func() (V, error)) (V, error) {
 	c.mu.Lock()
 	e, ok := c.m[key]
 	c.mu.Unlock()

@@ -34,7 +34,7 @@ const (
 )
 
 // writeTime is the timestamp of a write, at the precision it is stored.
-func writeTime() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+func (s *Store) writeTime() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
 
 // FormatTime renders a timestamp the way UDS stores and returns it.
 func FormatTime(t time.Time) string { return string(AppendTime(nil, t)) }

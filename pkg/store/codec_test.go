@@ -17,6 +17,7 @@ import (
 // TestParseTimeAgreesWithTimeParse checks the hand-written reading of
 // stored timestamps against time.Parse, on the layout and around it.
 func TestParseTimeAgreesWithTimeParse(t *testing.T) {
+	t.Parallel()
 	cases := []string{
 		"2024-01-15T10:30:00.000Z", "0001-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z",
 		"2024-02-29T00:00:00.000Z", "2023-02-29T00:00:00.000Z", "2024-04-31T00:00:00.000Z",
@@ -50,6 +51,7 @@ func TestParseTimeAgreesWithTimeParse(t *testing.T) {
 // TestDecompress checks that stored values expand exactly, and that
 // corrupt or oversized ones are refused.
 func TestDecompress(t *testing.T) {
+	t.Parallel()
 	value := []byte(`{"s":"` + strings.Repeat("compressible text ", 2000) + `"}`)
 	z := compress(value)
 	if got, err := decompress(z); err != nil || !bytes.Equal(got, value) {
@@ -95,6 +97,7 @@ func TestDecompress(t *testing.T) {
 // without a version (written before UDS) is validated on the way out,
 // while one UDS wrote goes out as stored.
 func TestDecodeItemChecksValuesUDSDidNotWrite(t *testing.T) {
+	t.Parallel()
 	key := uds.Key{App: "d53065bd-f932-4841-83fb-849717d8df0f", Namespace: "ns", ID: "id"}
 	item := func(value, version string) map[string]types.AttributeValue {
 		av := map[string]types.AttributeValue{

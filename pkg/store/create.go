@@ -21,7 +21,7 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	if err != nil {
 		return uds.Item{}, err
 	}
-	it := newItem(&w, writeTime())
+	it := newItem(&w, s.writeTime())
 	charge, lim, err := s.usageAction(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
 	if err != nil {
 		return uds.Item{}, err
@@ -43,7 +43,7 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 			return uds.Item{}, err
 		case refused == nil:
 			return it, nil
-		case refused.conditionFailed(0) && attempt == 0 && expired(refused.item(0), time.Now()):
+		case refused.conditionFailed(0) && attempt == 0 && expired(refused.item(0), s.now()):
 			s.reclaim(ctx, w.App, []listEntry{{key: w.Key, state: refused.item(0)}})
 		case refused.conditionFailed(0):
 			return uds.Item{}, uds.ErrConflict

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -219,7 +218,7 @@ func (s *Store) removeEntries(ctx context.Context, op, app string, pending []lis
 		// the others.
 		var next []listEntry
 		changed := false
-		now := time.Now()
+		now := s.now()
 		for i, e := range pending {
 			if !refused.conditionFailed(i) {
 				next = append(next, e)
@@ -279,7 +278,7 @@ func (s *Store) holdsOthers(ctx context.Context, list uds.Key, creator string) (
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":k":   &types.AttributeValueMemberS{Value: list.DataKey()},
 			":me":  &types.AttributeValueMemberS{Value: creator},
-			":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
+			":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(s.now().UnixMilli(), 10)},
 		},
 		ConsistentRead: aws.Bool(true),
 	}

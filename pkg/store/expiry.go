@@ -44,7 +44,7 @@ func (s *Store) reclaim(ctx context.Context, app string, items []listEntry) int 
 // when it has expired (it is reclaimed then).
 func (s *Store) readLive(ctx context.Context, key uds.Key) (map[string]types.AttributeValue, error) {
 	old, err := s.readMeta(ctx, key)
-	if err != nil || old == nil || !expired(old, time.Now()) {
+	if err != nil || old == nil || !expired(old, s.now()) {
 		return old, err
 	}
 	s.reclaim(ctx, key.App, []listEntry{{key: key, state: old}})
@@ -135,7 +135,7 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 // DynamoDB Local's tables have no TTL deletion. It returns how many items
 // it removed.
 func (s *Store) SweepExpired(ctx context.Context) (int, error) {
-	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	now := strconv.FormatInt(s.now().UnixMilli(), 10)
 	removed := 0
 	for _, table := range []string{s.tables.Data, s.tables.List} {
 		in := &dynamodb.ScanInput{

@@ -13,15 +13,18 @@ import (
 
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
 // The local server's sweep removes expired items nothing touched and
 // releases them once; a second sweep finds nothing.
 func TestSweepExpired(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	f := newFaultyStore(t, 8)
-	at := time.Now().Add(2 * time.Second).Truncate(time.Millisecond)
+	clock := &storetest.Clock{}
+	f := newFaultyStore(t, 8, store.WithClock(clock.Now))
+	at := clock.Now().Add(time.Hour)
 	for i := range 5 {
 		w := writeAs("tess", key(t, "sweep", fmt.Sprint(i)), `{"v":1}`)
 		if i < 3 {
@@ -36,7 +39,7 @@ func TestSweepExpired(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Until(at) + 10*time.Millisecond)
+	clock.Advance(2 * time.Hour)
 	n, err := f.SweepExpired(ctx)
 	if err != nil || n != 8 {
 		t.Fatalf("sweep removed %d, %v; want the 8 expired items", n, err)
@@ -58,9 +61,11 @@ func TestSweepExpired(t *testing.T) {
 // would release them twice, once now and once when they are removed. More
 // expired items than one reclaim takes leave some stored.
 func TestRecomputeCountsExpiredItemsStillStored(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	f := newFaultyStore(t, 9, store.WithRecomputeQuiet(0))
-	at := time.Now().Add(3 * time.Second).Truncate(time.Millisecond)
+	clock := &storetest.Clock{}
+	f := newFaultyStore(t, 9, store.WithRecomputeQuiet(0), store.WithClock(clock.Now))
+	at := clock.Now().Add(time.Hour)
 	const expiring = store.MaxReclaim + 1
 	var wg sync.WaitGroup
 	for worker := range 8 {
@@ -82,7 +87,7 @@ func TestRecomputeCountsExpiredItemsStillStored(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	time.Sleep(time.Until(at) + 10*time.Millisecond)
+	clock.Advance(2 * time.Hour)
 	rc, err := f.Recompute(ctx, app, "rex")
 	if err != nil || rc.Drift != (uds.Usage{}) {
 		t.Fatalf("recompute: %+v, %v; want no drift", rc, err)
@@ -115,9 +120,11 @@ func (f faultyStore) ttlDelete(t *testing.T, k uds.Key) map[string]types.Attribu
 // the total without the item is not released again; one deleted after the
 // recompute is released as usual.
 func TestTTLDeletionsBeforeARecomputeAreNotReleasedTwice(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	f := newFaultyStore(t, 10, store.WithRecomputeQuiet(0))
-	at := time.Now().Add(300 * time.Millisecond).Truncate(time.Millisecond)
+	clock := &storetest.Clock{}
+	f := newFaultyStore(t, 10, store.WithRecomputeQuiet(0), store.WithClock(clock.Now))
+	at := clock.Now().Add(time.Hour)
 	create := func(id string, expires time.Time) uds.Key {
 		w := writeAs("tia", key(t, "ttl", id), `{"v":"`+id+`"}`)
 		w.ExpiresAt = expires
@@ -128,9 +135,9 @@ func TestTTLDeletionsBeforeARecomputeAreNotReleasedTwice(t *testing.T) {
 	}
 	gone := create("gone-before", at)
 	create("live", time.Time{})
-	time.Sleep(time.Until(at) + 10*time.Millisecond)
+	clock.Advance(2 * time.Hour)
 	// The stream gives deletion times rounded down to the second.
-	removed := time.Now().Truncate(time.Second)
+	removed := clock.Now().Truncate(time.Second)
 	old := f.ttlDelete(t, gone)
 
 	rc, err := f.Recompute(ctx, app, "tia")
@@ -142,10 +149,10 @@ func TestTTLDeletionsBeforeARecomputeAreNotReleasedTwice(t *testing.T) {
 	}
 	f.exact(t, "tia")
 
-	later := create("gone-after", time.Now().Add(300*time.Millisecond))
-	time.Sleep(time.Second + 400*time.Millisecond) // past the expiry and recompute's clock margin
+	later := create("gone-after", clock.Now().Add(time.Hour))
+	clock.Advance(2 * time.Hour) // past the expiry and recompute's clock margin
 	old = f.ttlDelete(t, later)
-	if released, err := f.ReleaseRemoved(ctx, old, time.Now()); err != nil || !released {
+	if released, err := f.ReleaseRemoved(ctx, old, clock.Now()); err != nil || !released {
 		t.Fatalf("a deletion after the recompute: released %v, %v", released, err)
 	}
 	f.exact(t, "tia")
@@ -159,6 +166,7 @@ func TestTTLDeletionsBeforeARecomputeAreNotReleasedTwice(t *testing.T) {
 // driven below zero, whether the owner has no record at all or one that
 // holds less than the item.
 func TestReleaseOfAnItemNeverCountedLeavesUsageAlone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFaultyStore(t, 11)
 	stranger := func(owner string, size int) map[string]types.AttributeValue {

@@ -210,7 +210,7 @@ func (p *exportPager) read(ctx context.Context, pos ExportPosition, entries []ma
 	if err != nil {
 		return err
 	}
-	now := time.Now()
+	now := p.s.now()
 	for _, k := range keys {
 		av := found[itemID(k)]
 		if av == nil || expired(av, now) {

@@ -14,6 +14,7 @@ import (
 // budget and by the deadline (one owner a page once it has passed) each
 // continue where the last ended, so that every record comes once.
 func TestExportPages(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	ctx := context.Background()
 	want := 0

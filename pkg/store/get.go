@@ -22,7 +22,7 @@ func (s *Store) Get(ctx context.Context, key uds.Key) (uds.Item, error) {
 	if err != nil {
 		return uds.Item{}, failed("get "+key.DataKey(), err)
 	}
-	return s.liveItem(ctx, key, out.Item, time.Now())
+	return s.liveItem(ctx, key, out.Item, s.now())
 }
 
 // liveItem decodes an item read at now: uds.ErrNotFound when there is none
@@ -72,7 +72,7 @@ func (s *Store) readMeta(ctx context.Context, key uds.Key) (map[string]types.Att
 func (s *Store) GetMany(ctx context.Context, keys []uds.Key) ([]uds.Item, []error) {
 	items, errs := make([]uds.Item, len(keys)), make([]error, len(keys))
 	found, err := s.batchGet(ctx, keys, "")
-	now := time.Now()
+	now := s.now()
 	for i, k := range keys {
 		if err != nil {
 			errs[i] = err

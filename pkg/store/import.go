@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -29,7 +28,7 @@ import (
 // run skips.
 func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (uds.ImportResult, error) {
 	var res uds.ImportResult
-	now := time.Now()
+	now := s.now()
 	pending := make([]importEntry, 0, len(records))
 	seen := make(map[string]int, len(records))
 	for i := range records {
@@ -123,7 +122,7 @@ func (s *Store) importGroup(ctx context.Context, app string, group []importEntry
 			return nil
 		}
 		rest := group[:0:0]
-		now := time.Now()
+		now := s.now()
 		refusedAny := false
 		for i, e := range group {
 			stored := refused.item(i)

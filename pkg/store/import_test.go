@@ -22,6 +22,7 @@ import (
 // not remove the second while releasing the first's size: the usage stays
 // exact whichever item the removal meets.
 func TestRemovalOfAnotherIncarnationWithTheSameRevision(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client := storetest.Client(t)
 	tables := storetest.NewTables(t)

@@ -15,7 +15,7 @@ import (
 // a data write reads them (one BatchGetItem of the app default and the user
 // override) only now and then.
 func (s *Store) limitsInEffect(ctx context.Context, app, user string) (uds.Limits, error) {
-	return s.limits.get(ownerKey(app, user), func() (uds.Limits, error) {
+	return s.limits.get(s.now(), ownerKey(app, user), func() (uds.Limits, error) {
 		appLimits, record, err := s.readRecords(ctx, app, user, false)
 		if err != nil {
 			return uds.Limits{}, err

@@ -30,10 +30,10 @@ import (
 // to the namespace, which only a change under way pays.
 func (s *Store) Policy(ctx context.Context, app, namespace string) (uds.Policy, error) {
 	key := app + uds.KeyDelimiter + namespace
-	p, err := s.policies.get(key, func() (uds.Policy, error) {
+	now := s.now()
+	p, err := s.policies.get(now, key, func() (uds.Policy, error) {
 		return s.readPolicy(ctx, app, namespace, true)
 	})
-	now := time.Now()
 	if c := p.Changing(now); err == nil && c != nil && !now.Before(c.SettlesAt.Add(-policyMargin)) {
 		if p, err = s.readPolicy(ctx, app, namespace, true); err == nil {
 			s.policies.put(key, p, now)
@@ -110,7 +110,7 @@ func (s *Store) holdsData(ctx context.Context, app, namespace string) (bool, err
 		firstErr error
 	)
 	prefix := app + uds.KeyDelimiter + namespace + uds.KeyDelimiter
-	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	now := strconv.FormatInt(s.now().UnixMilli(), 10)
 	for _, table := range []string{s.tables.Data, s.tables.List} {
 		for segment := range scanSegments {
 			wg.Add(1)

@@ -90,7 +90,7 @@ func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Poli
 		if err != nil {
 			return uds.Policy{}, err
 		}
-		now := time.Now()
+		now := s.now()
 		pending := current.Changing(now)
 		var next uds.Policy
 		switch {
@@ -110,7 +110,7 @@ func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Poli
 				return current, nil
 			}
 			next = current
-			next.Version, next.Updated = current.Version+1, writeTime()
+			next.Version, next.Updated = current.Version+1, s.writeTime()
 			next.Pending = &uds.PolicyChange{Access: p.Access, Schema: p.Schema,
 				Since: pending.Since, SettlesAt: pending.SettlesAt, LapsesAt: pending.LapsesAt}
 		default:
@@ -118,7 +118,7 @@ func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Poli
 			if err != nil {
 				return uds.Policy{}, err
 			}
-			if time.Now().After(pending.LapsesAt.Add(-s.policies.ttl - policyMargin)) {
+			if s.now().After(pending.LapsesAt.Add(-s.policies.ttl - policyMargin)) {
 				continue // the scan took too long: announce again
 			}
 			if held {
@@ -158,14 +158,14 @@ func (s *Store) refuseIfHeld(ctx context.Context, app, namespace string) error {
 // settled is p stored in place of current, with no change pending.
 func (s *Store) settled(current, p uds.Policy) uds.Policy {
 	next := uds.Policy{Access: p.Access, Schema: p.Schema}
-	next.Version, next.Updated = current.Version+1, writeTime()
+	next.Version, next.Updated = current.Version+1, s.writeTime()
 	return next
 }
 
 // announced is current with a change to p pending from now.
 func (s *Store) announced(current, p uds.Policy, now time.Time) uds.Policy {
 	next := current
-	next.Version, next.Updated = current.Version+1, writeTime()
+	next.Version, next.Updated = current.Version+1, s.writeTime()
 	settles := now.Add(s.policySettle)
 	next.Pending = &uds.PolicyChange{Access: p.Access, Schema: p.Schema,
 		Since: now, SettlesAt: settles, LapsesAt: settles.Add(s.policyWindow)}

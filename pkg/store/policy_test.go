@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -17,17 +18,18 @@ import (
 const testSettle = 50 * time.Millisecond
 
 // setPolicy sets a namespace's policy and, for a change into or out of
-// private, completes it once it settles.
-func setPolicy(ctx context.Context, s *store.Store, ns string, p uds.Policy) (uds.Policy, error) {
+// private, completes it once it settles, moving the store's clock there.
+func setPolicy(ctx context.Context, s *store.Store, clock *storetest.Clock, ns string, p uds.Policy) (uds.Policy, error) {
 	got, err := s.SetPolicy(ctx, app, ns, p)
 	if err != nil || got.Pending == nil {
 		return got, err
 	}
-	time.Sleep(time.Until(got.Pending.SettlesAt) + 5*time.Millisecond)
+	clock.Advance(got.Pending.SettlesAt.Sub(clock.Now()) + time.Millisecond)
 	return s.SetPolicy(ctx, app, ns, p)
 }
 
 func TestSetPolicyVersions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	const admins = 6
@@ -66,23 +68,26 @@ func TestSetPolicyVersions(t *testing.T) {
 }
 
 func TestPrivateSwitchIgnoresExpiredItems(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	s, _ := newStore(t)
+	clock := &storetest.Clock{}
+	s, _ := newStore(t, store.WithClock(clock.Now))
 	w := write(key(t, "ns", "soon-gone"), `1`)
-	w.ExpiresAt = time.Now().Add(300 * time.Millisecond)
+	w.ExpiresAt = clock.Now().Add(time.Hour)
 	if _, err := s.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.SetPolicy(ctx, app, "ns", uds.Policy{Access: uds.AccessPrivate}); !errors.Is(err, uds.ErrInUse) {
 		t.Fatalf("switch with a live item: %v, want ErrInUse", err)
 	}
-	time.Sleep(400 * time.Millisecond)
-	if _, err := setPolicy(ctx, s, "ns", uds.Policy{Access: uds.AccessPrivate}); err != nil {
+	clock.Advance(2 * time.Hour)
+	if _, err := setPolicy(ctx, s, clock, "ns", uds.Policy{Access: uds.AccessPrivate}); err != nil {
 		t.Fatalf("switch with only an expired item: %v", err)
 	}
 }
 
 func TestOwnerWriteDeleteList(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	list := key(t, "ns", "thread")
@@ -117,19 +122,23 @@ func TestOwnerWriteDeleteList(t *testing.T) {
 // A private item's key ends with its owner, who may hold the delimiter:
 // reclaiming it from the owner index finds its key again.
 func TestPrivateItemsAreReclaimed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	s, _ := newStore(t)
+	clock := &storetest.Clock{}
+	// A quiet period past the clock's move: recompute does not lower the
+	// record on its own.
+	s, _ := newStore(t, store.WithClock(clock.Now), store.WithRecomputeQuiet(24*time.Hour))
 	const owner = "auth0|abc"
 	k, err := key(t, "ns", "settings").InSpaceOf(owner)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := write(k, `{"a":1}`)
-	w.Subject, w.ExpiresAt = owner, time.Now().Add(200*time.Millisecond)
+	w.Subject, w.ExpiresAt = owner, clock.Now().Add(time.Hour)
 	if _, err := s.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	clock.Advance(2 * time.Hour)
 	rc, err := s.Recompute(ctx, app, owner)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -103,7 +102,7 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 	if q.KeepCompressed {
 		decode = decodeKeepingCompressed
 	}
-	now := time.Now()
+	now := s.now()
 	var gone []listEntry
 	want := q.Limit + 1 // one more than the page, to learn whether more exist
 	items := make([]uds.Item, 0, min(want, 128))

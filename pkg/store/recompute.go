@@ -44,7 +44,7 @@ func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed
 		if err != nil {
 			return uds.Recomputed{}, err
 		}
-		summed := time.Now()
+		summed := s.now()
 		if len(gone) > 0 && attempt == 0 {
 			// Expired items still stored are removed (and released)
 			// first, so that the usage answered is what the live items
@@ -61,7 +61,7 @@ func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed
 			return uds.Recomputed{Quota: q, Applied: true}, nil
 		}
 		lastWrite := time.UnixMilli(num(record, schema.AttrLastWrite))
-		if wait := s.recomputeQuiet - time.Since(lastWrite); wait > 0 {
+		if wait := s.recomputeQuiet - s.now().Sub(lastWrite); wait > 0 {
 			return uds.Recomputed{Quota: q, Drift: drift, RetryAfter: wait}, nil
 		}
 		refused, err := s.transact(ctx, op, s.storeUsage(app, user, record, actual, summed))
@@ -137,7 +137,7 @@ func (s *Store) ownedItems(ctx context.Context, app, user string) (held uds.Usag
 		wg   sync.WaitGroup
 		errs [2]error
 	)
-	now := time.Now()
+	now := s.now()
 	// add takes one page of the index into the sums.
 	add := func(items []map[string]types.AttributeValue) {
 		mu.Lock()

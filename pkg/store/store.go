@@ -38,6 +38,12 @@ type Store struct {
 	// policySettle and policyWindow time a change into or out of private
 	// (policy_change.go).
 	policySettle, policyWindow time.Duration
+	// now is the store's clock: every instant it stores or compares
+	// (audit dates, expiry, the quiet period, cache lifetimes, a policy
+	// change's times) is read from it. Only the export deadline, which the
+	// host sets in real time, and the release markers' lifetime, which
+	// DynamoDB's TTL keeps, are not.
+	now func() time.Time
 }
 
 // DefaultLimitsTTL is how long limits and namespace policies are cached
@@ -62,10 +68,15 @@ func WithLimitsTTL(d time.Duration) Option {
 // owner index's propagation lag.
 func WithRecomputeQuiet(d time.Duration) Option { return func(s *Store) { s.recomputeQuiet = d } }
 
+// WithClock replaces time.Now as the store's clock. Tests move it ahead to
+// expire items and end quiet periods at once, however long their writes
+// took.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
 // New returns a Store over client.
 func New(client Client, tables Tables, opts ...Option) *Store {
 	s := &Store{client: client, tables: tables, recomputeQuiet: config.DefaultRecomputeQuiet,
-		policySettle: DefaultPolicySettle, policyWindow: DefaultPolicyWindow}
+		policySettle: DefaultPolicySettle, policyWindow: DefaultPolicyWindow, now: time.Now}
 	s.limits.ttl, s.policies.ttl = DefaultLimitsTTL, DefaultLimitsTTL
 	for _, o := range opts {
 		o(s)

@@ -25,12 +25,12 @@ import (
 
 const app = "d53065bd-f932-4841-83fb-849717d8df0f"
 
-func newStore(t testing.TB) (*store.Store, *storetest.Counter) {
+func newStore(t testing.TB, opts ...store.Option) (*store.Store, *storetest.Counter) {
 	t.Helper()
 	counter := storetest.NewCounter(storetest.Client(t))
 	// A change into or out of private settles quickly: these tests do not
 	// race writes against it.
-	return store.New(counter, storetest.NewTables(t), store.WithPolicySettle(testSettle)), counter
+	return store.New(counter, storetest.NewTables(t), append([]store.Option{store.WithPolicySettle(testSettle)}, opts...)...), counter
 }
 
 func key(t testing.TB, ns, id string) uds.Key {
@@ -47,6 +47,7 @@ func write(k uds.Key, data string) uds.Write {
 }
 
 func TestItemLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
@@ -131,6 +132,7 @@ func randomJSON(n int) string {
 }
 
 func TestLargeValues(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newStore(t)
 	compressible := `{"rows":[` + strings.Repeat(`{"name":"row","value":12345,"ok":true},`, 26000) + `{}]}`
@@ -210,6 +212,7 @@ func sortKeys(items []uds.Item) []string {
 }
 
 func TestListPagesJoinDynamoDBPages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, counter := newStore(t)
 	list := key(t, "big", "list")
@@ -250,6 +253,7 @@ func TestListPagesJoinDynamoDBPages(t *testing.T) {
 }
 
 func TestDeleteList(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, counter := newStore(t)
 	list := key(t, "many", "list")
@@ -290,6 +294,7 @@ func TestDeleteList(t *testing.T) {
 // A stored compressed value that expands past what UDS ever writes is
 // refused after reading one byte more than the bound, not held whole.
 func TestDecompressionIsBounded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tables := storetest.NewTables(t)
 	s := store.New(storetest.Client(t), tables)
@@ -331,6 +336,7 @@ func heapAlloc() int64 {
 // page was cut by its byte budget, the next one reads one item more than
 // that page held, not a full 1 MB DynamoDB page of compressed items.
 func TestListReadsAreBoundedByThePage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, counter := newStore(t)
 	list := key(t, "compressible", "list")

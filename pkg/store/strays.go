@@ -69,7 +69,7 @@ func (s *Store) Strays(ctx context.Context, q StrayQuery) (StrayPage, error) {
 	if q.After.List {
 		tables = tables[1:] // the page starts in the list table
 	}
-	now := time.Now()
+	now := s.now()
 	for _, list := range tables {
 		start := StrayPosition{List: list}
 		if list == q.After.List {

@@ -70,7 +70,7 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 		if !counted {
 			change = uds.Usage{Bytes: v.size, Items: 1}
 		}
-		now := writeTime()
+		now := s.writeTime()
 		up := s.itemUpdate(&w, v, now, token, old, !counted)
 		var outcome writeOutcome
 		if change == (uds.Usage{}) {

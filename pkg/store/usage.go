@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -54,7 +53,7 @@ func (s *Store) usageChange(app, owner string, d uds.Usage) types.TransactWriteI
 			":b":  &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Bytes, 10)},
 			":i":  &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Items, 10)},
 			":s":  &types.AttributeValueMemberS{Value: AppShard(app, owner)},
-			":lw": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
+			":lw": &types.AttributeValueMemberN{Value: strconv.FormatInt(s.now().UnixMilli(), 10)},
 		},
 	}}
 }

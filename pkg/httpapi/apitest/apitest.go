@@ -4,7 +4,7 @@
 // UDS_TRUST_SUBJECT_HEADER=1, over fresh tables in the test engine. Limits
 // are read afresh on every write (no cache) and recompute applies at once,
 // so tests see their admin calls take effect immediately; a change into or
-// out of private settles in 100 ms.
+// out of private settles in 100 ms. Its request lines go to Logger.
 package apitest
 
 import (
@@ -16,6 +16,10 @@ import (
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
 )
+
+// requestBudget bounds the other requests: longer than any takes on a
+// loaded machine, where Lambda's 25 s could cut a large import or export.
+const requestBudget = 5 * time.Minute
 
 // Server starts the API and returns its base URL; it stops when the test
 // ends. deleteAllBudget bounds one delete-all request (a short one makes
@@ -31,12 +35,13 @@ func Server(t testing.TB, deleteAllBudget time.Duration) string {
 func ServerOver(t testing.TB, deleteAllBudget time.Duration) (string, store.Tables) {
 	t.Helper()
 	tables := storetest.NewTables(t)
-	// Policies are not cached either, so a change into or out of private
-	// has only requests in flight to wait for: it settles in a moment.
+	// A change into or out of private settles in a moment: the clients'
+	// tests do not race writes against one (pkg/httpapi's tests do).
 	st := store.New(storetest.Client(t), tables, store.WithRecomputeQuiet(0), store.WithLimitsTTL(0),
 		store.WithPolicySettle(100*time.Millisecond))
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("api tests"), DeleteAllBudget: deleteAllBudget,
+		RequestBudget: requestBudget, Logger: Logger(t),
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

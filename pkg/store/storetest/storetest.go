@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/schema"
@@ -32,7 +33,7 @@ var (
 func Client(t testing.TB) *dynamodb.Client {
 	t.Helper()
 	endpoint := engine(t)
-	clientOnce.Do(func() { client, clientErr = store.NewClient(context.Background(), endpoint) })
+	clientOnce.Do(func() { client, clientErr = store.NewClient(context.Background(), endpoint, quietSDK) })
 	if clientErr != nil {
 		t.Fatalf("DynamoDB client: %v", clientErr)
 	}
@@ -50,13 +51,19 @@ func engine(t testing.TB) string {
 	return endpoint
 }
 
+// quietSDK turns the SDK's own log off in the test clients. All it says
+// there is that a response body could not be drained, which is what a
+// request cancelled by its budget or cut by an injected fault does; and it
+// would print past the tests' output, to whichever test fails.
+func quietSDK(o *dynamodb.Options) { o.Logger = logging.Nop{} }
+
 // FaultyClient returns a client of the test engine, configured as the
 // functions configure theirs, whose traffic passes through a fault
 // injector with the given seed and no rules yet.
 func FaultyClient(t testing.TB, seed uint64) (*dynamodb.Client, *faults.Transport) {
 	t.Helper()
 	ft := faults.New(seed, http.DefaultTransport.(*http.Transport).Clone())
-	c, err := store.NewClient(context.Background(), engine(t), func(o *dynamodb.Options) {
+	c, err := store.NewClient(context.Background(), engine(t), quietSDK, func(o *dynamodb.Options) {
 		o.HTTPClient = &http.Client{Transport: ft}
 	})
 	if err != nil {
