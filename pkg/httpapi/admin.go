@@ -255,12 +255,17 @@ func appAndUser(p params) (string, string, error) {
 // maxLimitsBody bounds a limits body; it holds two numbers.
 const maxLimitsBody = 4 << 10
 
-// readLimits parses {"limitBytes": n, "limitItems": n}, each -1 or more.
+// readLimits reads and parses a limits body (parseLimits).
 func readLimits(r *http.Request) (uds.Limits, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxLimitsBody))
 	if err != nil {
 		return uds.Limits{}, uds.Invalid("body", "could not be read or exceeds %d bytes", maxLimitsBody)
 	}
+	return parseLimits(body)
+}
+
+// parseLimits parses {"limitBytes": n, "limitItems": n}, each -1 or more.
+func parseLimits(body []byte) (uds.Limits, error) {
 	var b struct {
 		LimitBytes *json.Number `json:"limitBytes"`
 		LimitItems *json.Number `json:"limitItems"`
