@@ -69,7 +69,9 @@ func TestETagRoundTrip(t *testing.T) {
 	if !ok || got.Version != 42 || !got.Created.Equal(rev.Created) {
 		t.Fatalf("ParseETag(%s) = %+v, %v", rev.ETag(), got, ok)
 	}
-	for _, bad := range []string{`42-abc`, `"42"`, `W/"42-abc"`, `"x-abc"`, `"-1-abc"`, `""`} {
+	// Other spellings of the revision are other entity tags.
+	respelt := []string{strings.ToUpper(rev.ETag()), `"0` + rev.ETag()[1:], `"+` + rev.ETag()[1:]}
+	for _, bad := range append([]string{`42-abc`, `"42"`, `W/"42-abc"`, `"x-abc"`, `"-1-abc"`, `""`}, respelt...) {
 		if _, ok := ParseETag(bad); ok {
 			t.Errorf("ParseETag(%s) accepted", bad)
 		}
