@@ -85,6 +85,33 @@ func TestETagRoundTrip(t *testing.T) {
 	}
 }
 
+func TestParseInstant(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string // want "" when refused
+	}{
+		{"2026-01-02T03:04:05.678Z", "2026-01-02T03:04:05.678Z"},
+		{"2026-01-02T03:04:05.678912345+05:30", "2026-01-01T21:34:05.678Z"},
+		{"0000-01-01T00:00:00Z", "0000-01-01T00:00:00Z"},
+		{"9999-12-31T23:59:59.999Z", "9999-12-31T23:59:59.999Z"},
+		// In UTC these are in the years -1 and 10000, which RFC 3339
+		// cannot write.
+		{"0000-01-01T00:00:00+01:00", ""},
+		{"9999-12-31T23:00:00-05:00", ""},
+		{"yesterday", ""},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseInstant("createdDate", tc.in)
+			var invalid *InvalidError
+			switch {
+			case tc.want == "" && (!errors.As(err, &invalid) || invalid.Field != "createdDate"):
+				t.Fatalf("ParseInstant(%q) = %v, %v; want it refused", tc.in, got, err)
+			case tc.want != "" && (err != nil || got.Format(time.RFC3339Nano) != tc.want || got.Location() != time.UTC):
+				t.Fatalf("ParseInstant(%q) = %v, %v; want %s", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
 func TestResolve(t *testing.T) {
 	global := Limits{Bytes: 1000, Items: 10}
 	for _, tc := range []struct {
