@@ -40,12 +40,20 @@ func (s *Sealer) Open(binding, cursor string) (string, error) {
 	if !ok {
 		return "", ErrInvalid
 	}
-	pos, err1 := base64.RawURLEncoding.DecodeString(pos64)
-	mac, err2 := base64.RawURLEncoding.DecodeString(mac64)
-	if err1 != nil || err2 != nil || !hmac.Equal(mac, s.mac(binding, string(pos))) {
+	pos, ok1 := decode(pos64)
+	mac, ok2 := decode(mac64)
+	if !ok1 || !ok2 || !hmac.Equal(mac, s.mac(binding, string(pos))) {
 		return "", ErrInvalid
 	}
 	return string(pos), nil
+}
+
+// decode reads base64 spelt as Seal spells it. The decoder also takes line
+// breaks anywhere and stray bits in the last character, so that other
+// strings would open as the same cursor; a cursor has one spelling.
+func decode(s string) ([]byte, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	return b, err == nil && base64.RawURLEncoding.EncodeToString(b) == s
 }
 
 func (s *Sealer) mac(binding, position string) []byte {

@@ -29,6 +29,10 @@ func TestSealOpen(t *testing.T) {
 		"empty":           {s, "list|a|b", ""},
 		"forged position": {s, "list|a|b", forgedPos},
 		"truncated mac":   {s, "list|a|b", c[:len(c)-2]},
+		// Base64 decoders skip line breaks and stray bits in the last
+		// character; a cursor has one spelling.
+		"line break": {s, "list|a|b", c[:4] + "\n" + c[4:]},
+		"stray bit":  {s, "list|a|b", c[:len(c)-1] + string(c[len(c)-1]+1)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := tc.sealer.Open(tc.binding, tc.cursor); !errors.Is(err, ErrInvalid) {
