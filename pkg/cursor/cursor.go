@@ -8,6 +8,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"strings"
 )
@@ -56,10 +57,16 @@ func decode(s string) ([]byte, bool) {
 	return b, err == nil && base64.RawURLEncoding.EncodeToString(b) == s
 }
 
+// mac is the tag of position under binding. The binding's length comes
+// first, so that no other split of the same bytes between a binding and a
+// position has the same tag: both may hold any byte (a list's binding
+// joins its parts with NULs, and so does a position that carries a page
+// size), and with a mere separator between them the tag of ("a\x00b", "c")
+// was the tag of ("a", "b\x00c") too.
 func (s *Sealer) mac(binding, position string) []byte {
 	h := hmac.New(sha256.New, s.key)
+	h.Write(binary.AppendUvarint(nil, uint64(len(binding))))
 	h.Write([]byte(binding))
-	h.Write([]byte{0})
 	h.Write([]byte(position))
 	return h.Sum(nil)[:macBytes]
 }
