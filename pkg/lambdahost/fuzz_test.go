@@ -65,6 +65,7 @@ func FuzzLambdaEvent(f *testing.F) {
 		{"GET", "/rest/api/v1/data/" + app + "/ns/id/list", "cursor=abc.def", "", plainBody, "", "", ""},
 		{"DELETE", "/rest/api/v1/data/" + app + "/ns/id/list/", "", "", plainBody, "", "x-uds-subject", "mallory"},
 		{"HEAD", "/rest/api/v1/data/" + app + "/ns/id", "", "", plainBody, "", "", ""},
+		{"HEAd", "rest/api/v1/data///0", "", "", plainBody, "", "", ""},
 		{"PATCH", "/rest/api/v1/data/" + app + "/ns/id", "", "", plainBody, "", "", ""},
 		{"GET", "/rest/api/v1/data/" + app + "/ns/a%2Fb\"", "", "", plainBody, "", "", ""},
 		{"GET", "/rest/api/v1/data/" + app + "/ns/id/%zz", "", "", plainBody, "", "", ""},
@@ -140,7 +141,7 @@ func FuzzLambdaEvent(f *testing.F) {
 		if err != nil || res.StatusCode >= 500 {
 			t.Fatalf("%s %s?%s answered %d (%v): %s", method, path, query, res.StatusCode, err, res.Body)
 		}
-		if res.StatusCode >= 400 && method != http.MethodHead {
+		if res.StatusCode >= 400 && !strings.EqualFold(method, http.MethodHead) { // the library upper-cases the method
 			checkError(t, res)
 		}
 	})
