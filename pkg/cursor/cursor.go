@@ -8,6 +8,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"strings"
 )
@@ -40,18 +41,32 @@ func (s *Sealer) Open(binding, cursor string) (string, error) {
 	if !ok {
 		return "", ErrInvalid
 	}
-	pos, err1 := base64.RawURLEncoding.DecodeString(pos64)
-	mac, err2 := base64.RawURLEncoding.DecodeString(mac64)
-	if err1 != nil || err2 != nil || !hmac.Equal(mac, s.mac(binding, string(pos))) {
+	pos, ok1 := decode(pos64)
+	mac, ok2 := decode(mac64)
+	if !ok1 || !ok2 || !hmac.Equal(mac, s.mac(binding, string(pos))) {
 		return "", ErrInvalid
 	}
 	return string(pos), nil
 }
 
+// decode reads base64 spelt as Seal spells it. The decoder also takes line
+// breaks anywhere and stray bits in the last character, so that other
+// strings would open as the same cursor; a cursor has one spelling.
+func decode(s string) ([]byte, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	return b, err == nil && base64.RawURLEncoding.EncodeToString(b) == s
+}
+
+// mac is the tag of position under binding. The binding's length comes
+// first, so that no other split of the same bytes between a binding and a
+// position has the same tag: both may hold any byte (a list's binding
+// joins its parts with NULs, and so does a position that carries a page
+// size), and with a mere separator between them the tag of ("a\x00b", "c")
+// was the tag of ("a", "b\x00c") too.
 func (s *Sealer) mac(binding, position string) []byte {
 	h := hmac.New(sha256.New, s.key)
+	h.Write(binary.AppendUvarint(nil, uint64(len(binding))))
 	h.Write([]byte(binding))
-	h.Write([]byte{0})
 	h.Write([]byte(position))
 	return h.Sum(nil)[:macBytes]
 }

@@ -255,15 +255,22 @@ func appAndUser(p params) (string, string, error) {
 // maxLimitsBody bounds a limits body; it holds two numbers.
 const maxLimitsBody = 4 << 10
 
-// readLimits parses {"limitBytes": n, "limitItems": n}, each -1 or more.
+// readLimits reads and parses a limits body (parseLimits).
 func readLimits(r *http.Request) (uds.Limits, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxLimitsBody))
 	if err != nil {
 		return uds.Limits{}, uds.Invalid("body", "could not be read or exceeds %d bytes", maxLimitsBody)
 	}
+	return parseLimits(body)
+}
+
+// parseLimits parses {"limitBytes": n, "limitItems": n}, each -1 or more.
+func parseLimits(body []byte) (uds.Limits, error) {
+	// The limits are read as they were sent: as json.Number, encoding/json
+	// would also take a string holding a number ("5").
 	var b struct {
-		LimitBytes *json.Number `json:"limitBytes"`
-		LimitItems *json.Number `json:"limitItems"`
+		LimitBytes json.RawMessage `json:"limitBytes"`
+		LimitItems json.RawMessage `json:"limitItems"`
 	}
 	if err := decodeBody(body, &b, `{"limitBytes": n, "limitItems": n}`); err != nil {
 		return uds.Limits{}, err
@@ -271,15 +278,15 @@ func readLimits(r *http.Request) (uds.Limits, error) {
 	var l uds.Limits
 	for _, f := range []struct {
 		name string
-		in   *json.Number
+		in   json.RawMessage
 		out  *int64
 	}{{"limitBytes", b.LimitBytes, &l.Bytes}, {"limitItems", b.LimitItems, &l.Items}} {
-		if f.in == nil {
+		if f.in == nil || string(f.in) == "null" {
 			continue
 		}
-		n, err := strconv.ParseInt(f.in.String(), 10, 64)
+		n, err := strconv.ParseInt(string(f.in), 10, 64)
 		if err != nil || n < uds.Unlimited {
-			return l, uds.Invalid(f.name, "must be a whole number: 0 (not set), -1 (unlimited) or a positive limit, got %s", f.in.String())
+			return l, uds.Invalid(f.name, "must be a whole number: 0 (not set), -1 (unlimited) or a positive limit, got %s", truncate(string(f.in), 64))
 		}
 		*f.out = n
 	}

@@ -202,7 +202,7 @@ func (a *API) importRecords(w http.ResponseWriter, r *http.Request, p params) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// readRecords parses and validates an import body.
+// readRecords reads an import body and parses its records (parseRecords).
 func readRecords(r *http.Request, app string) ([]uds.Record, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxImportBodyBytes))
 	var tooBig *http.MaxBytesError
@@ -212,6 +212,11 @@ func readRecords(r *http.Request, app string) ([]uds.Record, error) {
 	if err != nil {
 		return nil, uds.Invalid("body", "could not be read")
 	}
+	return parseRecords(body, app)
+}
+
+// parseRecords parses and validates an import body's records.
+func parseRecords(body []byte, app string) ([]uds.Record, error) {
 	var b struct {
 		Records []recordJSON `json:"records"`
 	}

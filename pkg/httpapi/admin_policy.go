@@ -150,9 +150,7 @@ func (a *API) listPolicies(w http.ResponseWriter, r *http.Request, p params) {
 // with room for formatting.
 const maxPolicyBody = 4 * policy.MaxSchemaBytes
 
-// readPolicy parses {"access": ..., "schema": {...} | null} and compiles
-// the schema, so that one that cannot be used is refused now rather than
-// at the first write.
+// readPolicy reads and parses a policy body (parsePolicy).
 func (a *API) readPolicy(r *http.Request) (uds.Policy, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxPolicyBody))
 	var tooBig *http.MaxBytesError
@@ -162,6 +160,13 @@ func (a *API) readPolicy(r *http.Request) (uds.Policy, error) {
 	case err != nil:
 		return uds.Policy{}, uds.Invalid("body", "could not be read")
 	}
+	return parsePolicy(body, a.schemas)
+}
+
+// parsePolicy parses {"access": ..., "schema": {...} | null} and compiles
+// the schema through schemas, so that one that cannot be used is refused
+// now rather than at the first write.
+func parsePolicy(body []byte, schemas *policy.Cache) (uds.Policy, error) {
 	var b struct {
 		Access *string          `json:"access"`
 		Schema *json.RawMessage `json:"schema"`
@@ -173,6 +178,7 @@ func (a *API) readPolicy(r *http.Request) (uds.Policy, error) {
 		return uds.Policy{}, uds.Invalid("access", `is required: "shared", "private" or "owner-write"`)
 	}
 	var pol uds.Policy
+	var err error
 	if pol.Access, err = uds.ParseAccess(*b.Access); err != nil {
 		return pol, err
 	}
@@ -184,7 +190,7 @@ func (a *API) readPolicy(r *http.Request) (uds.Policy, error) {
 		return pol, uds.Invalid("schema", "is not JSON")
 	}
 	pol.Schema = compact.Bytes()
-	if _, err := a.schemas.Schema(pol.Schema); err != nil {
+	if _, err := schemas.Schema(pol.Schema); err != nil {
 		return pol, err
 	}
 	return pol, nil

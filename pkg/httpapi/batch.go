@@ -71,8 +71,8 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, uds.Invalid("body", "could not be read"), nil)
 		return
 	}
-	var b batchBody
-	if err := decodeBody(body, &b, `a JSON object of the form {"atomic": false, "operations": [...]}`); err != nil {
+	b, err := decodeBatch(body)
+	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
@@ -170,6 +170,16 @@ func (a *API) applyOperation(w http.ResponseWriter, r *http.Request, op uds.Batc
 	default:
 		a.applyDelete(w, r, op.Write.Key, op.Write.IfMatch)
 	}
+}
+
+// decodeBatch decodes a batch body, whose operations checkBatch then
+// checks. The two are apart because the handler names the caller between
+// them: a body that is not a batch is refused before the caller's identity
+// is looked at.
+func decodeBatch(body []byte) (batchBody, error) {
+	var b batchBody
+	err := decodeBody(body, &b, `a JSON object of the form {"atomic": false, "operations": [...]}`)
+	return b, err
 }
 
 // checkBatch validates every operation and returns them parsed; expiries

@@ -171,12 +171,13 @@ func now() string { return time.Now().UTC().Format(time.RFC3339) }
 const badURLError = "Invalid path"
 
 // WriteBadEvent answers a request that its host could not turn into an
-// *http.Request for another reason than its URL (on Lambda, a body marked
-// base64 that is not): 400.
-func WriteBadEvent(w http.ResponseWriter) {
+// *http.Request for another reason than malformed percent-encoding in its
+// path (on Lambda, a body marked base64 that is not, or a raw control
+// character in the path or query): 400, with details that say which.
+func WriteBadEvent(w http.ResponseWriter, details string) {
 	writeJSON(w, http.StatusBadRequest, errorBody{
 		Error:     "Bad request",
-		Details:   "the request body could not be decoded",
+		Details:   details,
 		Timestamp: now(),
 	})
 }

@@ -163,7 +163,7 @@ type dispatched struct {
 
 // dispatch finds what serves r.
 func (a *API) dispatch(r *http.Request) dispatched {
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), BasePath+"/")
+	rest, ok := strings.CutPrefix(sentPath(r.URL), BasePath+"/")
 	if !ok {
 		return dispatched{route: unmatched}
 	}
@@ -203,6 +203,18 @@ func (a *API) dispatch(r *http.Request) dispatched {
 		}
 	}
 	return dispatched{route: unmatched, allow: allow}
+}
+
+// sentPath is u's path as the client sent it, escapes and all. A parsed
+// URL keeps that in RawPath when it differs from the default escaping of
+// the decoded path; EscapedPath would escape the decoded path afresh when
+// the sent form holds a byte it does not expect there (a quote, a letter
+// outside ASCII), and so make an encoded slash a separator.
+func sentPath(u *url.URL) string {
+	if u.RawPath != "" {
+		return u.RawPath
+	}
+	return u.EscapedPath()
 }
 
 // serve runs what dispatch found, within the request's time budget.

@@ -90,7 +90,7 @@ func TestSplicedPagesInflateToThePlainPage(t *testing.T) {
 	}
 }
 
-func gzipOf(t *testing.T, data []byte) []byte {
+func gzipOf(t testing.TB, data []byte) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	w, _ := gzip.NewWriterLevel(&b, store.ValueCompression)

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"io"
 	"log/slog"
 	"net/http"
@@ -79,9 +80,8 @@ func adapt(h http.Handler) HandlerFunc {
 		}
 		req, err := adapter.EventToRequestWithContext(ctx, ev)
 		if err != nil {
-			// Only a body marked base64 that is not base64 gets here.
 			w := newResponseWriter()
-			httpapi.WriteBadEvent(w)
+			httpapi.WriteBadEvent(w, badEvent(ev))
 			return w.response(), nil
 		}
 		expandedOnTheWay(req)
@@ -89,6 +89,19 @@ func adapt(h http.Handler) HandlerFunc {
 		h.ServeHTTP(w, req)
 		return w.response(), nil
 	}
+}
+
+// badEvent says why the proxy library could not turn ev into a request: a
+// body marked base64 that is not, or else a method, path or query no
+// request can hold (a raw control character: the path's percent-encoding
+// was checked before). The body is decoded again only on this path.
+func badEvent(ev events.APIGatewayV2HTTPRequest) string {
+	if ev.IsBase64Encoded {
+		if _, err := base64.StdEncoding.DecodeString(ev.Body); err != nil {
+			return "the request body is marked base64 and is not"
+		}
+	}
+	return "the request's method, path or query holds a character HTTP does not allow"
 }
 
 // expandedOnTheWay reads a body labelled gzip that does not start as a

@@ -33,11 +33,18 @@ type ImportConflict struct {
 }
 
 // ParseInstant reads an RFC 3339 instant of a record, kept to the
-// millisecond, the precision UDS stores (and ETags carry).
+// millisecond, the precision UDS stores (and ETags carry). UDS stores and
+// exports instants in UTC, where RFC 3339 has four-digit years: an offset
+// that takes 0000-01-01 or 9999-12-31 past them is refused, since the
+// record could be imported but its export never imported again.
 func ParseInstant(field, s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, Invalid(field, "must be an RFC 3339 instant such as 2030-01-15T10:30:00.000Z, got %q", truncate(s, 64))
 	}
-	return t.UTC().Truncate(time.Millisecond), nil
+	t = t.UTC().Truncate(time.Millisecond)
+	if y := t.Year(); y < 0 || y > 9999 {
+		return time.Time{}, Invalid(field, "must be an instant from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z in UTC, got %q", truncate(s, 64))
+	}
+	return t, nil
 }

@@ -79,6 +79,8 @@ func (r Revision) ETag() string {
 
 // ParseETag parses a strong entity tag made by ETag. Well-formed tags that
 // UDS never issued (weak ones included) parse as not ok: they match nothing.
+// So do other spellings of a revision ("05-x", "+5-x", "5-X"): entity tags
+// are compared as strings (RFC 9110), so they name no revision UDS issued.
 func ParseETag(tag string) (Revision, bool) {
 	if len(tag) < 2 || tag[0] != '"' || tag[len(tag)-1] != '"' {
 		return Revision{}, false
@@ -89,10 +91,11 @@ func ParseETag(tag string) (Revision, bool) {
 	}
 	version, err1 := strconv.ParseInt(v, 10, 64)
 	millis, err2 := strconv.ParseInt(c, 36, 64)
-	if err1 != nil || err2 != nil || version < 0 {
+	rev := Revision{Version: version, Created: time.UnixMilli(millis).UTC()}
+	if err1 != nil || err2 != nil || version < 0 || rev.ETag() != tag {
 		return Revision{}, false
 	}
-	return Revision{Version: version, Created: time.UnixMilli(millis).UTC()}, true
+	return rev, true
 }
 
 // Precondition is a parsed If-Match header. The zero value imposes nothing.

@@ -69,7 +69,9 @@ func TestETagRoundTrip(t *testing.T) {
 	if !ok || got.Version != 42 || !got.Created.Equal(rev.Created) {
 		t.Fatalf("ParseETag(%s) = %+v, %v", rev.ETag(), got, ok)
 	}
-	for _, bad := range []string{`42-abc`, `"42"`, `W/"42-abc"`, `"x-abc"`, `"-1-abc"`, `""`} {
+	// Other spellings of the revision are other entity tags.
+	respelt := []string{strings.ToUpper(rev.ETag()), `"0` + rev.ETag()[1:], `"+` + rev.ETag()[1:]}
+	for _, bad := range append([]string{`42-abc`, `"42"`, `W/"42-abc"`, `"x-abc"`, `"-1-abc"`, `""`}, respelt...) {
 		if _, ok := ParseETag(bad); ok {
 			t.Errorf("ParseETag(%s) accepted", bad)
 		}
@@ -80,6 +82,33 @@ func TestETagRoundTrip(t *testing.T) {
 	}
 	if !(Precondition{}).Matches(Revision{}) || !(Precondition{Any: true}).Matches(rev) {
 		t.Error("an empty precondition and * match any revision")
+	}
+}
+
+func TestParseInstant(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string // want "" when refused
+	}{
+		{"2026-01-02T03:04:05.678Z", "2026-01-02T03:04:05.678Z"},
+		{"2026-01-02T03:04:05.678912345+05:30", "2026-01-01T21:34:05.678Z"},
+		{"0000-01-01T00:00:00Z", "0000-01-01T00:00:00Z"},
+		{"9999-12-31T23:59:59.999Z", "9999-12-31T23:59:59.999Z"},
+		// In UTC these are in the years -1 and 10000, which RFC 3339
+		// cannot write.
+		{"0000-01-01T00:00:00+01:00", ""},
+		{"9999-12-31T23:00:00-05:00", ""},
+		{"yesterday", ""},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseInstant("createdDate", tc.in)
+			var invalid *InvalidError
+			switch {
+			case tc.want == "" && (!errors.As(err, &invalid) || invalid.Field != "createdDate"):
+				t.Fatalf("ParseInstant(%q) = %v, %v; want it refused", tc.in, got, err)
+			case tc.want != "" && (err != nil || got.Format(time.RFC3339Nano) != tc.want || got.Location() != time.UTC):
+				t.Fatalf("ParseInstant(%q) = %v, %v; want %s", tc.in, got, err, tc.want)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,470 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/udsproject/uds/pkg/policy"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// hostileValues are data values that have broken JSON readers: numbers no
+// float holds, escapes, lone surrogates, repeated member names (plain and
+// escaped), nesting at and past the limit.
+var hostileValues = []string{
+	`1`, `-0`, `1e1000000`, `-1E-400`, `0.1e-999999`, `123456789012345678901234567890.5`, `1.0`,
+	`"x"`, `"\ud800"`, `"\u0000"`, `"é\u2028<&>"`, `"\\\"\/"`, `true`, `null`, `[]`, `{}`,
+	`{"n":99,"n":1}`, `{"a":1,"\u0061":2}`, `[{"a":{"b":1,"c":{},"b":2}}]`, `{"Data":1,"data":2}`,
+	`{"a":1,"A":2}`, `{"":1,"a":{"":2}}`, deepJSON(200),
+}
+
+// writeSeeds are POST and PUT bodies from the tests of bad input: member
+// names in another case, unknown and repeated members, every form of
+// ttl, expiresAt and className, white space, invalid UTF-8, a byte-order
+// mark and trailing content.
+func writeSeeds() []string {
+	seeds := []string{
+		``, ` `, `null`, `[1,2]`, `data=1`, `{"data":{"a":`, `{}`, `{"className":"x"}`, `{"data":null}`,
+		`{"data":1,"createdBySubject":"mallory"}`, `{"Data":1}`, `{"data":1,"DATA":2}`, `{"data":1,"TTL":60}`,
+		`{"data":1,"data":2}`, `{"d\u0061ta":1}`, `{"data":1,"className":5}`, `{"data":1,"className":"a\u0000b"}`,
+		`{"data":1,"className":null}`, `{"data":1,"className":"C\u00e9"}`, `{"data":1} {"data":2}`, "{\"data\":\"\xff\"}",
+		"\ufeff{\"data\":1}", ` { "data" : [ 1 , 2 ] , "className" : "x" } `, `{"data":1,"ttl":null,"expiresAt":null}`,
+		`{"data":1,"className":"` + strings.Repeat("c", maxClassNameBytes+1) + `"}`,
+		`{"data":1,"ttl":60,"expiresAt":"2030-01-15T10:30:00Z"}`,
+		deepJSON(10000), `{"data":` + deepJSON(9999) + `}`, `{"data":` + deepJSON(10000) + `}`,
+	}
+	for _, v := range hostileValues {
+		seeds = append(seeds, `{"data":`+v+`}`)
+	}
+	for _, ttl := range []string{`60`, `0`, `01`, `-1`, `1.0`, `1e3`, `"60"`, `315360000`, `315360001`, `9223372036854775808`} {
+		seeds = append(seeds, `{"data":1,"ttl":`+ttl+`}`)
+	}
+	for _, at := range []string{`1700000000000`, `"2030-01-15T10:30:00Z"`, `"2030-01-15T10:30:00.123456789+05:30"`,
+		`"2000-01-01T00:00:00Z"`, `"2999-01-01T00:00:00Z"`, `"x"`, `""`, `"2030-01-15 10:30:00"`} {
+		seeds = append(seeds, `{"data":1,"expiresAt":`+at+`}`)
+	}
+	return seeds
+}
+
+// FuzzParseWrite parses item bodies (POST and PUT, and every write of a
+// batch): what it accepts is an object of the write's members only, whose
+// data is stored as json.Compact has it, whose className is the string
+// sent and whose expiry is the one asked for; the one-pass reader of the
+// common form agrees with the strict decoder.
+func FuzzParseWrite(f *testing.F) {
+	for _, s := range writeSeeds() {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkOnePass(t, body)
+		var w uds.Write
+		err := parseWrite(body, &w, fuzzNow)
+		if err != nil {
+			checkRefusal(t, body, err)
+			checkInvalidField(t, err, "body", "data", "className", "ttl", "expiresAt")
+			return
+		}
+		m := objectMembers(t, body, "data", "className", "ttl", "expiresAt")
+		checkStoredJSON(t, w.Data, m["data"])
+		var class string
+		if present(m["className"]) && json.Unmarshal(m["className"], &class) != nil {
+			t.Fatalf("accepted className %s, which is not a string", m["className"])
+		}
+		if w.ClassName != class {
+			t.Fatalf("className %q, sent %s", w.ClassName, m["className"])
+		}
+		checkExpiry(t, m["ttl"], m["expiresAt"], w.ExpiresAt, fuzzNow)
+	})
+}
+
+// checkOnePass holds splitWriteBody, the one-pass reader of the common
+// form of a write body, to the strict decoder: whatever it takes, the
+// decoder takes, with the same members.
+func checkOnePass(t *testing.T, body []byte) {
+	t.Helper()
+	if !utf8.Valid(body) { // parseWrite refuses it before either reads it
+		return
+	}
+	var fast, slow writeBody
+	data, ok := splitWriteBody(body, &fast)
+	if !ok {
+		return
+	}
+	if err := decodeStrict(body, &slow); err != nil {
+		t.Fatalf("the one-pass reader takes %q, which the strict decoder refuses: %v", body, err)
+	}
+	fast.Data = data
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("the one-pass reader reads %q as %+v, the strict decoder as %+v", body, fast, slow)
+	}
+}
+
+// checkExpiry checks the expiry a write was given against its ttl and
+// expiresAt members, taken against now: the ttl from now exactly.
+func checkExpiry(t *testing.T, ttl, at json.RawMessage, got, now time.Time) {
+	t.Helper()
+	if !got.IsZero() && (got.Location() != time.UTC || !got.Equal(got.Truncate(time.Millisecond))) {
+		t.Fatalf("expiry %v is not UTC to the millisecond", got)
+	}
+	switch {
+	case present(ttl):
+		n, err := strconv.ParseInt(string(ttl), 10, 64)
+		if err != nil || n < 1 || n > int64(uds.MaxTTL/time.Second) {
+			t.Fatalf("accepted ttl %s", ttl)
+		}
+		d := time.Duration(n) * time.Second
+		if !got.Equal(now.Add(d).UTC().Truncate(time.Millisecond)) {
+			t.Fatalf("ttl %s gave expiry %v, taken against %v", ttl, got, now)
+		}
+	case present(at):
+		var s string
+		if err := json.Unmarshal(at, &s); err != nil {
+			t.Fatalf("accepted expiresAt %s, which is not a string", at)
+		}
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil || !want.After(now) || want.Sub(now) > uds.MaxTTL {
+			t.Fatalf("accepted expiresAt %q (%v), taken against %v", s, err, now)
+		}
+		if !got.Equal(want.Truncate(time.Millisecond)) {
+			t.Fatalf("expiresAt %q gave expiry %v", s, got)
+		}
+	case !got.IsZero():
+		t.Fatalf("expiry %v without ttl or expiresAt", got)
+	}
+}
+
+// FuzzBatchBody parses batch bodies as the batch route does (decodeBatch,
+// then checkBatch): an accepted batch holds 1 to its limit of operations,
+// each as its single-item route would take it (body, If-Match), and an
+// atomic one no GET and no item twice.
+func FuzzBatchBody(f *testing.F) {
+	op := func(method, path, body string) string {
+		if body != "" {
+			body = `,"body":` + body
+		}
+		return `{"method":"` + method + `","path":"` + path + `"` + body + `}`
+	}
+	batch := func(atomic bool, ops ...string) string {
+		return `{"atomic":` + strconv.FormatBool(atomic) + `,"operations":[` + strings.Join(ops, ",") + `]}`
+	}
+	many := make([]string, uds.MaxAtomicOps+1)
+	for i := range many {
+		many[i] = op("DELETE", fmt.Sprintf("kv/k%d", i), "")
+	}
+	for _, s := range []string{
+		batch(false, op("POST", "kv/a", `{"data":1}`), op("GET", "kv/b", ""), op("put", "/kv/c/", `{"data":{"x":[1]},"ttl":60}`),
+			op("DELETE", "lists/l/2024%2F01", "")),
+		batch(true, op("POST", "kv/a", `{"data":1}`), op("PUT", "kv/b/s", `{"data":"x","className":"C"}`)),
+		batch(true, op("POST", "kv/a", `{"data":1}`), op("DELETE", "kv/a", "")),
+		batch(true, op("GET", "kv/a", "")),
+		batch(false, many...), batch(true, many...), batch(false),
+		`{"operations":[{"method":"PUT","path":"kv/a","body":{"data":1},"ifMatch":"\"1-lq2x0a\", W/\"2-x\""}]}`,
+		`{"operations":[{"method":"GET","path":"kv/a","ifNoneMatch":"*"},{"method":"GET","path":"kv/a","ifMatch":"*"}]}`,
+		`{"operations":[{"method":"DELETE","path":"kv/a","ifNoneMatch":"\"1-a\""}]}`,
+		`{"operations":[{"method":"PATCH","path":"kv/a"}]}`,
+		`{"operations":[{"method":"POST","path":"kv/a"}]}`,
+		`{"operations":[{"method":"GET","path":"kv/a","body":{"data":1}}]}`,
+		`{"operations":[],"OPERATIONS":[{"method":"GET","path":"kv/a"}]}`,
+		`{"operations":[{"method":"GET","path":"kv/a"}],"operations":[{"method":"POST","path":"kv/a","body":{"data":1}}]}`,
+		`{"operations":[{"Method":"POST","path":"kv/a","body":{"data":1}}]}`,
+		`{"operations":[{"method":"POST","path":"kv/a","body":{"data":1},"owner":"x"}]}`,
+		`{"operations":[{"method":"POST","path":"kv/a","body":{"DATA":1}}]}`,
+		`{"operations":[{"method":"POST","path":"kv/a","body":{"data":{"n":99,"n":1}}}]}`,
+		`{"operations":[{"method":"POST","path":"kv/a/z//","body":{"data":1}}]}`,
+		`{"operations":[{"method":"POST","path":"kv/a/list","body":{"data":1}}]}`,
+		`{"operations":[{"method":"POST","path":"kv","body":{"data":1}}]}`,
+		`{"operations":[{"method":"POST","path":"k%7Cv/a%zz","body":{"data":1}}]}`,
+		`{"operations":{"method":"GET","path":"kv/a"}}`, `{"atomic":"yes","operations":[]}`, `[]`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		b, err := decodeBatch(body)
+		var ops []uds.BatchOp
+		if err == nil {
+			ops, err = checkBatch(fuzzApp, "alice", &b, fuzzNow)
+		}
+		if err != nil {
+			checkRefusal(t, body, err)
+			checkInvalidField(t, err, "body", "operations", "atomic")
+			return
+		}
+		objectMembers(t, body, "atomic", "operations")
+		limit := uds.MaxBatchOps
+		if b.Atomic {
+			limit = uds.MaxAtomicOps
+		}
+		if len(ops) != len(b.Operations) || len(ops) < 1 || len(ops) > limit {
+			t.Fatalf("accepted %d operations of %d (atomic %v)", len(ops), len(b.Operations), b.Atomic)
+		}
+		seen := map[uds.Key]bool{}
+		for i, op := range ops {
+			checkBatchOperation(t, b.Operations[i], op, b.Atomic)
+			if b.Atomic && seen[op.Write.Key] {
+				t.Fatalf("an atomic batch writes %+v twice", op.Write.Key)
+			}
+			seen[op.Write.Key] = true
+		}
+	})
+}
+
+// checkBatchOperation checks an accepted operation against what its
+// single-item route takes.
+func checkBatchOperation(t *testing.T, o batchOpJSON, op uds.BatchOp, atomic bool) {
+	t.Helper()
+	switch op.Method {
+	case "POST", "PUT", "DELETE":
+	case "GET":
+		if atomic {
+			t.Fatalf("an atomic batch takes %+v", o)
+		}
+	default:
+		t.Fatalf("accepted method %q", o.Method)
+	}
+	if op.Method != strings.ToUpper(o.Method) || op.Write.Subject != "alice" {
+		t.Fatalf("%+v became %+v", o, op)
+	}
+	if key, ok, comparable := routeKey(op.Method, o.Path); comparable && (!ok || key != op.Write.Key) {
+		t.Fatalf("path %q is %+v in a batch; its route takes %+v (ok %v)", o.Path, op.Write.Key, key, ok)
+	}
+	writes := op.Method == "POST" || op.Method == "PUT"
+	if writes != present(o.Body) {
+		t.Fatalf("%s with body %s accepted", op.Method, o.Body)
+	}
+	var want uds.Write
+	if writes {
+		if err := parseWrite(o.Body, &want, fuzzNow); err != nil {
+			t.Fatalf("body %s accepted in a batch, refused on its route: %v", o.Body, err)
+		}
+	}
+	if !bytes.Equal(op.Write.Data, want.Data) || op.Write.ClassName != want.ClassName || op.Write.ExpiresAt.IsZero() != want.ExpiresAt.IsZero() {
+		t.Fatalf("body %s is %+v in a batch, %+v on its route", o.Body, op.Write, want)
+	}
+	var pre uds.Precondition
+	if o.IfMatch != "" {
+		var err error
+		if pre, err = parseIfMatch(o.IfMatch); err != nil || (op.Method != "PUT" && op.Method != "DELETE") {
+			t.Fatalf("ifMatch %q accepted on %s (%v)", o.IfMatch, op.Method, err)
+		}
+	}
+	if !reflect.DeepEqual(op.Write.IfMatch, pre) {
+		t.Fatalf("ifMatch %q is %+v in a batch, %+v on a route", o.IfMatch, op.Write.IfMatch, pre)
+	}
+	if o.IfNoneMatch != "" && op.Method != "GET" {
+		t.Fatalf("ifNoneMatch accepted on %s", op.Method)
+	}
+}
+
+// recordMembers are the members of an exported record.
+var recordMembers = fieldsOf(reflect.TypeFor[recordJSON]()).names
+
+// FuzzImportRecords parses import bodies: every accepted record is a valid
+// item of the app (key, owner, subjects, version, dates to the
+// millisecond, an expiry within ten years), its data stored as
+// json.Compact has it; and the records, exported, import back to the
+// same records (an export, imported and exported again, gives the same
+// bytes).
+func FuzzImportRecords(f *testing.F) {
+	const good = `{"namespace":"kv","id":"ok","owner":"alice","data":1,"createdDate":"2026-01-02T03:04:05.678Z","createdBySubject":"alice","updatedDate":"2026-01-02T03:04:05.678Z","updatedBySubject":"alice","version":1}`
+	with := func(old, new string) string { return `{"records":[` + strings.Replace(good, old, new, 1) + `]}` }
+	for _, s := range []string{
+		`{"records":[` + good + `]}`, `{"records":[` + good + `,` + good + `]}`, `{"records":[]}`, `{"records":[`, `{"Records":[]}`, `{}`,
+		with(`"version":1`, `"version":1,"app":"x"`), with(`"version":1`, `"Version":1`), with(`"version":1`, `"version":1,"version":2`),
+		with(`"data":1`, `"data":{"n":99,"n":1}`), with(`"version":1`, `"version":9007199254740991`),
+		with(`"version":1`, `"version":9007199254740992`), with(`"version":1`, `"version":-1`), with(`"version":1`, `"version":1.5`),
+		with(`"owner":"alice"`, "\"owner\":\"al\xffce\""), with(`"owner":"alice"`, `"owner":"al\udc00ce"`),
+		with(`"owner":"alice"`, `"owner":"a\u0001"`), with(`"owner":"alice"`, `"owner":""`),
+		with(`"owner"`, `"private":true,"owner"`), with(`"owner":"alice"`, `"private":true,"owner":"`+strings.Repeat("o", 1024)+`"`),
+		with(`"version":1`, `"version":1,"expiresAt":"2999-01-01T00:00:00Z"`), with(`"version":1`, `"version":1,"expiresAt":"2020-01-01T00:00:00Z"`),
+		with(`"2026-01-02T03:04:05.678Z"`, `"yesterday"`), with(`"2026-01-02T03:04:05.678Z"`, `"2026-01-02T03:04:05.678912345+05:30"`),
+		with(`"2026-01-02T03:04:05.678Z"`, `"0000-01-01T00:00:00+01:00"`), with(`"2026-01-02T03:04:05.678Z"`, `"9999-12-31T23:00:00-05:00"`),
+		with(`"kv"`, `"a|b"`), with(`"ok"`, `""`), with(`"id":"ok"`, `"id":"ok","sortKey":"list"`),
+		with(`"id":"ok"`, `"id":"ok","sortKey":"2024/01/x"`), with(`"id":"ok"`, `"id":"ok","sortKey":"z/"`),
+		with(`"data":1`, `"data":null`), with(`"data":1`, `"data":1,"className":"a\u0001"`), with(`"data":1`, `"data":`+deepJSON(200)),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		records, err := parseRecords(body, fuzzApp)
+		if err != nil {
+			checkRefusal(t, body, err)
+			checkInvalidField(t, err, "body", "records")
+			return
+		}
+		var raw []json.RawMessage
+		if err := json.Unmarshal(objectMembers(t, body, "records")["records"], &raw); err != nil || len(raw) != len(records) ||
+			len(records) < 1 || len(records) > uds.MaxImportRecords {
+			t.Fatalf("accepted %d records of %d (%v)", len(records), len(raw), err)
+		}
+		for i := range records {
+			checkRecord(t, &records[i], objectMembers(t, raw[i], recordMembers...))
+		}
+		exported := exportRecords(t, records)
+		again, err := parseRecords(exported, fuzzApp)
+		if err != nil {
+			t.Fatalf("the export of accepted records does not import: %v\n%s", err, exported)
+		}
+		if back := exportRecords(t, again); !bytes.Equal(back, exported) {
+			t.Fatalf("records exported as\n%s\nimport back as\n%s", exported, back)
+		}
+	})
+}
+
+// checkRecord checks an accepted record against the members it came from.
+func checkRecord(t *testing.T, rec *uds.Record, m map[string]json.RawMessage) {
+	t.Helper()
+	checkStoredJSON(t, rec.Data, m["data"])
+	k := rec.Key
+	list, err := uds.NewKey(k.App, k.Namespace, k.ID)
+	if err != nil || k.App != fuzzApp {
+		t.Fatalf("record key %+v: %v", k, err)
+	}
+	if k.SortKey != "" {
+		if list, err = list.WithSortKey(k.SortKey); err != nil {
+			t.Fatalf("record key %+v: %v", k, err)
+		}
+	}
+	private := string(m["private"]) == "true"
+	if private != (k.Owner != "") || (private && k.Owner != rec.Owner) {
+		t.Fatalf("record (private %s, owner %q) has key %+v", m["private"], rec.Owner, k)
+	}
+	if list.Owner = k.Owner; list != k || len(k.DataKey()) > uds.MaxDataKeyBytes {
+		t.Fatalf("record key %+v is not valid", k)
+	}
+	for _, s := range []string{rec.Owner, rec.CreatedBy, rec.UpdatedBy} {
+		if !uds.ValidSubject(s) {
+			t.Fatalf("record takes subject %q", s)
+		}
+	}
+	if rec.Owner == "" || rec.Version < 0 || rec.Version > uds.MaxVersion || checkClassName(rec.ClassName) != nil {
+		t.Fatalf("record takes owner %q, version %d, className %q", rec.Owner, rec.Version, rec.ClassName)
+	}
+	for _, tm := range []time.Time{rec.CreatedDate, rec.UpdatedDate, rec.ExpiresAt} {
+		if !tm.IsZero() && (tm.Location() != time.UTC || !tm.Equal(tm.Truncate(time.Millisecond))) {
+			t.Fatalf("record time %v is not UTC to the millisecond", tm)
+		}
+	}
+	if time.Until(rec.ExpiresAt) > uds.MaxTTL {
+		t.Fatalf("record expires at %v, past ten years ahead", rec.ExpiresAt)
+	}
+}
+
+// exportRecords is records as the export route writes them.
+func exportRecords(t *testing.T, records []uds.Record) []byte {
+	t.Helper()
+	out := exportJSON{Records: make([]recordJSON, len(records))}
+	for i := range records {
+		out.Records[i] = toRecordJSON(&records[i])
+	}
+	return encodeJSON(t, out)
+}
+
+// encodeJSON encodes v as writeJSON does, without escaping HTML.
+func encodeJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// FuzzPolicyBody parses policy bodies, the envelope around a schema
+// (pkg/policy's FuzzCheck fuzzes schemas and data): an accepted policy
+// has the access mode sent and the schema sent, compacted, which
+// compiles; and the policy as the admin routes show it can be set again
+// and means the same.
+func FuzzPolicyBody(f *testing.F) {
+	for _, s := range []string{
+		`{"access":"shared"}`, `{"access":"private","schema":null}`, `{"access":"owner-write","schema":{"type":"object","required":["title"],"properties":{"title":{"type":"string"}}}}`,
+		`{"Access":"private"}`, `{"access":"PRIVATE"}`, `{"access":null}`, `{"access":1}`, `{}`, `{"schema":{}}`, `{"access":"shared","access":"private"}`,
+		`{"access":"shared","schema":{"type":"number","type":"string"}}`, `{"access":"shared","schema":{"$ref":"https://example.com/s.json"}}`,
+		`{"access":"shared","schema":{"$schema":"http://json-schema.org/draft-04/schema#","maximum":1e1000001,"exclusiveMaximum":true}}`,
+		`{"access":"shared","schema":{"$schema":"nope"}}`, `{"access":"shared","schema":true}`, `{"access":"shared","schema":"x"}`,
+		`{"access":"shared","schema":{"pattern":"("}}`, `{"access":"shared","schema":{"description":"<&>\u2028"}}`,
+		`{"access":"shared","schema":` + deepJSON(500) + `}`, `{"access":"shared","schema":{"type":"object"},"version":3}`,
+		`{"access":"shared","schema":{"properties":{"a":{"minimum":-0.0e-1000001}}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	var cache policy.Cache
+	f.Fuzz(func(t *testing.T, body []byte) {
+		pol, err := parsePolicy(body, &cache)
+		if err != nil {
+			checkRefusal(t, body, err)
+			checkInvalidField(t, err, "body", "access", "schema")
+			return
+		}
+		m := objectMembers(t, body, "access", "schema")
+		var access string
+		if err := json.Unmarshal(m["access"], &access); err != nil || string(pol.Access) != access {
+			t.Fatalf("access %s read as %q", m["access"], pol.Access)
+		}
+		if present(m["schema"]) {
+			if !bytes.Equal(pol.Schema, compactOf(t, m["schema"])) {
+				t.Fatalf("schema %s stored as %s", m["schema"], pol.Schema)
+			}
+			if _, err := policy.Compile(pol.Schema); err != nil {
+				t.Fatalf("accepted a schema that does not compile: %v", err)
+			}
+		} else if pol.Schema != nil {
+			t.Fatalf("no schema sent, %s stored", pol.Schema)
+		}
+		shown := policyBody(fuzzApp, "ns", pol, fuzzNow)
+		again, err := parsePolicy(encodeJSON(t, map[string]any{"access": shown.Access, "schema": shown.Schema}), &cache)
+		if err != nil || !reflect.DeepEqual(again, pol) {
+			t.Fatalf("the policy shown (%s, %s) sets %+v (%v), not %+v", shown.Access, shown.Schema, again, err, pol)
+		}
+	})
+}
+
+// FuzzLimitsBody parses quota bodies: accepted limits are the whole
+// numbers sent, each -1 or more (0 where none is sent), and read back the
+// same from the body that shows them.
+func FuzzLimitsBody(f *testing.F) {
+	for _, s := range []string{
+		`{"limitBytes":1048576,"limitItems":100}`, `{"limitBytes":-1}`, `{"limitItems":0}`, `{}`, `{"limitBytes":null}`,
+		`{"limitBytes":-2}`, `{"limitBytes":1.5}`, `{"limitBytes":1e3}`, `{"limitBytes":-0}`, `{"limitBytes":"5"}`, `{"limitBytes":true}`,
+		`{"limitBytes":9223372036854775807}`, `{"limitBytes":9223372036854775808}`, `{"limitBytes":1e1000000}`,
+		`{"LimitBytes":5}`, `{"limitBytes":5,"limitBytes":-1}`, `{"limitBytes":5,"applicationUuid":"` + fuzzApp + `"}`, `[]`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		l, err := parseLimits(body)
+		if err != nil {
+			checkRefusal(t, body, err)
+			checkInvalidField(t, err, "body", "limitBytes", "limitItems")
+			return
+		}
+		m := objectMembers(t, body, "limitBytes", "limitItems")
+		for _, lim := range []struct {
+			name string
+			got  int64
+		}{{"limitBytes", l.Bytes}, {"limitItems", l.Items}} {
+			want := int64(0)
+			if raw := m[lim.name]; present(raw) {
+				var err error
+				if want, err = strconv.ParseInt(string(raw), 10, 64); err != nil || want < uds.Unlimited {
+					t.Fatalf("accepted %s %s", lim.name, raw)
+				}
+			}
+			if lim.got != want {
+				t.Fatalf("%s %s read as %d", lim.name, m[lim.name], lim.got)
+			}
+		}
+		again, err := parseLimits(encodeJSON(t, limitsJSON{LimitBytes: l.Bytes, LimitItems: l.Items}))
+		if err != nil || again != l {
+			t.Fatalf("limits %+v read back as %+v (%v)", l, again, err)
+		}
+	})
+}
