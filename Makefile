@@ -5,11 +5,14 @@
 #                (data kept in .data/ across restarts)
 #   make reset   delete that data: the next make run starts empty
 #   make test    every test, against a DynamoDB Local it starts and stops
+#                (and the OpenAPI lint, every benchmark once, the CDK tests)
+#   make fuzz    every fuzz target, FUZZTIME each
 #   make soak    the accounting workload under every fault mix, for minutes
 #   make migrate adopt a seed deployment's tables (README, "Migrating")
 #   make bench   benchmarks and the DynamoDB capacity table
 #   make build   arm64 Lambda bootstraps and zips under build/
 #   make uds     the uds command line (client of the API) into bin/uds
+#   make smoke   a deployed stack's smoke test (ENDPOINT=, TOKEN=)
 
 SHELL := /bin/bash
 FUNCTIONS := kv list admin expiry
