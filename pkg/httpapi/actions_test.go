@@ -121,7 +121,7 @@ func TestExportImportDynamoDBActions(t *testing.T) {
 	recorder := newActionRecorder(client, tables)
 	clock := &storetest.Clock{}
 	cfg := httpapi.Config{
-		Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), RequestBudget: budget, Logger: apitest.Logger(t), Now: clock.Now,
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), RequestBudget: apitest.Budget, Logger: apitest.Logger(t), Now: clock.Now,
 	}
 	data := httpapi.New(store.New(client, tables, store.WithClock(clock.Now)), httpapi.GroupAll, cfg)
 	admin := httpapi.New(store.New(recorder, tables, store.WithClock(clock.Now)), httpapi.GroupAdmin, cfg)

@@ -193,7 +193,7 @@ func TestBatchesUnderFaults(t *testing.T) {
 	client, ft := storetest.FaultyClient(t, 21)
 	tables := storetest.NewTables(t)
 	srv := httptest.NewServer(httpapi.New(store.New(client, tables), httpapi.GroupAll, httpapi.Config{
-		Subject: httpapi.HeaderSubject, CursorSecret: []byte("b"), RequestBudget: budget, Logger: apitest.Logger(t),
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("b"), RequestBudget: apitest.Budget, Logger: apitest.Logger(t),
 	}))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, srv: srv, tables: tables, client: storetest.Client(t)}

@@ -56,7 +56,7 @@ func TestCapacityTable(t *testing.T) {
 	clock := &storetest.Clock{}
 	st := store.New(counter, tables, store.WithLimitsTTL(24*lifetime), store.WithClock(clock.Now))
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
-		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: budget, RequestBudget: budget,
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: apitest.Budget, RequestBudget: apitest.Budget,
 		Logger: apitest.Logger(t), Now: clock.Now,
 	})
 	srv := httptest.NewServer(api)

@@ -39,11 +39,6 @@ type env struct {
 // any machine takes to write them. Tests then move the clock past it.
 const lifetime = time.Hour
 
-// budget bounds the requests and delete-alls of the APIs under test:
-// longer than any of them takes on a loaded machine, so that only the
-// tests of the budgets, which set their own, meet it.
-const budget = 5 * time.Minute
-
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	tables := storetest.NewTables(t)
@@ -58,8 +53,8 @@ func newEnv(t *testing.T) *env {
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject:         httpapi.HeaderSubject,
 		CursorSecret:    []byte("test secret"),
-		DeleteAllBudget: budget,
-		RequestBudget:   budget,
+		DeleteAllBudget: apitest.Budget,
+		RequestBudget:   apitest.Budget,
 		Logger:          apitest.Logger(t),
 		Now:             clock.Now,
 	})

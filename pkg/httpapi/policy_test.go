@@ -437,7 +437,7 @@ func TestPolicyChangeReachesOtherContainers(t *testing.T) {
 	serve := func() *env {
 		st := store.New(client, tables, store.WithClock(clock.Now), store.WithPolicySettle(testSettle))
 		api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
-			Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), RequestBudget: budget, Logger: apitest.Logger(t), Now: clock.Now,
+			Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), RequestBudget: apitest.Budget, Logger: apitest.Logger(t), Now: clock.Now,
 		})
 		srv := httptest.NewServer(api)
 		t.Cleanup(srv.Close)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/lambdahost"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
@@ -33,9 +34,7 @@ func listFunction(t *testing.T) (lambdahost.HandlerFunc, store.Tables) {
 		Tables:       storetest.NewTables(t),
 		Endpoint:     os.Getenv(config.EnvDynamoDBEndpoint),
 		SubjectClaim: "sub", CursorSecret: []byte("list function"), LimitsCacheTTL: time.Second,
-		// Pages of megabytes take longer than Lambda's 25 s on a loaded
-		// machine; the budget is not what these tests check.
-		RequestBudget: 5 * time.Minute,
+		RequestBudget: apitest.Budget,
 	}
 	h, err := lambdahost.New(context.Background(), cfg, httpapi.GroupList, slog.New(slog.DiscardHandler), nil)
 	if err != nil {

@@ -17,9 +17,10 @@ import (
 	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
-// requestBudget bounds the other requests: longer than any takes on a
-// loaded machine, where Lambda's 25 s could cut a large import or export.
-const requestBudget = 5 * time.Minute
+// Budget is the request and delete-all budget of an API under test whose
+// budgets are not what the test is about: longer than any request takes
+// on a loaded machine, where Lambda's 25 s cut large exports.
+const Budget = 5 * time.Minute
 
 // Server starts the API and returns its base URL; it stops when the test
 // ends. deleteAllBudget bounds one delete-all request (a short one makes
@@ -41,7 +42,7 @@ func ServerOver(t testing.TB, deleteAllBudget time.Duration) (string, store.Tabl
 		store.WithPolicySettle(100*time.Millisecond))
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("api tests"), DeleteAllBudget: deleteAllBudget,
-		RequestBudget: requestBudget, Logger: Logger(t),
+		RequestBudget: Budget, Logger: Logger(t),
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
