@@ -10,6 +10,7 @@ import (
 
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/uds"
@@ -44,7 +45,7 @@ func TestPanicsAreAnswered(t *testing.T) {
 	logs, metrics := &lockedBuffer{}, &lockedBuffer{}
 	st := store.New(storetest.Client(t), storetest.NewTables(t))
 	api := httpapi.New(panickyStore{st}, httpapi.GroupAll, httpapi.Config{
-		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: budget, RequestBudget: budget,
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: apitest.Budget, RequestBudget: apitest.Budget,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: emf.NewWriter(metrics), Function: "local",
 	})
 	srv := httptest.NewServer(api)

@@ -43,7 +43,7 @@ func TestStraysAreListedAndRemoved(t *testing.T) {
 	}
 	// A server started now reads the policy afresh.
 	api := httpapi.New(store.New(e.client, e.tables, store.WithPolicySettle(testSettle)), httpapi.GroupAll, httpapi.Config{
-		Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), DeleteAllBudget: budget, RequestBudget: budget,
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), DeleteAllBudget: apitest.Budget, RequestBudget: apitest.Budget,
 		Logger: apitest.Logger(t),
 	})
 	srv := httptest.NewServer(api)
