@@ -125,7 +125,7 @@ func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Poli
 				// Writes that read the old policy landed before it
 				// settled: they stay readable under it.
 				if _, err := s.writePolicy(ctx, app, namespace, current, s.settled(current, current)); err != nil {
-					return uds.Policy{}, err
+					return uds.Policy{}, failed(op, err)
 				}
 				return uds.Policy{}, uds.ErrInUse
 			}
