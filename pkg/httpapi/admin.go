@@ -286,7 +286,7 @@ func parseLimits(body []byte) (uds.Limits, error) {
 		}
 		n, err := strconv.ParseInt(string(f.in), 10, 64)
 		if err != nil || n < uds.Unlimited {
-			return l, uds.Invalid(f.name, "must be a whole number: 0 (not set), -1 (unlimited) or a positive limit, got %s", truncate(string(f.in), 64))
+			return l, uds.Invalid(f.name, "must be a whole number: 0 (not set), -1 (unlimited) or a positive limit, got %s", uds.Truncate(string(f.in), 64))
 		}
 		*f.out = n
 	}

@@ -270,9 +270,10 @@ func parseRecord(app string, j *recordJSON, rec *uds.Record) error {
 	}
 	rec.Key, rec.Owner, rec.ClassName, rec.Version = key, j.Owner, j.ClassName, j.Version
 	rec.CreatedBy, rec.UpdatedBy = j.CreatedBySubject, j.UpdatedBySubject
-	if rec.Data, err = compactData(j.Data); err != nil {
+	if err := checkDataValue(j.Data); err != nil {
 		return err
 	}
+	rec.Data = j.Data
 	for _, t := range []struct {
 		field, value string
 		out          *time.Time

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -185,11 +184,8 @@ func parsePolicy(body []byte, schemas *policy.Cache) (uds.Policy, error) {
 	if b.Schema == nil || string(*b.Schema) == "null" {
 		return pol, nil
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, *b.Schema); err != nil {
-		return pol, uds.Invalid("schema", "is not JSON")
-	}
-	pol.Schema = compact.Bytes()
+	// decodeStrict compacted the body, the schema with it.
+	pol.Schema = *b.Schema
 	if _, err := schemas.Schema(pol.Schema); err != nil {
 		return pol, err
 	}

@@ -182,13 +182,9 @@ func (c *compactor) container(depth int, end byte, members bool) error {
 // a member of that name. Names are compared decoded: "a" and "\u0061" are
 // one name.
 func (c *compactor) member(f int, quoted []byte) error {
-	name := quoted[1 : len(quoted)-1]
-	if bytes.IndexByte(name, '\\') >= 0 {
-		var s string
-		if err := json.Unmarshal(quoted, &s); err != nil {
-			return c.syntaxError()
-		}
-		name = []byte(s)
+	name, err := unquoteName(quoted)
+	if err != nil {
+		return c.syntaxError()
 	}
 	fr := &c.frames[f]
 	fr.name = name
@@ -212,6 +208,21 @@ func (c *compactor) member(f int, quoted []byte) error {
 		}
 	}
 	return nil
+}
+
+// unquoteName decodes a quoted member name, as it stands in valid JSON:
+// the bytes between the quotes when it holds no escape, which is the
+// common case and needs no copy.
+func unquoteName(quoted []byte) ([]byte, error) {
+	name := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(name, '\\') < 0 {
+		return name, nil
+	}
+	var s string
+	if err := json.Unmarshal(quoted, &s); err != nil {
+		return nil, err
+	}
+	return []byte(s), nil
 }
 
 // duplicate is the error for the member just named: its JSON pointer is

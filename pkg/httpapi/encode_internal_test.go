@@ -94,8 +94,12 @@ func decodeWriteBody(body []byte) (writeBody, json.RawMessage, bool) {
 	if dec.Decode(&b) != nil || dec.More() {
 		return b, nil, false
 	}
-	data, err := compactData(b.Data)
-	return b, data, err == nil || len(b.Data) == 0 || string(b.Data) == "null"
+	var data bytes.Buffer
+	if len(b.Data) == 0 || string(b.Data) == "null" {
+		return b, nil, true
+	}
+	err := json.Compact(&data, b.Data)
+	return b, data.Bytes(), err == nil && data.Len() <= uds.MaxDataBytes
 }
 
 // TestSplitWriteBodyMatchesTheDecoder checks the one-pass reading of write

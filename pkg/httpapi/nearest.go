@@ -76,7 +76,7 @@ func nearestRoute(groups Group, method, escapedPath string) string {
 			cost += methodCost
 		}
 		if cost < bestCost {
-			best, bestCost = m+" "+BasePath+strings.ReplaceAll(rt.pattern, "...}", "}"), cost
+			best, bestCost = m+" "+routePaths[i], cost
 		}
 	}
 	return best

@@ -59,23 +59,18 @@ func parseWrite(body []byte, w *uds.Write, now time.Time) error {
 	}
 	var b writeBody
 	var err error
-	if compact, ok := splitWriteBody(body, &b); ok {
-		// The body was compacted whole: its data needs no second pass.
-		if len(b.Data) == 0 || string(b.Data) == "null" {
-			return uds.Invalid("data", "is required and must not be null")
-		}
-		if len(b.Data) > uds.MaxDataBytes {
-			return &uds.TooLargeError{Reason: "data takes " + strconv.Itoa(len(b.Data)) + " bytes of JSON; at most 1 MiB (1048576 bytes) is stored"}
-		}
-		w.Data = compact
-	} else {
+	// Either reading compacts the body whole, data included: the common
+	// form in one pass, anything else through the strict decoder, which
+	// describes what is wrong.
+	if _, ok := splitWriteBody(body, &b); !ok {
 		if err := decodeBody(body, &b, `a JSON object of the form {"data": ..., "className": ...}`); err != nil {
 			return err
 		}
-		if w.Data, err = compactData(b.Data); err != nil {
-			return err
-		}
 	}
+	if err := checkDataValue(b.Data); err != nil {
+		return err
+	}
+	w.Data = b.Data
 	if b.ClassName != nil {
 		if err := checkClassName(*b.ClassName); err != nil {
 			return err
@@ -169,20 +164,17 @@ func skipJSON(c []byte, i int) int {
 	return len(c)
 }
 
-// compactData validates a data value (present, not null, JSON, at most
-// uds.MaxDataBytes) and returns it compacted, the form it is stored in.
-func compactData(data json.RawMessage) (json.RawMessage, error) {
+// checkDataValue validates a data value as decodeStrict or splitWriteBody
+// left it, compacted (the form it is stored in): present, not null, at
+// most uds.MaxDataBytes.
+func checkDataValue(data json.RawMessage) error {
 	if len(data) == 0 || string(data) == "null" {
-		return nil, uds.Invalid("data", "is required and must not be null")
+		return uds.Invalid("data", "is required and must not be null")
 	}
-	compact, err := compactJSON(make([]byte, 0, len(data)), data)
-	if err != nil {
-		return nil, uds.Invalid("data", "is not valid JSON")
+	if len(data) > uds.MaxDataBytes {
+		return &uds.TooLargeError{Reason: "data takes " + strconv.Itoa(len(data)) + " bytes of JSON; at most 1 MiB (1048576 bytes) is stored"}
 	}
-	if len(compact) > uds.MaxDataBytes {
-		return nil, &uds.TooLargeError{Reason: "data takes " + strconv.Itoa(len(compact)) + " bytes of JSON; at most 1 MiB (1048576 bytes) is stored"}
-	}
-	return compact, nil
+	return nil
 }
 
 // checkClassName validates a className: a type name, not data.
@@ -231,29 +223,6 @@ func expiry(b *writeBody, now time.Time) (time.Time, error) {
 		return t.UTC().Truncate(time.Millisecond), nil
 	}
 	return time.Time{}, nil
-}
-
-// jsonProblem describes a decoding error without echoing Go type names.
-func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	var compact *jsonSyntaxError
-	switch {
-	case errors.As(err, &compact):
-		return compact.Error()
-	case errors.As(err, &syntax):
-		return "syntax error at byte " + strconv.Itoa(int(syntax.Offset))
-	case errors.As(err, &typ):
-		if typ.Field != "" {
-			return typ.Field + " has the wrong type"
-		}
-		return "expected an object"
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "unexpected end of input"
-	}
-	return "malformed JSON"
 }
 
 // ifMatch parses the If-Match header; without one nothing is imposed.

@@ -116,6 +116,16 @@ var routeNames = func() []map[string]string {
 	return out
 }()
 
+// routePaths holds, per route, its path as the OpenAPI document writes it
+// ({sortKey...} becomes {sortKey}), built once.
+var routePaths = func() []string {
+	out := make([]string, len(routes))
+	for i, rt := range routes {
+		out[i] = BasePath + strings.ReplaceAll(rt.pattern, "...}", "}")
+	}
+	return out
+}()
+
 // Route is a served method and path pattern, as the OpenAPI document
 // writes it ({sortKey...} becomes {sortKey}).
 type Route struct {
@@ -125,12 +135,12 @@ type Route struct {
 // Routes lists what the given groups serve.
 func Routes(groups Group) []Route {
 	var out []Route
-	for _, rt := range routes {
+	for i, rt := range routes {
 		if rt.group&groups == 0 {
 			continue
 		}
 		for m := range rt.methods {
-			out = append(out, Route{m, BasePath + strings.ReplaceAll(rt.pattern, "...}", "}")})
+			out = append(out, Route{m, routePaths[i]})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path+out[i].Method < out[j].Path+out[j].Method })
@@ -260,13 +270,13 @@ func checkQuery(r *http.Request, takes []string) error {
 			continue
 		}
 		if len(takes) == 0 {
-			return uds.Invalid("query", "has parameter %q, but this route takes no query parameters", truncate(name, 64))
+			return uds.Invalid("query", "has parameter %q, but this route takes no query parameters", uds.Truncate(name, 64))
 		}
 		hint := ""
 		if near := nearestName(name, takes); near != "" {
 			hint = "; did you mean " + strconv.Quote(near) + "?"
 		}
-		return uds.Invalid("query", "has unknown parameter %q%s (this route takes %s)", truncate(name, 64), hint, strings.Join(takes, ", "))
+		return uds.Invalid("query", "has unknown parameter %q%s (this route takes %s)", uds.Truncate(name, 64), hint, strings.Join(takes, ", "))
 	}
 	return nil
 }
@@ -328,12 +338,12 @@ func abs(n int) int {
 // the OpenAPI document's check.
 func QueryParams(groups Group) map[Route][]string {
 	out := map[Route][]string{}
-	for _, rt := range routes {
+	for i, rt := range routes {
 		if rt.group&groups == 0 {
 			continue
 		}
 		for m := range rt.methods {
-			out[Route{m, BasePath + strings.ReplaceAll(rt.pattern, "...}", "}")}] = rt.query[m]
+			out[Route{m, routePaths[i]}] = rt.query[m]
 		}
 	}
 	return out
@@ -397,7 +407,7 @@ func match(pat, segs []string) (params, bool) {
 // of its path.
 func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
 	observationFrom(r.Context()).noteError(http.StatusNotFound, "Route not found", nil)
-	details := truncate(r.Method, echoMaxBytes) + " " + truncate(r.URL.Path, echoMaxBytes) + " is not a UDS route" + a.servedBy()
+	details := uds.Truncate(r.Method, echoMaxBytes) + " " + uds.Truncate(r.URL.Path, echoMaxBytes) + " is not a UDS route" + a.servedBy()
 	if near := nearestRoute(a.groups, r.Method, r.URL.EscapedPath()); near != "" {
 		details += "; did you mean " + near + "?"
 	}

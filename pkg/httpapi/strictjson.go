@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -42,16 +41,16 @@ func decodeStrict(body []byte, v any) error {
 	var dup *duplicateNameError
 	switch {
 	case errors.As(err, &dup):
-		return uds.Invalid("body", "names member %q twice (the second at %s); each member name may appear once in an object", truncate(dup.name, 64), truncate(dup.pointer, 256))
+		return uds.Invalid("body", "names member %q twice (the second at %s); each member name may appear once in an object", uds.Truncate(dup.name, 64), uds.Truncate(dup.pointer, 256))
 	case err != nil:
 		return err
 	}
+	// Every member name is one of v's fields once checkMembers passes, so
+	// what the decoder can still refuse is a value of the wrong type.
 	if _, err := checkMembers(c, 0, reflect.TypeOf(v).Elem(), "body"); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(c))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	return json.Unmarshal(c, v)
 }
 
 // decodeBody decodes a request body with decodeStrict; what is not a
@@ -64,6 +63,24 @@ func decodeBody(body []byte, v any, shape string) error {
 		return err
 	}
 	return uds.Invalid("body", "is not %s: %s", shape, jsonProblem(err))
+}
+
+// jsonProblem describes what decodeStrict refused, without echoing Go type
+// names: the syntax error the compactor found, or a value of the wrong
+// type.
+func jsonProblem(err error) string {
+	var syntax *jsonSyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return syntax.Error()
+	case errors.As(err, &typ):
+		if typ.Field != "" {
+			return typ.Field + " has the wrong type"
+		}
+		return "expected an object"
+	}
+	return "malformed JSON"
 }
 
 // checkMembers checks the value at c[i] (compact, valid JSON) against type
@@ -84,10 +101,11 @@ func checkMembers(c []byte, i int, t reflect.Type, field string) (int, error) {
 				i++
 			}
 			end := skipJSON(c, i)
-			name, err := memberName(c[i:end])
+			quoted, err := unquoteName(c[i:end])
 			if err != nil {
 				return 0, err
 			}
+			name := string(quoted)
 			f, known := fields.byName[name]
 			if !known {
 				return 0, unknownMember(field, name, fields.names)
@@ -123,25 +141,15 @@ func joinField(field, name string) string {
 	return field + "." + name
 }
 
-// memberName decodes a quoted member name.
-func memberName(quoted []byte) (string, error) {
-	if bytes.IndexByte(quoted, '\\') < 0 {
-		return string(quoted[1 : len(quoted)-1]), nil
-	}
-	var s string
-	err := json.Unmarshal(quoted, &s)
-	return s, err
-}
-
 // unknownMember refuses a member no field names, pointing to the field
 // that differs only in case, if there is one.
 func unknownMember(field, name string, known []string) error {
 	for _, k := range known {
 		if strings.EqualFold(k, name) {
-			return uds.Invalid(field, "has no member %q; member names are case-sensitive: did you mean %q?", truncate(name, 64), k)
+			return uds.Invalid(field, "has no member %q; member names are case-sensitive: did you mean %q?", uds.Truncate(name, 64), k)
 		}
 	}
-	return uds.Invalid(field, "has no member %q; its members are %s", truncate(name, 64), quoteAll(known))
+	return uds.Invalid(field, "has no member %q; its members are %s", uds.Truncate(name, 64), quoteAll(known))
 }
 
 func quoteAll(names []string) string {
@@ -150,17 +158,6 @@ func quoteAll(names []string) string {
 		q[i] = strconv.Quote(n)
 	}
 	return strings.Join(q, ", ")
-}
-
-// truncate shortens s for an error message without splitting a rune.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // structFields are the JSON member names of a struct type and the types

@@ -40,11 +40,11 @@ type ImportConflict struct {
 func ParseInstant(field, s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, Invalid(field, "must be an RFC 3339 instant such as 2030-01-15T10:30:00.000Z, got %q", truncate(s, 64))
+		return time.Time{}, Invalid(field, "must be an RFC 3339 instant such as 2030-01-15T10:30:00.000Z, got %q", Truncate(s, 64))
 	}
 	t = t.UTC().Truncate(time.Millisecond)
 	if y := t.Year(); y < 0 || y > 9999 {
-		return time.Time{}, Invalid(field, "must be an instant from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z in UTC, got %q", truncate(s, 64))
+		return time.Time{}, Invalid(field, "must be an instant from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z in UTC, got %q", Truncate(s, 64))
 	}
 	return t, nil
 }

@@ -103,7 +103,7 @@ func CheckSortKey(field, s string) error {
 // form it takes inside keys.
 func ParseApp(s string) (string, error) {
 	if !isUUID(s) {
-		return "", Invalid("applicationUuid", "%q is not a UUID (8-4-4-4-12 hexadecimal digits)", truncate(s, 64))
+		return "", Invalid("applicationUuid", "%q is not a UUID (8-4-4-4-12 hexadecimal digits)", Truncate(s, 64))
 	}
 	return strings.ToLower(s), nil
 }
@@ -170,8 +170,9 @@ func isUUID(s string) bool {
 	return true
 }
 
-// truncate shortens s for error messages without splitting a rune.
-func truncate(s string, n int) string {
+// Truncate shortens s to at most n bytes and an ellipsis, without splitting
+// a rune: what error messages repeat of a client's input.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -28,7 +28,7 @@ func ParseAccess(s string) (Access, error) {
 	case AccessShared, AccessPrivate, AccessOwnerWrite:
 		return a, nil
 	}
-	return "", Invalid("access", `must be "shared", "private" or "owner-write", got %q`, truncate(s, 64))
+	return "", Invalid("access", `must be "shared", "private" or "owner-write", got %q`, Truncate(s, 64))
 }
 
 // Policy is a namespace's access mode and the JSON Schema its items' data
