@@ -140,6 +140,9 @@ type Write struct {
 	// ExpiresAt, when set, makes the item expire then; a write without it
 	// leaves an item that does not expire.
 	ExpiresAt time.Time
+	// History is the namespace's history policy: what the write keeps of
+	// the version it replaces.
+	History History
 }
 
 // Range selects list items: sort keys in [Start, End), either bound optional.

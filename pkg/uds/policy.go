@@ -38,6 +38,10 @@ type Policy struct {
 	Access Access
 	// Schema is the JSON Schema text, compacted; nil means none.
 	Schema json.RawMessage
+	// History is what the namespace keeps of replaced versions. It takes
+	// effect at once (kept versions stay where they are whatever the
+	// access mode), so a change carries it outside Pending.
+	History History
 	// Version counts the changes of the namespace's policy; 0 for one never
 	// set.
 	Version int64

@@ -39,13 +39,18 @@ func first(levels []Limits, get func(Limits) int64) int64 {
 type Usage struct {
 	Bytes int64
 	Items int64
+	// History is the part of Bytes that kept versions hold (they count in
+	// bytes, not in items).
+	History int64
 }
 
 // Negate returns the change that undoes u.
-func (u Usage) Negate() Usage { return Usage{Bytes: -u.Bytes, Items: -u.Items} }
+func (u Usage) Negate() Usage { return Usage{Bytes: -u.Bytes, Items: -u.Items, History: -u.History} }
 
 // Plus returns u and v added up.
-func (u Usage) Plus(v Usage) Usage { return Usage{Bytes: u.Bytes + v.Bytes, Items: u.Items + v.Items} }
+func (u Usage) Plus(v Usage) Usage {
+	return Usage{Bytes: u.Bytes + v.Bytes, Items: u.Items + v.Items, History: u.History + v.History}
+}
 
 // Grows reports whether u adds to either dimension.
 func (u Usage) Grows() bool { return u.Bytes > 0 || u.Items > 0 }
