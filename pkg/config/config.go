@@ -101,6 +101,7 @@ func FromEnv() (Config, error) {
 		Tables: schema.TableNames{
 			Data:       envOr(schema.Data.EnvVar, schema.Data.DefaultName),
 			List:       envOr(schema.List.EnvVar, schema.List.DefaultName),
+			History:    envOr(schema.History.EnvVar, schema.History.DefaultName),
 			Usage:      envOr(schema.Usage.EnvVar, schema.Usage.DefaultName),
 			Apps:       envOr(schema.Apps.EnvVar, schema.Apps.DefaultName),
 			Namespaces: envOr(schema.Namespaces.EnvVar, schema.Namespaces.DefaultName),

@@ -120,6 +120,28 @@ const (
 	AttrLapsesAt      = "lapsesAt"
 )
 
+// Attribute names of the history table (data_history). A kept version
+// carries the replaced item's own attributes beside these.
+const (
+	// AttrHistoryKey names one item's history: a digest of the table and
+	// the item's key, so that any item key fits the partition key.
+	AttrHistoryKey = "historyKey"
+	// AttrKeptAt is when the version was replaced (Unix milliseconds).
+	AttrKeptAt = "keptAt"
+	// AttrKept, AttrLastVersion and AttrHeadRevision are the attributes of
+	// an item's history head (the entry at version HeadVersion): the kept
+	// versions' sizes, owners and audit fields, the highest version number
+	// the key has used, and a counter that every change of the head bumps.
+	AttrKept         = "kept"
+	AttrLastVersion  = "lastVersion"
+	AttrHeadRevision = "headRevision"
+)
+
+// HeadVersion is the history table's sort key of an item's history head;
+// kept versions take their own version numbers, from 0 (an item written
+// before versions were counted) up.
+const HeadVersion = -1
+
 // Index names.
 const (
 	IndexByOwner    = "byOwner"
@@ -167,6 +189,21 @@ var List = Table{
 	Streamed:    true,
 }
 
+// History holds the versions that writes in namespaces with a history
+// policy replaced, one partition per item, and each item's history head.
+// Its owner index serves recompute as the data tables' does; its stream
+// lets the expiry function release versions that DynamoDB's TTL removed
+// after the policy's age limit.
+var History = Table{
+	ID:          "HistoryTable",
+	DefaultName: "data_history",
+	EnvVar:      "UDS_TABLE_HISTORY",
+	Hash:        KeyAttr{AttrHistoryKey, String},
+	Range:       &KeyAttr{AttrVersion, Number},
+	Indexes:     []Index{ownerIndex},
+	Streamed:    true,
+}
+
 // Usage holds per (user, app) usage and the per-user limit override. Its hash
 // key is the user, so one query lists a user's apps; the app index is write
 // sharded so no partition carries one app's whole load.
@@ -203,11 +240,11 @@ var Namespaces = Table{
 }
 
 // Tables lists every table UDS uses.
-var Tables = []Table{Data, List, Usage, Apps, Namespaces}
+var Tables = []Table{Data, List, History, Usage, Apps, Namespaces}
 
 // TableNames holds the physical name of each table of a deployment.
 type TableNames struct {
-	Data, List, Usage, Apps, Namespaces string
+	Data, List, History, Usage, Apps, Namespaces string
 }
 
 // Name returns the physical name of t.
@@ -217,6 +254,8 @@ func (n TableNames) Name(t Table) string {
 		return n.Data
 	case List.ID:
 		return n.List
+	case History.ID:
+		return n.History
 	case Usage.ID:
 		return n.Usage
 	case Apps.ID:
