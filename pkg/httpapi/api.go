@@ -24,7 +24,7 @@ type Store interface {
 	GetMany(context.Context, []uds.Key) ([]uds.Item, []error)
 	Create(context.Context, uds.Write) (uds.Item, error)
 	Update(context.Context, uds.Write) (uds.Item, error)
-	Delete(context.Context, uds.Key, uds.Precondition) error
+	Delete(context.Context, uds.Write) error
 	ListItems(context.Context, store.ListQuery) (store.ListPage, error)
 	DeleteList(ctx context.Context, list uds.Key, onlyCreator string) (int, error)
 

@@ -168,7 +168,7 @@ func (a *API) applyOperation(w http.ResponseWriter, r *http.Request, op uds.Batc
 	case http.MethodPut:
 		a.applyWrite(w, r, op.Write, http.StatusOK)
 	default:
-		a.applyDelete(w, r, op.Write.Key, op.Write.IfMatch)
+		a.applyDelete(w, r, op.Write)
 	}
 }
 

@@ -82,7 +82,7 @@ func (a *API) writeItem(w http.ResponseWriter, r *http.Request, p params, status
 		a.fail(w, r, err, &key)
 		return
 	}
-	write := uds.Write{Key: sc.key, Subject: sc.subject}
+	write := uds.Write{Key: sc.key, Subject: sc.subject, History: sc.policy.History}
 	if status == http.StatusOK {
 		if write.IfMatch, err = ifMatch(r); err != nil {
 			a.fail(w, r, err, &key)
@@ -147,13 +147,13 @@ func (a *API) deleteItem(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, &key)
 		return
 	}
-	a.applyDelete(w, r, sc.key, sc.guard(pre))
+	a.applyDelete(w, r, uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: sc.guard(pre), History: sc.policy.History})
 }
 
-// applyDelete deletes the item at key under the precondition and answers.
-func (a *API) applyDelete(w http.ResponseWriter, r *http.Request, key uds.Key, pre uds.Precondition) {
-	if err := a.store.Delete(r.Context(), key, pre); err != nil {
-		a.fail(w, r, err, &key)
+// applyDelete deletes the item a checked delete names and answers.
+func (a *API) applyDelete(w http.ResponseWriter, r *http.Request, del uds.Write) {
+	if err := a.store.Delete(r.Context(), del); err != nil {
+		a.fail(w, r, err, &del.Key)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

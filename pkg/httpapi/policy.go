@@ -108,7 +108,7 @@ func (a *API) scopeOperation(ctx context.Context, op *uds.BatchOp) error {
 	if err != nil {
 		return err
 	}
-	op.Write.Key = sc.key
+	op.Write.Key, op.Write.History = sc.key, sc.policy.History
 	if op.Method == http.MethodPut || op.Method == http.MethodDelete {
 		op.Write.IfMatch = sc.guard(op.Write.IfMatch)
 	}

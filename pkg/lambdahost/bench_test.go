@@ -184,7 +184,7 @@ func (f *fakeStore) Create(_ context.Context, w uds.Write) (uds.Item, error) {
 }
 
 func (f *fakeStore) Update(context.Context, uds.Write) (uds.Item, error)     { return uds.Item{}, errFake }
-func (f *fakeStore) Delete(context.Context, uds.Key, uds.Precondition) error { return errFake }
+func (f *fakeStore) Delete(context.Context, uds.Write) error { return errFake }
 func (f *fakeStore) ListItems(context.Context, store.ListQuery) (store.ListPage, error) {
 	return store.ListPage{}, errFake
 }

@@ -84,13 +84,15 @@ const (
 
 // Attribute names of the usage and apps tables.
 const (
-	AttrUser       = "user"
-	AttrApp        = "app"
-	AttrAppShard   = "appShard"
-	AttrUsedBytes  = "usedBytes"
-	AttrUsedItems  = "usedItems"
-	AttrLimitBytes = "limitBytes"
-	AttrLimitItems = "limitItems"
+	AttrUser      = "user"
+	AttrApp       = "app"
+	AttrAppShard  = "appShard"
+	AttrUsedBytes = "usedBytes"
+	AttrUsedItems = "usedItems"
+	// AttrHistoryBytes is the part of usedBytes that kept versions hold.
+	AttrHistoryBytes = "historyBytes"
+	AttrLimitBytes   = "limitBytes"
+	AttrLimitItems   = "limitItems"
 	// AttrLastWrite is when the usage last changed (Unix milliseconds, the
 	// writer's clock): recompute lowers a total only once it is quiet.
 	AttrLastWrite = "lastWrite"

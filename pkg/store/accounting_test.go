@@ -102,7 +102,7 @@ func TestConcurrentDeleteAllsReleaseOnce(t *testing.T) {
 			k := listKey(t, "shared", fmt.Sprintf("k%03d", i*5))
 			var err error
 			if i%2 == 0 {
-				err = f.Delete(ctx, k, uds.Precondition{})
+				err = f.Delete(ctx, uds.Write{Key: k})
 			} else if _, err = f.Update(ctx, writeAs("bob", k, `{"v":1}`)); errors.Is(err, uds.ErrNotFound) {
 				err = nil
 			}
@@ -162,7 +162,7 @@ func TestLostAnswersAreRecognised(t *testing.T) {
 				return err
 			}},
 			{"delete with If-Match", "TransactWriteItems", func(f faultyStore, k uds.Key, it uds.Item) error {
-				return f.Delete(ctx, k, uds.Precondition{Revisions: []uds.Revision{it.Revision()}})
+				return f.Delete(ctx, uds.Write{Key: k, IfMatch: uds.Precondition{Revisions: []uds.Revision{it.Revision()}}})
 			}},
 			{"delete-all", "TransactWriteItems", func(f faultyStore, k uds.Key, _ uds.Item) error {
 				list := k
@@ -307,7 +307,7 @@ func TestRecomputeWaitsForQuiet(t *testing.T) {
 			}
 			k := key(t, "busy", strconv.Itoa(i%4))
 			if _, err := f.Create(ctx, writeAs("alice", k, `"x"`)); errors.Is(err, uds.ErrConflict) {
-				err = f.Delete(ctx, k, uds.Precondition{})
+				err = f.Delete(ctx, uds.Write{Key: k})
 			} else if err != nil {
 				t.Error(err)
 			}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,7 +16,9 @@ import (
 // *uds.QuotaError if the item does not fit its owner's limit. The item and
 // its charge to the owner's usage are one transaction. When both
 // conditions fail, the conflict wins: the key being taken is the answer
-// that stays true whatever the quota.
+// that stays true whatever the quota. In a namespace with history
+// (w.History) the item takes the version after the last its key used, so
+// that it follows the versions kept of the key's earlier items.
 func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	v, err := encodeValue(&w)
 	if err != nil {
@@ -35,25 +38,42 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	}}
 	op := "create " + w.DataKey()
 	// An expired item on the key, or expired items of the owner that
-	// fill its quota, are reclaimed and the create tried again, once.
-	for attempt := 0; ; attempt++ {
-		refused, err := s.transact(ctx, op, put, charge)
+	// fill its quota, are reclaimed and the create tried again, once; a
+	// history head that moved is read again, as often as a write races.
+	reclaimed := false
+	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
+		actions := []types.TransactWriteItem{put, charge}
+		if w.History.On() {
+			head, err := s.readHead(ctx, w.Key)
+			if err != nil {
+				return uds.Item{}, err
+			}
+			it.Version = head.last + 1
+			put.Put.Item[schema.AttrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(it.Version, 10)}
+			actions = append(actions, s.headUnchanged(w.Key, head))
+		}
+		refused, err := s.transact(ctx, op, actions...)
 		switch {
 		case err != nil:
 			return uds.Item{}, err
 		case refused == nil:
 			return it, nil
-		case refused.conditionFailed(0) && attempt == 0 && expired(refused.item(0), s.now()):
+		case refused.conditionFailed(0) && !reclaimed && expired(refused.item(0), s.now()):
 			s.reclaim(ctx, w.App, []listEntry{{key: w.Key, state: refused.item(0)}})
+			reclaimed = true
 		case refused.conditionFailed(0):
 			return uds.Item{}, uds.ErrConflict
-		case refused.conditionFailed(1) && attempt == 0 && s.reclaimOwner(ctx, w.App, w.Subject) > 0:
+		case refused.conditionFailed(1) && !reclaimed && s.reclaimOwner(ctx, w.App, w.Subject) > 0:
+			reclaimed = true
 		case refused.conditionFailed(1):
 			return uds.Item{}, s.quotaError(ctx, w.App, w.Subject, lim, refused.item(1))
+		case refused.conditionFailed(2):
+			// A delete of the key's earlier item moved its history.
 		default:
 			return uds.Item{}, failed(op, errUnexpectedCancel(refused))
 		}
 	}
+	return uds.Item{}, &uds.UnavailableError{Op: op, Err: errContended}
 }
 
 // newItem is the item a create of w makes at now: version 1, created and

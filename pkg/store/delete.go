@@ -11,17 +11,20 @@ import (
 )
 
 // Delete removes one item. Deleting nothing succeeds (DELETE is
-// idempotent) unless ifMatch is set: then the item must exist at one of the
-// named revisions, else uds.ErrPrecondition; ifMatch.Creator refuses
-// another creator's item with uds.ErrForbidden.
+// idempotent) unless w.IfMatch is set: then the item must exist at one of
+// the named revisions, else uds.ErrPrecondition; IfMatch.Creator refuses
+// another creator's item with uds.ErrForbidden. In a namespace with
+// history (w.History) the item becomes a kept version under a delete
+// marker of w.Subject's.
 //
 // It reads the item's revision, owner and size, then deletes exactly that
 // revision and releases exactly its size in one transaction; if another
 // writer got in between, it starts over from the new state.
-func (s *Store) Delete(ctx context.Context, key uds.Key, ifMatch uds.Precondition) error {
+func (s *Store) Delete(ctx context.Context, w uds.Write) error {
+	key, ifMatch := w.Key, w.IfMatch
 	op := "delete " + key.DataKey()
 	for range maxWriteAttempts {
-		old, err := s.readLive(ctx, key)
+		old, head, err := s.readForWrite(ctx, &w)
 		switch {
 		case err != nil:
 			return err
@@ -34,9 +37,28 @@ func (s *Store) Delete(ctx context.Context, key uds.Key, ifMatch uds.Preconditio
 		case !ifMatch.Matches(decodeMeta(key, old).Revision()):
 			return uds.ErrPrecondition
 		}
+		who, counted := owner(key.App, old)
+		release := uds.Usage{}
+		if counted {
+			release = uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}
+		}
+		if w.History.On() {
+			now := s.writeTime()
+			v := num(old, schema.AttrVersion) + 1
+			marker := &keptVersion{version: v, deleted: true, keptAt: now.UnixMilli(), updatedDate: FormatTime(now), updatedBy: w.Subject}
+			ch := s.keepVersion(key, w.History, head, old, marker, v, now)
+			outcome, err := s.commitKeeping(ctx, op, s.deleteAction(key, old), key.App, who, release, ch)
+			switch {
+			case err != nil:
+				return err
+			case outcome == written:
+				return nil
+			}
+			continue // changed since it was read
+		}
 		actions := []types.TransactWriteItem{s.deleteAction(key, old)}
-		if who, counted := owner(key.App, old); counted {
-			actions = append(actions, s.usageChange(key.App, who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}))
+		if counted {
+			actions = append(actions, s.usageChange(key.App, who, release))
 		}
 		refused, err := s.transact(ctx, op, actions...)
 		switch {

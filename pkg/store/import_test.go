@@ -51,7 +51,7 @@ func TestRemovalOfAnotherIncarnationWithTheSameRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := out.Item
-	if err := s.Delete(ctx, k, uds.Precondition{}); err != nil {
+	if err := s.Delete(ctx, uds.Write{Key: k}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := s.Import(ctx, k.App, record(`"`+strings.Repeat("a much larger value ", 20)+`"`)); err != nil || res.Imported != 1 {

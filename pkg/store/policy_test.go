@@ -108,10 +108,10 @@ func TestOwnerWriteDeleteList(t *testing.T) {
 	}
 	bobs := list
 	bobs.SortKey = "c"
-	if err := s.Delete(ctx, bobs, uds.Precondition{Creator: "alice"}); !errors.Is(err, uds.ErrForbidden) {
+	if err := s.Delete(ctx, uds.Write{Key: bobs, IfMatch: uds.Precondition{Creator: "alice"}}); !errors.Is(err, uds.ErrForbidden) {
 		t.Fatalf("alice deletes bob's item: %v", err)
 	}
-	if err := s.Delete(ctx, bobs, uds.Precondition{Creator: "bob"}); err != nil {
+	if err := s.Delete(ctx, uds.Write{Key: bobs, IfMatch: uds.Precondition{Creator: "bob"}}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.DeleteList(ctx, list, "alice"); err != nil || n != 2 {

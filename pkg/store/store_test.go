@@ -108,13 +108,13 @@ func TestItemLifecycle(t *testing.T) {
 			if string(got.Data) != `{"theme":"lite"}` || got.Version != 2 {
 				t.Errorf("Get = %s v%d", got.Data, got.Version)
 			}
-			if err := s.Delete(ctx, k, uds.Precondition{Revisions: []uds.Revision{created.Revision()}}); !errors.Is(err, uds.ErrPrecondition) {
+			if err := s.Delete(ctx, uds.Write{Key: k, IfMatch: uds.Precondition{Revisions: []uds.Revision{created.Revision()}}}); !errors.Is(err, uds.ErrPrecondition) {
 				t.Fatalf("Delete with stale If-Match: %v", err)
 			}
-			if err := s.Delete(ctx, k, uds.Precondition{}); err != nil {
+			if err := s.Delete(ctx, uds.Write{Key: k}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Delete(ctx, k, uds.Precondition{}); err != nil {
+			if err := s.Delete(ctx, uds.Write{Key: k}); err != nil {
 				t.Fatalf("second Delete: %v, want success", err)
 			}
 			if _, err := s.Get(ctx, k); !errors.Is(err, uds.ErrNotFound) {

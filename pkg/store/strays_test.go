@@ -90,7 +90,7 @@ func TestRemoveStraysUnderFaults(t *testing.T) {
 			defer wg.Done()
 			k := key(t, "notes", fmt.Sprintf("s%03d", i))
 			for {
-				err := f.Delete(ctx, k, uds.Precondition{})
+				err := f.Delete(ctx, uds.Write{Key: k})
 				if !errors.Is(err, uds.ErrUnavailable) {
 					if err != nil {
 						t.Error(err)

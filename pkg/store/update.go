@@ -41,7 +41,7 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 	// proof that nothing was written.
 	uncertain := false
 	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
-		old, err := s.readLive(ctx, w.Key)
+		old, head, err := s.readForWrite(ctx, &w)
 		switch {
 		case err != nil:
 			return uds.Item{}, err
@@ -73,9 +73,13 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 		now := s.writeTime()
 		up := s.itemUpdate(&w, v, now, token, old, !counted)
 		var outcome writeOutcome
-		if change == (uds.Usage{}) {
+		switch {
+		case w.History.On():
+			ch := s.keepVersion(w.Key, w.History, head, old, nil, num(old, schema.AttrVersion)+1, now)
+			outcome, err = s.commitKeeping(ctx, op, types.TransactWriteItem{Update: up}, w.App, who, change, ch)
+		case change == (uds.Usage{}):
 			outcome, err = s.updateAlone(ctx, op, up, token, attempt)
-		} else {
+		default:
 			outcome, err = s.updateCharged(ctx, op, up, w.App, who, change)
 		}
 		switch {
@@ -88,6 +92,16 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 		}
 	}
 	return uds.Item{}, &uds.UnavailableError{Op: op, Err: errContended}
+}
+
+// readForWrite reads what a write of w replaces: the item's state, and in
+// a namespace with history the whole item and its history head.
+func (s *Store) readForWrite(ctx context.Context, w *uds.Write) (map[string]types.AttributeValue, historyHead, error) {
+	if w.History.On() {
+		return s.readWithHead(ctx, w.Key)
+	}
+	old, err := s.readLive(ctx, w.Key)
+	return old, historyHead{}, err
 }
 
 // writeOutcome is how one attempt at a conditional write ended, when it did

@@ -41,8 +41,11 @@ func usageKey(app, user string) map[string]types.AttributeValue {
 // unconditionally, creating it (with its app shard, for the app's users
 // index) if needed, and stamps the change time that recompute waits on.
 // Releases use it as it is; usageAction adds the limits to growth.
+// A change that moves kept versions also moves historyBytes, the part of
+// the bytes they hold; other changes leave it out, so that namespaces
+// without history write what they always did.
 func (s *Store) usageChange(app, owner string, d uds.Usage) types.TransactWriteItem {
-	return types.TransactWriteItem{Update: &types.Update{
+	up := &types.Update{
 		TableName:        aws.String(s.tables.Usage),
 		Key:              usageKey(app, owner),
 		UpdateExpression: aws.String("ADD #ub :b, #ui :i SET #s = :s, #lw = :lw"),
@@ -55,7 +58,13 @@ func (s *Store) usageChange(app, owner string, d uds.Usage) types.TransactWriteI
 			":s":  &types.AttributeValueMemberS{Value: AppShard(app, owner)},
 			":lw": &types.AttributeValueMemberN{Value: strconv.FormatInt(s.now().UnixMilli(), 10)},
 		},
-	}}
+	}
+	if d.History != 0 {
+		up.UpdateExpression = aws.String("ADD #ub :b, #ui :i, #hb :h SET #s = :s, #lw = :lw")
+		up.ExpressionAttributeNames["#hb"] = schema.AttrHistoryBytes
+		up.ExpressionAttributeValues[":h"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(d.History, 10)}
+	}
+	return types.TransactWriteItem{Update: up}
 }
 
 // usageAction is the usage change of a write. One that grows a dimension

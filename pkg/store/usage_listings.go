@@ -127,5 +127,5 @@ func (s *Store) queryAll(ctx context.Context, in *dynamodb.QueryInput, n int, ea
 }
 
 func usageOf(av map[string]types.AttributeValue) uds.Usage {
-	return uds.Usage{Bytes: num(av, schema.AttrUsedBytes), Items: num(av, schema.AttrUsedItems)}
+	return uds.Usage{Bytes: num(av, schema.AttrUsedBytes), Items: num(av, schema.AttrUsedItems), History: num(av, schema.AttrHistoryBytes)}
 }

@@ -1,0 +1,387 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// Version history (docs/decisions.md, "Version history"). In a namespace
+// whose policy keeps versions, every update and delete of an item puts the
+// version it replaces into the history table, in the same transaction as
+// the write and the owner's usage change. Each item's history has a head
+// (sort key schema.HeadVersion) that lists what is kept: version number,
+// size, owner, audit fields and expiry of every kept version, newest
+// first. A write reads the head with the item (one BatchGetItem), so it
+// knows without a query which versions to prune and exactly what each
+// holds, and writes the head back on its revision: concurrent writers of
+// one item serialise on the item and on the head.
+
+// historyKey names an item's history: its app, then a digest of its keys,
+// so that any data key and sort key fit the partition key, and an export
+// finds an app's histories by prefix.
+func historyKey(key uds.Key) string {
+	sum := sha256.Sum256([]byte(key.DataKey() + "\x00" + key.SortKey))
+	return key.App + uds.KeyDelimiter + base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+func historyEntryKey(key uds.Key, version int64) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		schema.AttrHistoryKey: &types.AttributeValueMemberS{Value: historyKey(key)},
+		schema.AttrVersion:    &types.AttributeValueMemberN{Value: strconv.FormatInt(version, 10)},
+	}
+}
+
+// keptVersion is what a head says of one kept version. A delete marker
+// records a delete: it has a version number and audit fields but no entry
+// of its own and no size.
+type keptVersion struct {
+	version     int64
+	size        int64
+	owner       string // the owner key charged, "" when not counted
+	keptAt      int64  // Unix milliseconds
+	expiresAt   int64  // Unix milliseconds, 0 for none
+	updatedDate string
+	updatedBy   string
+	deleted     bool
+}
+
+// historyHead is an item's history head as read, or the zero head when the
+// item has none yet.
+type historyHead struct {
+	exists   bool
+	revision int64
+	// last is the highest version number the key has used: a create after
+	// a delete continues from it, so that no two versions share a number.
+	last int64
+	kept []keptVersion // newest first
+}
+
+// Attribute names inside a head's kept list.
+const (
+	keptVersionAttr = "v"
+	keptSizeAttr    = "sz"
+	keptOwnerAttr   = "o"
+	keptAtAttr      = "at"
+	keptExpiryAttr  = "x"
+	keptUpdatedAttr = "ud"
+	keptByAttr      = "ub"
+	keptDeletedAttr = "d"
+)
+
+func decodeHead(av map[string]types.AttributeValue) historyHead {
+	if av == nil {
+		return historyHead{}
+	}
+	h := historyHead{exists: true, revision: num(av, schema.AttrHeadRevision), last: num(av, schema.AttrLastVersion)}
+	list, _ := av[schema.AttrKept].(*types.AttributeValueMemberL)
+	if list == nil {
+		return h
+	}
+	for _, e := range list.Value {
+		m, ok := e.(*types.AttributeValueMemberM)
+		if !ok {
+			continue
+		}
+		d, _ := m.Value[keptDeletedAttr].(*types.AttributeValueMemberBOOL)
+		h.kept = append(h.kept, keptVersion{
+			version: num(m.Value, keptVersionAttr), size: num(m.Value, keptSizeAttr), owner: str(m.Value, keptOwnerAttr),
+			keptAt: num(m.Value, keptAtAttr), expiresAt: num(m.Value, keptExpiryAttr),
+			updatedDate: str(m.Value, keptUpdatedAttr), updatedBy: str(m.Value, keptByAttr), deleted: d != nil && d.Value,
+		})
+	}
+	return h
+}
+
+func (k keptVersion) attributeValue() types.AttributeValue {
+	m := map[string]types.AttributeValue{
+		keptVersionAttr: &types.AttributeValueMemberN{Value: strconv.FormatInt(k.version, 10)},
+		keptAtAttr:      &types.AttributeValueMemberN{Value: strconv.FormatInt(k.keptAt, 10)},
+		keptUpdatedAttr: &types.AttributeValueMemberS{Value: k.updatedDate},
+		keptByAttr:      &types.AttributeValueMemberS{Value: k.updatedBy},
+	}
+	if k.deleted {
+		m[keptDeletedAttr] = &types.AttributeValueMemberBOOL{Value: true}
+	} else {
+		m[keptSizeAttr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(k.size, 10)}
+	}
+	if k.owner != "" {
+		m[keptOwnerAttr] = &types.AttributeValueMemberS{Value: k.owner}
+	}
+	if k.expiresAt != 0 {
+		m[keptExpiryAttr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(k.expiresAt, 10)}
+	}
+	return &types.AttributeValueMemberM{Value: m}
+}
+
+// readWithHead reads an item whole (a kept version needs its value) and
+// its history head, strongly consistent, in one BatchGetItem. An expired
+// item reads as none, and is reclaimed, as readLive does: expiry keeps no
+// version.
+func (s *Store) readWithHead(ctx context.Context, key uds.Key) (map[string]types.AttributeValue, historyHead, error) {
+	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+		s.table(key):     {Keys: []map[string]types.AttributeValue{keyAV(key)}, ConsistentRead: aws.Bool(true)},
+		s.tables.History: {Keys: []map[string]types.AttributeValue{historyEntryKey(key, schema.HeadVersion)}, ConsistentRead: aws.Bool(true)},
+	}}
+	var item, head map[string]types.AttributeValue
+	for attempt := 0; len(in.RequestItems) > 0; attempt++ {
+		out, err := s.client.BatchGetItem(ctx, in)
+		if err == nil && len(out.UnprocessedKeys) > 0 {
+			err = sleep(ctx, backoff(attempt))
+		}
+		if err != nil {
+			return nil, historyHead{}, failed("read "+key.DataKey()+" and its history", err)
+		}
+		if got := out.Responses[s.table(key)]; len(got) > 0 {
+			item = got[0]
+		}
+		if got := out.Responses[s.tables.History]; len(got) > 0 {
+			head = got[0]
+		}
+		in.RequestItems = out.UnprocessedKeys
+	}
+	if item != nil && expired(item, s.now()) {
+		s.reclaim(ctx, key.App, []listEntry{{key: key, state: item}})
+		item = nil
+	}
+	return item, decodeHead(head), nil
+}
+
+// readHead reads an item's history head, strongly consistent.
+func (s *Store) readHead(ctx context.Context, key uds.Key) (historyHead, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.tables.History),
+		Key:            historyEntryKey(key, schema.HeadVersion),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return historyHead{}, failed("read the history of "+key.DataKey(), err)
+	}
+	return decodeHead(out.Item), nil
+}
+
+// maxPrunes bounds the versions one write removes, so that a lowered
+// policy never makes a write's transaction too large; versions beyond it
+// stay hidden and go with the next writes.
+const maxPrunes = 25
+
+// expiryMargin leaves a version that expires this close to now to
+// DynamoDB's TTL (whose deletion the expiry function releases) rather
+// than deleting it in a write that could race the TTL.
+const expiryMargin = time.Minute
+
+// historyChange is what a write in a namespace with history adds to its
+// transaction: the version it keeps, the versions it prunes and the head
+// that lists the result, with the usage each moves, by owner.
+type historyChange struct {
+	actions []types.TransactWriteItem
+	deltas  ownerDeltas
+	pruned  int
+}
+
+// keepVersion plans a write that replaces old (an update, or a delete when
+// marker is set): old becomes a kept version, the marker (if any) is
+// listed above it, and what the policy no longer keeps is pruned. last is
+// the highest version number the key uses after the write.
+func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old map[string]types.AttributeValue, marker *keptVersion, last int64, now time.Time) historyChange {
+	ch := historyChange{deltas: ownerDeltas{}}
+	kept := keptVersion{
+		version: num(old, schema.AttrVersion), size: num(old, schema.AttrItemSize),
+		keptAt: now.UnixMilli(), updatedDate: str(old, schema.AttrUpdatedDate), updatedBy: str(old, schema.AttrUpdatedBySubject),
+	}
+	entry := make(map[string]types.AttributeValue, len(old)+3)
+	for name, v := range old {
+		switch name {
+		case schema.AttrWriteToken, schema.AttrExpiresAt, schema.AttrExpiresAtMillis:
+			// A kept version answers to no retry and has its own expiry.
+		default:
+			entry[name] = v
+		}
+	}
+	entry[schema.AttrHistoryKey] = &types.AttributeValueMemberS{Value: historyKey(key)}
+	entry[schema.AttrKeptAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(kept.keptAt, 10)}
+	entry[schema.AttrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(kept.version, 10)}
+	if h.Days > 0 {
+		kept.expiresAt = now.Add(h.Age()).UnixMilli()
+		entry[schema.AttrExpiresAt], entry[schema.AttrExpiresAtMillis] = expiryAVs(time.UnixMilli(kept.expiresAt))
+	}
+	if who, counted := owner(key.App, old); counted {
+		kept.owner = ownerKey(key.App, who)
+		ch.deltas.add(key.App, who, uds.Usage{Bytes: kept.size, History: kept.size})
+	}
+	ch.actions = append(ch.actions, types.TransactWriteItem{Put: &types.Put{
+		TableName:                aws.String(s.tables.History),
+		Item:                     entry,
+		ConditionExpression:      aws.String("attribute_not_exists(#hk)"),
+		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
+	}})
+	list := append([]keptVersion{kept}, head.kept...)
+	if marker != nil {
+		list = append([]keptVersion{*marker}, list...)
+	}
+	return s.finishHistory(key, h, head, list, last, now, ch)
+}
+
+// headUnchanged is a create's check that the head it read, and so the
+// last version number the key used, still stands: a delete of the key's
+// earlier item that commits in between moves it, and the create starts
+// over with the new number.
+func (s *Store) headUnchanged(key uds.Key, head historyHead) types.TransactWriteItem {
+	check := &types.ConditionCheck{
+		TableName:                aws.String(s.tables.History),
+		Key:                      historyEntryKey(key, schema.HeadVersion),
+		ConditionExpression:      aws.String("attribute_not_exists(#hk)"),
+		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
+	}
+	if head.exists {
+		check.ConditionExpression = aws.String("#hr = :hr")
+		check.ExpressionAttributeNames = map[string]string{"#hr": schema.AttrHeadRevision}
+		check.ExpressionAttributeValues = map[string]types.AttributeValue{
+			":hr": &types.AttributeValueMemberN{Value: strconv.FormatInt(head.revision, 10)},
+		}
+	}
+	return types.TransactWriteItem{ConditionCheck: check}
+}
+
+// commitKeeping commits a write in a namespace with history: the item's
+// own action first, then every owner's usage change (the writer's, which
+// may grow, under its limits), then the history's actions. A refusal of
+// the item's, a release's or the history's condition means the state read
+// changed: the caller reads again.
+func (s *Store) commitKeeping(ctx context.Context, op string, item types.TransactWriteItem, app, grower string, change uds.Usage, ch historyChange) (writeOutcome, error) {
+	ch.deltas.add(app, grower, change)
+	actions := []types.TransactWriteItem{item}
+	growerAt, lim := -1, uds.Limits{}
+	var err error
+	ch.deltas.each(func(a, o string, d uds.Usage) {
+		if err != nil {
+			return
+		}
+		action := s.usageChange(a, o, d)
+		if a == app && o == grower {
+			growerAt = len(actions)
+			action, lim, err = s.usageAction(ctx, a, o, d)
+		}
+		actions = append(actions, action)
+	})
+	if err != nil {
+		return 0, err
+	}
+	refused, err := s.transact(ctx, op, append(actions, ch.actions...)...)
+	switch {
+	case err != nil:
+		return 0, err
+	case refused == nil:
+		return written, nil
+	case growerAt >= 0 && refused.conditionFailed(growerAt) && s.reclaimOwner(ctx, app, grower) > 0:
+		return raced, nil // the owner's expired items made room: try again
+	case growerAt >= 0 && refused.conditionFailed(growerAt):
+		return 0, s.quotaError(ctx, app, grower, lim, refused.item(growerAt))
+	}
+	for i := range refused {
+		if refused.conditionFailed(i) {
+			return raced, nil
+		}
+	}
+	return 0, failed(op, errUnexpectedCancel(refused))
+}
+
+// finishHistory prunes list (newest first) to what h keeps and writes the
+// head on the revision read.
+func (s *Store) finishHistory(key uds.Key, h uds.History, head historyHead, list []keptVersion, last int64, now time.Time, ch historyChange) historyChange {
+	keep, drop := splitHistory(h, list, now)
+	for _, k := range drop {
+		switch {
+		case k.deleted:
+		case k.expiresAt != 0 && k.expiresAt <= now.Add(expiryMargin).UnixMilli():
+			// DynamoDB's TTL removes it, and the expiry function
+			// releases it then.
+		case ch.pruned == maxPrunes:
+			keep = append(keep, k)
+			continue
+		default:
+			ch.pruned++
+			ch.actions = append(ch.actions, types.TransactWriteItem{Delete: &types.Delete{
+				TableName:                aws.String(s.tables.History),
+				Key:                      historyEntryKey(key, k.version),
+				ConditionExpression:      aws.String("attribute_exists(#hk)"),
+				ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
+			}})
+			if k.owner != "" {
+				ch.deltas[k.owner] = ch.deltas[k.owner].Plus(uds.Usage{Bytes: -k.size, History: -k.size})
+			}
+		}
+	}
+	slices.SortFunc(keep, func(a, b keptVersion) int { return cmp.Compare(b.version, a.version) })
+	ch.actions = append(ch.actions, s.headPut(key, head, keep, max(last, head.last)))
+	return ch
+}
+
+// splitHistory divides a history (newest first) into what h keeps at now
+// and what it no longer keeps: the newest h.Versions versions that are
+// younger than h.Days and not expired, and the delete markers newer than
+// the oldest of them (the newest entry, a marker, always: it is the
+// current state of a deleted item).
+func splitHistory(h uds.History, list []keptVersion, now time.Time) (keep, drop []keptVersion) {
+	nowMs, age := now.UnixMilli(), h.Age().Milliseconds()
+	kept, oldest := 0, -1
+	for i, k := range list {
+		young := (h.Days == 0 || k.keptAt+age > nowMs) && (k.expiresAt == 0 || k.expiresAt > nowMs)
+		if !k.deleted && young && kept < h.Versions {
+			kept, oldest = kept+1, i
+		}
+	}
+	for i, k := range list {
+		switch {
+		case k.deleted && (i == 0 || i < oldest):
+			keep = append(keep, k)
+		case !k.deleted && i <= oldest && (h.Days == 0 || k.keptAt+age > nowMs) && (k.expiresAt == 0 || k.expiresAt > nowMs):
+			keep = append(keep, k)
+		default:
+			drop = append(drop, k)
+		}
+	}
+	return keep, drop
+}
+
+// headPut writes an item's head listing kept, conditional on the revision
+// read, so that two writers of one history never both commit.
+func (s *Store) headPut(key uds.Key, head historyHead, kept []keptVersion, last int64) types.TransactWriteItem {
+	list := make([]types.AttributeValue, len(kept))
+	for i, k := range kept {
+		list[i] = k.attributeValue()
+	}
+	item := historyEntryKey(key, schema.HeadVersion)
+	item[schema.AttrDataKey] = &types.AttributeValueMemberS{Value: key.DataKey()}
+	if key.SortKey != "" {
+		item[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: key.SortKey}
+	}
+	item[schema.AttrKept] = &types.AttributeValueMemberL{Value: list}
+	item[schema.AttrLastVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(last, 10)}
+	item[schema.AttrHeadRevision] = &types.AttributeValueMemberN{Value: strconv.FormatInt(head.revision+1, 10)}
+	put := &types.Put{
+		TableName:                aws.String(s.tables.History),
+		Item:                     item,
+		ConditionExpression:      aws.String("attribute_not_exists(#hk)"),
+		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
+	}
+	if head.exists {
+		put.ConditionExpression = aws.String("#hr = :hr")
+		put.ExpressionAttributeNames = map[string]string{"#hr": schema.AttrHeadRevision}
+		put.ExpressionAttributeValues = map[string]types.AttributeValue{
+			":hr": &types.AttributeValueMemberN{Value: strconv.FormatInt(head.revision, 10)},
+		}
+	}
+	return types.TransactWriteItem{Put: put}
+}
