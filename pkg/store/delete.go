@@ -43,10 +43,7 @@ func (s *Store) Delete(ctx context.Context, w uds.Write) error {
 			release = uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}
 		}
 		if w.History.On() {
-			now := s.writeTime()
-			v := num(old, schema.AttrVersion) + 1
-			marker := &keptVersion{version: v, deleted: true, keptAt: now.UnixMilli(), updatedDate: FormatTime(now), updatedBy: w.Subject}
-			ch := s.keepVersion(key, w.History, head, old, marker, v, now)
+			ch := s.keepVersion(key, w.History, head, old, &w.Subject, s.writeTime())
 			outcome, err := s.commitKeeping(ctx, op, s.deleteAction(key, old), key.App, who, release, ch)
 			switch {
 			case err != nil:

@@ -80,8 +80,8 @@ func keyOf(av map[string]types.AttributeValue) (uds.Key, bool) {
 // stream record can be delivered again (streams keep records 24 hours).
 const markerLife = 7 * 24 * time.Hour
 
-// ReleaseRemoved releases the usage of an item that DynamoDB's TTL
-// deleted at removedAt, given the item as the stream's old image shows it.
+// ReleaseRemoved releases the usage of an item, or a kept version, that
+// DynamoDB's TTL deleted at removedAt, given the item as the stream's old image shows it.
 // The release is a transaction with a marker named after the item's
 // incarnation (key and creation instant): a repeated stream record finds
 // the marker and releases nothing. Items that were never counted release
@@ -99,7 +99,18 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 	if !counted {
 		return false, nil
 	}
-	id := sha256.Sum256([]byte(dataKey + "\x00" + str(old, schema.AttrSortKey) + "\x00" + str(old, schema.AttrCreatedDate)))
+	// A kept version (from the history table) is one of possibly many of
+	// its incarnation: its version number names it, and it holds bytes
+	// but no item.
+	_, kept := old[schema.AttrHistoryKey]
+	incarnation := dataKey + "\x00" + str(old, schema.AttrSortKey) + "\x00" + str(old, schema.AttrCreatedDate)
+	size := num(old, schema.AttrItemSize)
+	change, items := uds.Usage{Bytes: -size, Items: -1}, "1"
+	if kept {
+		incarnation += "\x00version " + strconv.FormatInt(num(old, schema.AttrVersion), 10)
+		change, items = uds.Usage{Bytes: -size, History: -size}, "0"
+	}
+	id := sha256.Sum256([]byte(incarnation))
 	marker := types.TransactWriteItem{Put: &types.Put{
 		TableName: aws.String(s.tables.Apps),
 		Item: map[string]types.AttributeValue{
@@ -109,13 +120,16 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 		ConditionExpression:      aws.String("attribute_not_exists(#a)"),
 		ExpressionAttributeNames: map[string]string{"#a": schema.AttrApp},
 	}}
-	release := s.usageChange(app, who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1})
+	release := s.usageChange(app, who, change)
 	up := release.Update
-	up.ConditionExpression = aws.String("(attribute_not_exists(#ra) OR #ra <= :removed) AND #ub >= :size AND #ui >= :one")
+	up.ConditionExpression = aws.String("(attribute_not_exists(#ra) OR #ra <= :removed) AND #ub >= :size AND #ui >= :items")
 	up.ExpressionAttributeNames["#ra"] = schema.AttrRecomputedAt
 	up.ExpressionAttributeValues[":removed"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(removedAt.UnixMilli(), 10)}
-	up.ExpressionAttributeValues[":size"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(num(old, schema.AttrItemSize), 10)}
-	up.ExpressionAttributeValues[":one"] = &types.AttributeValueMemberN{Value: "1"}
+	up.ExpressionAttributeValues[":size"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(size, 10)}
+	up.ExpressionAttributeValues[":items"] = &types.AttributeValueMemberN{Value: items}
+	if kept {
+		up.ConditionExpression = aws.String(*up.ConditionExpression + " AND #hb >= :size")
+	}
 	refused, err := s.transact(ctx, "release expired "+dataKey, marker, release)
 	switch {
 	case err != nil:
@@ -130,27 +144,22 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 	return true, nil
 }
 
-// SweepExpired removes every expired item still stored, releasing their
-// sizes, as meeting them would: the local server runs it on a timer, since
-// DynamoDB Local's tables have no TTL deletion. It returns how many items
-// it removed.
+// SweepExpired removes every expired item and kept version still stored,
+// releasing their sizes, as meeting them would: the local server runs it
+// on a timer, since DynamoDB Local's tables have no TTL deletion. It
+// returns how many items and versions it removed.
 func (s *Store) SweepExpired(ctx context.Context) (int, error) {
-	now := strconv.FormatInt(s.now().UnixMilli(), 10)
 	removed := 0
-	for _, table := range []string{s.tables.Data, s.tables.List} {
-		in := &dynamodb.ScanInput{
-			TableName:                 aws.String(table),
-			FilterExpression:          aws.String("#xm <= :now"),
-			ExpressionAttributeNames:  map[string]string{"#xm": schema.AttrExpiresAtMillis},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":now": &types.AttributeValueMemberN{Value: now}},
-		}
-		for {
-			out, err := s.client.Scan(ctx, in)
-			if err != nil {
-				return removed, failed("sweep "+table, err)
+	for _, table := range []string{s.tables.Data, s.tables.List, s.tables.History} {
+		err := s.scanExpired(ctx, table, func(found []map[string]types.AttributeValue) {
+			if table == s.tables.History {
+				for _, it := range found {
+					removed += s.removeExpiredVersion(ctx, it)
+				}
+				return
 			}
 			byApp := map[string][]listEntry{}
-			for _, it := range out.Items {
+			for _, it := range found {
 				if key, ok := keyOf(it); ok {
 					byApp[key.App] = append(byApp[key.App], listEntry{key: key, state: it})
 				}
@@ -158,11 +167,57 @@ func (s *Store) SweepExpired(ctx context.Context) (int, error) {
 			for app, items := range byApp {
 				removed += s.reclaim(ctx, app, items)
 			}
-			if out.LastEvaluatedKey == nil {
-				break
-			}
-			in.ExclusiveStartKey = out.LastEvaluatedKey
+		})
+		if err != nil {
+			return removed, err
 		}
 	}
 	return removed, nil
+}
+
+// scanExpired calls fn with each page of a table's expired entries.
+func (s *Store) scanExpired(ctx context.Context, table string, fn func([]map[string]types.AttributeValue)) error {
+	in := &dynamodb.ScanInput{
+		TableName:                 aws.String(table),
+		FilterExpression:          aws.String("#xm <= :now"),
+		ExpressionAttributeNames:  map[string]string{"#xm": schema.AttrExpiresAtMillis},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(s.now().UnixMilli(), 10)}},
+	}
+	for {
+		out, err := s.client.Scan(ctx, in)
+		if err != nil {
+			return failed("sweep "+table, err)
+		}
+		fn(out.Items)
+		if out.LastEvaluatedKey == nil {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// removeExpiredVersion removes a kept version past its age limit and
+// releases what it held, in one transaction conditional on the entry
+// still being there: it returns 1, or 0 when another sweep got it first
+// (or the removal failed: the next sweep tries again). Its head still
+// lists it; every reader and writer skips expired versions.
+func (s *Store) removeExpiredVersion(ctx context.Context, entry map[string]types.AttributeValue) int {
+	actions := []types.TransactWriteItem{{Delete: &types.Delete{
+		TableName: aws.String(s.tables.History),
+		Key: map[string]types.AttributeValue{
+			schema.AttrHistoryKey: entry[schema.AttrHistoryKey], schema.AttrVersion: entry[schema.AttrVersion],
+		},
+		ConditionExpression:      aws.String("attribute_exists(#hk)"),
+		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
+	}}}
+	app, _, _ := strings.Cut(str(entry, schema.AttrDataKey), uds.KeyDelimiter)
+	if who, counted := owner(app, entry); counted {
+		size := num(entry, schema.AttrItemSize)
+		actions = append(actions, s.usageChange(app, who, uds.Usage{Bytes: -size, History: -size}))
+	}
+	refused, err := s.transact(ctx, "sweep expired version", actions...)
+	if err != nil || refused != nil {
+		return 0
+	}
+	return 1
 }

@@ -130,32 +130,59 @@ func (k keptVersion) attributeValue() types.AttributeValue {
 // item reads as none, and is reclaimed, as readLive does: expiry keeps no
 // version.
 func (s *Store) readWithHead(ctx context.Context, key uds.Key) (map[string]types.AttributeValue, historyHead, error) {
+	got, err := s.readHistory(ctx, key, "", schema.HeadVersion)
+	return got.item, got.head, err
+}
+
+// historyRead is what readHistory found.
+type historyRead struct {
+	item  map[string]types.AttributeValue // nil when there is none, or it expired
+	head  historyHead
+	entry map[string]types.AttributeValue // the version asked for, nil if none
+}
+
+// readHistory reads an item (with projection, "" for all of it), its
+// history head and, when version is not the head's, that kept version, in
+// one strongly consistent BatchGetItem.
+func (s *Store) readHistory(ctx context.Context, key uds.Key, projection string, version int64) (historyRead, error) {
+	itemKeys := types.KeysAndAttributes{Keys: []map[string]types.AttributeValue{keyAV(key)}, ConsistentRead: aws.Bool(true)}
+	if projection != "" {
+		itemKeys.ProjectionExpression, itemKeys.ExpressionAttributeNames = aws.String(projection), metaNames
+	}
+	historyKeys := []map[string]types.AttributeValue{historyEntryKey(key, schema.HeadVersion)}
+	if version != schema.HeadVersion {
+		historyKeys = append(historyKeys, historyEntryKey(key, version))
+	}
 	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
-		s.table(key):     {Keys: []map[string]types.AttributeValue{keyAV(key)}, ConsistentRead: aws.Bool(true)},
-		s.tables.History: {Keys: []map[string]types.AttributeValue{historyEntryKey(key, schema.HeadVersion)}, ConsistentRead: aws.Bool(true)},
+		s.table(key):     itemKeys,
+		s.tables.History: {Keys: historyKeys, ConsistentRead: aws.Bool(true)},
 	}}
-	var item, head map[string]types.AttributeValue
+	var got historyRead
 	for attempt := 0; len(in.RequestItems) > 0; attempt++ {
 		out, err := s.client.BatchGetItem(ctx, in)
 		if err == nil && len(out.UnprocessedKeys) > 0 {
 			err = sleep(ctx, backoff(attempt))
 		}
 		if err != nil {
-			return nil, historyHead{}, failed("read "+key.DataKey()+" and its history", err)
+			return historyRead{}, failed("read "+key.DataKey()+" and its history", err)
 		}
-		if got := out.Responses[s.table(key)]; len(got) > 0 {
-			item = got[0]
+		for _, it := range out.Responses[s.table(key)] {
+			got.item = it
 		}
-		if got := out.Responses[s.tables.History]; len(got) > 0 {
-			head = got[0]
+		for _, it := range out.Responses[s.tables.History] {
+			if num(it, schema.AttrVersion) == schema.HeadVersion {
+				got.head = decodeHead(it)
+			} else {
+				got.entry = it
+			}
 		}
 		in.RequestItems = out.UnprocessedKeys
 	}
-	if item != nil && expired(item, s.now()) {
-		s.reclaim(ctx, key.App, []listEntry{{key: key, state: item}})
-		item = nil
+	if got.item != nil && expired(got.item, s.now()) {
+		s.reclaim(ctx, key.App, []listEntry{{key: key, state: got.item}})
+		got.item = nil
 	}
-	return item, decodeHead(head), nil
+	return got, nil
 }
 
 // readHead reads an item's history head, strongly consistent.
@@ -190,16 +217,25 @@ type historyChange struct {
 	pruned  int
 }
 
-// keepVersion plans a write that replaces old (an update, or a delete when
-// marker is set): old becomes a kept version, the marker (if any) is
-// listed above it, and what the policy no longer keeps is pruned. last is
-// the highest version number the key uses after the write.
-func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old map[string]types.AttributeValue, marker *keptVersion, last int64, now time.Time) historyChange {
+// keepVersion plans a write that replaces old, an update or (with a
+// deleter) a delete: old becomes a kept version, a delete marker of the
+// deleter is listed above it, and what the policy no longer keeps is
+// pruned.
+//
+// A version keeps its number unless the key used it before: an item
+// created while the namespace kept no history starts again from 1, and is
+// then kept under the number after the key's last.
+func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old map[string]types.AttributeValue, deleter *string, now time.Time) historyChange {
 	ch := historyChange{deltas: ownerDeltas{}}
 	kept := keptVersion{
 		version: num(old, schema.AttrVersion), size: num(old, schema.AttrItemSize),
 		keptAt: now.UnixMilli(), updatedDate: str(old, schema.AttrUpdatedDate), updatedBy: str(old, schema.AttrUpdatedBySubject),
 	}
+	if head.exists && kept.version <= head.last {
+		kept.version = head.last + 1
+	}
+	// The item an update leaves has the next version.
+	last := max(kept.version, num(old, schema.AttrVersion)+1)
 	entry := make(map[string]types.AttributeValue, len(old)+3)
 	for name, v := range old {
 		switch name {
@@ -227,8 +263,10 @@ func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old ma
 		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
 	}})
 	list := append([]keptVersion{kept}, head.kept...)
-	if marker != nil {
-		list = append([]keptVersion{*marker}, list...)
+	if deleter != nil {
+		last = kept.version + 1
+		marker := keptVersion{version: last, deleted: true, keptAt: kept.keptAt, updatedDate: FormatTime(now), updatedBy: *deleter}
+		list = append([]keptVersion{marker}, list...)
 	}
 	return s.finishHistory(key, h, head, list, last, now, ch)
 }
@@ -289,10 +327,8 @@ func (s *Store) commitKeeping(ctx context.Context, op string, item types.Transac
 	case growerAt >= 0 && refused.conditionFailed(growerAt):
 		return 0, s.quotaError(ctx, app, grower, lim, refused.item(growerAt))
 	}
-	for i := range refused {
-		if refused.conditionFailed(i) {
-			return raced, nil
-		}
+	if refused.anyConditionFailed() {
+		return raced, nil
 	}
 	return 0, failed(op, errUnexpectedCancel(refused))
 }

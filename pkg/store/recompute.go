@@ -56,7 +56,7 @@ func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed
 			App: app, User: user, Used: usageOf(record),
 			Limits: uds.Resolve(limitsOf(record), appLimits, s.globalLimits),
 		}
-		drift := uds.Usage{Bytes: q.Used.Bytes - actual.Bytes, Items: q.Used.Items - actual.Items}
+		drift := q.Used.Plus(actual.Negate())
 		if drift == (uds.Usage{}) {
 			return uds.Recomputed{Quota: q, Applied: true}, nil
 		}
@@ -99,6 +99,7 @@ func (s *Store) storeUsage(app, user string, record map[string]types.AttributeVa
 	values := map[string]types.AttributeValue{
 		":b":  &types.AttributeValueMemberN{Value: strconv.FormatInt(actual.Bytes, 10)},
 		":i":  &types.AttributeValueMemberN{Value: strconv.FormatInt(actual.Items, 10)},
+		":h":  &types.AttributeValueMemberN{Value: strconv.FormatInt(actual.History, 10)},
 		":ob": &types.AttributeValueMemberN{Value: strconv.FormatInt(before.Bytes, 10)},
 		":oi": &types.AttributeValueMemberN{Value: strconv.FormatInt(before.Items, 10)},
 		":s":  &types.AttributeValueMemberS{Value: AppShard(app, user)},
@@ -117,11 +118,11 @@ func (s *Store) storeUsage(app, user string, record map[string]types.AttributeVa
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:           aws.String(s.tables.Usage),
 		Key:                 usageKey(app, user),
-		UpdateExpression:    aws.String("SET #b = :b, #i = :i, #s = :s, #ra = :ra"),
+		UpdateExpression:    aws.String("SET #b = :b, #i = :i, #hb = :h, #s = :s, #ra = :ra"),
 		ConditionExpression: aws.String(cond),
 		ExpressionAttributeNames: map[string]string{
 			"#b": schema.AttrUsedBytes, "#i": schema.AttrUsedItems, "#s": schema.AttrAppShard, "#lw": schema.AttrLastWrite,
-			"#ra": schema.AttrRecomputedAt,
+			"#ra": schema.AttrRecomputedAt, "#hb": schema.AttrHistoryBytes,
 		},
 		ExpressionAttributeValues: values,
 	}}
@@ -135,7 +136,7 @@ func (s *Store) ownedItems(ctx context.Context, app, user string) (held uds.Usag
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
-		errs [2]error
+		errs [3]error
 	)
 	now := s.now()
 	// add takes one page of the index into the sums.
@@ -143,7 +144,14 @@ func (s *Store) ownedItems(ctx context.Context, app, user string) (held uds.Usag
 		mu.Lock()
 		defer mu.Unlock()
 		for _, it := range items {
-			held = held.Plus(uds.Usage{Bytes: num(it, schema.AttrItemSize), Items: 1})
+			size := num(it, schema.AttrItemSize)
+			if _, kept := it[schema.AttrHistoryKey]; kept {
+				// A kept version holds bytes, not an item; it counts
+				// until its removal releases it.
+				held = held.Plus(uds.Usage{Bytes: size, History: size})
+				continue
+			}
+			held = held.Plus(uds.Usage{Bytes: size, Items: 1})
 			if !expired(it, now) {
 				continue
 			}
@@ -152,13 +160,20 @@ func (s *Store) ownedItems(ctx context.Context, app, user string) (held uds.Usag
 			}
 		}
 	}
-	// The index holds the table's keys, so the list table's sort key too.
-	for i, t := range []struct{ name, projection string }{{s.tables.Data, "#k, #o, #z, #xm"}, {s.tables.List, "#k, #s, #o, #z, #xm"}} {
-		names := map[string]string{
-			"#k": schema.AttrDataKey, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize, "#xm": schema.AttrExpiresAtMillis,
-		}
-		if t.name == s.tables.List {
+	// The index holds the table's keys, so the list table's sort key and
+	// the history table's keys too.
+	for i, t := range []struct{ name, projection string }{
+		{s.tables.Data, "#k, #o, #z, #xm"}, {s.tables.List, "#k, #s, #o, #z, #xm"}, {s.tables.History, "#hk, #o, #z"},
+	} {
+		names := map[string]string{"#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize}
+		switch t.name {
+		case s.tables.History:
+			names["#hk"] = schema.AttrHistoryKey
+		case s.tables.List:
 			names["#s"] = schema.AttrSortKey
+			fallthrough
+		default:
+			names["#k"], names["#xm"] = schema.AttrDataKey, schema.AttrExpiresAtMillis
 		}
 		in := &dynamodb.QueryInput{
 			TableName:                aws.String(t.name),

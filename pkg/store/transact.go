@@ -27,6 +27,17 @@ func (c cancelled) conditionFailed(i int) bool {
 	return i < len(c) && aws.ToString(c[i].Code) == "ConditionalCheckFailed"
 }
 
+// anyConditionFailed reports whether a condition refused one of the
+// actions.
+func (c cancelled) anyConditionFailed() bool {
+	for i := range c {
+		if c.conditionFailed(i) {
+			return true
+		}
+	}
+	return false
+}
+
 // item is the current state of action i's item when its condition failed
 // (nil if the item does not exist).
 func (c cancelled) item(i int) map[string]types.AttributeValue {

@@ -28,16 +28,17 @@ func RecordedUsage(t testing.TB, c *dynamodb.Client, tables store.Tables, app, o
 	if err != nil {
 		t.Fatal(err)
 	}
-	return uds.Usage{Bytes: number(out.Item[schema.AttrUsedBytes]), Items: number(out.Item[schema.AttrUsedItems])}
+	return uds.Usage{Bytes: number(out.Item[schema.AttrUsedBytes]), Items: number(out.Item[schema.AttrUsedItems]), History: number(out.Item[schema.AttrHistoryBytes])}
 }
 
-// StoredUsage sums the sizes of an owner's items as the data tables hold
-// them: a strongly consistent scan of both, not the owner index that
-// recompute reads.
+// StoredUsage sums the sizes of an owner's items and kept versions as the
+// data and history tables hold them: a strongly consistent scan of each,
+// not the owner index that recompute reads. A kept version counts in
+// bytes and history, not in items.
 func StoredUsage(t testing.TB, c *dynamodb.Client, tables store.Tables, app, owner string) uds.Usage {
 	t.Helper()
 	var total uds.Usage
-	for _, table := range []string{tables.Data, tables.List} {
+	for _, table := range []string{tables.Data, tables.List, tables.History} {
 		in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
 		for {
 			out, err := c.Scan(context.Background(), in)
@@ -46,8 +47,13 @@ func StoredUsage(t testing.TB, c *dynamodb.Client, tables store.Tables, app, own
 			}
 			for _, it := range out.Items {
 				if ok, _ := it[schema.AttrOwnerKey].(*types.AttributeValueMemberS); ok != nil && ok.Value == app+uds.KeyDelimiter+owner {
-					total.Bytes += number(it[schema.AttrItemSize])
-					total.Items++
+					size := number(it[schema.AttrItemSize])
+					total.Bytes += size
+					if _, kept := it[schema.AttrHistoryKey]; kept {
+						total.History += size
+					} else {
+						total.Items++
+					}
 				}
 			}
 			if out.LastEvaluatedKey == nil {
