@@ -62,8 +62,9 @@ type keptVersion struct {
 type historyHead struct {
 	exists   bool
 	revision int64
-	// last is the highest version number the key has used: a create after
-	// a delete continues from it, so that no two versions share a number.
+	// last is the highest version number the key's kept versions and
+	// delete markers have used: a create after a delete continues from
+	// it, so that no two versions share a number.
 	last int64
 	kept []keptVersion // newest first
 }
@@ -234,8 +235,7 @@ func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old ma
 	if head.exists && kept.version <= head.last {
 		kept.version = head.last + 1
 	}
-	// The item an update leaves has the next version.
-	last := max(kept.version, num(old, schema.AttrVersion)+1)
+	last := kept.version
 	entry := make(map[string]types.AttributeValue, len(old)+3)
 	for name, v := range old {
 		switch name {

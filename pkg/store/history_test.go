@@ -1,0 +1,313 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/store/storetest/faults"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// versionNumbers lists a history's version numbers, marking the current
+// entry with "*" and delete markers with "x".
+func versionNumbers(vs []uds.Version) string {
+	var b strings.Builder
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprint(&b, v.Version)
+		if v.Deleted {
+			b.WriteByte('x')
+		}
+		if v.Current {
+			b.WriteByte('*')
+		}
+	}
+	return b.String()
+}
+
+func historyOf(t *testing.T, f faultyStore, k uds.Key, h uds.History) string {
+	t.Helper()
+	vs, err := f.Versions(context.Background(), k, h)
+	if errors.Is(err, uds.ErrNotFound) {
+		return "none"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return versionNumbers(vs)
+}
+
+// Updates and deletes keep the versions they replace, up to the policy's
+// count; a create after a delete continues the key's numbering; every
+// version is read back as it was written, and usage counts what is kept,
+// exactly.
+func TestHistoryKeepsReplacedVersions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := uds.History{Versions: 2}
+	for _, tc := range []struct{ name, sortKey string }{{"key-value item", ""}, {"list item", "2026/a"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFaultyStore(t, 11)
+			k := key(t, "docs", "readme")
+			k.SortKey = tc.sortKey
+			w := writeAs("alice", k, `{"v":1}`)
+			w.History = h
+			if _, err := f.Create(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+			for i := 2; i <= 4; i++ {
+				w.Data = []byte(fmt.Sprintf(`{"v":%d,"pad":%q}`, i, strings.Repeat("p", 100*i)))
+				w.Subject = fmt.Sprintf("editor%d", i)
+				if it, err := f.Update(ctx, w); err != nil || it.Version != int64(i) {
+					t.Fatalf("update %d: version %d, %v", i, it.Version, err)
+				}
+			}
+			if got := historyOf(t, f, k, h); got != "4* 3 2" {
+				t.Fatalf("history %q, want 4* 3 2 (two replaced versions kept)", got)
+			}
+			v3, err := f.Version(ctx, k, h, 3)
+			if err != nil || string(v3.Data) != fmt.Sprintf(`{"v":3,"pad":%q}`, strings.Repeat("p", 300)) || v3.UpdatedBy != "editor3" || v3.Version != 3 {
+				t.Fatalf("version 3: %+v, %v", v3, err)
+			}
+			if _, err := f.Version(ctx, k, h, 1); !errors.Is(err, uds.ErrNotFound) {
+				t.Fatalf("pruned version 1: %v, want ErrNotFound", err)
+			}
+			f.exact(t, "alice")
+			if rec := f.recorded(t, "alice"); rec.Items != 1 || rec.History == 0 {
+				t.Fatalf("usage %+v: want 1 item and the kept versions' bytes", rec)
+			}
+
+			del := uds.Write{Key: k, Subject: "bob", History: h}
+			if err := f.Delete(ctx, del); err != nil {
+				t.Fatal(err)
+			}
+			if got := historyOf(t, f, k, h); got != "5x* 4 3" {
+				t.Fatalf("history after delete %q, want 5x* 4 3", got)
+			}
+			if rec := f.recorded(t, "alice"); rec.Items != 0 || rec.Bytes != rec.History {
+				t.Fatalf("usage after delete %+v: want no item, every byte in history", rec)
+			}
+			w.Data, w.Subject = []byte(`{"v":"again"}`), "carol"
+			again, err := f.Create(ctx, w)
+			if err != nil || again.Version != 6 {
+				t.Fatalf("create after delete: version %d, %v; want 6", again.Version, err)
+			}
+			if got := historyOf(t, f, k, h); got != "6* 5x 4 3" {
+				t.Fatalf("history after create %q, want 6* 5x 4 3", got)
+			}
+			f.exact(t, "alice")
+			f.exact(t, "carol")
+
+			n, err := f.DropHistory(ctx, k)
+			if err != nil || n != 2 {
+				t.Fatalf("drop history: %d, %v; want 2 versions removed", n, err)
+			}
+			if got := historyOf(t, f, k, h); got != "6*" {
+				t.Fatalf("history after drop %q, want 6*", got)
+			}
+			if rec := f.recorded(t, "alice"); rec != (uds.Usage{}) {
+				t.Fatalf("alice's usage after her versions were dropped: %+v, want none", rec)
+			}
+			f.exact(t, "alice")
+			f.exact(t, "carol")
+		})
+	}
+}
+
+// A namespace without history writes as it always did: nothing is kept
+// and no history table is read.
+func TestNoHistoryKeepsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, counter := newStore(t)
+	k := key(t, "plain", "item")
+	if _, err := s.Create(ctx, write(k, `1`)); err != nil {
+		t.Fatal(err)
+	}
+	counter.Take()
+	if _, err := s.Update(ctx, write(k, `22`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, uds.Write{Key: k}); err != nil {
+		t.Fatal(err)
+	}
+	if got := counter.Take(); got.Calls["BatchGetItem"] != 0 || got.Calls["GetItem"] != 2 {
+		t.Fatalf("calls %v: want the update's and the delete's GetItem, no history read", got.Calls)
+	}
+	if _, err := s.Versions(ctx, k, uds.History{}); !errors.Is(err, uds.ErrNotFound) {
+		t.Fatalf("history of a deleted item that kept none: %v, want ErrNotFound", err)
+	}
+}
+
+// Versions older than the policy's age stop being shown at once; the
+// sweep (DynamoDB's TTL when deployed) removes them and releases exactly
+// what they held. Lowering the count hides the older versions at once,
+// and the next write prunes them.
+func TestHistoryAgeAndLoweredCount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &storetest.Clock{}
+	f := newFaultyStore(t, 12, store.WithClock(clock.Now))
+	k := key(t, "docs", "aging")
+	h := uds.History{Versions: 5, Days: 1}
+	w := writeAs("alice", k, `{"v":0}`)
+	w.History = h
+	if _, err := f.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		w.Data = []byte(fmt.Sprintf(`{"v":%d}`, i+1))
+		if _, err := f.Update(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := historyOf(t, f, k, h); got != "5* 4 3 2 1" {
+		t.Fatalf("history %q", got)
+	}
+	lowered := uds.History{Versions: 2, Days: 1}
+	if got := historyOf(t, f, k, lowered); got != "5* 4 3" {
+		t.Fatalf("history under a lowered count %q, want 5* 4 3", got)
+	}
+	w.History, w.Data = lowered, []byte(`{"v":"pruning"}`)
+	if _, err := f.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if got := historyOf(t, f, k, h); got != "6* 5 4" {
+		t.Fatalf("history after a write under the lowered count %q, want 6* 5 4 (the rest pruned)", got)
+	}
+	f.exact(t, "alice")
+	clock.Advance(25 * time.Hour)
+	if got := historyOf(t, f, k, h); got != "6*" {
+		t.Fatalf("history past the age limit %q, want 6*", got)
+	}
+	if _, err := f.Version(ctx, k, h, 5); !errors.Is(err, uds.ErrNotFound) {
+		t.Fatalf("expired version: %v, want ErrNotFound", err)
+	}
+	if n, err := f.SweepExpired(ctx); err != nil || n != 2 {
+		t.Fatalf("sweep: %d, %v; want the 2 expired versions", n, err)
+	}
+	f.exact(t, "alice")
+	if rec := f.recorded(t, "alice"); rec.History != 0 {
+		t.Fatalf("history bytes after the sweep: %+v", rec)
+	}
+	rc, err := f.Recompute(ctx, app, "alice")
+	if err != nil || rc.Drift != (uds.Usage{}) {
+		t.Fatalf("recompute: %+v, %v; want no drift", rc, err)
+	}
+}
+
+// A write that must keep the version it replaces needs room for it: at
+// the byte limit it is refused, and nothing changes.
+func TestHistoryNeedsRoom(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	k := key(t, "docs", "big")
+	body := `{"v":"` + strings.Repeat("x", 2000) + `"}`
+	probe := newFaultyStore(t, 13)
+	if _, err := probe.Create(ctx, writeAs("alice", k, body)); err != nil {
+		t.Fatal(err)
+	}
+	size := probe.recorded(t, "alice").Bytes
+	f := newFaultyStore(t, 14, store.WithDefaultLimits(uds.Limits{Bytes: size + size/2}))
+	w := writeAs("alice", k, body)
+	if _, err := f.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w.History = uds.History{Versions: 3}
+	if _, err := f.Update(ctx, w); !errors.Is(err, uds.ErrQuotaExceeded) {
+		t.Fatalf("update that keeps a version past the limit: %v, want ErrQuotaExceeded", err)
+	}
+	w.History = uds.History{}
+	if _, err := f.Update(ctx, w); err != nil {
+		t.Fatalf("the same update without history: %v", err)
+	}
+	f.exact(t, "alice")
+}
+
+// Writers racing on a few items of a namespace with history, under lost
+// answers, throttling, 500s and resets, leave every owner's usage equal to
+// what the tables hold, and each history listing in version order.
+func TestHistoryUnderFaults(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFaultyStore(t, 15)
+	h := uds.History{Versions: 3}
+	f.faults.Set(
+		faults.Rule{Kind: faults.LostAfterCommit, Rate: 0.05},
+		faults.Rule{Kind: faults.ResetAfterCommit, Rate: 0.05},
+		faults.Rule{Kind: faults.Throttle, Rate: 0.05},
+		faults.Rule{Kind: faults.ServerError, Rate: 0.03},
+		faults.Rule{Kind: faults.Reset, Rate: 0.03},
+	)
+	owners := []string{"alice", "bob", "carol"}
+	var wg sync.WaitGroup
+	for worker := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(worker), 7))
+			for range 40 {
+				k := key(t, "docs", fmt.Sprintf("item%d", rng.IntN(3)))
+				if rng.IntN(2) == 0 {
+					k.SortKey = "s"
+				}
+				w := writeAs(owners[rng.IntN(len(owners))], k, fmt.Sprintf(`{"pad":%q}`, strings.Repeat("x", rng.IntN(800))))
+				w.History = h
+				var err error
+				switch rng.IntN(4) {
+				case 0:
+					_, err = f.Create(ctx, w)
+				case 1, 2:
+					_, err = f.Update(ctx, w)
+				default:
+					err = f.Delete(ctx, w)
+				}
+				if err != nil && !errors.Is(err, uds.ErrConflict) && !errors.Is(err, uds.ErrNotFound) && !errors.Is(err, uds.ErrUnavailable) {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	f.faults.Set()
+	for _, o := range owners {
+		f.exact(t, o)
+	}
+	for i := range 3 {
+		for _, sk := range []string{"", "s"} {
+			k := key(t, "docs", fmt.Sprintf("item%d", i))
+			k.SortKey = sk
+			vs, err := f.Versions(ctx, k, h)
+			if errors.Is(err, uds.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := 1; j < len(vs); j++ {
+				if vs[j].Version >= vs[j-1].Version {
+					t.Fatalf("%v: history out of order: %s", k, versionNumbers(vs))
+				}
+			}
+			kept := 0
+			for _, v := range vs {
+				if !v.Current && !v.Deleted {
+					kept++
+				}
+			}
+			if kept > h.Versions {
+				t.Fatalf("%v: %d versions shown, the policy keeps %d: %s", k, kept, h.Versions, versionNumbers(vs))
+			}
+		}
+	}
+}
