@@ -183,8 +183,8 @@ func (f *fakeStore) Create(_ context.Context, w uds.Write) (uds.Item, error) {
 		CreatedDate: now, CreatedBy: w.Subject, UpdatedDate: now, UpdatedBy: w.Subject, Version: 1}, nil
 }
 
-func (f *fakeStore) Update(context.Context, uds.Write) (uds.Item, error)     { return uds.Item{}, errFake }
-func (f *fakeStore) Delete(context.Context, uds.Write) error { return errFake }
+func (f *fakeStore) Update(context.Context, uds.Write) (uds.Item, error) { return uds.Item{}, errFake }
+func (f *fakeStore) Delete(context.Context, uds.Write) error             { return errFake }
 func (f *fakeStore) ListItems(context.Context, store.ListQuery) (store.ListPage, error) {
 	return store.ListPage{}, errFake
 }

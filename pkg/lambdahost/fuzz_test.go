@@ -227,7 +227,7 @@ func (echoStore) GetMany(_ context.Context, keys []uds.Key) ([]uds.Item, []error
 }
 func (echoStore) Create(_ context.Context, w uds.Write) (uds.Item, error) { return written(w), nil }
 func (echoStore) Update(_ context.Context, w uds.Write) (uds.Item, error) { return written(w), nil }
-func (echoStore) Delete(context.Context, uds.Write) error { return nil }
+func (echoStore) Delete(context.Context, uds.Write) error                 { return nil }
 func (echoStore) ListItems(context.Context, store.ListQuery) (store.ListPage, error) {
 	return store.ListPage{}, nil
 }
