@@ -108,7 +108,7 @@ func TestHistoryKeepsReplacedVersions(t *testing.T) {
 			f.exact(t, "alice")
 			f.exact(t, "carol")
 
-			n, err := f.DropHistory(ctx, k)
+			n, err := f.DropHistory(ctx, uds.Write{Key: k})
 			if err != nil || n != 2 {
 				t.Fatalf("drop history: %d, %v; want 2 versions removed", n, err)
 			}
