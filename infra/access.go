@@ -99,6 +99,13 @@ type tableAccess struct {
 // stands for (PutItem, UpdateItem, DeleteItem), so those are the grants.
 // The admin function reads the same records for its quota views, and
 // recompute stores a corrected total with a one-action transaction.
+//
+// The history table takes part in the same transactions: a write in a
+// namespace with a history policy puts the replaced version and updates
+// the item's history head beside the data write, deletes the versions the
+// policy prunes, and checks the head where it only has to be unchanged
+// (ConditionCheckItem). Reads take GetItem and BatchGetItem: an item's
+// head names its kept versions, so listing them needs no Query.
 var functionAccess = map[string][]tableAccess{
 	fnKV: {
 		// The kv function also serves batches, whose operations address
@@ -109,6 +116,7 @@ var functionAccess = map[string][]tableAccess{
 		{Table: schema.List, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem",
 		}},
+		{Table: schema.History, Actions: historyItemActions},
 		{Table: schema.Usage, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem",
 		}},
@@ -126,6 +134,7 @@ var functionAccess = map[string][]tableAccess{
 			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
 			"dynamodb:Query",
 		}},
+		{Table: schema.History, Actions: historyItemActions},
 		{Table: schema.Usage, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem",
 		}},
@@ -167,15 +176,32 @@ var functionAccess = map[string][]tableAccess{
 		}},
 		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
+		// Kept versions count in their owner's usage, so recompute and
+		// export find an owner's versions through the history table's
+		// owner index as they find the owner's items. Export and import
+		// read and write versions and history heads with the data
+		// functions' actions, and dropping kept versions that no item
+		// key leads to (a namespace's, when its policy changes) finds
+		// them with a Scan, as a policy change scans the data tables.
+		{Table: schema.History, Actions: append([]string{"dynamodb:Scan"}, historyItemActions...)},
+		{Table: schema.History, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 		// Namespace policies: read (import checks each record's key space
 		// against its namespace's), set and listed per app.
 		{Table: schema.Namespaces, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"}},
 	},
 	fnExpiry: {
 		// A release is a transaction of the owner's usage change and a
-		// marker in the apps table that makes a redelivered record a no-op.
+		// marker in the apps table that makes a redelivered record a no-op,
+		// for a kept version that DynamoDB's TTL removed as for an item.
 		// Reading the streams is granted with the event source mappings.
 		{Table: schema.Usage, Actions: []string{"dynamodb:UpdateItem"}},
 		{Table: schema.Apps, Actions: []string{"dynamodb:PutItem"}},
 	},
+}
+
+// historyItemActions are the item actions of every function that reads or
+// writes kept versions and history heads (see functionAccess).
+var historyItemActions = []string{
+	"dynamodb:GetItem", "dynamodb:BatchGetItem",
+	"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem",
 }

@@ -18,13 +18,14 @@ const (
 	// each time by bisection) before its records go to the failure queue.
 	expiryRetries = 10
 	// iteratorAgeThresholdMs alarms when the expiry function falls 30 s
-	// behind the streams: quotas then still count expired items that
-	// DynamoDB has deleted.
+	// behind the streams: quotas then still count expired items and kept
+	// versions that DynamoDB has deleted.
 	iteratorAgeThresholdMs = 30_000
 )
 
 // streamOf is the stream a table keeps: old images for the tables whose
-// TTL deletions the expiry function releases, none for the others.
+// TTL deletions the expiry function releases (items and kept versions),
+// none for the others.
 func streamOf(t schema.Table) awsdynamodb.StreamViewType {
 	if t.Streamed {
 		return awsdynamodb.StreamViewType_OLD_IMAGE
@@ -32,11 +33,12 @@ func streamOf(t schema.Table) awsdynamodb.StreamViewType {
 	return ""
 }
 
-// defineExpiry feeds the data tables' streams to the expiry function. The
-// mappings' filter passes only DynamoDB's own TTL deletions, so the many
-// other writes never invoke it. A batch that keeps failing is bisected,
-// retried a bounded number of times, and then recorded in a queue that
-// an alarm watches. Imported tables have no stream the stack controls;
+// defineExpiry feeds the streams of the streamed tables (the data tables
+// and the history table) to the expiry function. The mappings' filter
+// passes only DynamoDB's own TTL deletions, so the many other writes,
+// the versions UDS prunes itself among them, never invoke it. A batch
+// that keeps failing is bisected, retried a bounded number of times, and
+// then recorded in a queue that an alarm watches. Imported tables have no stream the stack controls;
 // their expired items are removed and released when UDS meets them.
 func (s *UdsStack) defineExpiry(props *UdsStackProps) {
 	fn, role := s.Functions[fnExpiry], s.Roles[fnExpiry]
@@ -77,7 +79,7 @@ func (s *UdsStack) defineExpiry(props *UdsStackProps) {
 	}
 	s.alarm("ExpiryIteratorAgeAlarm", fn.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{
 		Period: alarmPeriod, Statistic: jsii.String("Maximum"),
-	}), iteratorAgeThresholdMs, "The UDS expiry function is more than 30 s behind the data tables' streams")
+	}), iteratorAgeThresholdMs, "The UDS expiry function is more than 30 s behind the tables' streams")
 	s.alarm("ExpiryFailuresAlarm", failures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 		Period: alarmPeriod, Statistic: jsii.String("Maximum"),
 	}), 1, "Stream records the UDS expiry function could not release are waiting in its failure queue")

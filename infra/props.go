@@ -60,10 +60,11 @@ type UdsStackProps struct {
 	TableNames map[string]string
 	// ImportTables names, by schema.Table.ID, the tables that already exist
 	// and are referenced instead of created: all of them when adopting the
-	// tables an earlier stack retained, the four but namespaces when
-	// upgrading a release that had no namespace policies, the two data
-	// tables when moving from a seed deployment (which has no usage or
-	// apps table).
+	// tables an earlier stack retained, those it had when adopting the
+	// tables of an earlier release (every one but history before version
+	// history, every one but namespaces and history before namespace
+	// policies), the two data tables when moving from a seed deployment
+	// (which has no usage or apps table).
 	ImportTables map[string]bool
 	// AssetDir is the directory holding kv.zip, list.zip and admin.zip, each
 	// with a single executable named bootstrap.
@@ -326,7 +327,7 @@ func (c *contextReader) positive(key string) int64 {
 
 // tables reads a set of tables: true (all), false (none), or a
 // comma-separated list of the names the table context keys use (data,
-// list, usage, apps, namespaces).
+// list, history, usage, apps, namespaces).
 func (c *contextReader) tables(key string) map[string]bool {
 	out := map[string]bool{}
 	v, ok := c.raw(key)
@@ -345,12 +346,12 @@ func (c *contextReader) tables(key string) map[string]bool {
 		for _, name := range c.list(key) {
 			found := false
 			for _, t := range schema.Tables {
-				if strings.EqualFold(name, strings.TrimPrefix(tableContextKey(t), "table")) {
+				if strings.EqualFold(name, tableImportName(t)) {
 					out[t.ID], found = true, true
 				}
 			}
 			if !found {
-				c.errs = append(c.errs, fmt.Errorf("context %s: %q is not a table (data, list, usage, apps, namespaces)", key, name))
+				c.errs = append(c.errs, fmt.Errorf("context %s: %q is not a table (%s)", key, name, strings.Join(tableImportNames(), ", ")))
 			}
 		}
 		return out
@@ -363,6 +364,22 @@ func (c *contextReader) tables(key string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// tableImportNames are the names of the tables in a list of tables to
+// import, in schema order.
+func tableImportNames() []string {
+	var names []string
+	for _, t := range schema.Tables {
+		names = append(names, tableImportName(t))
+	}
+	return names
+}
+
+// tableImportName is table t's name in a list of tables to import: its
+// context key without the "table" prefix, in lower case (history).
+func tableImportName(t schema.Table) string {
+	return strings.ToLower(strings.TrimPrefix(tableContextKey(t), "table"))
 }
 
 func (c *contextReader) number(key string, fallback float64) float64 {

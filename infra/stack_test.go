@@ -227,6 +227,7 @@ var wantAccess = map[string]map[string][]string{
 	fnKV: {
 		"DataTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"},
 		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"},
+		"HistoryTable":            {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
 		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
 		"AppsTable":               {"GetItem", "BatchGetItem"},
 		"DataTable/index/byOwner": {"Query"},
@@ -235,6 +236,7 @@ var wantAccess = map[string]map[string][]string{
 	},
 	fnList: {
 		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"},
+		"HistoryTable":            {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
 		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
 		"AppsTable":               {"GetItem", "BatchGetItem"},
 		"DataTable":               {"DeleteItem"},
@@ -250,13 +252,16 @@ var wantAccess = map[string]map[string][]string{
 		"ListTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan"},
 		"DataTable/index/byOwner":     {"Query"},
 		"ListTable/index/byOwner":     {"Query"},
+		"HistoryTable":                {"Scan", "GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
+		"HistoryTable/index/byOwner":  {"Query"},
 		"NamespacesTable":             {"GetItem", "UpdateItem", "Query"},
 	},
 	fnExpiry: {
-		"UsageTable":       {"UpdateItem"},
-		"AppsTable":        {"PutItem"},
-		"DataTable/stream": {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
-		"ListTable/stream": {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
+		"UsageTable":          {"UpdateItem"},
+		"AppsTable":           {"PutItem"},
+		"DataTable/stream":    {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
+		"ListTable/stream":    {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
+		"HistoryTable/stream": {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
 	},
 }
 
@@ -303,7 +308,7 @@ func TestDefaultStack(t *testing.T) {
 			"AWS::Logs::LogGroup":             len(functionSpecs) + 1,
 			"AWS::CloudWatch::Alarm":          1 + 2*len(functionSpecs) + 2*len(schema.Tables) + 2 + 2*len(apiFunctions),
 			"AWS::CloudWatch::Dashboard":      1,
-			"AWS::Lambda::EventSourceMapping": 2,
+			"AWS::Lambda::EventSourceMapping": 3, // data, list and history
 			"AWS::SQS::Queue":                 1,
 		}
 		for typ, n := range want {
@@ -1011,6 +1016,63 @@ func TestExpiryStreams(t *testing.T) {
 	}
 }
 
+// TestHistoryTable writes the history table out as the store uses it,
+// independently of pkg/schema, so that a change there has to be made
+// deliberately here as well. It is the one table whose sort key is a
+// number (the version), and its TTL deletions reach the expiry function
+// as the data tables' do.
+func TestHistoryTable(t *testing.T) {
+	s := synth(t, public())
+	id := s.logicalID(t, s.stack.Tables[schema.History.ID])
+	r := s.resources[id]
+	p := r.Properties
+
+	t.Run("keys", func(t *testing.T) {
+		checkEqual(t, "TableName", p["TableName"], "data_history")
+		checkEqual(t, "KeySchema", p["KeySchema"], []any{
+			map[string]any{"AttributeName": "historyKey", "KeyType": "HASH"},
+			map[string]any{"AttributeName": "version", "KeyType": "RANGE"},
+		})
+		attrs := map[string]any{}
+		for _, a := range asList(p["AttributeDefinitions"]) {
+			a := a.(map[string]any)
+			attrs[a["AttributeName"].(string)] = a["AttributeType"]
+		}
+		checkEqual(t, "AttributeDefinitions", attrs, map[string]any{"historyKey": "S", "version": "N", "ownerKey": "S"})
+	})
+	t.Run("owner index", func(t *testing.T) {
+		checkEqual(t, "GlobalSecondaryIndexes", p["GlobalSecondaryIndexes"], []any{map[string]any{
+			"IndexName":  "byOwner",
+			"KeySchema":  []any{map[string]any{"AttributeName": "ownerKey", "KeyType": "HASH"}},
+			"Projection": map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": []any{"itemSize", "expiresAtMs"}},
+		}})
+	})
+	t.Run("expiry", func(t *testing.T) {
+		checkEqual(t, "TimeToLiveSpecification", p["TimeToLiveSpecification"], map[string]any{"AttributeName": "expiresAt", "Enabled": true})
+		checkEqual(t, "StreamSpecification", p["StreamSpecification"], map[string]any{"StreamViewType": "OLD_IMAGE"})
+		var mappings []string
+		for _, m := range s.ofType("AWS::Lambda::EventSourceMapping") {
+			mp := s.resources[m].Properties
+			if flatten(mp["EventSourceArn"]) == "${"+id+".StreamArn}" {
+				mappings = append(mappings, flatten(mp["FunctionName"]))
+			}
+		}
+		checkEqual(t, "functions reading the stream", mappings, []string{"${" + s.logicalID(t, s.stack.Functions[fnExpiry]) + "}"})
+	})
+	t.Run("durability", func(t *testing.T) {
+		checkEqual(t, "BillingMode", p["BillingMode"], "PAY_PER_REQUEST")
+		checkEqual(t, "PointInTimeRecoverySpecification", p["PointInTimeRecoverySpecification"], map[string]any{"PointInTimeRecoveryEnabled": true})
+		checkEqual(t, "DeletionProtectionEnabled", p["DeletionProtectionEnabled"], true)
+		checkEqual(t, "policies", []string{r.DeletionPolicy, r.UpdateReplace}, []string{"Retain", "Retain"})
+	})
+	t.Run("environment", func(t *testing.T) {
+		for _, f := range functionSpecs {
+			env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+			checkEqual(t, f.Name+" UDS_TABLE_HISTORY", env["UDS_TABLE_HISTORY"], "data_history")
+		}
+	})
+}
+
 func TestImportExistingTables(t *testing.T) {
 	names := map[string]string{}
 	context := map[string]any{ctxImportTables: "true", ctxPublicDataRoutes: "true"}
@@ -1039,34 +1101,71 @@ func TestImportExistingTables(t *testing.T) {
 	checkRoutes(t, s, "NONE")
 }
 
-// A seed deployment has the two data tables: the stack imports those by
-// name and creates the usage and apps tables.
+// An earlier deployment has some of the tables: the stack imports those by
+// name and creates the others, and feeds the streams of those it creates
+// (and only those) to the expiry function.
 func TestImportSomeTables(t *testing.T) {
-	s := synth(t, map[string]any{ctxImportTables: "data, list", tableContextKey(schema.Data): "legacy_data", ctxPublicDataRoutes: "true"})
-	created := map[string]bool{}
-	for _, id := range s.ofType("AWS::DynamoDB::Table") {
-		p := s.resources[id].Properties
-		created[p["TableName"].(string)] = true
-		checkEqual(t, id+" DeletionProtectionEnabled", p["DeletionProtectionEnabled"], true)
+	cases := []struct {
+		name    string
+		imports string
+		// created are the names of the tables the stack creates.
+		created []string
+		// streams are the tables whose streams the expiry function reads.
+		streams []schema.Table
+	}{
+		{
+			name: "seed deployment", imports: "data, list",
+			created: []string{"data_usage", "apps", "namespace_policies", "data_history"},
+			streams: []schema.Table{schema.History},
+		},
+		{
+			name: "release before namespace policies", imports: "data,list,usage,apps",
+			created: []string{"namespace_policies", "data_history"},
+			streams: []schema.Table{schema.History},
+		},
+		{
+			name: "release before version history", imports: "data,list,usage,apps,namespaces",
+			created: []string{"data_history"},
+			streams: []schema.Table{schema.History},
+		},
+		{
+			name: "history alone", imports: "HISTORY",
+			created: []string{"legacy_data", "data_store_list", "data_usage", "apps", "namespace_policies"},
+			streams: []schema.Table{schema.Data, schema.List},
+		},
 	}
-	checkEqual(t, "created tables", created, map[string]bool{
-		schema.Usage.DefaultName: true, schema.Apps.DefaultName: true, schema.Namespaces.DefaultName: true,
-	})
-	for _, f := range functionSpecs {
-		env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
-		checkEqual(t, f.Name+" data table", env[schema.Data.EnvVar], "legacy_data")
-	}
-}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := synth(t, map[string]any{ctxImportTables: c.imports, tableContextKey(schema.Data): "legacy_data", ctxPublicDataRoutes: "true"})
+			created := map[string]bool{}
+			for _, id := range s.ofType("AWS::DynamoDB::Table") {
+				p := s.resources[id].Properties
+				created[p["TableName"].(string)] = true
+				checkEqual(t, id+" DeletionProtectionEnabled", p["DeletionProtectionEnabled"], true)
+			}
+			want := map[string]bool{}
+			for _, name := range c.created {
+				want[name] = true
+			}
+			checkEqual(t, "created tables", created, want)
 
-// A deployment of the release before namespace policies has every table
-// but the namespaces table: importing those four creates just that one.
-func TestImportAllButNamespaces(t *testing.T) {
-	s := synth(t, map[string]any{ctxImportTables: "data,list,usage,apps", ctxPublicDataRoutes: "true"})
-	created := map[string]bool{}
-	for _, id := range s.ofType("AWS::DynamoDB::Table") {
-		created[s.resources[id].Properties["TableName"].(string)] = true
+			var gotStreams, wantStreams []string
+			for _, id := range s.ofType("AWS::Lambda::EventSourceMapping") {
+				gotStreams = append(gotStreams, flatten(s.resources[id].Properties["EventSourceArn"]))
+			}
+			for _, table := range c.streams {
+				wantStreams = append(wantStreams, "${"+s.logicalID(t, s.stack.Tables[table.ID])+".StreamArn}")
+			}
+			sort.Strings(gotStreams)
+			sort.Strings(wantStreams)
+			checkEqual(t, "expiry streams", gotStreams, wantStreams)
+
+			for _, f := range functionSpecs {
+				env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+				checkEqual(t, f.Name+" data table", env[schema.Data.EnvVar], "legacy_data")
+			}
+		})
 	}
-	checkEqual(t, "created tables", created, map[string]bool{schema.Namespaces.DefaultName: true})
 }
 
 func TestContextConfiguration(t *testing.T) {
@@ -1170,6 +1269,9 @@ func TestPropsFromContextErrors(t *testing.T) {
 		{"negative reserved concurrency", map[string]any{ctxReservedConcurrency: "-1"}, []string{ctxReservedConcurrency + ": want a whole number of at least 1"}},
 		{"reserved concurrency not a number", map[string]any{ctxReservedConcurrency: "many"}, []string{ctxReservedConcurrency + ": want a whole number"}},
 		{"bad boolean", map[string]any{ctxImportTables: "maybe"}, []string{ctxImportTables}},
+		{"unknown table to import", map[string]any{ctxImportTables: "data,versions"}, []string{
+			ctxImportTables + `: "versions" is not a table (data, list, history, usage, apps, namespaces)`,
+		}},
 		{"bad limit", map[string]any{ctxDefaultLimitBytes: "1.5"}, []string{ctxDefaultLimitBytes}},
 		{"negative limit", map[string]any{ctxDefaultLimitItems: "-1"}, []string{"must not be negative"}},
 		{"bad throttle", map[string]any{ctxThrottleRateLimit: "fast"}, []string{ctxThrottleRateLimit}},
@@ -1279,7 +1381,7 @@ func TestTableContextKeys(t *testing.T) {
 	for _, table := range schema.Tables {
 		got = append(got, tableContextKey(table))
 	}
-	checkEqual(t, "context keys", got, []string{"tableData", "tableList", "tableUsage", "tableApps", "tableNamespaces"})
+	checkEqual(t, "context keys", got, []string{"tableData", "tableList", "tableHistory", "tableUsage", "tableApps", "tableNamespaces"})
 }
 
 func checkEqual(t *testing.T, what string, got, want any) {
