@@ -26,7 +26,7 @@ type Store interface {
 	Update(context.Context, uds.Write) (uds.Item, error)
 	Delete(context.Context, uds.Write) error
 	ListItems(context.Context, store.ListQuery) (store.ListPage, error)
-	DeleteList(ctx context.Context, list uds.Key, onlyCreator string) (int, error)
+	DeleteList(context.Context, uds.Write) (int, error)
 
 	Quota(ctx context.Context, app, user string) (uds.Quota, error)
 	AppLimits(ctx context.Context, app string) (uds.Limits, error)

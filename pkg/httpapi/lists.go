@@ -148,7 +148,7 @@ func (a *API) deleteList(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	ctx, cancel := withBudget(r.Context(), a.budget, deleteAllMargin)
 	defer cancel()
-	n, err := a.store.DeleteList(ctx, sc.key, sc.onlyCreator())
+	n, err := a.store.DeleteList(ctx, uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: uds.Precondition{Creator: sc.onlyCreator()}, History: sc.policy.History})
 	observationFrom(r.Context()).noteDeleted(n)
 	if err != nil {
 		a.fail(w, r, err, &key)

@@ -188,7 +188,7 @@ func (f *fakeStore) Delete(context.Context, uds.Write) error             { retur
 func (f *fakeStore) ListItems(context.Context, store.ListQuery) (store.ListPage, error) {
 	return store.ListPage{}, errFake
 }
-func (f *fakeStore) DeleteList(context.Context, uds.Key, string) (int, error) { return 0, errFake }
+func (f *fakeStore) DeleteList(context.Context, uds.Write) (int, error) { return 0, errFake }
 func (f *fakeStore) Quota(context.Context, string, string) (uds.Quota, error) {
 	return uds.Quota{}, errFake
 }

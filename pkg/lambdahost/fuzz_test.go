@@ -231,7 +231,7 @@ func (echoStore) Delete(context.Context, uds.Write) error                 { retu
 func (echoStore) ListItems(context.Context, store.ListQuery) (store.ListPage, error) {
 	return store.ListPage{}, nil
 }
-func (echoStore) DeleteList(context.Context, uds.Key, string) (int, error) { return 0, nil }
+func (echoStore) DeleteList(context.Context, uds.Write) (int, error) { return 0, nil }
 func (echoStore) Quota(_ context.Context, app, user string) (uds.Quota, error) {
 	return uds.Quota{App: app, User: user}, nil
 }

@@ -90,7 +90,7 @@ func TestConcurrentDeleteAllsReleaseOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var err error
-			if deleted[i], err = f.DeleteList(ctx, list, ""); err != nil {
+			if deleted[i], err = f.DeleteList(ctx, uds.Write{Key: list}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -167,7 +167,7 @@ func TestLostAnswersAreRecognised(t *testing.T) {
 			{"delete-all", "TransactWriteItems", func(f faultyStore, k uds.Key, _ uds.Item) error {
 				list := k
 				list.SortKey = ""
-				n, err := f.DeleteList(ctx, list, "")
+				n, err := f.DeleteList(ctx, uds.Write{Key: list})
 				if err == nil && n != 1 {
 					err = fmt.Errorf("deleted %d, want 1", n)
 				}

@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"testing"
+
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // BenchmarkDeleteList measures delete-all throughput against the engine:
@@ -22,7 +24,7 @@ func BenchmarkDeleteList(b *testing.B) {
 		b.StopTimer()
 		fillList(b, s, list, n, 100)
 		b.StartTimer()
-		if got, err := s.DeleteList(ctx, list, ""); err != nil || got != n {
+		if got, err := s.DeleteList(ctx, uds.Write{Key: list}); err != nil || got != n {
 			b.Fatalf("deleted %d, %v", got, err)
 		}
 	}

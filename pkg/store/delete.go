@@ -21,21 +21,28 @@ import (
 // revision and releases exactly its size in one transaction; if another
 // writer got in between, it starts over from the new state.
 func (s *Store) Delete(ctx context.Context, w uds.Write) error {
+	_, err := s.deleteOne(ctx, w)
+	return err
+}
+
+// deleteOne is Delete, reporting whether it removed an item: a delete-all
+// counts only what it removed itself.
+func (s *Store) deleteOne(ctx context.Context, w uds.Write) (bool, error) {
 	key, ifMatch := w.Key, w.IfMatch
 	op := "delete " + key.DataKey()
 	for range maxWriteAttempts {
 		old, head, err := s.readForWrite(ctx, &w)
 		switch {
 		case err != nil:
-			return err
+			return false, err
 		case old == nil && ifMatch.IsSet():
-			return uds.ErrPrecondition
+			return false, uds.ErrPrecondition
 		case old == nil:
-			return nil
+			return false, nil
 		case refusesWriter(ifMatch, old):
-			return uds.ErrForbidden
+			return false, uds.ErrForbidden
 		case !ifMatch.Matches(decodeMeta(key, old).Revision()):
-			return uds.ErrPrecondition
+			return false, uds.ErrPrecondition
 		}
 		who, counted := owner(key.App, old)
 		release := uds.Usage{}
@@ -47,9 +54,9 @@ func (s *Store) Delete(ctx context.Context, w uds.Write) error {
 			outcome, err := s.commitKeeping(ctx, op, s.deleteAction(key, old), key.App, who, release, ch)
 			switch {
 			case err != nil:
-				return err
+				return false, err
 			case outcome == written:
-				return nil
+				return true, nil
 			}
 			continue // changed since it was read
 		}
@@ -60,15 +67,15 @@ func (s *Store) Delete(ctx context.Context, w uds.Write) error {
 		refused, err := s.transact(ctx, op, actions...)
 		switch {
 		case err != nil:
-			return err
+			return false, err
 		case refused.conditionFailed(0):
 			continue // changed since it was read
 		case refused != nil:
-			return failed(op, errUnexpectedCancel(refused))
+			return false, failed(op, errUnexpectedCancel(refused))
 		}
-		return nil
+		return true, nil
 	}
-	return &uds.UnavailableError{Op: op, Err: errContended}
+	return false, &uds.UnavailableError{Op: op, Err: errContended}
 }
 
 // deleteAction deletes the item at key if it is still at the revision old

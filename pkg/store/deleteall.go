@@ -53,11 +53,15 @@ type listEntry struct {
 // When ctx ends first, the result is a *uds.IncompleteError that says how
 // many items were deleted: the caller answers so, never silently.
 //
-// With creator set (an owner-write namespace), a list that holds an item
-// another subject created is refused with uds.ErrForbidden before anything
-// is deleted, and only creator's items are ever removed: one that another
-// subject puts in the list meanwhile stays.
-func (s *Store) DeleteList(ctx context.Context, list uds.Key, creator string) (int, error) {
+// w names the list (w.Key) and the caller. With w.IfMatch.Creator set (an
+// owner-write namespace), a list that holds an item another subject
+// created is refused with uds.ErrForbidden before anything is deleted,
+// and only that creator's items are ever removed: one that another subject
+// puts in the list meanwhile stays. In a namespace with history
+// (w.History) each item is deleted as Delete deletes it, keeping its last
+// version under a delete marker of w.Subject's.
+func (s *Store) DeleteList(ctx context.Context, w uds.Write) (int, error) {
+	list, creator := w.Key, w.IfMatch.Creator
 	if creator != "" {
 		foreign, err := s.holdsOthers(ctx, list, creator)
 		if err != nil {
@@ -82,7 +86,7 @@ func (s *Store) DeleteList(ctx context.Context, list uds.Key, creator string) (i
 			// when the context is cancelled), not the process.
 			err := safe.Call(func() {
 				for batch := range batches {
-					n, err := s.removeEntries(ctx, "delete list "+list.DataKey(), list.App, batch)
+					n, err := s.removeBatch(ctx, w, batch)
 					deleted.Add(int64(n))
 					if err != nil {
 						cancel(err)
@@ -113,6 +117,29 @@ func (s *Store) DeleteList(ctx context.Context, list uds.Key, creator string) (i
 	default:
 		return n, fmt.Errorf("delete list %s after %d items: %w", list.DataKey(), n, err)
 	}
+}
+
+// removeBatch removes a batch of a delete-all's items: in one transaction,
+// or, where history is kept, one by one as Delete removes them (each keeps
+// its version in a transaction of its own). It returns how many it
+// removed.
+func (s *Store) removeBatch(ctx context.Context, w uds.Write, batch []listEntry) (int, error) {
+	if !w.History.On() {
+		return s.removeEntries(ctx, "delete list "+w.Key.DataKey(), w.Key.App, batch)
+	}
+	n := 0
+	for _, e := range batch {
+		one := w
+		one.Key = e.key
+		removed, err := s.deleteOne(ctx, one)
+		if err != nil {
+			return n, err
+		}
+		if removed {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // readEntries queries the list's keys, revisions, creators, owners and

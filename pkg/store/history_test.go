@@ -311,3 +311,38 @@ func TestHistoryUnderFaults(t *testing.T) {
 		}
 	}
 }
+
+// A delete-all in a namespace with history keeps every item's last
+// version under a delete marker, and counts only what it removed.
+func TestDeleteListKeepsVersions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFaultyStore(t, 16)
+	h := uds.History{Versions: 2}
+	list := key(t, "lists", "journal")
+	for _, sk := range []string{"a", "b", "c"} {
+		w := writeAs("alice", listKey(t, "journal", sk), `{"entry":"`+sk+`"}`)
+		w.History = h
+		if _, err := f.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := f.DeleteList(ctx, uds.Write{Key: list, Subject: "bob", History: h})
+	if err != nil || n != 3 {
+		t.Fatalf("delete-all: %d, %v; want 3", n, err)
+	}
+	for _, sk := range []string{"a", "b", "c"} {
+		k := listKey(t, "journal", sk)
+		if got := historyOf(t, f, k, h); got != "2x* 1" {
+			t.Fatalf("history of %s after delete-all: %q, want 2x* 1", sk, got)
+		}
+		v, err := f.Version(ctx, k, h, 1)
+		if err != nil || string(v.Data) != `{"entry":"`+sk+`"}` {
+			t.Fatalf("kept version of %s: %s, %v", sk, v.Data, err)
+		}
+	}
+	f.exact(t, "alice")
+	if rec := f.recorded(t, "alice"); rec.Items != 0 || rec.History != rec.Bytes || rec.Bytes == 0 {
+		t.Fatalf("usage after delete-all: %+v, want every byte in history", rec)
+	}
+}

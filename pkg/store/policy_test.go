@@ -100,10 +100,10 @@ func TestOwnerWriteDeleteList(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := s.DeleteList(ctx, list, "alice"); !errors.Is(err, uds.ErrForbidden) || n != 0 {
+	if n, err := s.DeleteList(ctx, uds.Write{Key: list, IfMatch: uds.Precondition{Creator: "alice"}}); !errors.Is(err, uds.ErrForbidden) || n != 0 {
 		t.Fatalf("DeleteList with bob's item: %d, %v; want 0, ErrForbidden", n, err)
 	}
-	if n, err := s.DeleteList(ctx, list, "bob"); !errors.Is(err, uds.ErrForbidden) || n != 0 {
+	if n, err := s.DeleteList(ctx, uds.Write{Key: list, IfMatch: uds.Precondition{Creator: "bob"}}); !errors.Is(err, uds.ErrForbidden) || n != 0 {
 		t.Fatalf("DeleteList with alice's items: %d, %v; want 0, ErrForbidden", n, err)
 	}
 	bobs := list
@@ -114,7 +114,7 @@ func TestOwnerWriteDeleteList(t *testing.T) {
 	if err := s.Delete(ctx, uds.Write{Key: bobs, IfMatch: uds.Precondition{Creator: "bob"}}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.DeleteList(ctx, list, "alice"); err != nil || n != 2 {
+	if n, err := s.DeleteList(ctx, uds.Write{Key: list, IfMatch: uds.Precondition{Creator: "alice"}}); err != nil || n != 2 {
 		t.Fatalf("DeleteList of alice's own items: %d, %v", n, err)
 	}
 }

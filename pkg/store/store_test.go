@@ -261,7 +261,7 @@ func TestDeleteList(t *testing.T) {
 	other := key(t, "many", "other")
 	fillList(t, s, other, 3, 100)
 	counter.Take()
-	n, err := s.DeleteList(ctx, list, "")
+	n, err := s.DeleteList(ctx, uds.Write{Key: list})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestDeleteList(t *testing.T) {
 	fillList(t, s, list, 100, 100)
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.DeleteList(cancelled, list, ""); !errors.Is(err, uds.ErrIncomplete) {
+	if _, err := s.DeleteList(cancelled, uds.Write{Key: list}); !errors.Is(err, uds.ErrIncomplete) {
 		t.Fatalf("DeleteList with no time left: %v, want ErrIncomplete", err)
 	}
 }
