@@ -38,11 +38,11 @@ func (s *Store) WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item,
 	op := "atomic batch"
 	token := newToken()
 	for range maxWriteAttempts {
-		states, err := s.readStates(ctx, ops)
+		states, heads, err := s.readStates(ctx, ops)
 		if err != nil {
 			return nil, err
 		}
-		plan, err := s.planAtomic(ctx, ops, values, states, token)
+		plan, err := s.planAtomic(ctx, ops, values, states, heads, token)
 		if err != nil {
 			return nil, err
 		}
@@ -79,9 +79,10 @@ type atomicPlan struct {
 }
 
 // planAtomic checks every operation against the state read and builds the
-// transaction: item writes conditional on that state, then one usage
-// change per owner.
-func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []encodedValue, states []map[string]types.AttributeValue, token string) (atomicPlan, error) {
+// transaction: item writes conditional on that state (with, where history
+// is kept, the versions they keep and their heads), then one usage change
+// per owner.
+func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []encodedValue, states []map[string]types.AttributeValue, heads []historyHead, token string) (atomicPlan, error) {
 	p := atomicPlan{firstGrowth: map[string]int{}, limits: map[string]uds.Limits{}, items: make([]uds.Item, len(ops))}
 	app := ops[0].Write.App
 	deltas := ownerDeltas{}
@@ -92,6 +93,16 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 		}
 	}
 	now := s.writeTime()
+	// keep adds what a write that replaces old keeps of it.
+	kept := int64(0)
+	keep := func(i int, w *uds.Write, old map[string]types.AttributeValue, deleter *string) {
+		ch := s.keepVersion(w.Key, w.History, heads[i], old, deleter, now, 1)
+		for _, a := range ch.actions {
+			p.add(a, "")
+		}
+		ch.deltas.each(func(_, o string, d uds.Usage) { move(o, d, i) })
+		kept += num(old, schema.AttrItemSize)
+	}
 	for i, op := range ops {
 		w, old := &ops[i].Write, states[i]
 		live := old != nil && !expired(old, now)
@@ -101,6 +112,10 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 				return p, &uds.BatchError{Index: i, Err: uds.ErrConflict}
 			}
 			it := newItem(w, now)
+			if w.History.On() {
+				it.Version = heads[i].last + 1
+				p.add(s.headUnchanged(w.Key, heads[i]), "")
+			}
 			put := &types.Put{TableName: aws.String(s.table(w.Key)), Item: encodeItem(&it, values[i])}
 			if old == nil {
 				put.ConditionExpression = aws.String("attribute_not_exists(#k)")
@@ -134,6 +149,9 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 			}
 			p.add(types.TransactWriteItem{Update: s.itemUpdate(w, values[i], now, token, old, !counted)}, "")
 			move(who, change, i)
+			if w.History.On() {
+				keep(i, w, old, nil)
+			}
 			p.items[i] = updated(w, old, now)
 		case http.MethodDelete:
 			switch {
@@ -150,6 +168,20 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 			if who, counted := owner(w.App, old); counted {
 				move(who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}, i)
 			}
+			if w.History.On() {
+				keep(i, w, old, &w.Subject)
+			}
+		}
+	}
+	if kept > 0 {
+		// The kept versions travel in the transaction beside the new
+		// values, which WriteAtomic has measured.
+		total := kept
+		for _, v := range values {
+			total += v.size
+		}
+		if total > maxTxBytes {
+			return p, &uds.TooLargeError{Reason: "with the versions its writes keep, this atomic batch holds more than about 3.5 MB (one DynamoDB transaction); split it or use \"atomic\": false"}
 		}
 	}
 	var err error
@@ -164,6 +196,9 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 		}
 		p.add(action, o)
 	})
+	if err == nil && len(p.actions) > maxTxActions {
+		err = uds.Invalid("operations", "with the versions its writes keep, their history heads and usage changes, this atomic batch needs %d actions; one DynamoDB transaction takes %d: split it or use \"atomic\": false", len(p.actions), maxTxActions)
+	}
 	return p, err
 }
 
@@ -172,20 +207,35 @@ func (p *atomicPlan) add(a types.TransactWriteItem, owner string) {
 	p.usageOwner = append(p.usageOwner, owner)
 }
 
-// readStates reads the items a batch writes, strongly consistent and
-// without their values (nil where there is none).
-func (s *Store) readStates(ctx context.Context, ops []uds.BatchOp) ([]map[string]types.AttributeValue, error) {
+// readStates reads the items a batch writes, strongly consistent (nil
+// where there is none): without their values, unless a write keeps the
+// version it replaces; then also the history heads of the items written
+// with history.
+func (s *Store) readStates(ctx context.Context, ops []uds.BatchOp) ([]map[string]types.AttributeValue, []historyHead, error) {
 	keys := make([]uds.Key, len(ops))
+	var kept []uds.Key
 	for i, op := range ops {
 		keys[i] = op.Write.Key
+		if op.Write.History.On() {
+			kept = append(kept, op.Write.Key)
+		}
 	}
-	found, err := s.batchGet(ctx, keys, metaProjection)
+	projection := metaProjection
+	if len(kept) > 0 {
+		projection = ""
+	}
+	found, err := s.batchGet(ctx, keys, projection)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	foundHeads, err := s.readHeads(ctx, kept)
+	if err != nil {
+		return nil, nil, err
 	}
 	states := make([]map[string]types.AttributeValue, len(ops))
+	heads := make([]historyHead, len(ops))
 	for i, k := range keys {
-		states[i] = found[itemID(k)]
+		states[i], heads[i] = found[itemID(k)], foundHeads[historyKey(k)]
 	}
-	return states, nil
+	return states, heads, nil
 }

@@ -50,7 +50,7 @@ func (s *Store) deleteOne(ctx context.Context, w uds.Write) (bool, error) {
 			release = uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}
 		}
 		if w.History.On() {
-			ch := s.keepVersion(key, w.History, head, old, &w.Subject, s.writeTime())
+			ch := s.keepVersion(key, w.History, head, old, &w.Subject, s.writeTime(), maxPrunes)
 			outcome, err := s.commitKeeping(ctx, op, s.deleteAction(key, old), key.App, who, release, ch)
 			switch {
 			case err != nil:

@@ -199,9 +199,38 @@ func (s *Store) readHead(ctx context.Context, key uds.Key) (historyHead, error) 
 	return decodeHead(out.Item), nil
 }
 
+// readHeads reads the history heads of keys (at most maxBatchGet),
+// strongly consistent, by history key.
+func (s *Store) readHeads(ctx context.Context, keys []uds.Key) (map[string]historyHead, error) {
+	heads := map[string]historyHead{}
+	if len(keys) == 0 {
+		return heads, nil
+	}
+	ka := types.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
+	for _, k := range keys {
+		ka.Keys = append(ka.Keys, historyEntryKey(k, schema.HeadVersion))
+	}
+	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{s.tables.History: ka}}
+	for attempt := 0; len(in.RequestItems) > 0; attempt++ {
+		out, err := s.client.BatchGetItem(ctx, in)
+		if err == nil && len(out.UnprocessedKeys) > 0 {
+			err = sleep(ctx, backoff(attempt))
+		}
+		if err != nil {
+			return nil, failed("read history heads", err)
+		}
+		for _, it := range out.Responses[s.tables.History] {
+			heads[str(it, schema.AttrHistoryKey)] = decodeHead(it)
+		}
+		in.RequestItems = out.UnprocessedKeys
+	}
+	return heads, nil
+}
+
 // maxPrunes bounds the versions one write removes, so that a lowered
 // policy never makes a write's transaction too large; versions beyond it
-// stay hidden and go with the next writes.
+// stay hidden and go with the next writes. A write of an atomic batch,
+// which shares its transaction with up to 49 others, removes one.
 const maxPrunes = 25
 
 // expiryMargin leaves a version that expires this close to now to
@@ -226,7 +255,7 @@ type historyChange struct {
 // A version keeps its number unless the key used it before: an item
 // created while the namespace kept no history starts again from 1, and is
 // then kept under the number after the key's last.
-func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old map[string]types.AttributeValue, deleter *string, now time.Time) historyChange {
+func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old map[string]types.AttributeValue, deleter *string, now time.Time, prunes int) historyChange {
 	ch := historyChange{deltas: ownerDeltas{}}
 	kept := keptVersion{
 		version: num(old, schema.AttrVersion), size: num(old, schema.AttrItemSize),
@@ -268,7 +297,7 @@ func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old ma
 		marker := keptVersion{version: last, deleted: true, keptAt: kept.keptAt, updatedDate: FormatTime(now), updatedBy: *deleter}
 		list = append([]keptVersion{marker}, list...)
 	}
-	return s.finishHistory(key, h, head, list, last, now, ch)
+	return s.finishHistory(key, h, head, list, last, now, prunes, ch)
 }
 
 // headUnchanged is a create's check that the head it read, and so the
@@ -333,9 +362,9 @@ func (s *Store) commitKeeping(ctx context.Context, op string, item types.Transac
 	return 0, failed(op, errUnexpectedCancel(refused))
 }
 
-// finishHistory prunes list (newest first) to what h keeps and writes the
-// head on the revision read.
-func (s *Store) finishHistory(key uds.Key, h uds.History, head historyHead, list []keptVersion, last int64, now time.Time, ch historyChange) historyChange {
+// finishHistory prunes list (newest first) to what h keeps, removing at
+// most prunes versions, and writes the head on the revision read.
+func (s *Store) finishHistory(key uds.Key, h uds.History, head historyHead, list []keptVersion, last int64, now time.Time, prunes int, ch historyChange) historyChange {
 	keep, drop := splitHistory(h, list, now)
 	for _, k := range drop {
 		switch {
@@ -343,7 +372,7 @@ func (s *Store) finishHistory(key uds.Key, h uds.History, head historyHead, list
 		case k.expiresAt != 0 && k.expiresAt <= now.Add(expiryMargin).UnixMilli():
 			// DynamoDB's TTL removes it, and the expiry function
 			// releases it then.
-		case ch.pruned == maxPrunes:
+		case ch.pruned == prunes:
 			keep = append(keep, k)
 			continue
 		default:

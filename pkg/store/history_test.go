@@ -346,3 +346,40 @@ func TestDeleteListKeepsVersions(t *testing.T) {
 		t.Fatalf("usage after delete-all: %+v, want every byte in history", rec)
 	}
 }
+
+// An atomic batch in a namespace with history keeps the versions its
+// updates and deletes replace, in its one transaction, even when the
+// answer to that transaction is lost.
+func TestAtomicBatchKeepsVersions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFaultyStore(t, 17)
+	h := uds.History{Versions: 2}
+	ka, kb, kc := key(t, "docs", "a"), key(t, "docs", "b"), key(t, "docs", "c")
+	for _, k := range []uds.Key{ka, kb} {
+		w := writeAs("alice", k, `{"first":true}`)
+		w.History = h
+		if _, err := f.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	op := func(method string, k uds.Key, data string) uds.BatchOp {
+		w := writeAs("bob", k, data)
+		w.History = h
+		return uds.BatchOp{Method: method, Write: w}
+	}
+	f.faults.Set(faults.Rule{Kind: faults.LostAfterCommit, Ops: []string{"TransactWriteItems"}, Nth: 1})
+	items, err := f.WriteAtomic(ctx, []uds.BatchOp{
+		op("PUT", ka, `{"second":true}`), op("DELETE", kb, ""), op("POST", kc, `{"new":true}`),
+	})
+	if err != nil || items[0].Version != 2 || items[2].Version != 1 {
+		t.Fatalf("atomic batch: %+v, %v", items, err)
+	}
+	for k, want := range map[uds.Key]string{ka: "2* 1", kb: "2x* 1", kc: "1*"} {
+		if got := historyOf(t, f, k, h); got != want {
+			t.Errorf("history of %s: %q, want %q", k.ID, got, want)
+		}
+	}
+	f.exact(t, "alice")
+	f.exact(t, "bob")
+}

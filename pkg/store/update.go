@@ -75,7 +75,7 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 		var outcome writeOutcome
 		switch {
 		case w.History.On():
-			ch := s.keepVersion(w.Key, w.History, head, old, nil, now)
+			ch := s.keepVersion(w.Key, w.History, head, old, nil, now, maxPrunes)
 			outcome, err = s.commitKeeping(ctx, op, types.TransactWriteItem{Update: up}, w.App, who, change, ch)
 		case change == (uds.Usage{}):
 			outcome, err = s.updateAlone(ctx, op, up, token, attempt)
