@@ -130,6 +130,10 @@ const (
 	AttrHistoryKey = "historyKey"
 	// AttrKeptAt is when the version was replaced (Unix milliseconds).
 	AttrKeptAt = "keptAt"
+	// AttrDeleted marks a delete marker: the entry a delete leaves above
+	// the version it kept, with who deleted the item and when, and no
+	// value.
+	AttrDeleted = "deleted"
 	// AttrKept, AttrLastVersion and AttrHeadRevision are the attributes of
 	// an item's history head (the entry at version HeadVersion): the kept
 	// versions' sizes, owners and audit fields, the highest version number

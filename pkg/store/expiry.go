@@ -103,6 +103,9 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 	// its incarnation: its version number names it, and it holds bytes
 	// but no item.
 	_, kept := old[schema.AttrHistoryKey]
+	if _, marker := old[schema.AttrDeleted]; marker {
+		return false, nil // a delete marker holds nothing
+	}
 	incarnation := dataKey + "\x00" + str(old, schema.AttrSortKey) + "\x00" + str(old, schema.AttrCreatedDate)
 	size := num(old, schema.AttrItemSize)
 	change, items := uds.Usage{Bytes: -size, Items: -1}, "1"
@@ -211,7 +214,7 @@ func (s *Store) removeExpiredVersion(ctx context.Context, entry map[string]types
 		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
 	}}}
 	app, _, _ := strings.Cut(str(entry, schema.AttrDataKey), uds.KeyDelimiter)
-	if who, counted := owner(app, entry); counted {
+	if who, counted := owner(app, entry); counted && num(entry, schema.AttrItemSize) > 0 {
 		size := num(entry, schema.AttrItemSize)
 		actions = append(actions, s.usageChange(app, who, uds.Usage{Bytes: -size, History: -size}))
 	}

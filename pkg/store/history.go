@@ -44,8 +44,8 @@ func historyEntryKey(key uds.Key, version int64) map[string]types.AttributeValue
 }
 
 // keptVersion is what a head says of one kept version. A delete marker
-// records a delete: it has a version number and audit fields but no entry
-// of its own and no size.
+// records a delete: it has a version number, audit fields and an entry of
+// its own, but no value and no size.
 type keptVersion struct {
 	version     int64
 	size        int64
@@ -294,10 +294,40 @@ func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old ma
 	list := append([]keptVersion{kept}, head.kept...)
 	if deleter != nil {
 		last = kept.version + 1
-		marker := keptVersion{version: last, deleted: true, keptAt: kept.keptAt, updatedDate: FormatTime(now), updatedBy: *deleter}
+		marker := keptVersion{version: last, deleted: true, owner: kept.owner, keptAt: kept.keptAt, expiresAt: kept.expiresAt,
+			updatedDate: FormatTime(now), updatedBy: *deleter}
+		ch.actions = append(ch.actions, s.markerPut(key, marker))
 		list = append([]keptVersion{marker}, list...)
 	}
 	return s.finishHistory(key, h, head, list, last, now, prunes, ch)
+}
+
+// markerPut writes a delete marker's entry. It names the deleted item's
+// owner, with no size, so that an export of that owner's data carries it
+// beside the version it stands above.
+func (s *Store) markerPut(key uds.Key, m keptVersion) types.TransactWriteItem {
+	row := historyEntryKey(key, m.version)
+	row[schema.AttrDataKey] = &types.AttributeValueMemberS{Value: key.DataKey()}
+	if key.SortKey != "" {
+		row[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: key.SortKey}
+	}
+	row[schema.AttrDeleted] = &types.AttributeValueMemberBOOL{Value: true}
+	row[schema.AttrUpdatedDate] = &types.AttributeValueMemberS{Value: m.updatedDate}
+	row[schema.AttrUpdatedBySubject] = &types.AttributeValueMemberS{Value: m.updatedBy}
+	row[schema.AttrKeptAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(m.keptAt, 10)}
+	row[schema.AttrItemSize] = &types.AttributeValueMemberN{Value: "0"}
+	if m.owner != "" {
+		row[schema.AttrOwnerKey] = &types.AttributeValueMemberS{Value: m.owner}
+	}
+	if m.expiresAt != 0 {
+		row[schema.AttrExpiresAt], row[schema.AttrExpiresAtMillis] = expiryAVs(time.UnixMilli(m.expiresAt))
+	}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName:                aws.String(s.tables.History),
+		Item:                     row,
+		ConditionExpression:      aws.String("attribute_not_exists(#hk)"),
+		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
+	}}
 }
 
 // headUnchanged is a create's check that the head it read, and so the
@@ -368,7 +398,6 @@ func (s *Store) finishHistory(key uds.Key, h uds.History, head historyHead, list
 	keep, drop := splitHistory(h, list, now)
 	for _, k := range drop {
 		switch {
-		case k.deleted:
 		case k.expiresAt != 0 && k.expiresAt <= now.Add(expiryMargin).UnixMilli():
 			// DynamoDB's TTL removes it, and the expiry function
 			// releases it then.
@@ -377,20 +406,26 @@ func (s *Store) finishHistory(key uds.Key, h uds.History, head historyHead, list
 			continue
 		default:
 			ch.pruned++
-			ch.actions = append(ch.actions, types.TransactWriteItem{Delete: &types.Delete{
-				TableName:                aws.String(s.tables.History),
-				Key:                      historyEntryKey(key, k.version),
-				ConditionExpression:      aws.String("attribute_exists(#hk)"),
-				ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
-			}})
-			if k.owner != "" {
-				ch.deltas[k.owner] = ch.deltas[k.owner].Plus(uds.Usage{Bytes: -k.size, History: -k.size})
-			}
+			ch.actions = append(ch.actions, s.removeKept(key, k, ch.deltas))
 		}
 	}
 	slices.SortFunc(keep, func(a, b keptVersion) int { return cmp.Compare(b.version, a.version) })
 	ch.actions = append(ch.actions, s.headPut(key, head, keep, max(last, head.last)))
 	return ch
+}
+
+// removeKept removes a kept version's entry, which must still be there,
+// and adds the release of what it holds to deltas.
+func (s *Store) removeKept(key uds.Key, k keptVersion, deltas ownerDeltas) types.TransactWriteItem {
+	if k.owner != "" && k.size != 0 {
+		deltas[k.owner] = deltas[k.owner].Plus(uds.Usage{Bytes: -k.size, History: -k.size})
+	}
+	return types.TransactWriteItem{Delete: &types.Delete{
+		TableName:                aws.String(s.tables.History),
+		Key:                      historyEntryKey(key, k.version),
+		ConditionExpression:      aws.String("attribute_exists(#hk)"),
+		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
+	}}
 }
 
 // splitHistory divides a history (newest first) into what h keeps at now

@@ -16,14 +16,15 @@ import (
 const dropPerRound = 80
 
 // DropHistory removes every version kept of an item, and its delete
-// markers, releasing what each held; the item itself stays. Only
-// w.Key and w.IfMatch.Creator count: a caller other than the creator of
-// the item (or, once it is deleted, of every kept version) is refused with
-// uds.ErrForbidden, as in an owner-write namespace. Each round is
-// one transaction of up to dropPerRound removals, their releases and the
-// head written on the revision read, so a round that races a write of the
-// item reads again. Versions about to expire are left to DynamoDB's TTL,
-// which releases them. It returns how many versions it removed.
+// markers, releasing what each held; the item itself stays. It returns
+// how many versions (not markers) it removed. Only w.Key and
+// w.IfMatch.Creator count: a caller other than the creator of the item
+// (or, once it is deleted, of every kept version) is refused with
+// uds.ErrForbidden, as in an owner-write namespace. Each round is one
+// transaction of up to dropPerRound removals, their releases and the head
+// written on the revision read, so a round that races a write of the item
+// reads again. Versions about to expire are left to DynamoDB's TTL, which
+// releases them.
 func (s *Store) DropHistory(ctx context.Context, w uds.Write) (int, error) {
 	key := w.Key
 	op := "drop history of " + key.DataKey()
@@ -41,24 +42,19 @@ func (s *Store) DropHistory(ctx context.Context, w uds.Write) (int, error) {
 		var actions []types.TransactWriteItem
 		deltas := ownerDeltas{}
 		var rest []keptVersion
+		versions := 0
 		for _, k := range head.kept {
 			switch {
-			case k.deleted, k.expiresAt != 0 && k.expiresAt <= now.Add(expiryMargin).UnixMilli():
+			case k.expiresAt != 0 && k.expiresAt <= now.Add(expiryMargin).UnixMilli():
 			case len(actions) == dropPerRound:
 				rest = append(rest, k)
 			default:
-				actions = append(actions, types.TransactWriteItem{Delete: &types.Delete{
-					TableName:                aws.String(s.tables.History),
-					Key:                      historyEntryKey(key, k.version),
-					ConditionExpression:      aws.String("attribute_exists(#hk)"),
-					ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
-				}})
-				if k.owner != "" {
-					deltas[k.owner] = deltas[k.owner].Plus(uds.Usage{Bytes: -k.size, History: -k.size})
+				actions = append(actions, s.removeKept(key, k, deltas))
+				if !k.deleted {
+					versions++
 				}
 			}
 		}
-		n := len(actions)
 		deltas.each(func(app, owner string, d uds.Usage) { actions = append(actions, s.usageChange(app, owner, d)) })
 		actions = append(actions, s.headPut(key, head, rest, head.last))
 		if got.item != nil {
@@ -70,7 +66,7 @@ func (s *Store) DropHistory(ctx context.Context, w uds.Write) (int, error) {
 		case err != nil:
 			return removed, err
 		case refused == nil:
-			removed += n
+			removed += versions
 			continue
 		}
 		if !refused.anyConditionFailed() {
