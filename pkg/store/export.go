@@ -27,6 +27,11 @@ type ExportPosition struct {
 	List    bool   `json:"l,omitempty"`
 	DataKey string `json:"k,omitempty"`
 	SortKey string `json:"s,omitempty"`
+	// History, HistoryKey and Version place the position among the
+	// owner's kept versions, which follow their list items.
+	History    bool   `json:"h,omitempty"`
+	HistoryKey string `json:"hk,omitempty"`
+	Version    int64  `json:"v,omitempty"`
 	// Done says the owner was exported whole.
 	Done bool `json:"d,omitempty"`
 }
@@ -45,6 +50,9 @@ type ExportQuery struct {
 	// (if the page has got anywhere), so that an app of many small owners
 	// is answered in time: each owner costs its own index queries.
 	Deadline time.Time
+	// History adds each owner's kept versions and delete markers after
+	// their items.
+	History bool
 }
 
 // ExportPage is one page of records; Next is nil on the last page.
@@ -110,16 +118,25 @@ func (p *exportPager) result() ExportPage {
 }
 
 // owner adds the owner's records from pos on: the rest of the table pos
-// is in, then the list table if pos is in the key-value table.
+// is in, then the list table if pos is in the key-value table, then the
+// history table if the export carries history.
 func (p *exportPager) owner(ctx context.Context, pos ExportPosition) error {
-	if !pos.List {
+	if !pos.List && !pos.History {
 		if err := p.table(ctx, pos); err != nil || p.full {
 			return err
 		}
 		pos = ExportPosition{Owner: pos.Owner, List: true}
 	}
-	if err := p.table(ctx, pos); err != nil || p.full {
-		return err
+	if !pos.History {
+		if err := p.table(ctx, pos); err != nil || p.full {
+			return err
+		}
+		pos = ExportPosition{Owner: pos.Owner, History: true}
+	}
+	if p.q.History {
+		if err := p.table(ctx, pos); err != nil || p.full {
+			return err
+		}
 	}
 	p.last = ExportPosition{Owner: pos.Owner, Done: true}
 	return nil
@@ -131,7 +148,10 @@ func (p *exportPager) owner(ctx context.Context, pos ExportPosition) error {
 func (p *exportPager) table(ctx context.Context, pos ExportPosition) error {
 	s := p.s
 	name := s.tables.Data
-	if pos.List {
+	switch {
+	case pos.History:
+		name = s.tables.History
+	case pos.List:
 		name = s.tables.List
 	}
 	owner := ownerKey(p.q.App, pos.Owner)
@@ -144,7 +164,12 @@ func (p *exportPager) table(ctx context.Context, pos ExportPosition) error {
 			":o": &types.AttributeValueMemberS{Value: owner},
 		},
 	}
-	if pos.DataKey != "" {
+	switch {
+	case pos.HistoryKey != "":
+		in.ExclusiveStartKey = historyEntryKey(uds.Key{}, pos.Version)
+		in.ExclusiveStartKey[schema.AttrHistoryKey] = &types.AttributeValueMemberS{Value: pos.HistoryKey}
+		in.ExclusiveStartKey[schema.AttrOwnerKey] = &types.AttributeValueMemberS{Value: owner}
+	case pos.DataKey != "":
 		in.ExclusiveStartKey = map[string]types.AttributeValue{
 			schema.AttrOwnerKey: &types.AttributeValueMemberS{Value: owner},
 			schema.AttrDataKey:  &types.AttributeValueMemberS{Value: pos.DataKey},
@@ -198,8 +223,11 @@ func (p *exportPager) chunk(entries []map[string]types.AttributeValue) int {
 	return n
 }
 
-// read adds the live items of the given index entries.
+// read adds the live items (or kept versions) of the given index entries.
 func (p *exportPager) read(ctx context.Context, pos ExportPosition, entries []map[string]types.AttributeValue) error {
+	if pos.History {
+		return p.readKept(ctx, pos, entries)
+	}
 	keys := make([]uds.Key, 0, len(entries))
 	for _, e := range entries {
 		if k, ok := keyOf(e); ok {
@@ -220,18 +248,26 @@ func (p *exportPager) read(ctx context.Context, pos ExportPosition, entries []ma
 		if err != nil {
 			return failed("export "+p.q.App, err)
 		}
-		rec := uds.Record{Item: it, Owner: pos.Owner}
-		n := p.q.RecordBytes(&rec)
-		if len(p.records) > 0 && p.bytes+n > p.q.MaxBytes {
-			p.full = true
-			return nil
-		}
-		p.records, p.bytes = append(p.records, rec), p.bytes+n
-		p.last = ExportPosition{Owner: pos.Owner, List: pos.List, DataKey: k.DataKey(), SortKey: k.SortKey}
-		if len(p.records) >= p.q.Limit {
-			p.full = true
+		if !p.take(uds.Record{Item: it, Owner: pos.Owner}, ExportPosition{Owner: pos.Owner, List: pos.List, DataKey: k.DataKey(), SortKey: k.SortKey}) {
 			return nil
 		}
 	}
 	return nil
+}
+
+// take adds a record that ends at pos, unless the page is full; it
+// reports whether the page takes more.
+func (p *exportPager) take(rec uds.Record, pos ExportPosition) bool {
+	n := p.q.RecordBytes(&rec)
+	if len(p.records) > 0 && p.bytes+n > p.q.MaxBytes {
+		p.full = true
+		return false
+	}
+	p.records, p.bytes = append(p.records, rec), p.bytes+n
+	p.last = pos
+	if len(p.records) >= p.q.Limit {
+		p.full = true
+		return false
+	}
+	return true
 }

@@ -383,3 +383,93 @@ func TestAtomicBatchKeepsVersions(t *testing.T) {
 	f.exact(t, "alice")
 	f.exact(t, "bob")
 }
+
+// exportAll reads an app's whole export, two records a page so that
+// pages end inside histories too.
+func exportAll(t *testing.T, s *store.Store, history bool) []uds.Record {
+	t.Helper()
+	q := store.ExportQuery{App: app, Limit: 2, MaxBytes: 1 << 20, RecordBytes: func(*uds.Record) int { return 1 }, History: history}
+	var out []uds.Record
+	for {
+		page, err := s.Export(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page.Records...)
+		if page.Next == nil {
+			return out
+		}
+		q.After = *page.Next
+	}
+}
+
+// Kept versions and delete markers go out with an export (unless left
+// out), come back with an import as they were, with their owners and
+// usage, and export again as the same records; an import run again skips
+// them.
+func TestHistoryExportImportRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := newFaultyStore(t, 18)
+	h := uds.History{Versions: 3, Days: 30}
+	for i, owner := range []string{"alice", "bob"} {
+		k := key(t, "docs", owner)
+		k.SortKey = []string{"", "s"}[i]
+		w := writeAs(owner, k, `{"v":0}`)
+		w.History = h
+		if _, err := src.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		for v := 1; v <= 3; v++ {
+			w.Data = []byte(fmt.Sprintf(`{"v":%d,"pad":%q}`, v, strings.Repeat("z", 50*v)))
+			if _, err := src.Update(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if owner == "bob" {
+			if err := src.Delete(ctx, uds.Write{Key: k, Subject: "carol", History: h}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := len(exportAll(t, src.Store, false)); n != 1 {
+		t.Fatalf("export without history: %d records, want alice's item alone", n)
+	}
+	records := exportAll(t, src.Store, true)
+	kept := 0
+	for _, r := range records {
+		if r.Kept() {
+			kept++
+		}
+	}
+	// alice: her item and 3 versions; bob: 3 versions and a marker.
+	if len(records) != 8 || kept != 7 {
+		t.Fatalf("export with history: %d records (%d kept), want 8 (7 kept)", len(records), kept)
+	}
+	dst := newFaultyStore(t, 19)
+	res, err := dst.Import(ctx, app, records)
+	if err != nil || res.Imported != 8 || len(res.Conflicts) != 0 {
+		t.Fatalf("import: %+v, %v", res, err)
+	}
+	again := exportAll(t, dst.Store, true)
+	if fmt.Sprintf("%+v", again) != fmt.Sprintf("%+v", records) {
+		t.Fatalf("exported after import:\n%+v\nwant\n%+v", again, records)
+	}
+	for _, owner := range []string{"alice", "bob"} {
+		dst.exact(t, owner)
+		if got, want := dst.recorded(t, owner), src.recorded(t, owner); got != want {
+			t.Errorf("usage of %s after import %+v, want %+v as in the source", owner, got, want)
+		}
+	}
+	for i, owner := range []string{"alice", "bob"} {
+		k := key(t, "docs", owner)
+		k.SortKey = []string{"", "s"}[i]
+		if got, want := historyOf(t, dst, k, h), historyOf(t, src, k, h); got != want {
+			t.Errorf("history of %s after import %q, want %q", owner, got, want)
+		}
+	}
+	res, err = dst.Import(ctx, app, records)
+	if err != nil || res.Skipped != 8 || res.Imported != 0 {
+		t.Fatalf("import run again: %+v, %v; want every record skipped", res, err)
+	}
+}

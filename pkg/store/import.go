@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -13,6 +14,8 @@ import (
 
 // Import writes exported records back: each item as it was (owner, audit
 // fields, version, expiry, so its ETags stay valid) where its key is free,
+// and each kept version and delete marker into its item's history
+// (history_import.go),
 // charged to its owner's usage in the same transaction. Limits are not
 // applied: an import is an admin's restore, and an owner may come out over
 // their limit (their next growing write is refused until they are under
@@ -30,18 +33,27 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 	var res uds.ImportResult
 	now := s.now()
 	pending := make([]importEntry, 0, len(records))
+	var kept []importEntry
 	seen := make(map[string]int, len(records))
 	for i := range records {
 		rec := &records[i]
 		// One transaction cannot write an item twice, and one request has
-		// no business doing so.
+		// no business doing so; an item's kept versions are told apart by
+		// their numbers.
 		id := itemID(rec.Key)
+		if rec.Kept() {
+			id += "\x00" + strconv.FormatInt(rec.Version, 10)
+		}
 		if j, dup := seen[id]; dup {
 			return uds.ImportResult{}, &uds.BatchError{Index: i, Err: uds.Invalid("key", "repeats the key of record %d", j)}
 		}
 		seen[id] = i
 		if rec.ExpiredAt(now) {
 			res.Expired++
+			continue
+		}
+		if rec.Deleted {
+			kept = append(kept, importEntry{index: i, rec: rec})
 			continue
 		}
 		// encodeValue bounds the stored size with the writer's subject
@@ -52,7 +64,12 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 		if err != nil {
 			return uds.ImportResult{}, &uds.BatchError{Index: i, Err: err}
 		}
-		pending = append(pending, importEntry{index: i, rec: rec, value: v})
+		e := importEntry{index: i, rec: rec, value: v}
+		if rec.Kept() {
+			kept = append(kept, e)
+			continue
+		}
+		pending = append(pending, e)
 	}
 	for len(pending) > 0 {
 		n := importGroupSize(pending)
@@ -60,6 +77,9 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 			return uds.ImportResult{}, err
 		}
 		pending = pending[n:]
+	}
+	if err := s.importKept(ctx, app, kept, &res); err != nil {
+		return uds.ImportResult{}, err
 	}
 	return res, nil
 }

@@ -14,7 +14,16 @@ const MaxImportRecords = 1000
 type Record struct {
 	Item
 	Owner string
+	// KeptAt is set on a kept version of an item (from a namespace with
+	// history): when a write replaced it. Its ExpiresAt is then the end
+	// of the history's age limit, and Deleted marks a delete marker,
+	// which has no value.
+	KeptAt  time.Time
+	Deleted bool
 }
+
+// Kept reports whether the record is a kept version rather than an item.
+func (r *Record) Kept() bool { return !r.KeptAt.IsZero() }
 
 // ImportResult says what an import did with each record: written,
 // already present and identical (skipped), expired before it could be

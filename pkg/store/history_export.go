@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// readKept adds the kept versions and delete markers of the given index
+// entries of the history table, read strongly consistent, leaving out
+// those gone or expired since the index was read.
+func (p *exportPager) readKept(ctx context.Context, pos ExportPosition, entries []map[string]types.AttributeValue) error {
+	ka := types.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
+	for _, e := range entries {
+		ka.Keys = append(ka.Keys, map[string]types.AttributeValue{
+			schema.AttrHistoryKey: e[schema.AttrHistoryKey], schema.AttrVersion: e[schema.AttrVersion],
+		})
+	}
+	found := map[string]map[string]types.AttributeValue{}
+	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{p.s.tables.History: ka}}
+	for attempt := 0; len(in.RequestItems) > 0; attempt++ {
+		out, err := p.s.client.BatchGetItem(ctx, in)
+		if err == nil && len(out.UnprocessedKeys) > 0 {
+			err = sleep(ctx, backoff(attempt))
+		}
+		if err != nil {
+			return failed("export "+p.q.App, err)
+		}
+		for _, row := range out.Responses[p.s.tables.History] {
+			found[keptID(row)] = row
+		}
+		in.RequestItems = out.UnprocessedKeys
+	}
+	now := p.s.now()
+	for _, e := range entries {
+		row := found[keptID(e)]
+		key, ok := keyOf(row)
+		if row == nil || !ok || expired(row, now) {
+			continue
+		}
+		rec, err := keptRecord(key, row, pos.Owner)
+		if err != nil {
+			return failed("export "+p.q.App, err)
+		}
+		at := ExportPosition{Owner: pos.Owner, History: true, HistoryKey: str(row, schema.AttrHistoryKey), Version: num(row, schema.AttrVersion)}
+		if !p.take(rec, at) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// keptID names a history entry among those of the history table.
+func keptID(row map[string]types.AttributeValue) string {
+	return str(row, schema.AttrHistoryKey) + "\x00" + strconv.FormatInt(num(row, schema.AttrVersion), 10)
+}
+
+// keptRecord is the record of a kept version or delete marker of owner.
+func keptRecord(key uds.Key, row map[string]types.AttributeValue, owner string) (uds.Record, error) {
+	rec := uds.Record{Owner: owner, KeptAt: time.UnixMilli(num(row, schema.AttrKeptAt)).UTC()}
+	if _, marker := row[schema.AttrDeleted]; marker {
+		rec.Deleted = true
+		rec.Item = decodeMeta(key, row)
+		return rec, nil
+	}
+	it, err := decodeItem(key, row)
+	rec.Item = it
+	return rec, err
+}

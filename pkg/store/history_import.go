@@ -1,0 +1,132 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// importKept writes kept versions and delete markers back into their
+// items' histories, item by item, in groups of up to dropPerRound: each
+// group is one transaction of its new entries, their owners' usage (kept
+// bytes count in bytes and history) and the item's head, written on the
+// revision read. An entry the head already lists is skipped when it is
+// the same (an import run again) and a conflict otherwise. Limits are
+// not applied, as for items.
+func (s *Store) importKept(ctx context.Context, app string, entries []importEntry, res *uds.ImportResult) error {
+	groups := map[string][]importEntry{}
+	var order []string
+	for _, e := range entries {
+		hk := historyKey(e.rec.Key)
+		if groups[hk] == nil {
+			order = append(order, hk)
+		}
+		groups[hk] = append(groups[hk], e)
+	}
+	for _, hk := range order {
+		for g := groups[hk]; len(g) > 0; {
+			n := min(len(g), dropPerRound)
+			if err := s.importKeptGroup(ctx, app, g[:n], res); err != nil {
+				return err
+			}
+			g = g[n:]
+		}
+	}
+	return nil
+}
+
+// importKeptGroup writes one group of one item's kept entries.
+func (s *Store) importKeptGroup(ctx context.Context, app string, group []importEntry, res *uds.ImportResult) error {
+	key := group[0].rec.Key
+	op := "import the history of " + key.DataKey()
+	for range maxWriteAttempts {
+		head, err := s.readHead(ctx, key)
+		if err != nil {
+			return err
+		}
+		listed := make(map[int64]keptVersion, len(head.kept))
+		for _, k := range head.kept {
+			listed[k.version] = k
+		}
+		var (
+			actions   []types.TransactWriteItem
+			conflicts []uds.ImportConflict
+		)
+		deltas := ownerDeltas{}
+		list, last, skipped := slices.Clone(head.kept), head.last, 0
+		for _, e := range group {
+			k := keptOf(app, e)
+			if have, ok := listed[k.version]; ok {
+				if have == k {
+					skipped++
+				} else {
+					conflicts = append(conflicts, uds.ImportConflict{Index: e.index, Key: e.rec.Key, Version: k.version})
+				}
+				continue
+			}
+			if k.deleted {
+				actions = append(actions, s.markerPut(key, k))
+			} else {
+				actions = append(actions, s.keptPut(app, e, k))
+				deltas[k.owner] = deltas[k.owner].Plus(uds.Usage{Bytes: k.size, History: k.size})
+			}
+			list, last = append(list, k), max(last, k.version)
+		}
+		added := len(actions)
+		if added > 0 {
+			slices.SortFunc(list, func(a, b keptVersion) int { return cmp.Compare(b.version, a.version) })
+			deltas.each(func(app, owner string, d uds.Usage) { actions = append(actions, s.usageChange(app, owner, d)) })
+			actions = append(actions, s.headPut(key, head, list, last))
+			refused, err := s.transact(ctx, op, actions...)
+			switch {
+			case err != nil:
+				return err
+			case refused != nil && refused.anyConditionFailed():
+				continue // the item's history changed meanwhile: read again
+			case refused != nil:
+				return failed(op, errUnexpectedCancel(refused))
+			}
+		}
+		res.Imported += added
+		res.Skipped += skipped
+		res.Conflicts = append(res.Conflicts, conflicts...)
+		return nil
+	}
+	return &uds.UnavailableError{Op: op, Err: errContended}
+}
+
+// keptOf is what an item's head says of an imported kept entry.
+func keptOf(app string, e importEntry) keptVersion {
+	rec := e.rec
+	k := keptVersion{
+		version: rec.Version, size: e.value.size, owner: ownerKey(app, rec.Owner), keptAt: rec.KeptAt.UnixMilli(),
+		updatedDate: FormatTime(rec.UpdatedDate), updatedBy: rec.UpdatedBy, deleted: rec.Deleted,
+	}
+	if !rec.ExpiresAt.IsZero() {
+		k.expiresAt = rec.ExpiresAt.UnixMilli()
+	}
+	return k
+}
+
+// keptPut writes an imported kept version's entry, charged to the
+// record's owner.
+func (s *Store) keptPut(app string, e importEntry, k keptVersion) types.TransactWriteItem {
+	row := s.importPut(app, e).Item
+	for name, v := range historyEntryKey(e.rec.Key, k.version) {
+		row[name] = v
+	}
+	row[schema.AttrKeptAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(k.keptAt, 10)}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName:                aws.String(s.tables.History),
+		Item:                     row,
+		ConditionExpression:      aws.String("attribute_not_exists(#hk)"),
+		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
+	}}
+}
