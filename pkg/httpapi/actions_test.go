@@ -154,10 +154,11 @@ func TestExportImportDynamoDBActions(t *testing.T) {
 		do(admin, "POST", "/rest/api/v1/admin/apps/"+otherApp+"/import", `{"records":`+string(export.Records)+`}`, 200)
 	}
 	want := []string{
-		"DataTable/index/byOwner: Query", // an owner's keys
-		"DataTable: BatchGetItem",        // their items
-		"DataTable: DeleteItem",          // the expired item in the way
-		"DataTable: PutItem",             // the records
+		"DataTable/index/byOwner: Query",    // an owner's keys
+		"DataTable: BatchGetItem",           // their items
+		"DataTable: DeleteItem",             // the expired item in the way
+		"DataTable: PutItem",                // the records
+		"HistoryTable/index/byOwner: Query", // an owner's kept versions
 		"ListTable/index/byOwner: Query",
 		"ListTable: BatchGetItem",
 		"ListTable: PutItem",

@@ -18,15 +18,17 @@ import (
 // writes such records back. Records name no app, so an export can also be
 // imported into another app.
 
-// recordJSON is one exported item. Field order is part of the format: an
-// export, imported and exported again, gives the same bytes.
+// recordJSON is one exported item, or a version an item's history kept
+// (keptAt set; a delete marker has deleted and no data). Field order is
+// part of the format: an export, imported and exported again, gives the
+// same bytes.
 type recordJSON struct {
 	Namespace        string          `json:"namespace"`
 	ID               string          `json:"id"`
 	SortKey          string          `json:"sortKey,omitempty"`
 	Private          bool            `json:"private,omitempty"`
 	Owner            string          `json:"owner"`
-	Data             json.RawMessage `json:"data"`
+	Data             json.RawMessage `json:"data,omitempty"`
 	ClassName        string          `json:"className,omitempty"`
 	CreatedDate      string          `json:"createdDate,omitempty"`
 	CreatedBySubject string          `json:"createdBySubject"`
@@ -34,6 +36,8 @@ type recordJSON struct {
 	UpdatedBySubject string          `json:"updatedBySubject"`
 	Version          int64           `json:"version"`
 	ExpiresAt        string          `json:"expiresAt,omitempty"`
+	KeptAt           string          `json:"keptAt,omitempty"`
+	Deleted          bool            `json:"deleted,omitempty"`
 }
 
 // recordFieldBytes is what a record adds to the payload beside its values
@@ -42,18 +46,29 @@ type recordJSON struct {
 const recordFieldBytes = 40
 
 func recordPayloadBytes(rec *uds.Record) int {
-	return itemPayloadBytes(&rec.Item) + stringPayloadBytes(rec.Owner) + recordFieldBytes
+	n := itemPayloadBytes(&rec.Item) + stringPayloadBytes(rec.Owner) + recordFieldBytes
+	if rec.Kept() {
+		n += keptFieldBytes
+	}
+	return n
 }
+
+// keptFieldBytes is what a kept version's keptAt and deleted members add.
+const keptFieldBytes = 56
 
 func toRecordJSON(rec *uds.Record) recordJSON {
 	it := toJSON(&rec.Item)
-	return recordJSON{
+	j := recordJSON{
 		Namespace: it.Namespace, ID: it.ID, SortKey: it.SortKey, Private: rec.Key.Owner != "", Owner: rec.Owner,
 		Data: it.Data, ClassName: it.ClassName,
 		CreatedDate: it.CreatedDate, CreatedBySubject: it.CreatedBySubject,
 		UpdatedDate: it.UpdatedDate, UpdatedBySubject: it.UpdatedBySubject,
 		Version: it.Version, ExpiresAt: it.ExpiresAt,
 	}
+	if rec.Kept() {
+		j.KeptAt, j.Deleted = store.FormatTime(rec.KeptAt), rec.Deleted
+	}
+	return j
 }
 
 // exportLimit is the default and largest number of records of a page.
@@ -138,13 +153,24 @@ func (a *API) recordsQuery(r *http.Request, binding, what string, after any) (li
 
 func exportBinding(app string) string { return "export\x00" + app }
 
-// exportQuery parses limit (1..1000, default 1000) and cursor; half the
-// request's time goes to reading owners.
+// exportQuery parses limit (1..1000, default 1000), cursor and history
+// (true, the default, carries kept versions; false leaves them out); half
+// the request's time goes to reading owners.
 func (a *API) exportQuery(r *http.Request, app string) (store.ExportQuery, error) {
-	q := store.ExportQuery{App: app, MaxBytes: maxPageBytes, RecordBytes: recordPayloadBytes}
+	q := store.ExportQuery{App: app, MaxBytes: maxPageBytes, RecordBytes: recordPayloadBytes, History: true}
 	var err error
 	q.Limit, q.Deadline, err = a.recordsQuery(r, exportBinding(app), "this app's export", &q.After)
-	return q, err
+	if err != nil {
+		return q, err
+	}
+	switch h := r.URL.Query().Get("history"); h {
+	case "", "true":
+	case "false":
+		q.History = false
+	default:
+		return q, uds.Invalid("history", `must be "true" or "false", got %q`, uds.Truncate(h, 64))
+	}
+	return q, nil
 }
 
 // maxImportBodyBytes bounds an import request: Lambda takes at most 6 MB.
@@ -265,15 +291,29 @@ func parseRecord(app string, j *recordJSON, rec *uds.Record) error {
 	if err := checkClassName(j.ClassName); err != nil {
 		return err
 	}
+	if j.KeptAt != "" {
+		if rec.KeptAt, err = uds.ParseInstant("keptAt", j.KeptAt); err != nil {
+			return err
+		}
+	}
+	if j.Deleted && j.KeptAt == "" {
+		return uds.Invalid("deleted", "marks a delete marker kept in an item's history, and needs its keptAt")
+	}
+	rec.Deleted = j.Deleted
 	if j.Version < 0 || j.Version > uds.MaxVersion {
 		return uds.Invalid("version", "must be a whole number from 0 to %d (2^53-1), got %d", uds.MaxVersion, j.Version)
 	}
 	rec.Key, rec.Owner, rec.ClassName, rec.Version = key, j.Owner, j.ClassName, j.Version
 	rec.CreatedBy, rec.UpdatedBy = j.CreatedBySubject, j.UpdatedBySubject
-	if err := checkDataValue(j.Data); err != nil {
-		return err
+	switch {
+	case j.Deleted && len(j.Data) > 0:
+		return uds.Invalid("data", "has no place in a delete marker")
+	case !j.Deleted:
+		if err := checkDataValue(j.Data); err != nil {
+			return err
+		}
+		rec.Data = j.Data
 	}
-	rec.Data = j.Data
 	for _, t := range []struct {
 		field, value string
 		out          *time.Time
@@ -329,6 +369,10 @@ func (a *API) checkPolicies(ctx context.Context, app string, records []uds.Recor
 		}
 		if err := sc.writable(a.now()); err != nil {
 			return &uds.BatchError{Index: i, Err: err}
+		}
+		if rec.Kept() {
+			// A kept version is history: it met the schema of its day.
+			continue
 		}
 		if err := a.checkData(sc, rec.Data); err != nil {
 			return &uds.BatchError{Index: i, Err: err}

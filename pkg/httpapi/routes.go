@@ -38,8 +38,9 @@ type route struct {
 
 // Query parameters of the paged reads.
 var (
-	listQuery = []string{"startKey", "endKey", "limit", "sortOrder", "cursor"}
-	pageQuery = []string{"limit", "cursor"}
+	listQuery   = []string{"startKey", "endKey", "limit", "sortOrder", "cursor"}
+	pageQuery   = []string{"limit", "cursor"}
+	exportQuery = []string{"limit", "cursor", "history"}
 )
 
 // routes is the dispatch table, tried in order: the first route whose
@@ -79,7 +80,7 @@ var routes = []route{
 		http.MethodPost: (*API).recompute}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/export", map[string]handler{
 		http.MethodGet: (*API).export},
-		map[string][]string{http.MethodGet: pageQuery}},
+		map[string][]string{http.MethodGet: exportQuery}},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/import", map[string]handler{
 		http.MethodPost: (*API).importRecords}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces", map[string]handler{
