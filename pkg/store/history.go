@@ -431,24 +431,23 @@ func (s *Store) removeKept(key uds.Key, k keptVersion, deltas ownerDeltas) types
 // splitHistory divides a history (newest first) into what h keeps at now
 // and what it no longer keeps: the newest h.Versions versions that are
 // younger than h.Days and not expired, and the delete markers newer than
-// the oldest of them (the newest entry, a marker, always: it is the
-// current state of a deleted item).
+// the oldest of them, or newest of all (the current state of a deleted
+// item), while they are young.
 func splitHistory(h uds.History, list []keptVersion, now time.Time) (keep, drop []keptVersion) {
 	nowMs, age := now.UnixMilli(), h.Age().Milliseconds()
+	young := func(k keptVersion) bool {
+		return (h.Days == 0 || k.keptAt+age > nowMs) && (k.expiresAt == 0 || k.expiresAt > nowMs)
+	}
 	kept, oldest := 0, -1
 	for i, k := range list {
-		young := (h.Days == 0 || k.keptAt+age > nowMs) && (k.expiresAt == 0 || k.expiresAt > nowMs)
-		if !k.deleted && young && kept < h.Versions {
+		if !k.deleted && young(k) && kept < h.Versions {
 			kept, oldest = kept+1, i
 		}
 	}
 	for i, k := range list {
-		switch {
-		case k.deleted && (i == 0 || i < oldest):
+		if young(k) && (i <= oldest || k.deleted && i == 0) {
 			keep = append(keep, k)
-		case !k.deleted && i <= oldest && (h.Days == 0 || k.keptAt+age > nowMs) && (k.expiresAt == 0 || k.expiresAt > nowMs):
-			keep = append(keep, k)
-		default:
+		} else {
 			drop = append(drop, k)
 		}
 	}

@@ -10,6 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/store/storetest/faults"
@@ -471,5 +476,71 @@ func TestHistoryExportImportRoundTrip(t *testing.T) {
 	res, err = dst.Import(ctx, app, records)
 	if err != nil || res.Skipped != 8 || res.Imported != 0 {
 		t.Fatalf("import run again: %+v, %v; want every record skipped", res, err)
+	}
+}
+
+// Kept versions and markers that DynamoDB's TTL removes are released from
+// the stream's old image once, however often the record comes: a marker
+// holds nothing to release.
+func TestTTLRemovalOfKeptVersionsReleasesOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &storetest.Clock{}
+	f := newFaultyStore(t, 20, store.WithClock(clock.Now))
+	h := uds.History{Versions: 5, Days: 1}
+	w := writeAs("tia", key(t, "ttl", "doc"), `{"v":1}`)
+	w.History = h
+	if _, err := f.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w.Data = []byte(`{"v":2}`)
+	if _, err := f.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Delete(ctx, uds.Write{Key: w.Key, Subject: "bob", History: h}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.plain.Scan(ctx, &dynamodb.ScanInput{
+		TableName:                 aws.String(f.tables.History),
+		FilterExpression:          aws.String("#v >= :zero"),
+		ExpressionAttributeNames:  map[string]string{"#v": schema.AttrVersion},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":zero": &types.AttributeValueMemberN{Value: "0"}},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil || len(out.Items) != 3 {
+		t.Fatalf("history entries: %d, %v; want versions 1 and 2 and the marker", len(out.Items), err)
+	}
+	released := 0
+	for _, entry := range out.Items {
+		gone, err := f.plain.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName:    aws.String(f.tables.History),
+			Key:          map[string]types.AttributeValue{schema.AttrHistoryKey: entry[schema.AttrHistoryKey], schema.AttrVersion: entry[schema.AttrVersion]},
+			ReturnValues: types.ReturnValueAllOld,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the stream may deliver a record twice
+			ok, err := f.ReleaseRemoved(ctx, gone.Attributes, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				released++
+			}
+		}
+	}
+	if released != 2 {
+		t.Fatalf("%d releases, want one for each of the two versions", released)
+	}
+	f.exact(t, "tia")
+	if rec := f.recorded(t, "tia"); rec != (uds.Usage{}) {
+		t.Fatalf("usage after the TTL removed everything: %+v", rec)
+	}
+	// The TTL removes entries once their age limit has passed, when no
+	// read shows them any more.
+	clock.Advance(25 * time.Hour)
+	if got := historyOf(t, f, w.Key, h); got != "none" {
+		t.Fatalf("history after the TTL removed it: %q", got)
 	}
 }
