@@ -36,7 +36,7 @@ func (s *Store) readRecords(ctx context.Context, app, user string, consistent bo
 		},
 		s.tables.Usage: {
 			Keys:                 []map[string]types.AttributeValue{usageKey(app, user)},
-			ProjectionExpression: aws.String(limits + ", " + schema.AttrUsedBytes + ", " + schema.AttrUsedItems + ", " + schema.AttrLastWrite),
+			ProjectionExpression: aws.String(limits + ", " + schema.AttrUsedBytes + ", " + schema.AttrUsedItems + ", " + schema.AttrHistoryBytes + ", " + schema.AttrLastWrite),
 			ConsistentRead:       aws.Bool(consistent),
 		},
 	}}
