@@ -26,6 +26,13 @@ var errUsage = errors.New("usage")
 // flag reads one of the command's flags by name.
 func (e *env) flag(name string) string { return e.flags.Lookup(name).Value.String() }
 
+// given reports whether the command line sets one of the command's flags.
+func (e *env) given(name string) bool {
+	set := false
+	e.flags.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 func usageError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 }

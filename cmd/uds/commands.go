@@ -15,15 +15,26 @@ import (
 
 // commands are the subcommands by name.
 var commands = map[string]command{
-	"get": {args: "APP NAMESPACE ID [SORTKEY]", short: "read an item (a list item with SORTKEY)", min: 3, max: 4,
+	"get": {args: "APP NAMESPACE ID [SORTKEY]", short: "read an item (a list item with SORTKEY), or a kept version of it", min: 3, max: 4,
 		flags: func(fs *flag.FlagSet) {
 			fs.String("if-none-match", "", "answer nothing (exit 0, no output) if the item is still at this ETag")
+			fs.Int64("version", 0, "read this version of the item, current or kept (see uds history)")
 		},
 		run: get},
 	"create": {args: "APP NAMESPACE ID [SORTKEY]", short: "create an item; its data from --data or standard input", min: 3, max: 4,
 		flags: writeFlags(false), run: write(false)},
 	"put": {args: "APP NAMESPACE ID [SORTKEY]", short: "replace an item's data; its data from --data or standard input", min: 3, max: 4,
 		flags: writeFlags(true), run: write(true)},
+	"history": {args: "APP NAMESPACE ID [SORTKEY]", short: "an item's versions, newest first (current, kept, delete markers), as NDJSON, every page",
+		min: 3, max: 4, run: history},
+	"restore": {args: "APP NAMESPACE ID [SORTKEY]", short: "write a kept version back as the item's current version, also after a delete", min: 3, max: 4,
+		flags: func(fs *flag.FlagSet) {
+			fs.Int64("version", 0, "the version to restore (required; see uds history)")
+			fs.String("if-match", "", "restore only if the item is at this ETag")
+		},
+		run: restore},
+	"rm-history": {args: "APP NAMESPACE ID [SORTKEY]", short: "drop an item's kept versions, releasing their bytes (the item stays)", min: 3, max: 4,
+		run: removeHistory},
 	"rm": {args: "APP NAMESPACE ID [SORTKEY]", short: "delete an item (nothing there is not an error)", min: 3, max: 4,
 		flags: func(fs *flag.FlagSet) { fs.String("if-match", "", "delete only if the item is at this ETag") },
 		run:   remove},
@@ -75,11 +86,19 @@ func key(args []string) client.Key {
 }
 
 func get(e *env, args []string) error {
-	var opts []client.CallOption
-	if tag := e.flag("if-none-match"); tag != "" {
-		opts = append(opts, client.IfNoneMatch(tag))
+	tag := e.flag("if-none-match")
+	var it client.Item
+	var err error
+	switch {
+	case e.given("version") && tag != "":
+		return usageError("--version and --if-none-match exclude each other: a version, once written, does not change")
+	case e.given("version"):
+		it, err = e.c.GetVersion(e.ctx, key(args), e.version())
+	case tag != "":
+		it, err = e.c.Get(e.ctx, key(args), client.IfNoneMatch(tag))
+	default:
+		it, err = e.c.Get(e.ctx, key(args))
 	}
-	it, err := e.c.Get(e.ctx, key(args), opts...)
 	if err == nil {
 		return e.writeJSON(it)
 	}
@@ -237,8 +256,7 @@ func setQuota(e *env, args []string) error {
 	clear := e.flag("clear") == "true"
 	// Both limits are always sent, so a command without either would
 	// quietly hand both to the next level.
-	limitGiven := false
-	e.flags.Visit(func(f *flag.Flag) { limitGiven = limitGiven || f.Name == "bytes" || f.Name == "items" })
+	limitGiven := e.given("bytes") || e.given("items")
 	switch {
 	case clear && limitGiven:
 		return usageError("--clear removes USER's override: give it without --bytes and --items")

@@ -50,6 +50,9 @@ func TestUsageAndExitStatus(t *testing.T) {
 		{"set-quota without limits", []string{"set-quota", app}, "", 2, "", "give --bytes, --items or both"},
 		{"set-quota of a user without limits", []string{"set-quota", app, "alice"}, "", 2, "", "give --bytes, --items or both"},
 		{"set-quota --clear with limits", []string{"set-quota", app, "alice", "--clear", "--items", "3"}, "", 2, "", "give it without --bytes and --items"},
+		{"get with --version and --if-none-match", []string{"get", app, "ns", "id", "--version", "2", "--if-none-match", `"1-x"`}, "", 2, "", "--version and --if-none-match exclude each other"},
+		{"restore without --version", []string{"restore", app, "ns", "id"}, "", 2, "", "--version is required"},
+		{"restore with a version that is no number", []string{"restore", app, "ns", "id", "--version", "two"}, "", 2, "", `invalid value "two" for flag -version`},
 		{"not found", []string{"get", app, "ns", "missing"}, "", 1, "", "404 Key not found"},
 		{"refused by the API", []string{"get", "not-a-uuid", "ns", "id"}, "", 1, "", "400 Invalid applicationUuid"},
 		// Bad input data is no usage error: the command line was right.
@@ -213,7 +216,7 @@ func TestAdminCommands(t *testing.T) {
 	if code, out, _ := uds(t, srv, "", "--subject", "bob", "quota", app); code != 0 || !strings.Contains(out, `"user":"bob"`) {
 		t.Errorf("own quota: %d %q", code, out)
 	}
-	if code, out, _ := uds(t, srv, "", "recompute", app, "alice"); code != 0 || !strings.Contains(out, `"drift":{"bytes":0,"items":0}`) {
+	if code, out, _ := uds(t, srv, "", "recompute", app, "alice"); code != 0 || !strings.Contains(out, `"drift":{"bytes":0,"items":0,"historyBytes":0}`) {
 		t.Errorf("recompute: %d %q", code, out)
 	}
 }

@@ -17,18 +17,22 @@ func adminApp(app string) string { return "/admin/apps/" + url.PathEscape(app) }
 
 func adminUser(app, user string) string { return adminApp(app) + "/users/" + url.PathEscape(user) }
 
-// UserUsage is what one user stores in an app.
+// UserUsage is what one user stores in an app; HistoryBytes is the part
+// of Bytes their kept versions hold.
 type UserUsage struct {
-	User  string `json:"user"`
-	Bytes int64  `json:"bytes"`
-	Items int64  `json:"items"`
+	User         string `json:"user"`
+	Bytes        int64  `json:"bytes"`
+	Items        int64  `json:"items"`
+	HistoryBytes int64  `json:"historyBytes"`
 }
 
-// AppUsage is what a user stores in one app.
+// AppUsage is what a user stores in one app; HistoryBytes is the part of
+// Bytes their kept versions hold.
 type AppUsage struct {
 	ApplicationUUID string `json:"applicationUuid"`
 	Bytes           int64  `json:"bytes"`
 	Items           int64  `json:"items"`
+	HistoryBytes    int64  `json:"historyBytes"`
 }
 
 // AppUsersPage reads one page of the users storing data in app, in user
@@ -111,13 +115,15 @@ func (c *Client) ClearUserLimits(ctx context.Context, app, user string) error {
 }
 
 // Recomputed is a recompute's answer: the usage now recorded, the drift it
-// found (recorded minus actual) and whether it was applied; when not, the
-// owner wrote too recently and RetryAfter says when to ask again.
+// found (recorded minus actual; HistoryBytes is the part of Bytes in kept
+// versions) and whether it was applied; when not, the owner wrote too
+// recently and RetryAfter says when to ask again.
 type Recomputed struct {
 	Quota
 	Drift struct {
-		Bytes int64 `json:"bytes"`
-		Items int64 `json:"items"`
+		Bytes        int64 `json:"bytes"`
+		Items        int64 `json:"items"`
+		HistoryBytes int64 `json:"historyBytes"`
 	} `json:"drift"`
 	Applied    bool          `json:"applied"`
 	RetryAfter time.Duration `json:"-"`

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -87,23 +88,23 @@ const (
 	// unsent: only when the request certainly did not reach UDS: the
 	// connection could not be made, or the gateway throttled it (429).
 	// Creates and batches, whose repeat would answer 409 for the
-	// caller's own write, and updates without If-Match, whose repeat
-	// would bump the version again and could overwrite a write made in
-	// between.
+	// caller's own write, and updates and restores without If-Match,
+	// whose repeat would bump the version again and could overwrite a
+	// write made in between.
 	unsent retry = iota
 	// always: reads, and writes whose repetition leaves the data as one
-	// would (conditional PUT, DELETE, delete-all, import, recompute,
-	// limits, policies): also after a 502, 503 or 504 or a connection
-	// lost mid-request.
+	// would (conditional PUT and restore, DELETE, delete-all, dropping a
+	// history, import, recompute, limits, policies): also after a 502,
+	// 503 or 504 or a connection lost mid-request.
 	always
 )
 
 // request is one API call.
 type request struct {
 	method string
-	path   string // below basePath, already escaped
-	query  url.Values
-	body   []byte // JSON, or nil
+	path   string     // below basePath, already escaped
+	query  url.Values // a parameter with an empty value goes as its name alone
+	body   []byte     // JSON, or nil
 	header http.Header
 	retry  retry
 }
@@ -206,7 +207,7 @@ func notSent(err error) bool {
 func (c *Client) send(ctx context.Context, r request) (response, error) {
 	u := c.base + basePath + r.path
 	if len(r.query) > 0 {
-		u += "?" + r.query.Encode()
+		u += "?" + encodeQuery(r.query)
 	}
 	var body io.Reader
 	if r.body != nil {
@@ -245,6 +246,31 @@ func (c *Client) send(ctx context.Context, r request) (response, error) {
 		return response{}, err
 	}
 	return response{status: res.StatusCode, header: res.Header, body: b}, nil
+}
+
+// encodeQuery is q as url.Values.Encode writes it (sorted by name), but
+// for a parameter with an empty value, which goes as its name alone: the
+// API's switches are written so ("?history"), and the data routes read
+// both forms alike.
+func encodeQuery(q url.Values) string {
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, name := range names {
+		for _, v := range q[name] {
+			if b.Len() > 0 {
+				b.WriteByte('&')
+			}
+			b.WriteString(url.QueryEscape(name))
+			if v != "" {
+				b.WriteString("=" + url.QueryEscape(v))
+			}
+		}
+	}
+	return b.String()
 }
 
 // call sends r and decodes a JSON answer into out (when out is not nil).

@@ -490,6 +490,10 @@ func TestRetries(t *testing.T) {
 		{"POST not after a 503", 503, 1, func(c *client.Client) error { _, err := c.Create(ctx, key, 1); return err }, 1, false},
 		{"GET gives up", 503, 100, func(c *client.Client) error { _, err := c.Get(ctx, key); return err }, 5, false},
 		{"GET not after a 500", 500, 1, func(c *client.Client) error { _, err := c.Get(ctx, key); return err }, 1, false},
+		{"GET of a version after a 503", 503, 1, func(c *client.Client) error { _, err := c.GetVersion(ctx, key, 1); return err }, 2, true},
+		{"restore with If-Match after a 502", 502, 1, func(c *client.Client) error { _, err := c.Restore(ctx, key, 1, client.IfMatch(`"1-abc"`)); return err }, 2, true},
+		{"restore without If-Match after a 429", 429, 1, func(c *client.Client) error { _, err := c.Restore(ctx, key, 1); return err }, 2, true},
+		{"restore without If-Match not after a 502", 502, 1, func(c *client.Client) error { _, err := c.Restore(ctx, key, 1); return err }, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &flaky{failures: tc.failures, status: tc.status, next: ok}

@@ -1,7 +1,7 @@
 // Package client is the Go client of the UDS API: key-value items and list
-// items with their ETags, list pages and whole-range iterators, delete-all,
-// batches, the caller's quota, every admin route, and an app's export and
-// import.
+// items with their ETags and version history, list pages and whole-range
+// iterators, delete-all, batches, the caller's quota, every admin route,
+// and an app's export and import.
 //
 // A client of the local server (make run):
 //
@@ -15,6 +15,13 @@
 //	}
 //	// Update only if nobody changed it since it was read:
 //	it, err = c.Update(ctx, key, map[string]any{"theme": "light"}, client.IfMatch(it.ETag))
+//
+// In a namespace whose policy keeps history, an item's replaced versions
+// are listed, read back and restored (also after a delete):
+//
+//	for v, err := range c.History(ctx, key) { ... } // newest first
+//	old, err := c.GetVersion(ctx, key, 1)
+//	it, err = c.Restore(ctx, key, 1, client.IfMatch(it.ETag))
 //
 // Iterating over a list, page after page:
 //
@@ -39,12 +46,13 @@
 // Retries: requests are sent again, with exponential backoff and full
 // jitter, honouring Retry-After (seconds or an HTTP date) and bounded by
 // the context and WithRetries, only where that is safe. Reads and writes
-// whose repeat leaves the data as one would (an update with IfMatch,
-// DELETE, delete-all, import, recompute, limits, policies) are retried
-// after 429, 502, 503, 504 or a lost connection. Creates, batches and
-// updates without IfMatch are retried only when they certainly did not
-// reach UDS (no connection could be made, or 429): a repeated create that
-// took effect the first time would answer 409 for the caller's own write,
-// and a repeated unconditional update would bump the version again and
-// could overwrite a write made in between.
+// whose repeat leaves the data as one would (an update or restore with
+// IfMatch, DELETE, delete-all, dropping a history, import, recompute,
+// limits, policies) are retried after 429, 502, 503, 504 or a lost
+// connection. Creates, batches, and updates and restores without IfMatch
+// are retried only when they certainly did not reach UDS (no connection
+// could be made, or 429): a repeated create that took effect the first
+// time would answer 409 for the caller's own write, and a repeated
+// unconditional update or restore would bump the version again and could
+// overwrite a write made in between.
 package client

@@ -153,11 +153,16 @@ func (c *Client) Create(ctx context.Context, k Key, data any, opts ...CallOption
 // a repeat of one that took effect then fails with ErrPreconditionFailed.
 func (c *Client) Update(ctx context.Context, k Key, data any, opts ...CallOption) (Item, error) {
 	o := collect(opts)
-	r := unsent
+	return c.write(ctx, http.MethodPut, k, data, o, o.writeRetry(), http.StatusOK)
+}
+
+// writeRetry is how a write that replaces an item's current version
+// (Update, Restore) is retried, as Update says.
+func (o callOptions) writeRetry() retry {
 	if o.ifMatch != "" {
-		r = always
+		return always
 	}
-	return c.write(ctx, http.MethodPut, k, data, o, r, http.StatusOK)
+	return unsent
 }
 
 func (c *Client) write(ctx context.Context, method string, k Key, data any, o callOptions, r retry, status int) (Item, error) {
@@ -168,9 +173,9 @@ func (c *Client) write(ctx context.Context, method string, k Key, data any, o ca
 	return c.item(ctx, request{method: method, path: k.path(), body: body, header: o.header(), retry: r}, status)
 }
 
-func (c *Client) item(ctx context.Context, r request, status int) (Item, error) {
+func (c *Client) item(ctx context.Context, r request, status ...int) (Item, error) {
 	var it Item
-	res, err := c.call(ctx, r, &it, status)
+	res, err := c.call(ctx, r, &it, status...)
 	it.ETag = res.header.Get("ETag")
 	return it, err
 }
@@ -191,8 +196,11 @@ type Quota struct {
 	User            string `json:"user"`
 	UsedBytes       int64  `json:"usedBytes"`
 	UsedItems       int64  `json:"usedItems"`
-	LimitBytes      *int64 `json:"limitBytes"`
-	LimitItems      *int64 `json:"limitItems"`
+	// HistoryBytes is the part of UsedBytes that the owner's kept versions
+	// hold (they count in bytes, not in items).
+	HistoryBytes int64  `json:"historyBytes"`
+	LimitBytes   *int64 `json:"limitBytes"`
+	LimitItems   *int64 `json:"limitItems"`
 }
 
 // Quota reads the caller's own usage and limits in app.
