@@ -64,12 +64,14 @@ var commands = map[string]command{
 			fs.String("file", "", "read the records from this file (default: standard input)")
 		},
 		run: importRecords},
-	"policy": {args: "APP NAMESPACE", short: "a namespace's policy: access, schema, a change under way (admin)", min: 2, max: 2, run: policy},
+	"policy": {args: "APP NAMESPACE", short: "a namespace's policy: access, schema, history, a change under way (admin)", min: 2, max: 2, run: policy},
 	"set-policy": {args: "APP NAMESPACE", short: "set a namespace's policy; a change into or out of private waits until it completes (admin)", min: 2, max: 2,
 		flags: func(fs *flag.FlagSet) {
 			fs.String("access", "", "shared, private or owner-write")
 			fs.String("schema", "", "a file holding the JSON Schema every write's data must match (default: none)")
-			fs.Bool("clear", false, "restore the defaults: shared, no schema")
+			fs.Int("history-versions", 0, "keep up to this many replaced versions of each item, 1..100 (default: no history)")
+			fs.Int("history-days", 0, "keep each replaced version at most this many days, 1..3650 (default: no age limit); needs --history-versions")
+			fs.Bool("clear", false, "restore the defaults: shared, no schema, no history")
 		},
 		run: setPolicy},
 	"strays":    {args: "APP NAMESPACE", short: "the namespace's items no data route reaches (in the key space its policy does not use), as NDJSON records (admin)", min: 2, max: 2, run: strays},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/udsproject/uds/pkg/client"
@@ -19,24 +20,34 @@ func policy(e *env, args []string) error {
 	return e.writeJSON(p)
 }
 
-// setPolicy sets a namespace's policy, or with --clear restores the
-// defaults. A change into or out of private is announced first; the client
-// waits until it settles and completes it, and this says so while it
-// waits.
+// setPolicy sets a namespace's whole policy (what a flag does not give is
+// left at its default: no schema, no history), or with --clear restores
+// the defaults. A change into or out of private is announced first; the
+// client waits until it settles and completes it, and this says so while
+// it waits.
 func setPolicy(e *env, args []string) error {
 	waiting := func(p client.Policy) {
 		e.progress.note(fmt.Sprintf("the change to %s is announced; writes to %s wait until it completes at %s (in %s)",
 			p.Pending.Access, args[1], p.Pending.SettlesAt.Format(time.RFC3339), time.Until(p.Pending.SettlesAt).Round(time.Second)))
 	}
+	versions, _ := strconv.Atoi(e.flag("history-versions"))
+	days, _ := strconv.Atoi(e.flag("history-days"))
 	if e.flag("clear") == "true" {
-		if e.flag("access") != "" || e.flag("schema") != "" {
-			return usageError("--clear takes neither --access nor --schema")
+		if e.flag("access") != "" || e.flag("schema") != "" || versions != 0 || days != 0 {
+			return usageError("--clear takes no --access, --schema or --history-* flag")
 		}
 		return e.c.DeletePolicy(e.ctx, args[0], args[1], waiting)
 	}
 	p := client.Policy{Access: e.flag("access")}
 	if p.Access == "" {
 		return usageError("--access is required: shared, private or owner-write (or --clear)")
+	}
+	switch {
+	case days != 0 && versions == 0:
+		return usageError("--history-days needs --history-versions: without history no version is kept to age")
+	case versions != 0:
+		// The bounds are the server's to check: it names the one passed.
+		p.History = &client.HistoryPolicy{Versions: versions, Days: days}
 	}
 	if file := e.flag("schema"); file != "" {
 		b, err := os.ReadFile(file)

@@ -47,6 +47,36 @@ func TestPolicyCommands(t *testing.T) {
 			t.Errorf("after --clear: %d %q", code, out)
 		}
 	})
+	t.Run("history", func(t *testing.T) {
+		// In order, on one namespace: each case's output must hold out
+		// and not notOut, and its standard error errOut.
+		for _, c := range []struct {
+			name                string
+			args                []string
+			code                int
+			out, notOut, errOut string
+		}{
+			{"set with versions and days", []string{"set-policy", app, "kept", "--access", "shared", "--history-versions", "10", "--history-days", "30"},
+				0, `"history":{"versions":10,"days":30}`, "", ""},
+			{"shown", []string{"policy", app, "kept"}, 0, `"history":{"versions":10,"days":30}`, "", ""},
+			{"beside a change into private", []string{"set-policy", app, "kept", "--access", "private", "--history-versions", "5"},
+				0, `"history":{"versions":5}`, "pending", "the change to private is announced"},
+			{"left out when not given", []string{"set-policy", app, "kept", "--access", "private"}, 0, `"access":"private"`, "history", ""},
+			{"refused past its bound", []string{"set-policy", app, "kept", "--access", "private", "--history-versions", "101"},
+				1, "", "", "history.versions"},
+			{"days without versions", []string{"set-policy", app, "kept", "--access", "private", "--history-days", "3"},
+				2, "", "", "--history-days needs --history-versions"},
+			{"with --clear", []string{"set-policy", app, "kept", "--clear", "--history-versions", "1"}, 2, "", "", "--clear takes no"},
+			{"unchanged by the refusals", []string{"policy", app, "kept"}, 0, `"access":"private"`, "history", ""},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				code, out, errOut := uds(t, srv, "", c.args...)
+				if code != c.code || !strings.Contains(out, c.out) || (c.notOut != "" && strings.Contains(out, c.notOut)) || !strings.Contains(errOut, c.errOut) {
+					t.Errorf("%v: %d %q %q; want %d, output with %q and not %q, errors with %q", c.args, code, out, errOut, c.code, c.out, c.notOut, c.errOut)
+				}
+			})
+		}
+	})
 	t.Run("usage errors", func(t *testing.T) {
 		for _, args := range [][]string{{"set-policy", app, "x"}, {"set-policy", app, "x", "--clear", "--access", "private"}} {
 			if code, _, errOut := uds(t, srv, "", args...); code != 2 {

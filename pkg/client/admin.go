@@ -141,17 +141,30 @@ func (c *Client) Recompute(ctx context.Context, app, user string) (Recomputed, e
 }
 
 // Policy is a namespace's policy: access "shared", "private" or
-// "owner-write", and an optional JSON Schema for its data.
+// "owner-write", an optional JSON Schema for its data, and an optional
+// history.
 type Policy struct {
 	ApplicationUUID string          `json:"applicationUuid,omitempty"`
 	Namespace       string          `json:"namespace,omitempty"`
 	Access          string          `json:"access"`
 	Schema          json.RawMessage `json:"schema,omitempty"`
-	Version         int64           `json:"version,omitempty"`
-	UpdatedDate     string          `json:"updatedDate,omitempty"`
+	// History is what the namespace keeps of the versions its writes
+	// replace; nil when it keeps none. A change of it applies at once,
+	// even beside a change into or out of private.
+	History     *HistoryPolicy `json:"history,omitempty"`
+	Version     int64          `json:"version,omitempty"`
+	UpdatedDate string         `json:"updatedDate,omitempty"`
 	// Pending is a change into or out of private under way; the policy
 	// above is in effect until it completes.
 	Pending *PolicyChange `json:"pending,omitempty"`
+}
+
+// HistoryPolicy keeps up to Versions (1 to 100) replaced versions of each
+// item, each for at most Days days (1 to 3650; 0 for no age limit).
+// Versions 0 keeps none.
+type HistoryPolicy struct {
+	Versions int `json:"versions"`
+	Days     int `json:"days,omitempty"`
 }
 
 // PolicyChange is a change into or out of private under way: the access
@@ -190,16 +203,17 @@ func (c *Client) Policy(ctx context.Context, app, namespace string) (Policy, err
 	return p, err
 }
 
-// SetPolicy sets a namespace's access and schema (only those two fields of
-// p are sent) and returns the policy stored. A change into or out of
-// private is announced first and the namespace takes no writes while
-// functions still holding the old policy drain (about a minute on a
-// default deployment, README "Namespace policies"): SetPolicy waits until
-// the change settles and completes it, or returns ctx's error; the
-// announced change then lapses on its own. progress, if not nil, is told
-// of each wait.
+// SetPolicy sets a namespace's access, schema and history (only those
+// fields of p are sent; a nil History keeps no versions) and returns the
+// policy stored. A change into or out of private is announced first and
+// the namespace takes no writes while functions still holding the old
+// policy drain (about a minute on a default deployment, README "Namespace
+// policies"): SetPolicy waits until the change settles and completes it,
+// or returns ctx's error; the announced change then lapses on its own
+// (the history, which applies at once, stays set). progress, if not nil,
+// is told of each wait.
 func (c *Client) SetPolicy(ctx context.Context, app, namespace string, p Policy, progress ...func(Policy)) (Policy, error) {
-	body, err := jsonBody(Policy{Access: p.Access, Schema: p.Schema})
+	body, err := jsonBody(Policy{Access: p.Access, Schema: p.Schema, History: p.History})
 	if err != nil {
 		return Policy{}, err
 	}
@@ -207,8 +221,8 @@ func (c *Client) SetPolicy(ctx context.Context, app, namespace string, p Policy,
 	return c.settlePolicy(ctx, r, progress)
 }
 
-// DeletePolicy restores a namespace's defaults, waiting as SetPolicy does
-// when the namespace was private.
+// DeletePolicy restores a namespace's defaults (shared, no schema, no
+// history), waiting as SetPolicy does when the namespace was private.
 func (c *Client) DeletePolicy(ctx context.Context, app, namespace string, progress ...func(Policy)) error {
 	r := request{method: http.MethodDelete, path: adminApp(app) + "/namespaces/" + url.PathEscape(namespace), retry: always}
 	_, err := c.settlePolicy(ctx, r, progress)

@@ -337,6 +337,60 @@ func TestAdmin(t *testing.T) {
 	}
 }
 
+// TestPolicyHistory sets history policies through the client and reads
+// them back as set: nil when the namespace keeps no versions, at once
+// beside a change into private, and a refusal naming the member.
+func TestPolicyHistory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin := newClient(t, apitest.Server(t, 10*time.Second))
+	// same reports whether two histories are equal, nil for none.
+	same := func(a, b *client.HistoryPolicy) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+	for i, c := range []struct {
+		name      string
+		access    string
+		set, want *client.HistoryPolicy
+	}{
+		{"versions and days", "shared", &client.HistoryPolicy{Versions: 10, Days: 30}, &client.HistoryPolicy{Versions: 10, Days: 30}},
+		{"no age limit", "owner-write", &client.HistoryPolicy{Versions: 3}, &client.HistoryPolicy{Versions: 3}},
+		{"none", "shared", nil, nil},
+		{"versions 0 is none", "shared", &client.HistoryPolicy{}, nil},
+		{"beside a change into private", "private", &client.HistoryPolicy{Versions: 5, Days: 1}, &client.HistoryPolicy{Versions: 5, Days: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ns := fmt.Sprintf("history%d", i)
+			var announced []client.Policy
+			p, err := admin.SetPolicy(ctx, app, ns, client.Policy{Access: c.access, History: c.set}, func(p client.Policy) { announced = append(announced, p) })
+			if err != nil || p.Access != c.access || !same(p.History, c.want) {
+				t.Fatalf("SetPolicy: %+v (history %+v), %v", p, p.History, err)
+			}
+			if c.access == "private" && len(announced) == 0 {
+				t.Error("the change into private was not announced first")
+			}
+			for _, a := range announced {
+				if !same(a.History, c.want) {
+					t.Errorf("the announced change's policy has history %+v, want %+v at once", a.History, c.want)
+				}
+			}
+			if got, err := admin.Policy(ctx, app, ns); err != nil || !same(got.History, c.want) {
+				t.Errorf("Policy: history %+v, %v", got.History, err)
+			}
+			for got, err := range admin.Policies(ctx, app) {
+				if err != nil || (got.Namespace == ns && !same(got.History, c.want)) {
+					t.Errorf("listed %+v (history %+v), %v", got, got.History, err)
+				}
+			}
+		})
+	}
+	t.Run("refused", func(t *testing.T) {
+		_, err := admin.SetPolicy(ctx, app, "refused", client.Policy{Access: "shared", History: &client.HistoryPolicy{Versions: 101}})
+		var apiErr *client.APIError
+		if !errors.Is(err, client.ErrInvalid) || !errors.As(err, &apiErr) || apiErr.Message != "Invalid history.versions" {
+			t.Errorf("101 versions: %v, want ErrInvalid naming history.versions", err)
+		}
+	})
+}
+
 func TestExportImport(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

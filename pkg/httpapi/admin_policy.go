@@ -20,10 +20,20 @@ type policyJSON struct {
 	Namespace       string          `json:"namespace"`
 	Access          uds.Access      `json:"access"`
 	Schema          json.RawMessage `json:"schema"`
-	Version         int64           `json:"version"`
-	UpdatedDate     string          `json:"updatedDate,omitempty"`
+	// History is shown while the namespace keeps versions, and left out
+	// otherwise, as pending is.
+	History     *historyJSON `json:"history,omitempty"`
+	Version     int64        `json:"version"`
+	UpdatedDate string       `json:"updatedDate,omitempty"`
 	// Pending is a change into or out of private under way.
 	Pending *pendingJSON `json:"pending,omitempty"`
+}
+
+// historyJSON is a history policy as the admin routes show it: days is
+// left out when kept versions have no age limit.
+type historyJSON struct {
+	Versions int `json:"versions"`
+	Days     int `json:"days,omitempty"`
 }
 
 type pendingJSON struct {
@@ -38,6 +48,9 @@ func policyBody(app, namespace string, p uds.Policy, now time.Time) policyJSON {
 	j := policyJSON{ApplicationUUID: app, Namespace: namespace, Access: p.Mode(), Schema: orNull(p.Schema), Version: p.Version}
 	if !p.Updated.IsZero() {
 		j.UpdatedDate = store.FormatTime(p.Updated)
+	}
+	if p.History.On() {
+		j.History = &historyJSON{Versions: p.History.Versions, Days: p.History.Days}
 	}
 	if c := p.Changing(now); c != nil {
 		j.Pending = &pendingJSON{Access: c.Target().Mode(), Schema: orNull(c.Schema), Since: store.FormatTime(c.Since),
@@ -95,7 +108,7 @@ func (a *API) putPolicy(w http.ResponseWriter, r *http.Request, p params) {
 	a.setPolicy(w, r, app, namespace, pol, http.StatusOK)
 }
 
-// deletePolicy restores the defaults: shared, without a schema.
+// deletePolicy restores the defaults: shared, without a schema or history.
 func (a *API) deletePolicy(w http.ResponseWriter, r *http.Request, p params) {
 	app, namespace, err := appAndNamespace(p)
 	if err != nil {
@@ -162,15 +175,20 @@ func (a *API) readPolicy(r *http.Request) (uds.Policy, error) {
 	return parsePolicy(body, a.schemas)
 }
 
-// parsePolicy parses {"access": ..., "schema": {...} | null} and compiles
-// the schema through schemas, so that one that cannot be used is refused
-// now rather than at the first write.
+// policyShape is the policy body, as a refusal of its form describes it.
+const policyShape = `{"access": "shared" | "private" | "owner-write", "schema": {...} | null, "history": {"versions": n, "days": n} | null}`
+
+// parsePolicy parses {"access": ..., "schema": {...} | null, "history":
+// {...} | null}, compiles the schema through schemas, so that one that
+// cannot be used is refused now rather than at the first write, and checks
+// the history (historyBody.parse).
 func parsePolicy(body []byte, schemas *policy.Cache) (uds.Policy, error) {
 	var b struct {
-		Access *string          `json:"access"`
-		Schema *json.RawMessage `json:"schema"`
+		Access  *string          `json:"access"`
+		Schema  *json.RawMessage `json:"schema"`
+		History *historyBody     `json:"history"`
 	}
-	if err := decodeBody(body, &b, `{"access": "shared" | "private" | "owner-write", "schema": {...} | null}`); err != nil {
+	if err := decodeBody(body, &b, policyShape); err != nil {
 		return uds.Policy{}, err
 	}
 	if b.Access == nil {
@@ -181,6 +199,11 @@ func parsePolicy(body []byte, schemas *policy.Cache) (uds.Policy, error) {
 	if pol.Access, err = uds.ParseAccess(*b.Access); err != nil {
 		return pol, err
 	}
+	if b.History != nil {
+		if pol.History, err = b.History.parse(); err != nil {
+			return pol, err
+		}
+	}
 	if b.Schema == nil || string(*b.Schema) == "null" {
 		return pol, nil
 	}
@@ -190,4 +213,49 @@ func parsePolicy(body []byte, schemas *policy.Cache) (uds.Policy, error) {
 		return pol, err
 	}
 	return pol, nil
+}
+
+// historyBody is a policy body's history member. Its numbers are read as
+// sent: as an int, encoding/json would refuse 1.5 with a message naming
+// the body rather than the member; as a json.Number, it would take "5".
+type historyBody struct {
+	Versions json.RawMessage `json:"versions"`
+	Days     json.RawMessage `json:"days"`
+}
+
+// parse checks a history: versions is required, 0 (no history) to
+// uds.MaxHistoryVersions; days is optional, up to uds.MaxHistoryDays, 0
+// or null meaning no age limit as its absence does, and refused when there
+// are no versions to age.
+func (h *historyBody) parse() (uds.History, error) {
+	var out uds.History
+	if !present(h.Versions) {
+		return out, uds.Invalid("history.versions", "is required: a whole number from 1 to %d, or 0 for no history", uds.MaxHistoryVersions)
+	}
+	var err error
+	if out.Versions, err = historyNumber("history.versions", h.Versions, uds.MaxHistoryVersions, "no history"); err != nil {
+		return out, err
+	}
+	if present(h.Days) {
+		if out.Days, err = historyNumber("history.days", h.Days, uds.MaxHistoryDays, "no age limit"); err != nil {
+			return out, err
+		}
+	}
+	if !out.On() && out.Days != 0 {
+		return out, uds.Invalid("history.days", "applies only with history.versions 1 or more: a namespace without history keeps no versions to age")
+	}
+	return out, nil
+}
+
+// present reports whether an optional member was given and not null.
+func present(raw json.RawMessage) bool { return raw != nil && string(raw) != "null" }
+
+// historyNumber reads a member of a history as sent: a whole number from
+// 0 (meaning zero) to limit, written as one (not 1.0, 1e2 or "1").
+func historyNumber(field string, raw json.RawMessage, limit int, zero string) (int, error) {
+	n, err := strconv.Atoi(string(raw))
+	if err != nil || n < 0 || n > limit {
+		return 0, uds.Invalid(field, "must be a whole number from 1 to %d, or 0 for %s; got %s", limit, zero, uds.Truncate(string(raw), 64))
+	}
+	return n, nil
 }

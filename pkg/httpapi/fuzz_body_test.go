@@ -380,9 +380,9 @@ func encodeJSON(t *testing.T, v any) []byte {
 
 // FuzzPolicyBody parses policy bodies, the envelope around a schema
 // (pkg/policy's FuzzCheck fuzzes schemas and data): an accepted policy
-// has the access mode sent and the schema sent, compacted, which
-// compiles; and the policy as the admin routes show it can be set again
-// and means the same.
+// has the access mode sent, the schema sent, compacted, which compiles,
+// and the history sent, whole numbers within bounds; and the policy as the
+// admin routes show it can be set again and means the same.
 func FuzzPolicyBody(f *testing.F) {
 	for _, s := range []string{
 		`{"access":"shared"}`, `{"access":"private","schema":null}`, `{"access":"owner-write","schema":{"type":"object","required":["title"],"properties":{"title":{"type":"string"}}}}`,
@@ -396,15 +396,25 @@ func FuzzPolicyBody(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	for _, h := range []string{
+		`null`, `{}`, `{"versions":10}`, `{"versions":10,"days":30}`, `{"versions":0}`, `{"versions":0,"days":30}`,
+		`{"versions":100,"days":3650}`, `{"versions":101}`, `{"versions":1,"days":3651}`, `{"versions":-1}`, `{"versions":1,"days":-1}`,
+		`{"versions":1,"days":0}`, `{"versions":1,"days":null}`, `{"versions":null}`, `{"versions":-0}`, `{"versions":1.0}`,
+		`{"versions":1.5}`, `{"versions":1e1}`, `{"versions":"5"}`, `{"versions":true}`, `{"versions":9223372036854775808}`,
+		`{"versions":1e1000000}`, `{"versions":1,"Days":3}`, `{"Versions":1}`, `{"versions":1,"keep":2}`, `{"versions":1,"versions":2}`,
+		`{"days":30}`, `5`, `[]`, `"on"`, `{"versions":{"n":1}}`,
+	} {
+		f.Add([]byte(`{"access":"shared","history":` + h + `}`))
+	}
 	var cache policy.Cache
 	f.Fuzz(func(t *testing.T, body []byte) {
 		pol, err := parsePolicy(body, &cache)
 		if err != nil {
 			checkRefusal(t, body, err)
-			checkInvalidField(t, err, "body", "access", "schema")
+			checkInvalidField(t, err, "body", "access", "schema", "history")
 			return
 		}
-		m := objectMembers(t, body, "access", "schema")
+		m := objectMembers(t, body, "access", "schema", "history")
 		var access string
 		if err := json.Unmarshal(m["access"], &access); err != nil || string(pol.Access) != access {
 			t.Fatalf("access %s read as %q", m["access"], pol.Access)
@@ -419,12 +429,45 @@ func FuzzPolicyBody(f *testing.F) {
 		} else if pol.Schema != nil {
 			t.Fatalf("no schema sent, %s stored", pol.Schema)
 		}
+		if want := historySent(t, m["history"]); pol.History != want {
+			t.Fatalf("history %s read as %+v, want %+v", m["history"], pol.History, want)
+		}
 		shown := policyBody(fuzzApp, "ns", pol, fuzzNow)
-		again, err := parsePolicy(encodeJSON(t, map[string]any{"access": shown.Access, "schema": shown.Schema}), &cache)
+		again, err := parsePolicy(encodeJSON(t, map[string]any{"access": shown.Access, "schema": shown.Schema, "history": shown.History}), &cache)
 		if err != nil || !reflect.DeepEqual(again, pol) {
-			t.Fatalf("the policy shown (%s, %s) sets %+v (%v), not %+v", shown.Access, shown.Schema, again, err, pol)
+			t.Fatalf("the policy shown (%s, %s, %+v) sets %+v (%v), not %+v", shown.Access, shown.Schema, shown.History, again, err, pol)
 		}
 	})
+}
+
+// historySent is the history an accepted policy body's history member
+// sets, read on its own: none when absent or null, otherwise an object of
+// versions (required, 0 to 100) and days (0 to 3650, 0 or null when not
+// given), with no days without versions.
+func historySent(t *testing.T, raw json.RawMessage) uds.History {
+	t.Helper()
+	if !present(raw) {
+		return uds.History{}
+	}
+	m := objectMembers(t, raw, "versions", "days")
+	number := func(name string, limit int) int {
+		if !present(m[name]) {
+			return 0
+		}
+		n, err := strconv.Atoi(string(m[name]))
+		if err != nil || n < 0 || n > limit {
+			t.Fatalf("accepted history.%s %s", name, m[name])
+		}
+		return n
+	}
+	if !present(m["versions"]) {
+		t.Fatalf("accepted history %s without versions", raw)
+	}
+	h := uds.History{Versions: number("versions", uds.MaxHistoryVersions), Days: number("days", uds.MaxHistoryDays)}
+	if !h.On() && h.Days != 0 {
+		t.Fatalf("accepted history %s: days without versions", raw)
+	}
+	return h
 }
 
 // FuzzLimitsBody parses quota bodies: accepted limits are the whole

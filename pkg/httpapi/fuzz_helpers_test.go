@@ -103,9 +103,6 @@ func objectMembers(t *testing.T, body []byte, known ...string) map[string]json.R
 	return m
 }
 
-// present reports whether a decoded member is given and not null.
-func present(raw json.RawMessage) bool { return raw != nil && string(raw) != "null" }
-
 // compactOf is json.Compact of raw, the reference for stored JSON.
 func compactOf(t *testing.T, raw json.RawMessage) []byte {
 	t.Helper()

@@ -39,7 +39,9 @@ type env struct {
 // any machine takes to write them. Tests then move the clock past it.
 const lifetime = time.Hour
 
-func newEnv(t *testing.T) *env {
+// newEnv serves the API over fresh tables; opts, if any, come after the
+// store's test options and so override them.
+func newEnv(t *testing.T, opts ...store.Option) *env {
 	t.Helper()
 	tables := storetest.NewTables(t)
 	client := storetest.Client(t)
@@ -48,8 +50,8 @@ func newEnv(t *testing.T) *env {
 	// never lowers a record in these tests and a drift stays visible. A
 	// change into or out of private settles quickly: these tests do not
 	// race writes against it (policy_race_test.go does).
-	st := store.New(client, tables, store.WithClock(clock.Now), store.WithRecomputeQuiet(24*lifetime),
-		store.WithPolicySettle(testSettle))
+	st := store.New(client, tables, append([]store.Option{store.WithClock(clock.Now), store.WithRecomputeQuiet(24*lifetime),
+		store.WithPolicySettle(testSettle)}, opts...)...)
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject:         httpapi.HeaderSubject,
 		CursorSecret:    []byte("test secret"),

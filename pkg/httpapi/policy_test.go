@@ -427,6 +427,157 @@ func TestPolicyAdmin(t *testing.T) {
 	})
 }
 
+// historyOf is the history member of a policy as answered, "" when left
+// out.
+func historyOf(t *testing.T, r response) string {
+	t.Helper()
+	var b struct {
+		History json.RawMessage `json:"history"`
+	}
+	if err := json.Unmarshal(r.raw, &b); err != nil {
+		t.Fatalf("policy %s: %v", r.raw, err)
+	}
+	return string(b.History)
+}
+
+// listedHistory is the history member of a namespace's row in the policy
+// listing ("" when left out); the namespace must be listed.
+func (e *env) listedHistory(t *testing.T, namespace string) string {
+	t.Helper()
+	r := e.do("GET", adminApps+"/namespaces?limit=1000", "").expect(t, 200)
+	var page struct {
+		Namespaces []struct {
+			Namespace string          `json:"namespace"`
+			History   json.RawMessage `json:"history"`
+		} `json:"namespaces"`
+	}
+	if err := json.Unmarshal(r.raw, &page); err != nil {
+		t.Fatalf("listing %s: %v", r.raw, err)
+	}
+	for _, p := range page.Namespaces {
+		if p.Namespace == namespace {
+			return string(p.History)
+		}
+	}
+	t.Fatalf("%s is not listed: %s", namespace, r.raw)
+	return ""
+}
+
+// TestPolicyHistory sets, shows and refuses history policies: a history is
+// shown while it keeps versions and left out otherwise, it applies at once
+// even beside a change into private, and a malformed one is a 400 naming
+// its member.
+func TestPolicyHistory(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	t.Run("set and shown", func(t *testing.T) {
+		for i, c := range []struct{ name, body, want string }{
+			{"versions and days", `{"access":"shared","history":{"versions":10,"days":30}}`, `{"versions":10,"days":30}`},
+			{"no age limit", `{"access":"owner-write","history":{"versions":3}}`, `{"versions":3}`},
+			{"days 0 is no age limit", `{"access":"shared","history":{"versions":3,"days":0}}`, `{"versions":3}`},
+			{"days null is no age limit", `{"access":"shared","history":{"days":null,"versions":3}}`, `{"versions":3}`},
+			{"the bounds", `{"access":"private","history":{"versions":100,"days":3650}}`, `{"versions":100,"days":3650}`},
+			{"the least", `{"access":"shared","history":{"versions":1,"days":1}}`, `{"versions":1,"days":1}`},
+			{"versions 0 is none", `{"access":"shared","history":{"versions":0}}`, ``},
+			{"null is none", `{"access":"shared","history":null}`, ``},
+			{"absent is none", `{"access":"shared"}`, ``},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				ns := fmt.Sprintf("history%d", i)
+				r := e.setPolicy(t, ns, c.body)
+				if got := historyOf(t, r); got != c.want {
+					t.Errorf("PUT answered history %q, want %q: %s", got, c.want, r.raw)
+				}
+				if got := e.do("GET", adminApps+"/namespaces/"+ns, "").expect(t, 200); string(got.raw) != string(r.raw) {
+					t.Errorf("GET %s, PUT answered %s", got.raw, r.raw)
+				}
+				if got := e.listedHistory(t, ns); got != c.want {
+					t.Errorf("listed with history %q, want %q", got, c.want)
+				}
+			})
+		}
+	})
+	t.Run("a new policy replaces the history", func(t *testing.T) {
+		e.setPolicy(t, "replaced", `{"access":"shared","history":{"versions":10,"days":30}}`)
+		if got := historyOf(t, e.setPolicy(t, "replaced", `{"access":"shared","history":{"versions":2}}`)); got != `{"versions":2}` {
+			t.Errorf("lowered to %q", got)
+		}
+		if got := historyOf(t, e.setPolicy(t, "replaced", `{"access":"shared"}`)); got != "" {
+			t.Errorf("a policy without history kept %q", got)
+		}
+		e.setPolicy(t, "replaced", `{"access":"shared","history":{"versions":4}}`)
+		e.do("DELETE", adminApps+"/namespaces/replaced", "").expect(t, 204)
+		if got := historyOf(t, e.do("GET", adminApps+"/namespaces/replaced", "").expect(t, 200)); got != "" {
+			t.Errorf("DELETE kept history %q", got)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		for _, c := range []struct{ name, history, field, says string }{
+			{"unknown member", `{"versions":1,"keep":2}`, "history", `"keep"`},
+			{"member in another case", `{"Versions":1}`, "history", `did you mean "versions"`},
+			{"member named twice", `{"versions":1,"versions":2}`, "body", "twice"},
+			{"no versions", `{"days":30}`, "history.versions", "required"},
+			{"empty", `{}`, "history.versions", "required"},
+			{"versions null", `{"versions":null}`, "history.versions", "required"},
+			{"versions past 100", `{"versions":101}`, "history.versions", "from 1 to 100"},
+			{"versions negative", `{"versions":-1}`, "history.versions", "got -1"},
+			{"versions a fraction", `{"versions":1.5}`, "history.versions", "whole number"},
+			{"versions 1.0", `{"versions":1.0}`, "history.versions", "whole number"},
+			{"versions an exponent", `{"versions":1e1}`, "history.versions", "whole number"},
+			{"versions a string", `{"versions":"5"}`, "history.versions", "whole number"},
+			{"versions past int64", `{"versions":9223372036854775808}`, "history.versions", "from 1 to 100"},
+			{"days past 3650", `{"versions":1,"days":3651}`, "history.days", "from 1 to 3650"},
+			{"days negative", `{"versions":1,"days":-1}`, "history.days", "or 0 for no age limit"},
+			{"days a fraction", `{"versions":1,"days":2.5}`, "history.days", "whole number"},
+			{"days without versions", `{"versions":0,"days":30}`, "history.days", "history.versions 1 or more"},
+			{"not an object", `5`, "body", "history has the wrong type"},
+			{"an array", `[{"versions":1}]`, "body", "history has the wrong type"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				r := e.do("PUT", adminApps+"/namespaces/refused", `{"access":"shared","history":`+c.history+`}`).expect(t, 400)
+				if r.body["error"] != "Invalid "+c.field || !strings.Contains(fmt.Sprint(r.body["details"]), c.says) {
+					t.Errorf("400 body %s; want Invalid %s saying %q", r.raw, c.field, c.says)
+				}
+			})
+		}
+		if r := e.do("GET", adminApps+"/namespaces/refused", "").expect(t, 200); r.body["version"] != json.Number("0") {
+			t.Errorf("a refused policy was stored: %s", r.raw)
+		}
+	})
+	t.Run("at once beside a change into private", func(t *testing.T) {
+		// A settle time the requests cannot reach: the change settles
+		// when the clock is moved.
+		e := newEnv(t, store.WithPolicySettle(time.Hour))
+		path := adminApps + "/namespaces/diary"
+		r := e.do("PUT", path, `{"access":"private","history":{"versions":5}}`).expect(t, 202)
+		if got := historyOf(t, r); got != `{"versions":5}` || r.body["access"] != "shared" || r.body["pending"] == nil {
+			t.Errorf("announcement %s: want the history in effect beside the pending change", r.raw)
+		}
+		settles := r.body["pending"].(map[string]any)["settlesAt"]
+		// The same change with another history, before it settles: the
+		// history applies, the change keeps its times.
+		r = e.do("PUT", path, `{"access":"private","history":{"versions":7,"days":2}}`).expect(t, 202)
+		if got := historyOf(t, r); got != `{"versions":7,"days":2}` || r.body["pending"].(map[string]any)["settlesAt"] != settles {
+			t.Errorf("repeated with another history: %s", r.raw)
+		}
+		if got := historyOf(t, e.do("GET", path, "").expect(t, 200)); got != `{"versions":7,"days":2}` {
+			t.Errorf("GET during the change shows history %q", got)
+		}
+		e.clock.Advance(time.Hour)
+		r = e.do("PUT", path, `{"access":"private","history":{"versions":7,"days":2}}`).expect(t, 200)
+		if got := historyOf(t, r); got != `{"versions":7,"days":2}` || r.body["access"] != "private" || r.body["pending"] != nil {
+			t.Errorf("completed %s", r.raw)
+		}
+	})
+	t.Run("a refused change into private stores no history", func(t *testing.T) {
+		e.as("alice", "POST", base+"/busy/x", `{"data":1}`).expect(t, 201)
+		e.do("PUT", adminApps+"/namespaces/busy", `{"access":"private","history":{"versions":5}}`).expect(t, 409)
+		if got := historyOf(t, e.do("GET", adminApps+"/namespaces/busy", "").expect(t, 200)); got != "" {
+			t.Errorf("the refused change stored history %q", got)
+		}
+	})
+}
+
 // TestPolicyChangeReachesOtherContainers checks how soon a change made
 // through one container applies in another: within the cache TTL.
 func TestPolicyChangeReachesOtherContainers(t *testing.T) {

@@ -120,6 +120,13 @@ const (
 	AttrPendingSince  = "pendingSince"
 	AttrSettlesAt     = "settlesAt"
 	AttrLapsesAt      = "lapsesAt"
+	// AttrHistory is the namespace's history policy, a map of
+	// AttrHistoryVersions and AttrHistoryDays (0: no age limit), absent
+	// when the namespace keeps no versions. It is never pending: a change
+	// stores it at once.
+	AttrHistory         = "history"
+	AttrHistoryVersions = "versions"
+	AttrHistoryDays     = "days"
 )
 
 // Attribute names of the history table (data_history). A kept version

@@ -16,7 +16,8 @@ import (
 )
 
 // Policy returns the policy in effect for a namespace: the stored one,
-// cached like limits, or the default (shared, no schema) when none is set.
+// cached like limits, or the default (shared, no schema, no history)
+// when none is set.
 // It is read strongly consistent: a change into or out of private counts
 // on every function seeing it within the cache's time (policy_change.go),
 // which an eventually consistent read would stretch, and the read is paid
@@ -71,6 +72,9 @@ func decodePolicy(av map[string]types.AttributeValue) uds.Policy {
 	p := uds.Policy{Access: uds.Access(str(av, schema.AttrAccess)), Version: num(av, schema.AttrPolicyVersion)}
 	if doc := str(av, schema.AttrJSONSchema); doc != "" {
 		p.Schema = json.RawMessage(doc)
+	}
+	if h, ok := av[schema.AttrHistory].(*types.AttributeValueMemberM); ok {
+		p.History = uds.History{Versions: int(num(h.Value, schema.AttrHistoryVersions)), Days: int(num(h.Value, schema.AttrHistoryDays))}
 	}
 	if t, err := time.Parse(timeLayout, str(av, schema.AttrUpdatedDate)); err == nil {
 		p.Updated = t
@@ -170,13 +174,14 @@ func (s *Store) scanForPrefix(ctx context.Context, table string, segment int32, 
 
 // Policies lists the policies set in an app, by namespace, after the
 // namespace named (exclusive), at most limit; more reports whether others
-// follow.
+// follow. A policy is set when it has an access mode or a history (a
+// removed one keeps its record, for its version, with neither).
 func (s *Store) Policies(ctx context.Context, app, after string, limit int) (page []uds.NamespacePolicy, more bool, err error) {
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(s.tables.Namespaces),
 		KeyConditionExpression:   aws.String("#app = :app"),
-		FilterExpression:         aws.String("attribute_exists(#a)"),
-		ExpressionAttributeNames: map[string]string{"#app": schema.AttrApp, "#a": schema.AttrAccess},
+		FilterExpression:         aws.String("attribute_exists(#a) OR attribute_exists(#h)"),
+		ExpressionAttributeNames: map[string]string{"#app": schema.AttrApp, "#a": schema.AttrAccess, "#h": schema.AttrHistory},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":app": &types.AttributeValueMemberS{Value: app},
 		},

@@ -45,6 +45,14 @@ import (
 // A change that stays on one side of private (shared and owner-write, a
 // new schema) moves nothing and applies at once, as before; it also
 // cancels a pending change.
+//
+// The history policy moves nothing either (kept versions stay where they
+// were written, whatever the access mode), so it is never pending: every
+// step stores the history the request sets, whether the rest of the
+// request applies at once, is announced, replaces a pending target or
+// completes. A request that is refused (uds.ErrInUse) stores none of it;
+// the history stored before, by the announcement or by an earlier
+// request, stays.
 
 // DefaultPolicyWindow is how long a pending change may be completed after
 // it settles, unless WithPolicyWindow says otherwise.
@@ -72,19 +80,25 @@ func PolicySettle(cacheTTL, requestBudget time.Duration) time.Duration {
 	return cacheTTL + requestBudget + policyMargin
 }
 
-// SetPolicy stores a namespace's policy, or, with the zero Access, removes
-// it (the namespace is shared again, without a schema), and returns the
-// policy in effect. A change into or out of private is announced the first
-// time (the returned policy carries it as Pending, the old one still in
-// effect) and completed when repeated after it settles; it is refused with
-// uds.ErrInUse while the namespace holds an item. The schema must have been
-// checked by the caller.
+// SetPolicy stores a namespace's policy, or, with the zero Policy, removes
+// it (the namespace is shared again, without a schema or history), and
+// returns the policy in effect. A change into or out of private is
+// announced the first time (the returned policy carries it as Pending, the
+// old one still in effect) and completed when repeated after it settles;
+// it is refused with uds.ErrInUse while the namespace holds an item. The
+// history is stored at once by every step that is not refused (above).
+// The schema and the history's bounds must have been checked by the
+// caller.
 //
 // Each step bumps the policy's version, conditioned on the version read,
 // so that two admins changing one policy cannot interleave a data check
 // and a write.
 func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Policy) (uds.Policy, error) {
 	op := "set the policy of " + app + "/" + namespace
+	if !p.History.On() {
+		// A history that keeps nothing is stored, and read back, as none.
+		p.History = uds.History{}
+	}
 	for range maxWriteAttempts {
 		current, err := s.readPolicy(ctx, app, namespace, true)
 		if err != nil {
@@ -105,12 +119,13 @@ func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Poli
 			}
 			next = s.announced(current, p, now)
 		case now.Before(pending.SettlesAt):
-			// Still settling: the target may change, not the times.
-			if samePolicy(pending.Target(), p) {
+			// Still settling: the target and the history may change,
+			// not the times.
+			if samePolicy(pending.Target(), p) && current.History == p.History {
 				return current, nil
 			}
 			next = current
-			next.Version, next.Updated = current.Version+1, s.writeTime()
+			next.Version, next.Updated, next.History = current.Version+1, s.writeTime(), p.History
 			next.Pending = &uds.PolicyChange{Access: p.Access, Schema: p.Schema,
 				Since: pending.Since, SettlesAt: pending.SettlesAt, LapsesAt: pending.LapsesAt}
 		default:
@@ -123,7 +138,8 @@ func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Poli
 			}
 			if held {
 				// Writes that read the old policy landed before it
-				// settled: they stay readable under it.
+				// settled: they stay readable under it. The history
+				// stored stays too; this request's is refused with it.
 				if _, err := s.writePolicy(ctx, app, namespace, current, s.settled(current, current)); err != nil {
 					return uds.Policy{}, failed(op, err)
 				}
@@ -157,15 +173,16 @@ func (s *Store) refuseIfHeld(ctx context.Context, app, namespace string) error {
 
 // settled is p stored in place of current, with no change pending.
 func (s *Store) settled(current, p uds.Policy) uds.Policy {
-	next := uds.Policy{Access: p.Access, Schema: p.Schema}
+	next := uds.Policy{Access: p.Access, Schema: p.Schema, History: p.History}
 	next.Version, next.Updated = current.Version+1, s.writeTime()
 	return next
 }
 
-// announced is current with a change to p pending from now.
+// announced is current with a change to p pending from now, and p's
+// history in effect at once.
 func (s *Store) announced(current, p uds.Policy, now time.Time) uds.Policy {
 	next := current
-	next.Version, next.Updated = current.Version+1, s.writeTime()
+	next.Version, next.Updated, next.History = current.Version+1, s.writeTime(), p.History
 	settles := now.Add(s.policySettle)
 	next.Pending = &uds.PolicyChange{Access: p.Access, Schema: p.Schema,
 		Since: now, SettlesAt: settles, LapsesAt: settles.Add(s.policyWindow)}
@@ -209,6 +226,16 @@ func (s *Store) writePolicy(ctx context.Context, app, namespace string, current,
 	}
 	attr("#a", schema.AttrAccess, string(next.Access))
 	attr("#js", schema.AttrJSONSchema, string(next.Schema))
+	names["#h"] = schema.AttrHistory
+	if h := next.History; h.On() {
+		set = append(set, "#h = :h")
+		values[":h"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			schema.AttrHistoryVersions: &types.AttributeValueMemberN{Value: strconv.Itoa(h.Versions)},
+			schema.AttrHistoryDays:     &types.AttributeValueMemberN{Value: strconv.Itoa(h.Days)},
+		}}
+	} else {
+		remove = append(remove, "#h")
+	}
 	var c uds.PolicyChange
 	if next.Pending != nil {
 		c = *next.Pending
