@@ -50,7 +50,7 @@ func newEnv(t *testing.T, opts ...store.Option) *env {
 	// never lowers a record in these tests and a drift stays visible. A
 	// change into or out of private settles quickly: these tests do not
 	// race writes against it (policy_race_test.go does).
-	st := store.New(client, tables, append([]store.Option{store.WithClock(clock.Now), store.WithRecomputeQuiet(24*lifetime),
+	st := store.New(client, tables, append([]store.Option{store.WithClock(clock.Now), store.WithRecomputeQuiet(24 * lifetime),
 		store.WithPolicySettle(testSettle)}, opts...)...)
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject:         httpapi.HeaderSubject,
