@@ -544,3 +544,34 @@ func TestTTLRemovalOfKeptVersionsReleasesOnce(t *testing.T) {
 		t.Fatalf("history after the TTL removed it: %q", got)
 	}
 }
+
+// Kept versions stay in the key space of their items: a namespace whose
+// items are gone but whose history is kept holds data, and cannot move
+// into or out of private until the history is dropped.
+func TestKeptVersionsHoldTheKeySpace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newStore(t)
+	h := uds.History{Versions: 2}
+	if _, err := s.SetPolicy(ctx, app, "kept", uds.Policy{History: h}); err != nil {
+		t.Fatal(err)
+	}
+	w := write(key(t, "kept", "doc"), `1`)
+	w.History = h
+	if _, err := s.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetPolicy(ctx, app, "kept", uds.Policy{Access: uds.AccessPrivate, History: h}); !errors.Is(err, uds.ErrInUse) {
+		t.Fatalf("switch with a kept version: %v, want ErrInUse", err)
+	}
+	if _, err := s.DropHistory(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.SetPolicy(ctx, app, "kept", uds.Policy{Access: uds.AccessPrivate, History: h})
+	if err != nil || p.Pending == nil {
+		t.Fatalf("switch once the history is dropped: %+v, %v; want the change announced", p, err)
+	}
+}

@@ -98,10 +98,12 @@ func decodePolicy(av map[string]types.AttributeValue) uds.Policy {
 // namespace's items runs in.
 const scanSegments = 4
 
-// holdsData reports whether a namespace holds a live item, in any key
-// space. Items are keyed by hash alone, so this is a filtered, strongly
-// consistent scan of both data tables in parallel segments, which stops at
-// the first item found:
+// holdsData reports whether a namespace holds a live item or a kept
+// version, in any key space: versions stay where their items were, so a
+// change of key space would leave them out of reach. Items are keyed by
+// hash alone, so this is a filtered, strongly consistent scan of the data
+// tables and the history table in parallel segments, which stops at the
+// first entry found:
 // its cost grows with the tables, and only a change into or out of
 // private pays it.
 func (s *Store) holdsData(ctx context.Context, app, namespace string) (bool, error) {
@@ -115,7 +117,7 @@ func (s *Store) holdsData(ctx context.Context, app, namespace string) (bool, err
 	)
 	prefix := app + uds.KeyDelimiter + namespace + uds.KeyDelimiter
 	now := strconv.FormatInt(s.now().UnixMilli(), 10)
-	for _, table := range []string{s.tables.Data, s.tables.List} {
+	for _, table := range []string{s.tables.Data, s.tables.List, s.tables.History} {
 		for segment := range scanSegments {
 			wg.Add(1)
 			go func() {
@@ -140,8 +142,9 @@ func (s *Store) holdsData(ctx context.Context, app, namespace string) (bool, err
 	return false, firstErr
 }
 
-// scanForPrefix scans one segment of a table for a live item whose dataKey
-// starts with prefix.
+// scanForPrefix scans one segment of a table for a live item (or kept
+// version: the history table's heads, which keep nothing, do not count)
+// whose dataKey starts with prefix.
 func (s *Store) scanForPrefix(ctx context.Context, table string, segment int32, prefix, now string) (bool, error) {
 	in := &dynamodb.ScanInput{
 		TableName:            aws.String(table),
@@ -156,6 +159,11 @@ func (s *Store) scanForPrefix(ctx context.Context, table string, segment int32, 
 			":p":   &types.AttributeValueMemberS{Value: prefix},
 			":now": &types.AttributeValueMemberN{Value: now},
 		},
+	}
+	if table == s.tables.History {
+		in.FilterExpression = aws.String(*in.FilterExpression + " AND #v >= :zero")
+		in.ExpressionAttributeNames["#v"] = schema.AttrVersion
+		in.ExpressionAttributeValues[":zero"] = &types.AttributeValueMemberN{Value: "0"}
 	}
 	for {
 		out, err := s.client.Scan(ctx, in)
