@@ -77,7 +77,7 @@ func (s *Store) Export(ctx context.Context, q ExportQuery) (ExportPage, error) {
 	}
 	after := pos.Owner
 	for {
-		owners, more, err := s.AppUsers(ctx, q.App, after, exportOwnersPerRead)
+		owners, more, err := s.appUsers(ctx, q.App, after, exportOwnersPerRead)
 		if err != nil {
 			return ExportPage{}, err
 		}

@@ -16,11 +16,25 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// AppUsers lists the users storing data in an app, in user order, after
-// the user named by after. The app index is write sharded, so every shard
-// is queried in parallel and the sorted results are merged; each shard is
-// read from after onwards, so one cursor (the last user) serves them all.
+// AppUsers lists the users storing data in an app, with their usage, in
+// user order, after the user named by after.
 func (s *Store) AppUsers(ctx context.Context, app, after string, limit int) ([]uds.UserUsage, bool, error) {
+	users, more, err := s.appUsers(ctx, app, after, limit)
+	if err == nil {
+		err = s.readHistoryBytes(ctx, app, users)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return users, more, nil
+}
+
+// appUsers lists the users storing data in an app as the app index has
+// them: without their history bytes. The index is write sharded, so every
+// shard is queried in parallel and the sorted results are merged; each
+// shard is read from after onwards, so one cursor (the last user) serves
+// them all.
+func (s *Store) appUsers(ctx context.Context, app, after string, limit int) ([]uds.UserUsage, bool, error) {
 	results := make([][]uds.UserUsage, schema.AppShards)
 	errs := make([]error, schema.AppShards)
 	var wg sync.WaitGroup
@@ -48,6 +62,43 @@ func (s *Store) AppUsers(ctx context.Context, app, after string, limit int) ([]u
 		return all[:limit], true, nil
 	}
 	return all, false, nil
+}
+
+// readHistoryBytes fills in the history bytes of a page of an app's users
+// from their usage records, 100 to a BatchGetItem: the app index does not
+// project them, and an index's projection cannot change once its table
+// exists. The index is eventually consistent and the records are read so
+// too, so a row's two figures may stand a moment apart.
+func (s *Store) readHistoryBytes(ctx context.Context, app string, rows []uds.UserUsage) error {
+	at := make(map[string]int, len(rows))
+	for start := 0; start < len(rows); start += maxBatchGet {
+		chunk := rows[start:min(start+maxBatchGet, len(rows))]
+		keys := make([]map[string]types.AttributeValue, len(chunk))
+		for i, r := range chunk {
+			keys[i], at[r.User] = usageKey(app, r.User), start+i
+		}
+		in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{s.tables.Usage: {
+			Keys:                     keys,
+			ProjectionExpression:     aws.String("#u, #hb"),
+			ExpressionAttributeNames: map[string]string{"#u": schema.AttrUser, "#hb": schema.AttrHistoryBytes},
+		}}}
+		for attempt := 0; len(in.RequestItems) > 0; attempt++ {
+			out, err := s.client.BatchGetItem(ctx, in)
+			if err == nil && len(out.UnprocessedKeys) > 0 {
+				err = sleep(ctx, backoff(attempt))
+			}
+			if err != nil {
+				return failed("read the history bytes of the users of "+app, err)
+			}
+			for _, it := range out.Responses[s.tables.Usage] {
+				if i, ok := at[str(it, schema.AttrUser)]; ok {
+					rows[i].History = num(it, schema.AttrHistoryBytes)
+				}
+			}
+			in.RequestItems = out.UnprocessedKeys
+		}
+	}
+	return nil
 }
 
 // queryShard reads up to n users of one app shard after the given user.
