@@ -105,13 +105,18 @@ type tableAccess struct {
 // the item's history head beside the data write, deletes the versions the
 // policy prunes, and checks the head where it only has to be unchanged
 // (ConditionCheckItem). Reads take GetItem and BatchGetItem: an item's
-// head names its kept versions, so listing them needs no Query.
+// head names its kept versions, so listing them needs no Query. A write
+// or read of an item with history reads the item, its head and a version
+// in one BatchGetItem across the item's table and the history table, and
+// dropping an item's versions checks that the item stays as read
+// (ConditionCheckItem on the item's table).
 var functionAccess = map[string][]tableAccess{
 	fnKV: {
 		// The kv function also serves batches, whose operations address
 		// list items too and whose atomic form reads with BatchGetItem.
 		{Table: schema.Data, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem",
+			"dynamodb:ConditionCheckItem",
 		}},
 		{Table: schema.List, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem",
@@ -132,7 +137,7 @@ var functionAccess = map[string][]tableAccess{
 	fnList: {
 		{Table: schema.List, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-			"dynamodb:Query",
+			"dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem",
 		}},
 		{Table: schema.History, Actions: historyItemActions},
 		{Table: schema.Usage, Actions: []string{

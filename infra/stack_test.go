@@ -225,7 +225,7 @@ func asStrings(v any) []string {
 // deliberately here as well. Keys are table IDs, or "ID/index/name".
 var wantAccess = map[string]map[string][]string{
 	fnKV: {
-		"DataTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"},
+		"DataTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "ConditionCheckItem"},
 		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"},
 		"HistoryTable":            {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
 		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
@@ -235,7 +235,7 @@ var wantAccess = map[string]map[string][]string{
 		"NamespacesTable":         {"GetItem"},
 	},
 	fnList: {
-		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"},
+		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchGetItem", "ConditionCheckItem"},
 		"HistoryTable":            {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
 		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
 		"AppsTable":               {"GetItem", "BatchGetItem"},
