@@ -19,6 +19,7 @@ import (
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // actionRecorder is a store.Client that notes the IAM action each call
@@ -169,5 +170,104 @@ func TestExportImportDynamoDBActions(t *testing.T) {
 	slices.Sort(want)
 	if got := recorder.actions(); !slices.Equal(got, want) {
 		t.Errorf("export and import took the DynamoDB actions\n%s\nwant\n%s\n(grant the admin function what is new in infra/access.go)", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// dataGrants is what infra/access.go grants the kv and list functions, as
+// infra/stack_test.go's wantAccess writes it.
+var dataGrants = map[httpapi.Group]map[string][]string{
+	httpapi.GroupKV: {
+		"DataTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "ConditionCheckItem"},
+		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"},
+		"HistoryTable":            {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
+		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
+		"AppsTable":               {"GetItem", "BatchGetItem"},
+		"DataTable/index/byOwner": {"Query"},
+		"ListTable/index/byOwner": {"Query"},
+		"NamespacesTable":         {"GetItem"},
+	},
+	httpapi.GroupList: {
+		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchGetItem", "ConditionCheckItem"},
+		"HistoryTable":            {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
+		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
+		"AppsTable":               {"GetItem", "BatchGetItem"},
+		"DataTable":               {"DeleteItem"},
+		"DataTable/index/byOwner": {"Query"},
+		"ListTable/index/byOwner": {"Query"},
+		"NamespacesTable":         {"GetItem"},
+	},
+}
+
+// TestHistoryDynamoDBActions takes items of the kv and list functions
+// through their history (writes that keep versions, listing, version
+// reads, restores as updates and as creates, drops, and a batch of
+// version reads and restores) and checks that every DynamoDB action the
+// calls need is granted to the function that serves them.
+func TestHistoryDynamoDBActions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		group httpapi.Group
+		path  string
+		batch bool
+	}{
+		{"kv", httpapi.GroupKV, base + "/hist/doc", true},
+		{"list", httpapi.GroupList, base + "/hist/l/2024-01", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tables := storetest.NewTables(t)
+			client := storetest.Client(t)
+			// The admin function sets the policy; the recorder sees what
+			// the data function does under it.
+			if _, err := store.New(client, tables).SetPolicy(context.Background(), app, "hist", uds.Policy{History: uds.History{Versions: 5}}); err != nil {
+				t.Fatal(err)
+			}
+			recorder := newActionRecorder(client, tables)
+			api := httpapi.New(store.New(recorder, tables), tc.group, httpapi.Config{
+				Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), RequestBudget: apitest.Budget, Logger: apitest.Logger(t),
+			})
+			do := func(method, path, body string, status int) {
+				t.Helper()
+				req := httptest.NewRequest(method, path, strings.NewReader(body))
+				req.Header.Set("X-Uds-Subject", "alice")
+				w := httptest.NewRecorder()
+				api.ServeHTTP(w, req)
+				if w.Code != status {
+					t.Fatalf("%s %s: %d %s, want %d", method, path, w.Code, w.Body, status)
+				}
+			}
+			do("POST", tc.path, `{"data":1}`, 201)
+			do("PUT", tc.path, `{"data":2}`, 200)
+			do("GET", tc.path+"?history", "", 200)
+			do("GET", tc.path+"?version=1", "", 200)
+			do("POST", tc.path+"?restore=1", "", 200)
+			do("DELETE", tc.path, "", 204)
+			do("POST", tc.path+"?restore=3", "", 201)
+			do("DELETE", tc.path+"?history", "", 200)
+			if tc.batch {
+				do("POST", base+"/hist/b", `{"data":1}`, 201)
+				do("PUT", base+"/hist/b", `{"data":2}`, 200)
+				do("POST", base+"/batch", `{"operations":[{"method":"GET","path":"hist/b?version=1"},
+					{"method":"POST","path":"hist/b?restore=1"},{"method":"POST","path":"hist/l/s1","body":{"data":1}},
+					{"method":"PUT","path":"hist/l/s1","body":{"data":2}},{"method":"POST","path":"hist/l/s1?restore=1"},
+					{"method":"DELETE","path":"hist/l/s1?"},{"method":"POST","path":"hist/l/s1?restore=1"}]}`, 200)
+			}
+			granted := dataGrants[tc.group]
+			var missing []string
+			for _, a := range recorder.actions() {
+				resource, action, _ := strings.Cut(a, ": ")
+				if !slices.Contains(granted[resource], action) {
+					missing = append(missing, a)
+				}
+			}
+			if len(missing) > 0 {
+				t.Errorf("the %s function's history calls take DynamoDB actions infra/access.go does not grant it:\n%s\n(all it took:\n%s)",
+					tc.name, strings.Join(missing, "\n"), strings.Join(recorder.actions(), "\n"))
+			}
+			if !slices.Contains(recorder.actions(), "HistoryTable: PutItem") {
+				t.Errorf("no version was kept: %v", recorder.actions())
+			}
+		})
 	}
 }

@@ -13,26 +13,29 @@ import (
 // quotaJSON is one owner's usage and limits in an app; a null limit is
 // unlimited.
 type quotaJSON struct {
-	ApplicationUUID string      `json:"applicationUuid"`
-	User            string      `json:"user"`
-	UsedBytes       int64       `json:"usedBytes"`
-	UsedItems       int64       `json:"usedItems"`
-	LimitBytes      *int64      `json:"limitBytes"`
-	LimitItems      *int64      `json:"limitItems"`
-	Drift           *usageDelta `json:"drift,omitempty"`
+	ApplicationUUID string `json:"applicationUuid"`
+	User            string `json:"user"`
+	UsedBytes       int64  `json:"usedBytes"`
+	UsedItems       int64  `json:"usedItems"`
+	// HistoryBytes is the part of UsedBytes that kept versions hold.
+	HistoryBytes int64       `json:"historyBytes"`
+	LimitBytes   *int64      `json:"limitBytes"`
+	LimitItems   *int64      `json:"limitItems"`
+	Drift        *usageDelta `json:"drift,omitempty"`
 	// Applied, on recompute: whether the stored usage now matches the
 	// data (a lowering waits until the owner's usage is quiet).
 	Applied *bool `json:"applied,omitempty"`
 }
 
 type usageDelta struct {
-	Bytes int64 `json:"bytes"`
-	Items int64 `json:"items"`
+	Bytes        int64 `json:"bytes"`
+	Items        int64 `json:"items"`
+	HistoryBytes int64 `json:"historyBytes"`
 }
 
 func quotaBody(q uds.Quota) quotaJSON {
 	return quotaJSON{
-		ApplicationUUID: q.App, User: q.User, UsedBytes: q.Used.Bytes, UsedItems: q.Used.Items,
+		ApplicationUUID: q.App, User: q.User, UsedBytes: q.Used.Bytes, UsedItems: q.Used.Items, HistoryBytes: q.Used.History,
 		LimitBytes: limitPtr(q.Limits.Bytes), LimitItems: limitPtr(q.Limits.Items),
 	}
 }
@@ -150,7 +153,7 @@ func (a *API) recompute(w http.ResponseWriter, r *http.Request, p params) {
 		return
 	}
 	body := quotaBody(rc.Quota)
-	body.Drift = &usageDelta{Bytes: rc.Drift.Bytes, Items: rc.Drift.Items}
+	body.Drift = &usageDelta{Bytes: rc.Drift.Bytes, Items: rc.Drift.Items, HistoryBytes: rc.Drift.History}
 	body.Applied = &rc.Applied
 	if !rc.Applied {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(rc.RetryAfter.Seconds()))))
@@ -158,16 +161,20 @@ func (a *API) recompute(w http.ResponseWriter, r *http.Request, p params) {
 	writeJSON(w, http.StatusOK, body)
 }
 
+// userRow and appRow are the rows of the usage listings; historyBytes is
+// the part of bytes that kept versions hold.
 type userRow struct {
-	User  string `json:"user"`
-	Bytes int64  `json:"bytes"`
-	Items int64  `json:"items"`
+	User         string `json:"user"`
+	Bytes        int64  `json:"bytes"`
+	Items        int64  `json:"items"`
+	HistoryBytes int64  `json:"historyBytes"`
 }
 
 type appRow struct {
 	ApplicationUUID string `json:"applicationUuid"`
 	Bytes           int64  `json:"bytes"`
 	Items           int64  `json:"items"`
+	HistoryBytes    int64  `json:"historyBytes"`
 }
 
 // appUsers lists the users storing data in an app (seed 000's
@@ -182,7 +189,7 @@ func (a *API) appUsers(w http.ResponseWriter, r *http.Request, p params) {
 		func(after string, limit int) ([]uds.UserUsage, bool, error) {
 			return a.store.AppUsers(r.Context(), app, after, limit)
 		},
-		func(u uds.UserUsage) (any, string) { return userRow{u.User, u.Bytes, u.Items}, u.User })
+		func(u uds.UserUsage) (any, string) { return userRow{u.User, u.Bytes, u.Items, u.History}, u.User })
 }
 
 // userApps lists the apps a user stores data in (seed 000's
@@ -197,7 +204,7 @@ func (a *API) userApps(w http.ResponseWriter, r *http.Request, p params) {
 		func(after string, limit int) ([]uds.AppUsage, bool, error) {
 			return a.store.UserApps(r.Context(), user, after, limit)
 		},
-		func(u uds.AppUsage) (any, string) { return appRow{u.App, u.Bytes, u.Items}, u.App })
+		func(u uds.AppUsage) (any, string) { return appRow{u.App, u.Bytes, u.Items, u.History}, u.App })
 }
 
 // page answers one page of an admin listing: {field: [rows], "cursor"},

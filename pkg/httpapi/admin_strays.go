@@ -57,7 +57,10 @@ func (a *API) removeStrays(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Removed int `json:"removed"`
-	}{n})
+	writeJSON(w, http.StatusOK, removal{n})
+}
+
+// removal answers a removal that completed: how many it removed.
+type removal struct {
+	Removed int `json:"removed"`
 }

@@ -27,6 +27,9 @@ type Store interface {
 	Delete(context.Context, uds.Write) error
 	ListItems(context.Context, store.ListQuery) (store.ListPage, error)
 	DeleteList(context.Context, uds.Write) (int, error)
+	Versions(ctx context.Context, key uds.Key, h uds.History) ([]uds.Version, error)
+	Version(ctx context.Context, key uds.Key, h uds.History, version int64) (uds.Item, error)
+	DropHistory(context.Context, uds.Write) (int, error)
 
 	Quota(ctx context.Context, app, user string) (uds.Quota, error)
 	AppLimits(ctx context.Context, app string) (uds.Limits, error)

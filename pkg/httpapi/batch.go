@@ -51,6 +51,25 @@ type batchJSON struct {
 	Results []batchResult `json:"results"`
 }
 
+// batchOp is a checked operation.
+type batchOp struct {
+	uds.BatchOp
+	// version is the version a GET reads (path ?version=V) or a POST
+	// restores (path ?restore=V); noVersion when the path names none.
+	version int64
+	// ifNoneMatch holds a GET's If-None-Match value, if it has one.
+	ifNoneMatch []string
+	// scope is the operation's namespace policy, applied
+	// (scopeOperation): a version read and a restore need it when they
+	// run.
+	scope scope
+}
+
+// restores reports whether op is a restore: POST {item}?restore=V.
+func (op *batchOp) restores() bool {
+	return op.Method == http.MethodPost && op.version != noVersion
+}
+
 // batch serves POST .../data/{app}/batch: many item operations in one
 // request, applied one by one (each answered as its own route would), or
 // atomically, all or none. Every operation is checked before anything is
@@ -106,35 +125,34 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 		a.batchAtomic(w, r, ops)
 		return
 	}
-	a.batchOneByOne(w, r, ops, b.Operations, refused)
+	a.batchOneByOne(w, r, ops, refused)
 }
 
 // batchOneByOne applies every operation on its own and answers each slot as
 // the operation's route would; a slot whose operation its namespace's
 // policy refused answers that refusal.
-func (a *API) batchOneByOne(w http.ResponseWriter, r *http.Request, ops []uds.BatchOp, raw []batchOpJSON, refused []error) {
+func (a *API) batchOneByOne(w http.ResponseWriter, r *http.Request, ops []batchOp, refused []error) {
 	results := make([]batchResult, len(ops))
-	// Reads go out together in one BatchGetItem; writes run as their
-	// routes run them, with the operations already checked.
+	// Reads of items go out together in one BatchGetItem; writes, and
+	// reads of kept versions, run as their routes run them, with the
+	// operations already checked.
 	var reads []int
 	var keys []uds.Key
+	queued := make([]bool, len(ops))
 	for i, op := range ops {
-		if refused[i] != nil {
+		switch {
+		case refused[i] != nil:
 			results[i] = a.record(r, func(w http.ResponseWriter) { a.fail(w, r, refused[i], &op.Write.Key) })
-			continue
-		}
-		if op.Method == http.MethodGet {
+		case op.Method == http.MethodGet && op.version == noVersion:
 			reads, keys = append(reads, i), append(keys, op.Write.Key)
+		default:
+			queued[i] = true
 		}
 	}
 	if len(keys) > 0 {
 		items, errs := a.store.GetMany(r.Context(), keys)
 		for j, i := range reads {
-			var inm []string
-			if v := raw[i].IfNoneMatch; v != "" {
-				inm = []string{v}
-			}
-			results[i] = a.record(r, func(w http.ResponseWriter) { a.answerGet(w, r, keys[j], items[j], errs[j], inm) })
+			results[i] = a.record(r, func(w http.ResponseWriter) { a.answerGet(w, r, keys[j], items[j], errs[j], ops[i].ifNoneMatch) })
 		}
 	}
 	var wg sync.WaitGroup
@@ -144,12 +162,12 @@ func (a *API) batchOneByOne(w http.ResponseWriter, r *http.Request, ops []uds.Ba
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				results[i] = a.record(r, func(w http.ResponseWriter) { a.applyOperation(w, r, ops[i]) })
+				results[i] = a.record(r, func(w http.ResponseWriter) { a.applyOperation(w, r, &ops[i]) })
 			}
 		}()
 	}
-	for i, op := range ops {
-		if op.Method != http.MethodGet && refused[i] == nil {
+	for i := range ops {
+		if queued[i] {
 			next <- i
 		}
 	}
@@ -159,13 +177,18 @@ func (a *API) batchOneByOne(w http.ResponseWriter, r *http.Request, ops []uds.Ba
 	writeJSON(w, http.StatusOK, batchJSON{Results: results})
 }
 
-// applyOperation applies one checked write of a non-atomic batch as its
-// single-item route would.
-func (a *API) applyOperation(w http.ResponseWriter, r *http.Request, op uds.BatchOp) {
-	switch op.Method {
-	case http.MethodPost:
+// applyOperation applies one checked write, or reads one kept version, of
+// a non-atomic batch as its single-item route would.
+func (a *API) applyOperation(w http.ResponseWriter, r *http.Request, op *batchOp) {
+	switch {
+	case op.Method == http.MethodGet:
+		it, err := a.version(r.Context(), &op.scope, op.version)
+		a.answerGet(w, r, op.Write.Key, it, err, op.ifNoneMatch)
+	case op.restores():
+		a.answerRestore(w, r, op.Write.Key, &op.scope, op.Write.IfMatch, op.version)
+	case op.Method == http.MethodPost:
 		a.applyWrite(w, r, op.Write, http.StatusCreated)
-	case http.MethodPut:
+	case op.Method == http.MethodPut:
 		a.applyWrite(w, r, op.Write, http.StatusOK)
 	default:
 		a.applyDelete(w, r, op.Write)
@@ -184,7 +207,7 @@ func decodeBatch(body []byte) (batchBody, error) {
 
 // checkBatch validates every operation and returns them parsed; expiries
 // are taken against now.
-func checkBatch(app, subject string, b *batchBody, now time.Time) ([]uds.BatchOp, error) {
+func checkBatch(app, subject string, b *batchBody, now time.Time) ([]batchOp, error) {
 	limit := uds.MaxBatchOps
 	if b.Atomic {
 		limit = uds.MaxAtomicOps
@@ -195,7 +218,7 @@ func checkBatch(app, subject string, b *batchBody, now time.Time) ([]uds.BatchOp
 	case n > limit:
 		return nil, uds.Invalid("operations", "holds %d operations; at most %d fit a batch with \"atomic\": %v", n, limit, b.Atomic)
 	}
-	var ops []uds.BatchOp
+	var ops []batchOp
 	seen := map[uds.Key]int{}
 	for i, o := range b.Operations {
 		field := func(f string) string { return "operations[" + strconv.Itoa(i) + "]." + f }
@@ -221,8 +244,8 @@ func checkBatch(app, subject string, b *batchBody, now time.Time) ([]uds.BatchOp
 }
 
 // checkOperation validates one operation as its single-item route would.
-func checkOperation(app, subject string, o batchOpJSON, atomic bool, now time.Time) (uds.BatchOp, error) {
-	op := uds.BatchOp{Method: strings.ToUpper(o.Method)}
+func checkOperation(app, subject string, o batchOpJSON, atomic bool, now time.Time) (batchOp, error) {
+	op := batchOp{BatchOp: uds.BatchOp{Method: strings.ToUpper(o.Method)}, version: noVersion}
 	switch op.Method {
 	case http.MethodPost, http.MethodPut, http.MethodDelete:
 	case http.MethodGet:
@@ -232,9 +255,14 @@ func checkOperation(app, subject string, o batchOpJSON, atomic bool, now time.Ti
 	default:
 		return op, uds.Invalid("method", "must be POST, PUT, DELETE or GET, got %q", o.Method)
 	}
+	path, rawQuery, _ := strings.Cut(o.Path, "?")
+	var err error
+	if op.version, err = operationVersion(op.Method, rawQuery, atomic); err != nil {
+		return op, err
+	}
 	// As on the routes, one slash may end the path (and one start it,
 	// since the path is relative to the app); any other is part of it.
-	segs := strings.Split(strings.TrimSuffix(strings.TrimPrefix(o.Path, "/"), "/"), "/")
+	segs := strings.Split(strings.TrimSuffix(strings.TrimPrefix(path, "/"), "/"), "/")
 	if len(segs) < 2 {
 		return op, uds.Invalid("path", "must be {namespace}/{id} or {namespace}/{id}/{sortKey}, got %q", o.Path)
 	}
@@ -256,7 +284,9 @@ func checkOperation(app, subject string, o batchOpJSON, atomic bool, now time.Ti
 	op.Write = uds.Write{Key: key, Subject: subject}
 	hasBody := len(o.Body) > 0 && string(o.Body) != "null"
 	switch {
-	case (op.Method == http.MethodPost || op.Method == http.MethodPut) && !hasBody:
+	case op.restores() && hasBody:
+		return op, uds.Invalid("body", "has no place in a restore, which writes the version's own data and className")
+	case (op.Method == http.MethodPost && !op.restores() || op.Method == http.MethodPut) && !hasBody:
 		return op, uds.Invalid("body", "is required for %s", op.Method)
 	case (op.Method == http.MethodGet || op.Method == http.MethodDelete) && hasBody:
 		return op, uds.Invalid("body", "has no place in a %s", op.Method)
@@ -266,8 +296,8 @@ func checkOperation(app, subject string, o batchOpJSON, atomic bool, now time.Ti
 		}
 	}
 	if o.IfMatch != "" {
-		if op.Method != http.MethodPut && op.Method != http.MethodDelete {
-			return op, uds.Invalid("ifMatch", "applies to PUT and DELETE")
+		if op.Method != http.MethodPut && op.Method != http.MethodDelete && !op.restores() {
+			return op, uds.Invalid("ifMatch", "applies to PUT, DELETE and a restore (POST with ?restore=V)")
 		}
 		if op.Write.IfMatch, err = parseIfMatch(o.IfMatch); err != nil {
 			return op, err
@@ -280,8 +310,45 @@ func checkOperation(app, subject string, o batchOpJSON, atomic bool, now time.Ti
 		if _, err := entityTags(o.IfNoneMatch); err != nil {
 			return op, uds.Invalid("ifNoneMatch", "%s", err)
 		}
+		op.ifNoneMatch = []string{o.IfNoneMatch}
 	}
 	return op, nil
+}
+
+// operationVersion reads the query an operation's path may carry, as the
+// item routes take it: the version a GET reads (?version=V) or a POST
+// restores (?restore=V); noVersion when there is none. Nothing else is
+// taken. An atomic batch takes no restore: a restore is an update or,
+// when the item was deleted, a create, which only the version's read
+// tells, and an atomic batch fixes each write's kind before it reads.
+func operationVersion(method, rawQuery string, atomic bool) (int64, error) {
+	if rawQuery == "" {
+		return noVersion, nil
+	}
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return noVersion, uds.Invalid("path", "has a malformed query string: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
+	}
+	takes := map[string]string{http.MethodGet: "version", http.MethodPost: "restore"}[method]
+	for name, values := range q {
+		switch {
+		case name != takes:
+			return noVersion, uds.Invalid("path", "has query parameter %q; an operation's path takes ?version=V on a GET and ?restore=V on a POST, nothing else", uds.Truncate(name, 64))
+		case len(values) > 1:
+			return noVersion, uds.Invalid("path", "gives ?%s %d times", name, len(values))
+		}
+	}
+	if len(q) == 0 {
+		return noVersion, nil
+	}
+	if atomic && method == http.MethodPost {
+		return noVersion, uds.Invalid("path", "?restore has no place in an atomic batch: send the restore on its own route or in a batch with \"atomic\": false")
+	}
+	v, ok := parseVersion(q.Get(takes))
+	if !ok {
+		return noVersion, uds.Invalid("path", "?%s= %s, got %q", takes, versionReason, uds.Truncate(q.Get(takes), 64))
+	}
+	return v, nil
 }
 
 // fitResults keeps the batch answer within Lambda's payload: past the
@@ -332,8 +399,12 @@ func (r *recorder) WriteHeader(status int)      { r.status = status }
 func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
 
 // batchAtomic applies the writes all or none.
-func (a *API) batchAtomic(w http.ResponseWriter, r *http.Request, ops []uds.BatchOp) {
-	items, err := a.store.WriteAtomic(r.Context(), ops)
+func (a *API) batchAtomic(w http.ResponseWriter, r *http.Request, ops []batchOp) {
+	writes := make([]uds.BatchOp, len(ops))
+	for i := range ops {
+		writes[i] = ops[i].BatchOp
+	}
+	items, err := a.store.WriteAtomic(r.Context(), writes)
 	if err != nil {
 		var be *uds.BatchError
 		if errors.As(err, &be) {

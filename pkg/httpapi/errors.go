@@ -25,11 +25,13 @@ type errorBody struct {
 	ID              string `json:"id,omitempty"`
 	SortKey         string `json:"sortKey,omitempty"`
 	// Quota fields, on 403 Quota exceeded.
-	User       string `json:"user,omitempty"`
-	UsedBytes  *int64 `json:"usedBytes,omitempty"`
-	UsedItems  *int64 `json:"usedItems,omitempty"`
-	LimitBytes *int64 `json:"limitBytes,omitempty"`
-	LimitItems *int64 `json:"limitItems,omitempty"`
+	User      string `json:"user,omitempty"`
+	UsedBytes *int64 `json:"usedBytes,omitempty"`
+	UsedItems *int64 `json:"usedItems,omitempty"`
+	// HistoryBytes is the part of UsedBytes that kept versions hold.
+	HistoryBytes *int64 `json:"historyBytes,omitempty"`
+	LimitBytes   *int64 `json:"limitBytes,omitempty"`
+	LimitItems   *int64 `json:"limitItems,omitempty"`
 	// Deleted counts what a partial delete-all removed.
 	Deleted *int `json:"deleted,omitempty"`
 	// FailedIndex names the operation that refused an atomic batch.
@@ -97,6 +99,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	var schemaErr *uds.SchemaError
 	var coding *encodingError
 	var changing *uds.ChangingError
+	var version *notKept
 	if errors.As(err, &batch) {
 		body.FailedIndex = &batch.Index
 	}
@@ -117,7 +120,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 			break
 		}
 		body.ApplicationUUID, body.User = q.App, q.User
-		body.UsedBytes, body.UsedItems = &q.Used.Bytes, &q.Used.Items
+		body.UsedBytes, body.UsedItems, body.HistoryBytes = &q.Used.Bytes, &q.Used.Items, &q.Used.History
 		body.LimitBytes, body.LimitItems = limitPtr(q.Limits.Bytes), limitPtr(q.Limits.Items)
 		body.Details = "the write would take the owner past the limit in effect"
 	case errors.As(err, &incomplete):
@@ -137,6 +140,8 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 			body.Details = unavailable.Reason
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(unavailable.RetryAfter.Seconds()))))
+	case errors.As(err, &version):
+		body.Details = fmt.Sprintf("version %d of the item is not kept: it never was, or it was pruned, expired or dropped; GET the item with ?history for the versions kept", version.version)
 	case errors.As(err, &forbidden):
 		body.Details = forbidden.Reason
 	case errors.Is(err, uds.ErrForbidden):

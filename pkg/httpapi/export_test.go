@@ -146,7 +146,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 			t.Errorf("%s's usage after the import: %s, before: %s", o, q, want)
 		}
 		r := e.do("POST", admin+"/apps/"+otherApp+"/users/"+o+"/quota/recompute", "").expect(t, 200)
-		if !strings.Contains(string(r.raw), `"drift":{"bytes":0,"items":0}`) {
+		if !strings.Contains(string(r.raw), `"drift":{"bytes":0,"items":0,"historyBytes":0}`) {
 			t.Errorf("%s: recompute after the import found drift: %s", o, r.raw)
 		}
 	}
@@ -335,7 +335,7 @@ func TestImportReplacesExpiredItems(t *testing.T) {
 		t.Errorf("the imported item reads %s", r.raw)
 	}
 	q := e.do("POST", admin+"/apps/"+app+"/users/alice/quota/recompute", "").expect(t, 200)
-	if !strings.Contains(string(q.raw), `"drift":{"bytes":0,"items":0}`) || !strings.Contains(string(q.raw), `"usedItems":2`) {
+	if !strings.Contains(string(q.raw), `"drift":{"bytes":0,"items":0,"historyBytes":0}`) || !strings.Contains(string(q.raw), `"usedItems":2`) {
 		t.Errorf("alice's usage after the import: %s", q.raw)
 	}
 }

@@ -187,7 +187,7 @@ func FuzzBatchBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		b, err := decodeBatch(body)
-		var ops []uds.BatchOp
+		var ops []batchOp
 		if err == nil {
 			ops, err = checkBatch(fuzzApp, "alice", &b, fuzzNow)
 		}
@@ -217,7 +217,7 @@ func FuzzBatchBody(f *testing.F) {
 
 // checkBatchOperation checks an accepted operation against what its
 // single-item route takes.
-func checkBatchOperation(t *testing.T, o batchOpJSON, op uds.BatchOp, atomic bool) {
+func checkBatchOperation(t *testing.T, o batchOpJSON, op batchOp, atomic bool) {
 	t.Helper()
 	switch op.Method {
 	case "POST", "PUT", "DELETE":
@@ -231,10 +231,11 @@ func checkBatchOperation(t *testing.T, o batchOpJSON, op uds.BatchOp, atomic boo
 	if op.Method != strings.ToUpper(o.Method) || op.Write.Subject != "alice" {
 		t.Fatalf("%+v became %+v", o, op)
 	}
-	if key, ok, comparable := routeKey(op.Method, o.Path); comparable && (!ok || key != op.Write.Key) {
-		t.Fatalf("path %q is %+v in a batch; its route takes %+v (ok %v)", o.Path, op.Write.Key, key, ok)
+	checkOperationPath(t, op, o.Path)
+	if op.restores() && atomic {
+		t.Fatalf("an atomic batch takes the restore %+v", o)
 	}
-	writes := op.Method == "POST" || op.Method == "PUT"
+	writes := op.Method == "POST" && !op.restores() || op.Method == "PUT"
 	if writes != present(o.Body) {
 		t.Fatalf("%s with body %s accepted", op.Method, o.Body)
 	}
@@ -250,7 +251,7 @@ func checkBatchOperation(t *testing.T, o batchOpJSON, op uds.BatchOp, atomic boo
 	var pre uds.Precondition
 	if o.IfMatch != "" {
 		var err error
-		if pre, err = parseIfMatch(o.IfMatch); err != nil || (op.Method != "PUT" && op.Method != "DELETE") {
+		if pre, err = parseIfMatch(o.IfMatch); err != nil || (op.Method != "PUT" && op.Method != "DELETE" && !op.restores()) {
 			t.Fatalf("ifMatch %q accepted on %s (%v)", o.IfMatch, op.Method, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,11 @@ var pathSeeds = []string{
 	"/rest/api/v1/data/" + fuzzApp + "/ns/id/list?limit=5&sortOrder=desc",
 	"/rest/api/v1/data/" + fuzzApp + "/ns/id/list?limt=5",
 	"/rest/api/v1/data/" + fuzzApp + "/ns/id?ttl=60",
+	"/rest/api/v1/data/" + fuzzApp + "/ns/id?version=2",
+	"/rest/api/v1/data/" + fuzzApp + "/ns/id/2024%2F01?history&limit=5",
+	"/rest/api/v1/data/" + fuzzApp + "/ns/id?restore=1",
+	"/rest/api/v1/data/" + fuzzApp + "/ns/id?history=1",
+	"/rest/api/v1/data/" + fuzzApp + "/ns/id/list?history",
 	"/rest/api/v1/data/" + fuzzApp + "/a%7Cb/new",
 	"/rest/api/v1/data/" + fuzzApp + "/a%2Fb/new",
 	"/rest/api/v1/data/" + fuzzApp + "/ns/a%2Fb\"",
@@ -216,37 +222,58 @@ func checkAllow(t *testing.T, r *http.Request, d dispatched) {
 	}
 }
 
-// routeKey is the key the single-item route of method takes from a
-// batch operation's path (relative to the app): ok is false where the
-// route refuses the path or serves no item there, comparable false where
-// no request line could carry the path.
-func routeKey(method, path string) (key uds.Key, ok, comparable bool) {
-	if strings.ContainsAny(path, "?#") {
-		return key, false, false
+// routeItem is the item and version the single-item route of method
+// takes from a batch operation's path (relative to the app), query
+// included: ok is false where the route refuses the path or its query, or
+// serves something else than one item there (a list, a history);
+// comparable is false where no request line could carry the path.
+func routeItem(method, path string) (key uds.Key, version int64, ok, comparable bool) {
+	if strings.Contains(path, "#") {
+		return key, noVersion, false, false
 	}
 	u, err := url.ParseRequestURI(BasePath + "/data/" + fuzzApp + "/" + strings.TrimPrefix(path, "/"))
 	if err != nil {
-		return key, false, false
+		return key, noVersion, false, false
 	}
-	d := fuzzAPI.dispatch(&http.Request{Method: method, URL: u, Header: http.Header{}})
-	if d.handler == nil {
-		return key, false, true
+	r := &http.Request{Method: method, URL: u, Header: http.Header{}}
+	d := fuzzAPI.dispatch(r)
+	if d.handler == nil || d.badQuery != nil {
+		return key, noVersion, false, true
 	}
 	if p := routes[routeIndex(d.route)].pattern; !strings.HasSuffix(p, "/{id}") && !strings.HasSuffix(p, "/{sortKey...}") {
-		return key, false, true
+		return key, noVersion, false, true
+	}
+	q, err := parseItemQuery(r)
+	if err != nil || q.history {
+		return key, noVersion, false, true
 	}
 	key, err = itemKey(d.params)
-	return key, err == nil, true
+	return key, q.version, err == nil, true
+}
+
+// checkOperationPath checks the item and version a batch took from an
+// operation's path against what the item route of its method takes from
+// the same path.
+func checkOperationPath(t *testing.T, op batchOp, path string) {
+	t.Helper()
+	key, version, ok, comparable := routeItem(op.Method, path)
+	if comparable && (!ok || key != op.Write.Key || version != op.version) {
+		t.Fatalf("path %q is %+v at version %d in a batch; its route takes %+v at version %d (ok %v)", path, op.Write.Key, op.version, key, version, ok)
+	}
 }
 
 // FuzzBatchPath checks a batch operation's method and path (checkOperation)
 // against the single-item route: one takes the path where the other does,
-// as the same key.
+// as the same key and, with ?version=V or ?restore=V, the same version.
 func FuzzBatchPath(f *testing.F) {
 	for _, p := range []string{
 		"kv/a", "/kv/a/", "kv/a/s", "kv/a/2024%2F01/x", "kv/a/2024/01/x", "kv/a/z//", "kv/a/z%2F", "kv/a//", "kv/a/list", "kv/a/list/",
 		"kv", "kv/", "/kv", "kv//a", "k%7Cv/a", "k%2Fv/a", "kv/a%2Fb\"", "kv/%ff", "kv/a%01", "kv/a%zz", "quota/x", "batch/x", "kv/a?x=1",
 		"kv/" + strings.Repeat("i", 2100), "kv/a/" + strings.Repeat("s", 1025),
+		"kv/a?version=3", "kv/a/s?version=0", "kv/a?restore=9007199254740991", "kv/a/?restore=9007199254740992", "kv/a?version=03",
+		"kv/a?version=+3", "kv/a?version=-1", "kv/a?version=", "kv/a?version", "kv/a?version=1&version=2", "kv/a?restore=1&version=1",
+		"kv/a?history", "kv/a?history=&limit=5", "kv/a?", "kv/a?&", "kv/a?version=%zz", "kv/a?version=1;x", "kv/a%3Fversion=1",
+		"kv/a?version=1#x", "kv/list?version=1", "kv/a/list?restore=1",
 	} {
 		for _, m := range []string{"GET", "post", "PUT", "DELETE", "PATCH"} {
 			f.Add(m, p)
@@ -264,9 +291,9 @@ func FuzzBatchPath(f *testing.F) {
 		// A POST or PUT without a body is refused for its body, after its
 		// path was taken.
 		taken := err == nil || invalid.Field == "body"
-		key, ok, comparable := routeKey(op.Method, path)
-		if comparable && (ok != taken || (ok && key != op.Write.Key)) {
-			t.Fatalf("%s %q: a batch takes %+v (%v), the route %+v (ok %v)", method, path, op.Write.Key, err, key, ok)
+		key, version, ok, comparable := routeItem(op.Method, path)
+		if comparable && (ok != taken || (ok && (key != op.Write.Key || version != op.version))) {
+			t.Fatalf("%s %q: a batch takes %+v at version %d (%v), the route %+v at version %d (ok %v)", method, path, op.Write.Key, op.version, err, key, version, ok)
 		}
 	})
 }
@@ -357,6 +384,65 @@ func checkListQuery(t *testing.T, r *http.Request, params url.Values) {
 		q.Range.Descending != strings.EqualFold(params.Get("sortOrder"), "DESC") || q.Limit < 1 || q.Limit > maxLimit || q.List != key {
 		t.Fatalf("%q read as %+v, cursor %q", r.URL.RawQuery, q, cursor)
 	}
+}
+
+// FuzzItemQuery parses the query strings of the item routes as each
+// method takes them (checkQuery, then parseItemQuery): a refusal is a 400
+// naming the parameter; an accepted version (?version=, ?restore=) is the
+// number the parameter writes, as ETags write numbers, from 0 to
+// uds.MaxVersion; ?history takes no value, comes without ?version, and
+// alone takes limit and cursor, the limit within a list's.
+func FuzzItemQuery(f *testing.F) {
+	for _, q := range []string{
+		"", "version=1", "version=0", "version=9007199254740991", "version=9007199254740992", "version=99999999999999999999",
+		"version=01", "version=+1", "version=-0", "version=-1", "version=1e3", "version=1.0", "version=%201", "version=%31",
+		"version=", "version", "version=1&version=1", "Version=1", "versoin=1", "restore=5", "restore=x", "restore=", "restore=5&restore=6",
+		"history", "history=", "history=1", "history=true", "history&history", "history&limit=5", "history&limit=1000", "history&limit=0",
+		"history&limit=1001", "history&cursor=abc.def", "history&cursor=", "limit=5", "cursor=x", "history&version=1", "version=1&limit=2",
+		"history&restore=1", "&&", "=", "history;limit=5", "version=%zz",
+	} {
+		for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
+			f.Add(m, q)
+		}
+	}
+	f.Fuzz(func(t *testing.T, method, rawQuery string) {
+		r := &http.Request{Method: method, URL: &url.URL{Path: "/", RawQuery: rawQuery}, Header: http.Header{}}
+		in := []byte(rawQuery)
+		if err := checkQuery(r, itemRouteQuery[method]); err != nil {
+			checkRefusal(t, in, err)
+			checkInvalidField(t, err, "query")
+			return
+		}
+		q, err := parseItemQuery(r)
+		if err != nil {
+			checkRefusal(t, in, err)
+			checkInvalidField(t, err, "query", "version", "restore", "history", "limit", "cursor")
+			return
+		}
+		params, _ := url.ParseQuery(rawQuery)
+		version := noVersion
+		for _, name := range []string{"version", "restore"} {
+			if params.Has(name) {
+				if v, err := strconv.ParseInt(params.Get(name), 10, 64); err == nil {
+					version = v
+				}
+				if strconv.FormatInt(version, 10) != params.Get(name) || version < 0 || version > uds.MaxVersion {
+					t.Fatalf("%s ?%s: %s=%q taken as version %d", method, rawQuery, name, params.Get(name), q.version)
+				}
+			}
+		}
+		paged := params.Has("limit") || params.Has("cursor")
+		switch {
+		case q.version != version:
+			t.Fatalf("%s ?%s: version %d taken, the query names %d", method, rawQuery, q.version, version)
+		case q.history != params.Has("history") || q.history && params.Get("history") != "":
+			t.Fatalf("%s ?%s: history taken as %v", method, rawQuery, q.history)
+		case q.history && params.Has("version"), !q.history && paged:
+			t.Fatalf("%s ?%s: accepted", method, rawQuery)
+		case q.history && (q.limit < 1 || q.limit > maxLimit || q.cursor != params.Get("cursor")):
+			t.Fatalf("%s ?%s: limit %d and cursor %q taken", method, rawQuery, q.limit, q.cursor)
+		}
+	})
 }
 
 // FuzzIfMatch parses If-Match values, and If-None-Match values against an

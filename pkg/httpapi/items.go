@@ -26,18 +26,43 @@ func itemKey(p params) (uds.Key, error) {
 	return key, nil
 }
 
-func (a *API) getItem(w http.ResponseWriter, r *http.Request, p params) {
+// itemRequest validates the key a route captured and the query it carries,
+// and applies the policy of the key's namespace. It answers a failure
+// itself and reports false. key is the item as the request named it, for
+// error bodies.
+func (a *API) itemRequest(w http.ResponseWriter, r *http.Request, p params) (key uds.Key, sc scope, q itemQuery, ok bool) {
 	key, err := itemKey(p)
+	if err == nil {
+		q, err = parseItemQuery(r)
+	}
+	if err == nil {
+		sc, err = a.inNamespace(r, key)
+	}
 	if err != nil {
 		a.fail(w, r, err, &key)
+		return key, sc, q, false
+	}
+	return key, sc, q, true
+}
+
+// getItem reads an item, one of its kept versions (?version=V), or its
+// history (?history, history.go).
+func (a *API) getItem(w http.ResponseWriter, r *http.Request, p params) {
+	key, sc, q, ok := a.itemRequest(w, r, p)
+	if !ok {
 		return
 	}
-	sc, err := a.inNamespace(r, key)
-	if err != nil {
-		a.fail(w, r, err, &key)
+	var it uds.Item
+	var err error
+	switch {
+	case q.history:
+		a.listVersions(w, r, key, &sc, q)
 		return
+	case q.version != noVersion:
+		it, err = a.version(r.Context(), &sc, q.version)
+	default:
+		it, err = a.store.Get(r.Context(), sc.key)
 	}
-	it, err := a.store.Get(r.Context(), sc.key)
 	a.answerGet(w, r, sc.key, it, err, r.Header.Values("If-None-Match"))
 }
 
@@ -62,27 +87,29 @@ func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it 
 	writeItem(w, http.StatusOK, &it)
 }
 
+// createItem creates an item, or restores one of its kept versions
+// (?restore=V, history.go).
 func (a *API) createItem(w http.ResponseWriter, r *http.Request, p params) {
-	a.writeItem(w, r, p, http.StatusCreated)
+	key, sc, q, ok := a.itemRequest(w, r, p)
+	switch {
+	case !ok:
+	case q.version != noVersion:
+		a.restoreItem(w, r, key, &sc, q.version)
+	default:
+		a.writeItem(w, r, key, &sc, http.StatusCreated)
+	}
 }
 
 func (a *API) updateItem(w http.ResponseWriter, r *http.Request, p params) {
-	a.writeItem(w, r, p, http.StatusOK)
+	if key, sc, _, ok := a.itemRequest(w, r, p); ok {
+		a.writeItem(w, r, key, &sc, http.StatusOK)
+	}
 }
 
-// writeItem creates (POST, 201) or updates (PUT, 200) an item.
-func (a *API) writeItem(w http.ResponseWriter, r *http.Request, p params, status int) {
-	key, err := itemKey(p)
-	if err != nil {
-		a.fail(w, r, err, &key)
-		return
-	}
-	sc, err := a.inNamespace(r, key)
-	if err != nil {
-		a.fail(w, r, err, &key)
-		return
-	}
+// writeItem creates (POST, 201) or updates (PUT, 200) the item of sc.
+func (a *API) writeItem(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope, status int) {
 	write := uds.Write{Key: sc.key, Subject: sc.subject, History: sc.policy.History}
+	var err error
 	if status == http.StatusOK {
 		if write.IfMatch, err = ifMatch(r); err != nil {
 			a.fail(w, r, err, &key)
@@ -94,7 +121,7 @@ func (a *API) writeItem(w http.ResponseWriter, r *http.Request, p params, status
 		err = sc.writable(a.now())
 	}
 	if err == nil {
-		err = a.checkData(&sc, write.Data)
+		err = a.checkData(sc, write.Data)
 	}
 	if err != nil {
 		a.fail(w, r, err, &key)
@@ -131,15 +158,15 @@ func answerWritten(w http.ResponseWriter, it *uds.Item, status int) {
 	writeItem(w, status, it)
 }
 
+// deleteItem deletes an item, or drops its kept versions (?history,
+// history.go).
 func (a *API) deleteItem(w http.ResponseWriter, r *http.Request, p params) {
-	key, err := itemKey(p)
-	if err != nil {
-		a.fail(w, r, err, &key)
+	key, sc, q, ok := a.itemRequest(w, r, p)
+	if !ok {
 		return
 	}
-	sc, err := a.inNamespace(r, key)
-	if err != nil {
-		a.fail(w, r, err, &key)
+	if q.history {
+		a.dropHistory(w, r, key, &sc)
 		return
 	}
 	pre, err := ifMatch(r)

@@ -102,13 +102,18 @@ func (a *API) checkData(sc *scope, data json.RawMessage) error {
 }
 
 // scopeOperation applies the policy to a checked batch operation, in
-// place, as the operation's single-item route would.
-func (a *API) scopeOperation(ctx context.Context, op *uds.BatchOp) error {
+// place, as the operation's single-item route would. A restore applies
+// the rules of writes when it runs (restore), once it has read the
+// version it writes back.
+func (a *API) scopeOperation(ctx context.Context, op *batchOp) error {
 	sc, err := a.scopeOf(ctx, op.Write.Subject, op.Write.Key)
 	if err != nil {
 		return err
 	}
-	op.Write.Key, op.Write.History = sc.key, sc.policy.History
+	op.Write.Key, op.Write.History, op.scope = sc.key, sc.policy.History, sc
+	if op.restores() {
+		return nil
+	}
 	if op.Method == http.MethodPut || op.Method == http.MethodDelete {
 		op.Write.IfMatch = sc.guard(op.Write.IfMatch)
 	}

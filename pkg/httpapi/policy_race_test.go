@@ -221,7 +221,7 @@ func TestPolicyChangesRacingWriters(t *testing.T) {
 	}
 	for w := range writers {
 		_, _, raw := send(0, "admin", "POST", fmt.Sprintf("%s/apps/%s/users/w%d/quota/recompute", admin, app, w), "")
-		if !strings.Contains(raw, `"drift":{"bytes":0,"items":0}`) || !strings.Contains(raw, `"usedItems":0`) {
+		if !strings.Contains(raw, `"drift":{"bytes":0,"items":0,"historyBytes":0}`) || !strings.Contains(raw, `"usedItems":0`) {
 			t.Errorf("w%d's usage after every item was deleted: %s", w, raw)
 		}
 	}

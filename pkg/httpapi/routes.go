@@ -36,11 +36,18 @@ type route struct {
 	query map[string][]string
 }
 
-// Query parameters of the paged reads.
+// Query parameters of the paged reads, and of the item routes: a kept
+// version read or restored, and the item's history listed (paged) or
+// dropped (history.go).
 var (
-	listQuery   = []string{"startKey", "endKey", "limit", "sortOrder", "cursor"}
-	pageQuery   = []string{"limit", "cursor"}
-	exportQuery = []string{"limit", "cursor", "history"}
+	listQuery      = []string{"startKey", "endKey", "limit", "sortOrder", "cursor"}
+	pageQuery      = []string{"limit", "cursor"}
+	exportQuery    = []string{"limit", "cursor", "history"}
+	itemRouteQuery = map[string][]string{
+		http.MethodGet:    {"version", "history", "limit", "cursor"},
+		http.MethodPost:   {"restore"},
+		http.MethodDelete: {"history"},
+	}
 )
 
 // routes is the dispatch table, tried in order: the first route whose
@@ -54,7 +61,7 @@ var routes = []route{
 		http.MethodPost: (*API).batch}, nil},
 	{GroupKV, "/data/{applicationUuid}/{namespace}/{id}", map[string]handler{
 		http.MethodGet: (*API).getItem, http.MethodPost: (*API).createItem,
-		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}, nil},
+		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}, itemRouteQuery},
 	{GroupList, "/data/{applicationUuid}/{namespace}/{id}/list", map[string]handler{
 		http.MethodGet: (*API).listItems, http.MethodDelete: (*API).deleteList},
 		map[string][]string{http.MethodGet: listQuery}},
@@ -64,7 +71,7 @@ var routes = []route{
 	// reserved sort key; Allow on .../list names the list's methods only.
 	{GroupList, "/data/{applicationUuid}/{namespace}/{id}/{sortKey...}", map[string]handler{
 		http.MethodGet: (*API).getItem, http.MethodPost: (*API).createItem,
-		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}, nil},
+		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}, itemRouteQuery},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/users", map[string]handler{
 		http.MethodGet: (*API).appUsers},
 		map[string][]string{http.MethodGet: pageQuery}},

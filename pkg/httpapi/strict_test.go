@@ -35,7 +35,9 @@ func TestBodiesAndQueriesMeanOneThing(t *testing.T) {
 		{"import member in another case", "POST", admin + "/apps/" + app + "/import", `{"Records":[]}`, "Invalid body", `did you mean "records"?`},
 		{"misspelt list parameter", "GET", base + "/kv/a/list?limt=5", "", "Invalid query", `did you mean "limit"?`},
 		{"list parameter in another case", "GET", base + "/kv/a/list?SORTORDER=desc", "", "Invalid query", `did you mean "sortOrder"?`},
-		{"parameter on an item route", "GET", base + "/kv/a?version=3", "", "Invalid query", `takes no query parameters`},
+		{"parameter on an item update", "PUT", base + "/kv/a?version=3", `{"data":1}`, "Invalid query", `takes no query parameters`},
+		{"misspelt item parameter", "GET", base + "/kv/a?verison=3", "", "Invalid query", `did you mean "version"?`},
+		{"another method's item parameter", "POST", base + "/kv/a?version=3", "", "Invalid query", `(this route takes restore)`},
 		{"misspelt admin parameter", "GET", admin + "/apps/" + app + "/users?cursr=x", "", "Invalid query", `did you mean "cursor"?`},
 		{"unrelated parameter", "GET", base + "/kv/a/list?zebra=1", "", "Invalid query", `takes startKey, endKey, limit, sortOrder, cursor`},
 	} {

@@ -189,6 +189,13 @@ func (f *fakeStore) ListItems(context.Context, store.ListQuery) (store.ListPage,
 	return store.ListPage{}, errFake
 }
 func (f *fakeStore) DeleteList(context.Context, uds.Write) (int, error) { return 0, errFake }
+func (f *fakeStore) Versions(context.Context, uds.Key, uds.History) ([]uds.Version, error) {
+	return nil, errFake
+}
+func (f *fakeStore) Version(context.Context, uds.Key, uds.History, int64) (uds.Item, error) {
+	return uds.Item{}, errFake
+}
+func (f *fakeStore) DropHistory(context.Context, uds.Write) (int, error) { return 0, errFake }
 func (f *fakeStore) Quota(context.Context, string, string) (uds.Quota, error) {
 	return uds.Quota{}, errFake
 }

@@ -232,6 +232,13 @@ func (echoStore) ListItems(context.Context, store.ListQuery) (store.ListPage, er
 	return store.ListPage{}, nil
 }
 func (echoStore) DeleteList(context.Context, uds.Write) (int, error) { return 0, nil }
+func (echoStore) Versions(context.Context, uds.Key, uds.History) ([]uds.Version, error) {
+	return nil, uds.ErrNotFound
+}
+func (echoStore) Version(context.Context, uds.Key, uds.History, int64) (uds.Item, error) {
+	return uds.Item{}, uds.ErrNotFound
+}
+func (echoStore) DropHistory(context.Context, uds.Write) (int, error) { return 0, nil }
 func (echoStore) Quota(_ context.Context, app, user string) (uds.Quota, error) {
 	return uds.Quota{App: app, User: user}, nil
 }

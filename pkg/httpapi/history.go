@@ -1,0 +1,307 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// Version history on the item routes (docs/decisions.md, "Version
+// history"): GET {item}?version=V reads a kept version, GET {item}?history
+// lists them, POST {item}?restore=V writes one back as the item's current
+// version, and DELETE {item}?history drops them. The item handlers
+// (items.go) branch here on the query.
+
+// noVersion is an item request that names no version.
+const noVersion int64 = -1
+
+// versionReason says what a version number is, for the 400s that refuse
+// one: a whole number as ETags write it, within what an item may reach.
+const versionReason = "must be a version number: a whole number from 0 to 9007199254740991, without sign or leading zeros"
+
+// parseVersion reads a version number, written as the item's "version"
+// and its ETag write it: decimal digits without sign or leading zeros,
+// at most uds.MaxVersion. Version 0 is a number an imported item may
+// carry.
+func parseVersion(s string) (int64, bool) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > uds.MaxVersion || strconv.FormatInt(n, 10) != s {
+		return 0, false
+	}
+	return n, true
+}
+
+// itemQuery is what the query string of an item route asks for. dispatch
+// has already refused a parameter the request's method does not take:
+// GET takes version, or history with limit and cursor; POST takes
+// restore; DELETE takes history.
+type itemQuery struct {
+	// version is the version GET ?version= reads or POST ?restore= writes
+	// back; noVersion when none is named.
+	version int64
+	// history asks for the item's kept versions: GET lists them, DELETE
+	// drops them.
+	history bool
+	// limit and cursor page a history listing.
+	limit  int
+	cursor string
+}
+
+// parseItemQuery reads and validates an item route's query string.
+func parseItemQuery(r *http.Request) (itemQuery, error) {
+	q := itemQuery{version: noVersion}
+	if r.URL.RawQuery == "" {
+		return q, nil
+	}
+	params, err := query(r)
+	if err != nil {
+		return q, err
+	}
+	for _, name := range [...]string{"version", "restore"} {
+		if !params.Has(name) {
+			continue
+		}
+		v, ok := parseVersion(params.Get(name))
+		if !ok {
+			return q, uds.Invalid(name, "%s, got %q", versionReason, uds.Truncate(params.Get(name), 64))
+		}
+		q.version = v
+	}
+	if params.Has("history") {
+		if v := params.Get("history"); v != "" {
+			return q, uds.Invalid("history", "takes no value: send ?history alone, got %q", uds.Truncate(v, 64))
+		}
+		q.history = true
+	}
+	paging := "limit"
+	if !params.Has(paging) && params.Has("cursor") {
+		paging = "cursor"
+	}
+	switch {
+	case q.history && params.Has("version"):
+		return q, uds.Invalid("version", "cannot be given with history: ?history lists the versions kept, ?version=V reads one of them")
+	case !q.history && params.Has(paging):
+		return q, uds.Invalid(paging, "pages a history listing, and applies only with ?history")
+	case q.history:
+		q.limit, err = pageLimit(params)
+		q.cursor = params.Get("cursor")
+	}
+	return q, err
+}
+
+// notKept is the error of a version that is not kept: never written,
+// pruned, expired, dropped, or the item's delete marker. It is a 404.
+type notKept struct{ version int64 }
+
+func (e *notKept) Error() string {
+	return "version " + strconv.FormatInt(e.version, 10) + " is not kept"
+}
+
+func (e *notKept) Is(target error) bool { return target == uds.ErrNotFound }
+
+// version reads version v of sc's item as a read of the item shows it.
+func (a *API) version(ctx context.Context, sc *scope, v int64) (uds.Item, error) {
+	it, err := a.store.Version(ctx, sc.key, sc.policy.History, v)
+	if errors.Is(err, uds.ErrNotFound) {
+		err = &notKept{v}
+	}
+	return it, err
+}
+
+// versionJSON is one entry of an item's history.
+type versionJSON struct {
+	Version int64 `json:"version"`
+	// Items written before UDS may lack audit fields; they are omitted
+	// rather than invented, as on the item.
+	UpdatedDate      string `json:"updatedDate,omitempty"`
+	UpdatedBySubject string `json:"updatedBySubject,omitempty"`
+	// Size is the stored size the version takes in its owner's usage,
+	// 0 for a delete marker.
+	Size    int64 `json:"size"`
+	Deleted bool  `json:"deleted,omitempty"`
+	// Current marks the item as it stands, or its delete marker when it
+	// was deleted.
+	Current bool `json:"current,omitempty"`
+}
+
+// historyPage is one page of an item's history, newest first; cursor is
+// set when more remain.
+type historyPage struct {
+	Versions []versionJSON `json:"versions"`
+	Cursor   string        `json:"cursor,omitempty"`
+}
+
+// listVersions answers GET {item}?history: a page of the item's history,
+// current state first. The whole history is one read (it holds at most
+// uds.MaxHistoryVersions versions and their delete markers), and a cursor
+// continues after the last entry its page showed.
+func (a *API) listVersions(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope, q itemQuery) {
+	// In a private namespace the key, and so the binding, is the
+	// caller's: another caller's cursor does not open.
+	binding := historyBinding(sc.key)
+	after := ""
+	if q.cursor != "" {
+		var err error
+		if after, err = a.cursors.Open(binding, q.cursor); err != nil {
+			a.fail(w, r, uds.Invalid("cursor", "was not issued for this item's history"), &key)
+			return
+		}
+	}
+	versions, err := a.store.Versions(r.Context(), sc.key, sc.policy.History)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
+	if after != "" {
+		versions = versionsAfter(versions, after)
+	}
+	page := historyPage{Versions: make([]versionJSON, 0, min(len(versions), q.limit))}
+	if len(versions) > q.limit {
+		versions = versions[:q.limit]
+		page.Cursor = a.cursors.Seal(binding, historyPosition(versions[len(versions)-1]))
+	}
+	for _, v := range versions {
+		j := versionJSON{Version: v.Version, UpdatedBySubject: v.UpdatedBy, Size: v.Size, Deleted: v.Deleted, Current: v.Current}
+		if !v.UpdatedDate.IsZero() {
+			j.UpdatedDate = store.FormatTime(v.UpdatedDate)
+		}
+		page.Versions = append(page.Versions, j)
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// historyBinding names an item's history for its cursors: a cursor only
+// continues the history of the item it came from.
+func historyBinding(key uds.Key) string {
+	return strings.Join([]string{"history", key.DataKey(), key.SortKey}, "\x00")
+}
+
+// A history cursor's position is the last entry its page showed: its
+// version number, and "c" when it was the current state. The current
+// state's number may repeat a kept version's (an item created again while
+// the namespace kept no history numbers from 1), so the mark tells them
+// apart.
+func historyPosition(v uds.Version) string {
+	p := strconv.FormatInt(v.Version, 10)
+	if v.Current {
+		p += "c"
+	}
+	return p
+}
+
+// versionsAfter is what follows position in versions (newest first). When
+// that entry is no longer there (the current state was replaced since,
+// and is kept now, or the version was pruned), it continues with the kept
+// versions older than it: kept versions never change their numbers, which
+// fall from the newest to the oldest.
+func versionsAfter(versions []uds.Version, position string) []uds.Version {
+	n, current := strings.CutSuffix(position, "c")
+	last, _ := strconv.ParseInt(n, 10, 64)
+	for i, v := range versions {
+		if v.Version == last && v.Current == current {
+			return versions[i+1:]
+		}
+	}
+	for i, v := range versions {
+		if !v.Current && v.Version < last {
+			return versions[i:]
+		}
+	}
+	return nil
+}
+
+// restoreItem serves POST {item}?restore=V, which takes If-Match and no
+// body.
+func (a *API) restoreItem(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope, version int64) {
+	pre, err := ifMatch(r)
+	if err == nil {
+		err = noBody(r)
+	}
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
+	a.answerRestore(w, r, key, sc, pre, version)
+}
+
+// noBody refuses a restore's body: a restore writes the version's own
+// data and className, and a body would say something it does not do.
+func noBody(r *http.Request) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 1))
+	switch {
+	case err != nil:
+		return uds.Invalid("body", "could not be read")
+	case len(b) > 0:
+		return uds.Invalid("body", "has no place in a restore, which writes the version's own data and className; send none")
+	}
+	return nil
+}
+
+// answerRestore restores a version of sc's item and answers as the write
+// it became; key is the item as the request named it, for error bodies.
+func (a *API) answerRestore(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope, pre uds.Precondition, version int64) {
+	it, status, err := a.restore(r.Context(), sc, pre, version)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
+	answerWritten(w, &it, status)
+}
+
+// restore writes version v of sc's item back as its current version, with
+// the version's data and className and no expiry. It is a write like any
+// other: refused while the namespace's access mode changes, checked
+// against today's schema (a *uds.SchemaError), charged to the owner's
+// quota, and it keeps the version it replaces. An item that exists is
+// updated under pre and the namespace's owner-write rule (200); one that
+// was deleted, when pre is not set, is created again (201), in an
+// owner-write namespace only by the creator of the version restored, who
+// alone could have changed it. A version that is not kept is a *notKept,
+// and nothing is written.
+func (a *API) restore(ctx context.Context, sc *scope, pre uds.Precondition, v int64) (uds.Item, int, error) {
+	if err := sc.writable(a.now()); err != nil {
+		return uds.Item{}, 0, err
+	}
+	old, err := a.version(ctx, sc, v)
+	if err == nil {
+		err = a.checkData(sc, old.Data)
+	}
+	if err != nil {
+		return uds.Item{}, 0, err
+	}
+	write := uds.Write{Key: sc.key, Data: old.Data, ClassName: old.ClassName, Subject: sc.subject, IfMatch: sc.guard(pre), History: sc.policy.History}
+	it, err := a.store.Update(ctx, write)
+	if !errors.Is(err, uds.ErrNotFound) || pre.IsSet() {
+		return it, http.StatusOK, err
+	}
+	if sc.policy.Mode() == uds.AccessOwnerWrite && old.CreatedBy != sc.subject {
+		return uds.Item{}, 0, uds.ErrForbidden
+	}
+	write.IfMatch = uds.Precondition{}
+	it, err = a.store.Create(ctx, write)
+	return it, http.StatusCreated, err
+}
+
+// dropHistory serves DELETE {item}?history: it removes the item's kept
+// versions, releasing what they held, and leaves the item as it is, so it
+// takes no If-Match. In an owner-write namespace only the item's creator
+// (or, once it is deleted, the creator of every kept version) drops them.
+func (a *API) dropHistory(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope) {
+	if len(r.Header.Values("If-Match")) > 0 {
+		a.fail(w, r, uds.Invalid("If-Match", "has no place in DELETE ?history, which leaves the item as it is"), &key)
+		return
+	}
+	n, err := a.store.DropHistory(r.Context(), uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: sc.guard(uds.Precondition{})})
+	observationFrom(r.Context()).noteDeleted(n)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
+	writeJSON(w, http.StatusOK, removal{n})
+}
