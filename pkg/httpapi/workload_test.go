@@ -103,8 +103,10 @@ type workloadEnv struct {
 	faults *faults.Transport
 	tables store.Tables
 	plain  *dynamodb.Client
-	// imported counts the records imports wrote, as their answers say.
-	imported atomic.Int64
+	// imported counts the records imports wrote, as their answers say;
+	// restored the restores answered 200 or 201, and kept the versions
+	// the histories hold at the end.
+	imported, restored, kept atomic.Int64
 }
 
 // killAfter is the test's own header: the server stops working on the
@@ -145,11 +147,11 @@ func runWorkload(t *testing.T, sc scenario, seed uint64) {
 	}
 	// The policies are in place before any write: a change into private
 	// is announced (202) and completed once it settles.
-	for ns, access := range workloadPolicies {
-		st, body := e.answered("PUT", admin+"/apps/"+app+"/namespaces/"+ns, "admin", `{"access":"`+access+`"}`)
+	for ns, policy := range workloadPolicies {
+		st, body := e.answered("PUT", admin+"/apps/"+app+"/namespaces/"+ns, "admin", policy)
 		if st == http.StatusAccepted {
 			time.Sleep(testSettle + 10*time.Millisecond)
-			st, body = e.answered("PUT", admin+"/apps/"+app+"/namespaces/"+ns, "admin", `{"access":"`+access+`"}`)
+			st, body = e.answered("PUT", admin+"/apps/"+app+"/namespaces/"+ns, "admin", policy)
 		}
 		if st != 200 {
 			t.Fatalf("setting the policy of %s: %d %s", ns, st, body)
@@ -208,8 +210,11 @@ func runWorkload(t *testing.T, sc scenario, seed uint64) {
 	if e.imported.Load() == 0 {
 		t.Error("no import wrote anything: the workload did not exercise import")
 	}
-	t.Logf("%d requests (%s); %d records imported; %d DynamoDB calls, faults %v; drift (items/bytes) %s",
-		stats.total(), stats, e.imported.Load(), calls, injected, strings.Join(drift, ", "))
+	if e.restored.Load() == 0 || e.kept.Load() == 0 {
+		t.Errorf("%d restores, %d versions kept at the end: the workload did not exercise history", e.restored.Load(), e.kept.Load())
+	}
+	t.Logf("%d requests (%s); %d records imported; %d restores, %d versions kept at the end; %d DynamoDB calls, faults %v; drift (items/bytes) %s",
+		stats.total(), stats, e.imported.Load(), e.restored.Load(), e.kept.Load(), calls, injected, strings.Join(drift, ", "))
 }
 
 func (e *workloadEnv) recorded(t *testing.T, owner string) uds.Usage {
@@ -295,6 +300,9 @@ type model struct {
 	etag   string
 	// expires is when the item expires, if it does.
 	expires time.Time
+	// deleted is the version a delete answered 204 for replaced, which a
+	// namespace with history keeps: the version to restore.
+	deleted int
 }
 
 // settle makes the model exact again around an expiry: an item about to
@@ -328,20 +336,36 @@ type worker struct {
 	items []model
 }
 
+// itemPath is the path of a worker's key-value item: the odd ones are in
+// a namespace that keeps history.
 func (w *worker) itemPath(i int) string {
-	return base + "/kv/w" + strconv.Itoa(w.id) + "-" + strconv.Itoa(i)
+	return base + "/" + itemNamespace(i) + "/w" + strconv.Itoa(w.id) + "-" + strconv.Itoa(i)
 }
 
-// workloadPolicies are the namespaces of the workload's lists that have a
-// policy: the private one gives every owner a list of their own, and in the
+func itemNamespace(i int) string {
+	if i%2 == 1 {
+		return "kept"
+	}
+	return "kv"
+}
+
+// keptVersions is what the workload's history namespace keeps.
+const keptVersions = 3
+
+// workloadPolicies are the namespaces of the workload that have a policy:
+// the private one gives every owner a list of their own, in the
 // owner-write one delete-alls and writes of other owners' items are
-// refused.
-var workloadPolicies = map[string]string{"mine": "private", "owned": "owner-write"}
+// refused, and the last keeps the versions its writes replace.
+var workloadPolicies = map[string]string{
+	"mine":  `{"access":"private"}`,
+	"owned": `{"access":"owner-write"}`,
+	"kept":  fmt.Sprintf(`{"access":"shared","history":{"versions":%d}}`, keptVersions),
+}
 
 // listPath is one of the lists all workers write into, in a random
 // namespace.
 func (w *worker) listPath() string {
-	return [...]string{"lists/shared0", "lists/shared1", "owned/thread", "mine/feed"}[w.rng.IntN(4)]
+	return [...]string{"lists/shared0", "lists/shared1", "owned/thread", "mine/feed", "kept/journal"}[w.rng.IntN(5)]
 }
 
 // value is JSON of a random size, so updates grow and shrink items.
@@ -481,6 +505,10 @@ func (w *worker) itemStep(kill time.Duration) {
 		w.resync(i)
 	}
 	m.settle()
+	if itemNamespace(i) == "kept" && w.rng.IntN(2) == 0 {
+		w.historyStep(kill, i)
+		return
+	}
 	var method, ifMatch string
 	switch r := w.rng.IntN(100); {
 	case r < 35:
@@ -534,8 +562,54 @@ func (w *worker) itemStep(kill time.Duration) {
 	case 201, 200:
 		m.exists, m.etag, m.expires = true, etag, expiresIn(answer)
 	case 204:
+		if m.exists {
+			m.deleted = versionOf(m.etag)
+		}
 		m.exists, m.etag = false, ""
 	}
+}
+
+// historyStep restores a version of one of the worker's items that keep
+// history, or drops its history, and checks the answer against the model:
+// a restore is a write (a quota may refuse it) of a version that may have
+// been pruned.
+func (w *worker) historyStep(kill time.Duration, i int) {
+	killed := kill > 0
+	m := &w.items[i]
+	path := w.itemPath(i)
+	if w.rng.IntN(6) == 0 {
+		st, _ := w.env.send(kill, "DELETE", path+"?history", w.owner, "", "")
+		w.expect("DELETE history", st, killed, 200)
+		return
+	}
+	// Mostly a version that is likely kept; now and then one long pruned.
+	version := max(1, m.deleted)
+	if m.exists {
+		version = max(1, versionOf(m.etag)-1-w.rng.IntN(keptVersions+1))
+	}
+	ifMatch := ""
+	if m.exists && w.rng.IntN(2) == 0 {
+		ifMatch = m.etag
+	}
+	st, answer := w.env.send(kill, "POST", path+"?restore="+strconv.Itoa(version), w.owner, "", ifMatch)
+	allowed := []int{201, 403, 404}
+	if m.exists {
+		allowed = []int{200, 403, 404}
+	}
+	if !w.expect("POST restore", st, killed, allowed...) {
+		m.known = false
+		return
+	}
+	if st == 200 || st == 201 {
+		*m = model{known: true, exists: true, etag: answer[strings.LastIndexByte(answer, 0)+1:]}
+		w.env.restored.Add(1)
+	}
+}
+
+// versionOf is the version an ETag names.
+func versionOf(etag string) int {
+	v, _ := strconv.Atoi(strings.TrimPrefix(strings.SplitN(etag, "-", 2)[0], `"`))
+	return v
 }
 
 // expect records an answer and reports whether the model may rely on it.
@@ -590,6 +664,48 @@ func (w *worker) checkModel() {
 		if st != 200 && st != 404 || (st == 200) != m.exists || m.exists && etag != m.etag {
 			w.t.Errorf("worker %d item %d: GET answers %d %s, the answers so far said exists=%v etag %s", w.id, i, st, etag, m.exists, m.etag)
 		}
+		if itemNamespace(i) == "kept" {
+			w.checkHistory(i, m)
+		}
+	}
+}
+
+// checkHistory compares an item's history with the model once quiet: the
+// item first (or a delete marker), versions newest first, no more kept
+// than the policy says.
+func (w *worker) checkHistory(i int, m model) {
+	st, answer := w.env.answered("GET", w.itemPath(i)+"?history", w.owner, "")
+	var out struct {
+		Versions []struct {
+			Version          int
+			Deleted, Current bool
+		}
+	}
+	if st == 200 {
+		_ = json.Unmarshal([]byte(answer[:strings.LastIndexByte(answer, 0)]), &out)
+	}
+	vs := out.Versions
+	switch {
+	case st == 404 && !m.exists:
+		return
+	case st != 200 || len(vs) == 0:
+		w.t.Errorf("worker %d item %d: GET ?history answers %d %s", w.id, i, st, answer)
+		return
+	case m.exists && (!vs[0].Current || vs[0].Deleted || vs[0].Version != versionOf(m.etag)):
+		w.t.Errorf("worker %d item %d: history %s does not start with the item at %s", w.id, i, answer, m.etag)
+	}
+	kept := 0
+	for j, v := range vs {
+		if j > 0 && v.Version >= vs[j-1].Version {
+			w.t.Errorf("worker %d item %d: history out of order: %s", w.id, i, answer)
+		}
+		if !v.Current && !v.Deleted {
+			kept++
+		}
+	}
+	w.env.kept.Add(int64(kept))
+	if kept > keptVersions {
+		w.t.Errorf("worker %d item %d: %d versions shown, the policy keeps %d: %s", w.id, i, kept, keptVersions, answer)
 	}
 }
 
