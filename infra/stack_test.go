@@ -1038,12 +1038,15 @@ func TestHistoryTable(t *testing.T) {
 			a := a.(map[string]any)
 			attrs[a["AttributeName"].(string)] = a["AttributeType"]
 		}
-		checkEqual(t, "AttributeDefinitions", attrs, map[string]any{"historyKey": "S", "version": "N", "ownerKey": "S"})
+		checkEqual(t, "AttributeDefinitions", attrs, map[string]any{"historyKey": "S", "version": "N", "ownerKey": "S", "keptOrder": "S"})
 	})
 	t.Run("owner index", func(t *testing.T) {
 		checkEqual(t, "GlobalSecondaryIndexes", p["GlobalSecondaryIndexes"], []any{map[string]any{
-			"IndexName":  "byOwner",
-			"KeySchema":  []any{map[string]any{"AttributeName": "ownerKey", "KeyType": "HASH"}},
+			"IndexName": "byOwner",
+			"KeySchema": []any{
+				map[string]any{"AttributeName": "ownerKey", "KeyType": "HASH"},
+				map[string]any{"AttributeName": "keptOrder", "KeyType": "RANGE"},
+			},
 			"Projection": map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": []any{"itemSize", "expiresAtMs"}},
 		}})
 	})

@@ -58,7 +58,11 @@ var commands = map[string]command{
 		},
 		run: setQuota},
 	"recompute": {args: "APP USER", short: "rebuild a user's usage from the data and report the drift (admin)", min: 2, max: 2, run: recompute},
-	"export":    {args: "APP", short: "write every record of an app to standard output as NDJSON (admin)", min: 1, max: 1, run: export},
+	"export": {args: "APP", short: "write every record of an app to standard output as NDJSON (admin)", min: 1, max: 1,
+		flags: func(fs *flag.FlagSet) {
+			fs.Bool("no-history", false, "leave out the versions namespaces' histories kept")
+		},
+		run: export},
 	"import": {args: "APP", short: "write NDJSON records (an export) into an app; exit 1 on conflicts (admin)", min: 1, max: 1,
 		flags: func(fs *flag.FlagSet) {
 			fs.String("file", "", "read the records from this file (default: standard input)")
@@ -294,8 +298,12 @@ func recompute(e *env, args []string) error {
 }
 
 func export(e *env, args []string) error {
+	var opts []client.ExportOption
+	if e.flag("no-history") == "true" {
+		opts = append(opts, client.WithoutHistory())
+	}
 	n := 0
-	for rec, err := range e.c.Export(e.ctx, args[0]) {
+	for rec, err := range e.c.Export(e.ctx, args[0], opts...) {
 		if err != nil {
 			return err
 		}

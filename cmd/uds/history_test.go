@@ -148,3 +148,52 @@ func TestHistoryCommandRequests(t *testing.T) {
 		})
 	}
 }
+
+// An export carries the versions histories kept and their delete markers
+// (unless --no-history); imported into another app, they come back as
+// they were, and that app's export is the same bytes.
+func TestHistoryExportImport(t *testing.T) {
+	t.Parallel()
+	srv := apitest.Server(t, 10*time.Second)
+	const otherApp = "0b4e7c4e-6f0a-4b43-9d53-2f6c1e0f6a11"
+	for _, a := range []string{app, otherApp} {
+		if code, _, errOut := uds(t, srv, "", "set-policy", a, "hist", "--access", "shared", "--history-versions", "3", "--history-days", "30"); code != 0 {
+			t.Fatalf("set-policy: %s", errOut)
+		}
+	}
+	for i, args := range [][]string{
+		{"--subject", "alice", "create", app, "hist", "doc", "--data", `{"n":1}`},
+		{"--subject", "bob", "put", app, "hist", "doc", "--data", `{"n":2}`},
+		{"--subject", "bob", "put", app, "hist", "doc", "--data", `{"n":3,"class":"x"}`, "--class", "Note"},
+		{"--subject", "alice", "create", app, "hist", "gone", "--data", `"soon deleted"`},
+		{"--subject", "carol", "rm", app, "hist", "gone"},
+		{"--subject", "bob", "create", app, "hist", "journal", "2026/11/25", "--data", `{"entry":1}`},
+		{"--subject", "bob", "put", app, "hist", "journal", "2026/11/25", "--data", `{"entry":2}`},
+	} {
+		if code, _, errOut := uds(t, srv, "", args...); code != 0 {
+			t.Fatalf("write %d (%v): %s", i+1, args, errOut)
+		}
+	}
+	code, first, errOut := uds(t, srv, "", "export", app)
+	// alice: doc, its version 1 and 2, gone's version 1 and its marker;
+	// bob: the journal entry and its version 1.
+	if code != 0 || strings.Count(first, "\n") != 7 || strings.Count(first, `"keptAt":`) != 5 || strings.Count(first, `"deleted":true`) != 1 {
+		t.Fatalf("export: exit %d, stderr %q:\n%s", code, errOut, first)
+	}
+	if code, out, _ := uds(t, srv, "", "export", "--no-history", app); code != 0 || strings.Count(out, "\n") != 2 || strings.Contains(out, "keptAt") {
+		t.Fatalf("export --no-history: exit %d:\n%s", code, out)
+	}
+	if code, out, errOut := uds(t, srv, first, "import", otherApp); code != 0 || !strings.Contains(out, `"imported":7`) {
+		t.Fatalf("import: exit %d %q %q", code, out, errOut)
+	}
+	if code, again, _ := uds(t, srv, "", "export", otherApp); code != 0 || again != first {
+		t.Fatalf("the other app's export differs:\n%s\nwant\n%s", again, first)
+	}
+	for _, item := range [][]string{{"hist", "doc"}, {"hist", "gone"}, {"hist", "journal", "2026/11/25"}} {
+		_, want, _ := uds(t, srv, "", append([]string{"history", app}, item...)...)
+		code, got, _ := uds(t, srv, "", append([]string{"history", otherApp}, item...)...)
+		if code != 0 || got != want || want == "" {
+			t.Errorf("history of %v in the other app:\n%s\nwant\n%s", item, got, want)
+		}
+	}
+}

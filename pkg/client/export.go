@@ -8,18 +8,21 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"net/url"
 )
 
-// Record is one item of an export, as the server writes it; import takes
-// it back. Fields keep the server's text (dates included), so a record
-// decoded and encoded again gives the same bytes.
+// Record is one item of an export, or a version its namespace's history
+// kept (KeptAt set; a delete marker has Deleted and no Data), as the
+// server writes it; import takes it back. Fields keep the server's text
+// (dates included), so a record decoded and encoded again gives the same
+// bytes.
 type Record struct {
 	Namespace        string          `json:"namespace"`
 	ID               string          `json:"id"`
 	SortKey          string          `json:"sortKey,omitempty"`
 	Private          bool            `json:"private,omitempty"`
 	Owner            string          `json:"owner"`
-	Data             json.RawMessage `json:"data"`
+	Data             json.RawMessage `json:"data,omitempty"`
 	ClassName        string          `json:"className,omitempty"`
 	CreatedDate      string          `json:"createdDate,omitempty"`
 	CreatedBySubject string          `json:"createdBySubject"`
@@ -27,7 +30,16 @@ type Record struct {
 	UpdatedBySubject string          `json:"updatedBySubject"`
 	Version          int64           `json:"version"`
 	ExpiresAt        string          `json:"expiresAt,omitempty"`
+	KeptAt           string          `json:"keptAt,omitempty"`
+	Deleted          bool            `json:"deleted,omitempty"`
 }
+
+// ExportOption changes what an export carries.
+type ExportOption func(url.Values)
+
+// WithoutHistory leaves kept versions and delete markers out of an
+// export; by default it carries them after each owner's items.
+func WithoutHistory() ExportOption { return func(q url.Values) { q.Set("history", "false") } }
 
 // MaxImportRecords is the most records one import request takes.
 const MaxImportRecords = 1000
@@ -52,20 +64,25 @@ func RecordBytes(rec Record) (int, error) {
 // ExportPage reads the page of app's records after cursor ("" for the
 // first; limit 0: the server's 1000) and the cursor of the next page (""
 // after the last).
-func (c *Client) ExportPage(ctx context.Context, app, cursor string, limit int) ([]Record, string, error) {
+func (c *Client) ExportPage(ctx context.Context, app, cursor string, limit int, opts ...ExportOption) ([]Record, string, error) {
 	var p struct {
 		Records []Record `json:"records"`
 		Cursor  string   `json:"cursor"`
 	}
-	_, err := c.call(ctx, request{method: http.MethodGet, path: adminApp(app) + "/export", query: limitQuery(cursor, limit), retry: always}, &p, http.StatusOK)
+	q := limitQuery(cursor, limit)
+	for _, o := range opts {
+		o(q)
+	}
+	_, err := c.call(ctx, request{method: http.MethodGet, path: adminApp(app) + "/export", query: q, retry: always}, &p, http.StatusOK)
 	return p.Records, p.Cursor, err
 }
 
 // Export iterates over every record of app: owner by owner, each owner's
-// key-value items, then list items.
-func (c *Client) Export(ctx context.Context, app string) iter.Seq2[Record, error] {
+// key-value items, then list items, then (unless WithoutHistory) the
+// versions their histories kept.
+func (c *Client) Export(ctx context.Context, app string, opts ...ExportOption) iter.Seq2[Record, error] {
 	return pages(ctx, func(ctx context.Context, cursor string) ([]Record, string, error) {
-		return c.ExportPage(ctx, app, cursor, 0)
+		return c.ExportPage(ctx, app, cursor, 0, opts...)
 	})
 }
 

@@ -137,6 +137,10 @@ const (
 	AttrHistoryKey = "historyKey"
 	// AttrKeptAt is when the version was replaced (Unix milliseconds).
 	AttrKeptAt = "keptAt"
+	// AttrKeptOrder is a kept entry's sort key in the history table's
+	// owner index: the item's digest and the zero-padded version, so that
+	// an owner's entries come in the same order in every app.
+	AttrKeptOrder = "keptOrder"
 	// AttrDeleted marks a delete marker: the entry a delete leaves above
 	// the version it kept, with who deleted the item and when, and no
 	// value.
@@ -204,7 +208,9 @@ var List = Table{
 
 // History holds the versions that writes in namespaces with a history
 // policy replaced, one partition per item, and each item's history head.
-// Its owner index serves recompute as the data tables' does; its stream
+// Its owner index serves recompute and export as the data tables' does,
+// sorted (schema.AttrKeptOrder) so that an export lists an owner's kept
+// entries in the same order whatever app holds them; its stream
 // lets the expiry function release versions that DynamoDB's TTL removed
 // after the policy's age limit.
 var History = Table{
@@ -213,8 +219,13 @@ var History = Table{
 	EnvVar:      "UDS_TABLE_HISTORY",
 	Hash:        KeyAttr{AttrHistoryKey, String},
 	Range:       &KeyAttr{AttrVersion, Number},
-	Indexes:     []Index{ownerIndex},
-	Streamed:    true,
+	Indexes: []Index{{
+		Name:             IndexByOwner,
+		Hash:             KeyAttr{AttrOwnerKey, String},
+		Range:            &KeyAttr{AttrKeptOrder, String},
+		NonKeyAttributes: []string{AttrItemSize, AttrExpiresAtMillis},
+	}},
+	Streamed: true,
 }
 
 // Usage holds per (user, app) usage and the per-user limit override. Its hash

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -166,9 +168,13 @@ func (p *exportPager) table(ctx context.Context, pos ExportPosition) error {
 	}
 	switch {
 	case pos.HistoryKey != "":
-		in.ExclusiveStartKey = historyEntryKey(uds.Key{}, pos.Version)
-		in.ExclusiveStartKey[schema.AttrHistoryKey] = &types.AttributeValueMemberS{Value: pos.HistoryKey}
-		in.ExclusiveStartKey[schema.AttrOwnerKey] = &types.AttributeValueMemberS{Value: owner}
+		_, digest, _ := strings.Cut(pos.HistoryKey, uds.KeyDelimiter)
+		in.ExclusiveStartKey = map[string]types.AttributeValue{
+			schema.AttrOwnerKey:   &types.AttributeValueMemberS{Value: owner},
+			schema.AttrKeptOrder:  &types.AttributeValueMemberS{Value: keptOrder(digest, pos.Version)},
+			schema.AttrHistoryKey: &types.AttributeValueMemberS{Value: pos.HistoryKey},
+			schema.AttrVersion:    &types.AttributeValueMemberN{Value: strconv.FormatInt(pos.Version, 10)},
+		}
 	case pos.DataKey != "":
 		in.ExclusiveStartKey = map[string]types.AttributeValue{
 			schema.AttrOwnerKey: &types.AttributeValueMemberS{Value: owner},

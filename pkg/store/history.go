@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,12 +30,17 @@ import (
 // holds, and writes the head back on its revision: concurrent writers of
 // one item serialise on the item and on the head.
 
-// historyKey names an item's history: its app, then a digest of its keys,
-// so that any data key and sort key fit the partition key, and an export
-// finds an app's histories by prefix.
+// historyKey names an item's history: its app, then a digest of the rest
+// of its keys, so that any data key and sort key fit the partition key,
+// and the digest is the same in every app (an app's export, imported into
+// another, lists the same items in the same order).
 func historyKey(key uds.Key) string {
-	sum := sha256.Sum256([]byte(key.DataKey() + "\x00" + key.SortKey))
-	return key.App + uds.KeyDelimiter + base64.RawURLEncoding.EncodeToString(sum[:])
+	return key.App + uds.KeyDelimiter + itemDigest(key)
+}
+
+func itemDigest(key uds.Key) string {
+	sum := sha256.Sum256([]byte(strings.TrimPrefix(key.DataKey(), key.App+uds.KeyDelimiter) + "\x00" + key.SortKey))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 func historyEntryKey(key uds.Key, version int64) map[string]types.AttributeValue {
@@ -41,6 +48,21 @@ func historyEntryKey(key uds.Key, version int64) map[string]types.AttributeValue
 		schema.AttrHistoryKey: &types.AttributeValueMemberS{Value: historyKey(key)},
 		schema.AttrVersion:    &types.AttributeValueMemberN{Value: strconv.FormatInt(version, 10)},
 	}
+}
+
+// keptRow starts a kept entry's attributes: its key, and its place in the
+// owner index (schema.AttrKeptOrder).
+func keptRow(key uds.Key, version int64) map[string]types.AttributeValue {
+	row := historyEntryKey(key, version)
+	row[schema.AttrKeptOrder] = &types.AttributeValueMemberS{Value: keptOrder(itemDigest(key), version)}
+	return row
+}
+
+// keptOrder sorts an owner's kept entries by item, then version: the
+// item's digest and the version, zero-padded to the 16 digits of the
+// largest version.
+func keptOrder(digest string, version int64) string {
+	return fmt.Sprintf("%s#%016d", digest, version)
 }
 
 // keptVersion is what a head says of one kept version. A delete marker
@@ -274,9 +296,10 @@ func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old ma
 			entry[name] = v
 		}
 	}
-	entry[schema.AttrHistoryKey] = &types.AttributeValueMemberS{Value: historyKey(key)}
 	entry[schema.AttrKeptAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(kept.keptAt, 10)}
-	entry[schema.AttrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(kept.version, 10)}
+	for name, v := range keptRow(key, kept.version) {
+		entry[name] = v
+	}
 	if h.Days > 0 {
 		kept.expiresAt = now.Add(h.Age()).UnixMilli()
 		entry[schema.AttrExpiresAt], entry[schema.AttrExpiresAtMillis] = expiryAVs(time.UnixMilli(kept.expiresAt))
@@ -306,7 +329,7 @@ func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old ma
 // owner, with no size, so that an export of that owner's data carries it
 // beside the version it stands above.
 func (s *Store) markerPut(key uds.Key, m keptVersion) types.TransactWriteItem {
-	row := historyEntryKey(key, m.version)
+	row := keptRow(key, m.version)
 	row[schema.AttrDataKey] = &types.AttributeValueMemberS{Value: key.DataKey()}
 	if key.SortKey != "" {
 		row[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: key.SortKey}

@@ -119,7 +119,7 @@ func keptOf(app string, e importEntry) keptVersion {
 // record's owner.
 func (s *Store) keptPut(app string, e importEntry, k keptVersion) types.TransactWriteItem {
 	row := s.importPut(app, e).Item
-	for name, v := range historyEntryKey(e.rec.Key, k.version) {
+	for name, v := range keptRow(e.rec.Key, k.version) {
 		row[name] = v
 	}
 	row[schema.AttrKeptAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(k.keptAt, 10)}
