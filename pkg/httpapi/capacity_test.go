@@ -66,6 +66,7 @@ func TestCapacityTable(t *testing.T) {
 	kb := func(n int) string { return `{"data":{"s":"` + strings.Repeat("a", n*1000-20) + `"}}` }
 	list := base + "/cap/list"
 	big := base + "/cap/big"
+	hist := base + "/hist/item"
 	var exported string // the export page, as an import body
 	type row struct {
 		op     string
@@ -115,6 +116,22 @@ func TestCapacityTable(t *testing.T) {
 		{"batch of 100 POSTs (1 KB), one by one", 200, func() response { return e.do("POST", base+"/batch", batchOf(100, "POST", "b1", kb(1), false)) }, map[string]int{"TransactWriteItems": 100, "GetItem": 1}},
 		{"batch of 100 GETs (1 KB)", 200, func() response { return e.do("POST", base+"/batch", batchOf(100, "GET", "b1", "", false)) }, map[string]int{"BatchGetItem": 1}},
 		{"batch of 50 POSTs (1 KB), atomic", 200, func() response { return e.do("POST", base+"/batch", batchOf(50, "POST", "b2", kb(1), true)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1, "GetItem": 1}},
+		// In a namespace that keeps history (hist: up to 10 versions),
+		// a write reads the item and its history head in one call and
+		// commits the kept version, the head and the usage with it; a
+		// create reads the head alone (and, the first time, the policy).
+		{"POST key-value item (1 KB), with history", 201, func() response { return e.do("POST", hist, kb(1)) }, map[string]int{"GetItem": 2, "TransactWriteItems": 1}},
+		{"PUT key-value item, same size, with history", 200, func() response { return e.do("PUT", hist, kb(1)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}},
+		{"PUT key-value item, grows to 3 KB, with history", 200, func() response { return e.do("PUT", hist, kb(3)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}},
+		{"GET ?history of an item with 2 kept versions", 200, func() response { return e.do("GET", hist+"?history", "") }, map[string]int{"BatchGetItem": 1}},
+		{"GET ?version of a kept version (1 KB)", 200, func() response { return e.do("GET", hist+"?version=1", "") }, map[string]int{"BatchGetItem": 1}},
+		{"POST ?restore of a kept version (1 KB)", 200, func() response { return e.do("POST", hist+"?restore=1", "") }, map[string]int{"BatchGetItem": 2, "TransactWriteItems": 1}},
+		{"DELETE key-value item, with history", 204, func() response { return e.do("DELETE", hist, "") }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}},
+		{"POST key-value item after its delete, with history", 201, func() response { return e.do("POST", hist, kb(1)) }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
+		{"DELETE ?history of 5 kept versions and a marker", 200, func() response { return e.do("DELETE", hist+"?history", "") }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}},
+	}
+	if r := e.do("PUT", admin+"/apps/"+app+"/namespaces/hist", `{"access":"shared","history":{"versions":10}}`); r.status != 200 {
+		t.Fatalf("setting the history policy: %d %s", r.status, r.raw)
 	}
 	var md strings.Builder
 	md.WriteString("| API operation | DynamoDB calls | RCU | WCU |\n|---|---|---:|---:|\n")

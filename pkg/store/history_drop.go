@@ -65,6 +65,8 @@ func (s *Store) DropHistory(ctx context.Context, w uds.Write) (int, error) {
 		switch {
 		case err != nil:
 			return removed, err
+		case refused == nil && len(rest) == 0:
+			return removed + versions, nil
 		case refused == nil:
 			removed += versions
 			continue
