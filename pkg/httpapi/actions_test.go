@@ -128,14 +128,7 @@ func TestExportImportDynamoDBActions(t *testing.T) {
 	admin := httpapi.New(store.New(recorder, tables, store.WithClock(clock.Now)), httpapi.GroupAdmin, cfg)
 	do := func(api http.Handler, method, path, body string, status int) string {
 		t.Helper()
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("X-Uds-Subject", "alice")
-		w := httptest.NewRecorder()
-		api.ServeHTTP(w, req)
-		if w.Code != status {
-			t.Fatalf("%s %s: %d %s, want %d", method, path, w.Code, w.Body, status)
-		}
-		return w.Body.String()
+		return serveAs(t, api, "alice", method, path, body, status)
 	}
 	const otherBase = "/rest/api/v1/data/" + otherApp
 	do(data, "POST", base+"/kv/a", `{"data":1}`, 201)
@@ -229,13 +222,7 @@ func TestHistoryDynamoDBActions(t *testing.T) {
 			})
 			do := func(method, path, body string, status int) {
 				t.Helper()
-				req := httptest.NewRequest(method, path, strings.NewReader(body))
-				req.Header.Set("X-Uds-Subject", "alice")
-				w := httptest.NewRecorder()
-				api.ServeHTTP(w, req)
-				if w.Code != status {
-					t.Fatalf("%s %s: %d %s, want %d", method, path, w.Code, w.Body, status)
-				}
+				serveAs(t, api, "alice", method, path, body, status)
 			}
 			do("POST", tc.path, `{"data":1}`, 201)
 			do("PUT", tc.path, `{"data":2}`, 200)
@@ -270,4 +257,18 @@ func TestHistoryDynamoDBActions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveAs has api serve a request of subject and fails the test unless it
+// answers status; it returns the body.
+func serveAs(t *testing.T, api http.Handler, subject, method, path, body string, status int) string {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("X-Uds-Subject", subject)
+	w := httptest.NewRecorder()
+	api.ServeHTTP(w, req)
+	if w.Code != status {
+		t.Fatalf("%s %s: %d %s, want %d", method, path, w.Code, w.Body, status)
+	}
+	return w.Body.String()
 }

@@ -58,6 +58,17 @@ func keptRow(key uds.Key, version int64) map[string]types.AttributeValue {
 	return row
 }
 
+// putKept writes a kept entry where its number is free: a number is
+// never written twice.
+func (s *Store) putKept(row map[string]types.AttributeValue) types.TransactWriteItem {
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName:                aws.String(s.tables.History),
+		Item:                     row,
+		ConditionExpression:      aws.String("attribute_not_exists(#hk)"),
+		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
+	}}
+}
+
 // keptOrder sorts an owner's kept entries by item, then version: the
 // item's digest and the version, zero-padded to the 16 digits of the
 // largest version.
@@ -308,12 +319,7 @@ func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old ma
 		kept.owner = ownerKey(key.App, who)
 		ch.deltas.add(key.App, who, uds.Usage{Bytes: kept.size, History: kept.size})
 	}
-	ch.actions = append(ch.actions, types.TransactWriteItem{Put: &types.Put{
-		TableName:                aws.String(s.tables.History),
-		Item:                     entry,
-		ConditionExpression:      aws.String("attribute_not_exists(#hk)"),
-		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
-	}})
+	ch.actions = append(ch.actions, s.putKept(entry))
 	list := append([]keptVersion{kept}, head.kept...)
 	if deleter != nil {
 		last = kept.version + 1
@@ -345,12 +351,7 @@ func (s *Store) markerPut(key uds.Key, m keptVersion) types.TransactWriteItem {
 	if m.expiresAt != 0 {
 		row[schema.AttrExpiresAt], row[schema.AttrExpiresAtMillis] = expiryAVs(time.UnixMilli(m.expiresAt))
 	}
-	return types.TransactWriteItem{Put: &types.Put{
-		TableName:                aws.String(s.tables.History),
-		Item:                     row,
-		ConditionExpression:      aws.String("attribute_not_exists(#hk)"),
-		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
-	}}
+	return s.putKept(row)
 }
 
 // headUnchanged is a create's check that the head it read, and so the
@@ -358,20 +359,19 @@ func (s *Store) markerPut(key uds.Key, m keptVersion) types.TransactWriteItem {
 // earlier item that commits in between moves it, and the create starts
 // over with the new number.
 func (s *Store) headUnchanged(key uds.Key, head historyHead) types.TransactWriteItem {
-	check := &types.ConditionCheck{
-		TableName:                aws.String(s.tables.History),
-		Key:                      historyEntryKey(key, schema.HeadVersion),
-		ConditionExpression:      aws.String("attribute_not_exists(#hk)"),
-		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
-	}
-	if head.exists {
-		check.ConditionExpression = aws.String("#hr = :hr")
-		check.ExpressionAttributeNames = map[string]string{"#hr": schema.AttrHeadRevision}
-		check.ExpressionAttributeValues = map[string]types.AttributeValue{
-			":hr": &types.AttributeValueMemberN{Value: strconv.FormatInt(head.revision, 10)},
-		}
-	}
+	check := &types.ConditionCheck{TableName: aws.String(s.tables.History), Key: historyEntryKey(key, schema.HeadVersion)}
+	check.ConditionExpression, check.ExpressionAttributeNames, check.ExpressionAttributeValues = headAsRead(head)
 	return types.TransactWriteItem{ConditionCheck: check}
+}
+
+// headAsRead is the condition that an item's head is still as read: at
+// its revision, or still absent.
+func headAsRead(head historyHead) (*string, map[string]string, map[string]types.AttributeValue) {
+	if !head.exists {
+		return aws.String("attribute_not_exists(#hk)"), map[string]string{"#hk": schema.AttrHistoryKey}, nil
+	}
+	return aws.String("#hr = :hr"), map[string]string{"#hr": schema.AttrHeadRevision},
+		map[string]types.AttributeValue{":hr": &types.AttributeValueMemberN{Value: strconv.FormatInt(head.revision, 10)}}
 }
 
 // commitKeeping commits a write in a namespace with history: the item's
@@ -492,18 +492,7 @@ func (s *Store) headPut(key uds.Key, head historyHead, kept []keptVersion, last 
 	item[schema.AttrKept] = &types.AttributeValueMemberL{Value: list}
 	item[schema.AttrLastVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(last, 10)}
 	item[schema.AttrHeadRevision] = &types.AttributeValueMemberN{Value: strconv.FormatInt(head.revision+1, 10)}
-	put := &types.Put{
-		TableName:                aws.String(s.tables.History),
-		Item:                     item,
-		ConditionExpression:      aws.String("attribute_not_exists(#hk)"),
-		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
-	}
-	if head.exists {
-		put.ConditionExpression = aws.String("#hr = :hr")
-		put.ExpressionAttributeNames = map[string]string{"#hr": schema.AttrHeadRevision}
-		put.ExpressionAttributeValues = map[string]types.AttributeValue{
-			":hr": &types.AttributeValueMemberN{Value: strconv.FormatInt(head.revision, 10)},
-		}
-	}
+	put := &types.Put{TableName: aws.String(s.tables.History), Item: item}
+	put.ConditionExpression, put.ExpressionAttributeNames, put.ExpressionAttributeValues = headAsRead(head)
 	return types.TransactWriteItem{Put: put}
 }

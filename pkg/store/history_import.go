@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/schema"
@@ -123,10 +122,5 @@ func (s *Store) keptPut(app string, e importEntry, k keptVersion) types.Transact
 		row[name] = v
 	}
 	row[schema.AttrKeptAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(k.keptAt, 10)}
-	return types.TransactWriteItem{Put: &types.Put{
-		TableName:                aws.String(s.tables.History),
-		Item:                     row,
-		ConditionExpression:      aws.String("attribute_not_exists(#hk)"),
-		ExpressionAttributeNames: map[string]string{"#hk": schema.AttrHistoryKey},
-	}}
+	return s.putKept(row)
 }
