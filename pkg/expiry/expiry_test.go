@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -136,5 +137,36 @@ func TestStreamEventsReplay(t *testing.T) {
 	}
 	if !expiry.IsTTLRemoval(ttl.Records[0]) || expiry.IsTTLRemoval(readEvent(t, "03-removal-by-uds.json").Records[0]) {
 		t.Error("IsTTLRemoval does not tell DynamoDB's deletions from others")
+	}
+}
+
+// The TTL's removals of a kept version and its delete marker, from the
+// history table's stream: the version's bytes (and history bytes) are
+// released once, however often the batch comes; the marker held nothing.
+func TestKeptVersionRemovalsReplay(t *testing.T) {
+	c := storetest.Client(t)
+	tables := storetest.NewTables(t)
+	h := expiry.Handler(store.New(c, tables), slog.New(slog.DiscardHandler), emf.NewWriter(io.Discard))
+	// The version's 150 bytes, as the write that kept it charged them.
+	if _, err := c.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(tables.Usage),
+		Key: map[string]types.AttributeValue{
+			"user": &types.AttributeValueMemberS{Value: "erin"}, "app": &types.AttributeValueMemberS{Value: app},
+		},
+		UpdateExpression: aws.String("ADD usedBytes :b, historyBytes :b, usedItems :zero"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":b": &types.AttributeValueMemberN{Value: "150"}, ":zero": &types.AttributeValueMemberN{Value: "0"},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		resp, err := h(context.Background(), readEvent(t, "04-ttl-removal-of-kept-versions.json"))
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("round %d: %+v, %v", round, resp, err)
+		}
+		if u := storetest.RecordedUsage(t, c, tables, app, "erin"); u != (uds.Usage{}) {
+			t.Fatalf("round %d: usage %+v, want the version released once", round, u)
+		}
 	}
 }
