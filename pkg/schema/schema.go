@@ -148,7 +148,8 @@ const (
 	// AttrKept, AttrLastVersion and AttrHeadRevision are the attributes of
 	// an item's history head (the entry at version HeadVersion): the kept
 	// versions' sizes, owners and audit fields, the highest version number
-	// the key has used, and a counter that every change of the head bumps.
+	// a kept version or delete marker of the key has used, and a counter
+	// that every change of the head bumps.
 	AttrKept         = "kept"
 	AttrLastVersion  = "lastVersion"
 	AttrHeadRevision = "headRevision"
