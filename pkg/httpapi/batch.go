@@ -332,7 +332,7 @@ func operationVersion(method, rawQuery string, atomic bool) (int64, error) {
 	takes := map[string]string{http.MethodGet: "version", http.MethodPost: "restore"}[method]
 	for name, values := range q {
 		switch {
-		case name != takes:
+		case takes == "" || name != takes:
 			return noVersion, uds.Invalid("path", "has query parameter %q; an operation's path takes ?version=V on a GET and ?restore=V on a POST, nothing else", uds.Truncate(name, 64))
 		case len(values) > 1:
 			return noVersion, uds.Invalid("path", "gives ?%s %d times", name, len(values))
