@@ -117,6 +117,12 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	if b.Atomic {
 		for i, err := range refused {
+			if err == nil && ops[i].restores() {
+				// The version a restore writes back is read first; the
+				// batch then makes it an update, or a create when the
+				// item was deleted.
+				err = a.prepareRestore(r.Context(), &ops[i])
+			}
 			if err != nil {
 				a.fail(w, r, &uds.BatchError{Index: i, Err: err}, &ops[i].Write.Key)
 				return
@@ -257,7 +263,7 @@ func checkOperation(app, subject string, o batchOpJSON, atomic bool, now time.Ti
 	}
 	path, rawQuery, _ := strings.Cut(o.Path, "?")
 	var err error
-	if op.version, err = operationVersion(op.Method, rawQuery, atomic); err != nil {
+	if op.version, err = operationVersion(op.Method, rawQuery); err != nil {
 		return op, err
 	}
 	// As on the routes, one slash may end the path (and one start it,
@@ -318,10 +324,8 @@ func checkOperation(app, subject string, o batchOpJSON, atomic bool, now time.Ti
 // operationVersion reads the query an operation's path may carry, as the
 // item routes take it: the version a GET reads (?version=V) or a POST
 // restores (?restore=V); noVersion when there is none. Nothing else is
-// taken. An atomic batch takes no restore: a restore is an update or,
-// when the item was deleted, a create, which only the version's read
-// tells, and an atomic batch fixes each write's kind before it reads.
-func operationVersion(method, rawQuery string, atomic bool) (int64, error) {
+// taken.
+func operationVersion(method, rawQuery string) (int64, error) {
 	if rawQuery == "" {
 		return noVersion, nil
 	}
@@ -340,9 +344,6 @@ func operationVersion(method, rawQuery string, atomic bool) (int64, error) {
 	}
 	if len(q) == 0 {
 		return noVersion, nil
-	}
-	if atomic && method == http.MethodPost {
-		return noVersion, uds.Invalid("path", "?restore has no place in an atomic batch: send the restore on its own route or in a batch with \"atomic\": false")
 	}
 	v, ok := parseVersion(q.Get(takes))
 	if !ok {
@@ -404,7 +405,7 @@ func (a *API) batchAtomic(w http.ResponseWriter, r *http.Request, ops []batchOp)
 	for i := range ops {
 		writes[i] = ops[i].BatchOp
 	}
-	items, err := a.store.WriteAtomic(r.Context(), writes)
+	items, err := a.store.WriteAtomic(r.Context(), writes) // sets each restore's Method to the write it became
 	if err != nil {
 		var be *uds.BatchError
 		if errors.As(err, &be) {
@@ -415,8 +416,8 @@ func (a *API) batchAtomic(w http.ResponseWriter, r *http.Request, ops []batchOp)
 		return
 	}
 	results := make([]batchResult, len(ops))
-	for i, op := range ops {
-		switch op.Method {
+	for i := range ops {
+		switch writes[i].Method {
 		case http.MethodDelete:
 			results[i] = batchResult{Status: http.StatusNoContent}
 		case http.MethodPost:

@@ -265,27 +265,52 @@ func (a *API) answerRestore(w http.ResponseWriter, r *http.Request, key uds.Key,
 // alone could have changed it. A version that is not kept is a *notKept,
 // and nothing is written.
 func (a *API) restore(ctx context.Context, sc *scope, pre uds.Precondition, v int64) (uds.Item, int, error) {
-	if err := sc.writable(a.now()); err != nil {
+	op, err := a.restoreOp(ctx, sc, pre, v)
+	if err != nil {
 		return uds.Item{}, 0, err
+	}
+	it, err := a.store.Update(ctx, op.Write)
+	if !errors.Is(err, uds.ErrNotFound) || pre.IsSet() {
+		return it, http.StatusOK, err
+	}
+	if op.RecreateForbidden {
+		return uds.Item{}, 0, uds.ErrForbidden
+	}
+	op.Write.IfMatch = uds.Precondition{}
+	it, err = a.store.Create(ctx, op.Write)
+	return it, http.StatusCreated, err
+}
+
+// restoreOp checks a restore of version v of sc's item as a write and
+// reads the version: the write it makes, marked as a restore, whose store
+// call (an update, or a create of a deleted item) is still open.
+func (a *API) restoreOp(ctx context.Context, sc *scope, pre uds.Precondition, v int64) (uds.BatchOp, error) {
+	if err := sc.writable(a.now()); err != nil {
+		return uds.BatchOp{}, err
 	}
 	old, err := a.version(ctx, sc, v)
 	if err == nil {
 		err = a.checkData(sc, old.Data)
 	}
 	if err != nil {
-		return uds.Item{}, 0, err
+		return uds.BatchOp{}, err
 	}
-	write := uds.Write{Key: sc.key, Data: old.Data, ClassName: old.ClassName, Subject: sc.subject, IfMatch: sc.guard(pre), History: sc.policy.History}
-	it, err := a.store.Update(ctx, write)
-	if !errors.Is(err, uds.ErrNotFound) || pre.IsSet() {
-		return it, http.StatusOK, err
+	return uds.BatchOp{
+		Method:            http.MethodPost,
+		Write:             uds.Write{Key: sc.key, Data: old.Data, ClassName: old.ClassName, Subject: sc.subject, IfMatch: sc.guard(pre), History: sc.policy.History},
+		Restore:           true,
+		RecreateForbidden: sc.policy.Mode() == uds.AccessOwnerWrite && old.CreatedBy != sc.subject,
+	}, nil
+}
+
+// prepareRestore makes an atomic batch's restore the write restoreOp
+// describes; WriteAtomic decides between update and create.
+func (a *API) prepareRestore(ctx context.Context, op *batchOp) error {
+	w, err := a.restoreOp(ctx, &op.scope, op.Write.IfMatch, op.version)
+	if err == nil {
+		op.BatchOp = w
 	}
-	if sc.policy.Mode() == uds.AccessOwnerWrite && old.CreatedBy != sc.subject {
-		return uds.Item{}, 0, uds.ErrForbidden
-	}
-	write.IfMatch = uds.Precondition{}
-	it, err = a.store.Create(ctx, write)
-	return it, http.StatusCreated, err
+	return err
 }
 
 // dropHistory serves DELETE {item}?history: it removes the item's kept

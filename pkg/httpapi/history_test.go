@@ -449,8 +449,8 @@ func usageRow(t *testing.T, r response, list, key, want string) (bytes, history 
 }
 
 // TestHistoryBatch: batch operations read versions (GET ?version=V) and
-// restore them (POST ?restore=V) as their routes do; an atomic batch
-// takes no restore, and nothing else follows ? in an operation's path.
+// restore them (POST ?restore=V) as their routes do, atomic batches
+// included, and nothing else follows ? in an operation's path.
 func TestHistoryBatch(t *testing.T) {
 	t.Parallel()
 	e := newHistoryEnv(t, map[string]string{"b": `{"access":"shared","history":{"versions":5}}`})
@@ -494,8 +494,33 @@ func TestHistoryBatch(t *testing.T) {
 		t.Errorf("restore after a delete: %+v", rs[0])
 	}
 
+	// In an atomic batch a restore is an update, or a create of a deleted
+	// item, all or none with the batch's other writes.
+	e.do("DELETE", base+"/b/l/s1", "").expect(t, 204)
+	rs, _ = e.batch(t, 200, `{"atomic":true,"operations":[
+		{"method":"POST","path":"b/a?restore=2"},
+		{"method":"POST","path":"b/l/s1?restore=1"},
+		{"method":"POST","path":"b/n","body":{"data":"new"}}
+	]}`)
+	if want := "[200 201 201]"; fmt.Sprint(statuses(rs)) != want {
+		t.Fatalf("atomic restores: statuses %v, want %s", statuses(rs), want)
+	}
+	if !strings.Contains(string(rs[0].Body), `"data":{"n":2}`) || !strings.Contains(string(rs[1].Body), `"data":"x1"`) {
+		t.Errorf("atomic restores wrote %s and %s", rs[0].Body, rs[1].Body)
+	}
+	if got := e.history(t, base+"/b/l/s1"); got != "5* 4x 3 2 1" {
+		t.Errorf("list item history after an atomic restore %q", got)
+	}
+	_, r := e.batch(t, 404, `{"atomic":true,"operations":[
+		{"method":"POST","path":"b/m","body":{"data":"m"}},
+		{"method":"POST","path":"b/a?restore=99"}
+	]}`)
+	if !strings.Contains(string(r.raw), "99") {
+		t.Errorf("a restore of a version not kept in an atomic batch: %s", r.raw)
+	}
+	e.do("GET", base+"/b/m", "").expect(t, 404)
+
 	for _, tc := range []struct{ name, ops, field string }{
-		{"a restore in an atomic batch", `"atomic":true,"operations":[{"method":"POST","path":"b/a?restore=1"}]`, "operations[0].path"},
 		{"a version on a PUT", `"operations":[{"method":"PUT","path":"b/a?version=1","body":{"data":1}}]`, "operations[0].path"},
 		{"history", `"operations":[{"method":"GET","path":"b/a?history"}]`, "operations[0].path"},
 		{"another parameter", `"operations":[{"method":"GET","path":"b/a?version=1&limit=2"}]`, "operations[0].path"},

@@ -412,24 +412,30 @@ func (w *worker) step() {
 		var ops []string
 		for range 3 {
 			path := w.listPath() + "/" + strconv.Itoa(w.id) + "-" + strconv.Itoa(w.rng.IntN(1000))
-			if w.rng.IntN(3) == 0 {
+			switch r := w.rng.IntN(6); {
+			case r < 2:
 				ops = append(ops, `{"method":"DELETE","path":"`+path+`"}`)
-			} else {
+			case r == 2 && strings.HasPrefix(path, "kept/"):
+				// A restore: an update, a create of a deleted item, or
+				// a 404 when the version is not kept.
+				ops = append(ops, `{"method":"POST","path":"`+path+`?restore=1"}`)
+			default:
 				ops = append(ops, `{"method":"POST","path":"`+path+`","body":`+w.value()+`}`)
 			}
 		}
 		body := `{"atomic":` + strconv.FormatBool(atomic) + `,"operations":[` + strings.Join(ops, ",") + `]}`
 		st, answer := w.env.send(kill, "POST", base+"/batch", w.owner, body, "")
 		if atomic {
-			// Two operations may name one item: a 400 that writes nothing.
-			w.expect("atomic batch", st, killed, 200, 400, 403, 409)
+			// Two operations may name one item: a 400 that writes nothing;
+			// a restore of a version not kept is a 404.
+			w.expect("atomic batch", st, killed, 200, 400, 403, 404, 409)
 			break
 		}
 		if w.expect("batch", st, killed, 200) {
 			var out struct{ Results []struct{ Status int } }
 			_ = json.Unmarshal([]byte(answer[:strings.LastIndexByte(answer, 0)]), &out)
 			for _, res := range out.Results {
-				w.expect("batch slot", res.Status, false, 201, 204, 403, 409)
+				w.expect("batch slot", res.Status, false, 200, 201, 204, 403, 404, 409)
 			}
 		}
 	case r < 88:

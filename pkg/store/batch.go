@@ -47,6 +47,7 @@ func (s *Store) WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item,
 			return nil, err
 		}
 		if len(plan.actions) == 0 {
+			plan.settleRestores(ops)
 			return plan.items, nil
 		}
 		refused, err := s.transact(ctx, op, plan.actions...)
@@ -54,6 +55,7 @@ func (s *Store) WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item,
 			return nil, err
 		}
 		if refused == nil {
+			plan.settleRestores(ops)
 			return plan.items, nil
 		}
 		for a, owner := range plan.usageOwner {
@@ -76,6 +78,18 @@ type atomicPlan struct {
 	firstGrowth map[string]int
 	limits      map[string]uds.Limits
 	items       []uds.Item
+	// methods is the write each operation makes: its own method, or for
+	// a restore the update or create it became.
+	methods []string
+}
+
+// settleRestores tells each restore of ops the write it became.
+func (p *atomicPlan) settleRestores(ops []uds.BatchOp) {
+	for i := range ops {
+		if ops[i].Restore {
+			ops[i].Method = p.methods[i]
+		}
+	}
 }
 
 // planAtomic checks every operation against the state read and builds the
@@ -83,7 +97,7 @@ type atomicPlan struct {
 // is kept, the versions they keep and their heads), then one usage change
 // per owner.
 func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []encodedValue, states []map[string]types.AttributeValue, heads []historyHead, token string) (atomicPlan, error) {
-	p := atomicPlan{firstGrowth: map[string]int{}, limits: map[string]uds.Limits{}, items: make([]uds.Item, len(ops))}
+	p := atomicPlan{firstGrowth: map[string]int{}, limits: map[string]uds.Limits{}, items: make([]uds.Item, len(ops)), methods: make([]string, len(ops))}
 	app := ops[0].Write.App
 	deltas := ownerDeltas{}
 	move := func(owner string, d uds.Usage, i int) {
@@ -106,7 +120,21 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 	for i, op := range ops {
 		w, old := &ops[i].Write, states[i]
 		live := old != nil && !expired(old, now)
-		switch op.Method {
+		method := op.Method
+		if op.Restore {
+			switch {
+			case live:
+				method = http.MethodPut
+			case len(w.IfMatch.Revisions) > 0:
+				return p, &uds.BatchError{Index: i, Err: uds.ErrNotFound}
+			case op.RecreateForbidden:
+				return p, &uds.BatchError{Index: i, Err: uds.ErrForbidden}
+			default:
+				method = http.MethodPost
+			}
+		}
+		p.methods[i] = method
+		switch method {
 		case http.MethodPost:
 			if live {
 				return p, &uds.BatchError{Index: i, Err: uds.ErrConflict}

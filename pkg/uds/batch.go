@@ -11,10 +11,19 @@ const (
 )
 
 // BatchOp is one write of an atomic batch: POST, PUT or DELETE of Write.Key
-// (Write.IfMatch for PUT and DELETE).
+// (Write.IfMatch for PUT and DELETE), or a restore.
 type BatchOp struct {
 	Method string
 	Write  Write
+	// Restore marks a restore of a kept version, whose data and class
+	// name Write holds: it updates the item when it exists and creates it
+	// again when it was deleted, unless Write.IfMatch names revisions
+	// (then a deleted item is ErrNotFound) or RecreateForbidden (then it
+	// is ErrForbidden: in an owner-write namespace only the version's
+	// creator brings the item back). The batch sets Method to the write
+	// the restore became, POST or PUT.
+	Restore           bool
+	RecreateForbidden bool
 }
 
 // BatchError says which operation of a batch failed, and why.
