@@ -296,3 +296,55 @@ func TestHistoryRequests(t *testing.T) {
 		})
 	}
 }
+
+// Batches read kept versions and restore them: one by one, each slot as
+// its route answers, and atomic, all or none with the other writes.
+func TestHistoryInBatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := apitest.Server(t, 10*time.Second)
+	keepHistory(t, url, "hist", 10)
+	c := newClient(t, url, client.WithSubject("alice"))
+	key := client.Key{App: app, Namespace: "hist", ID: "doc?#1"}
+	first, err := c.Create(ctx, key, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Update(ctx, key, "two"); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := c.Batch(ctx, app, false, []client.BatchOp{
+		client.ReadVersion(key, 1),
+		client.ReadVersion(key, 1, client.IfNoneMatch(first.ETag)),
+		client.RestoreVersion(key, 1, client.IfMatch(first.ETag)),
+		client.ReadVersion(key, 7),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []int{rs[0].Status, rs[1].Status, rs[2].Status, rs[3].Status}; !reflect.DeepEqual(got, []int{200, 304, 412, 404}) {
+		t.Fatalf("statuses %v, want 200 304 412 404", got)
+	}
+	if it, err := rs[0].Item(); err != nil || string(it.Data) != `"one"` || it.ETag != first.ETag {
+		t.Errorf("version 1 read in a batch: %+v, %v", it, err)
+	}
+	if err := c.Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	other := client.Key{App: app, Namespace: "hist", ID: "other"}
+	rs, err = c.Batch(ctx, app, true, []client.BatchOp{client.RestoreVersion(key, 2), {Method: "POST", Key: other, Data: 1}})
+	if err != nil || len(rs) != 2 || rs[0].Status != 201 || rs[1].Status != 201 {
+		t.Fatalf("an atomic batch restoring a deleted item: %+v, %v", rs, err)
+	}
+	if got, err := c.Get(ctx, key); err != nil || string(got.Data) != `"two"` {
+		t.Errorf("the item after the atomic restore: %+v, %v", got, err)
+	}
+	var apiErr *client.APIError
+	_, err = c.Batch(ctx, app, true, []client.BatchOp{{Method: "POST", Key: client.Key{App: app, Namespace: "hist", ID: "never"}, Data: 1}, client.RestoreVersion(other, 5)})
+	if !errors.Is(err, client.ErrNotFound) || !errors.As(err, &apiErr) || apiErr.FailedIndex == nil || *apiErr.FailedIndex != 1 {
+		t.Fatalf("an atomic batch restoring a version not kept: %v, want ErrNotFound naming operation 1", err)
+	}
+	if _, err := c.Get(ctx, client.Key{App: app, Namespace: "hist", ID: "never"}); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("the refused atomic batch wrote its create: %v", err)
+	}
+}
