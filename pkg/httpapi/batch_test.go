@@ -48,12 +48,15 @@ func TestBatchOneByOne(t *testing.T) {
 	e := newEnv(t)
 	etag := e.do("POST", base+"/b/existing", `{"data":1}`).expect(t, 201).header.Get("ETag")
 	e.do("POST", base+"/b/doomed", `{"data":1}`).expect(t, 201)
+	e.do("POST", base+"/b/guarded", `{"data":1}`).expect(t, 201)
+	// Writes run with no order between them (decisions.md, "Batch
+	// operations"): no slot's answer depends on another's write.
 	rs, _ := e.batch(t, 200, `{"operations":[
 		{"method":"POST","path":"b/new","body":{"data":{"theme":"dark"}}},
 		{"method":"POST","path":"b/existing","body":{"data":2}},
 		{"method":"PUT","path":"b/existing","body":{"data":3},"ifMatch":"`+strings.ReplaceAll(etag, `"`, `\"`)+`"},
 		{"method":"PUT","path":"b/missing","body":{"data":3}},
-		{"method":"PUT","path":"b/doomed","body":{"data":3},"ifMatch":"\"9-zz\""},
+		{"method":"PUT","path":"b/guarded","body":{"data":3},"ifMatch":"\"9-zz\""},
 		{"method":"DELETE","path":"b/doomed"},
 		{"method":"GET","path":"b/missing"},
 		{"method":"POST","path":"b/list/2024-01-15T10%3A30%3A00Z","body":{"data":1,"ttl":60}},
