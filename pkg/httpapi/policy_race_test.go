@@ -159,8 +159,11 @@ func TestPolicyChangesRacingWriters(t *testing.T) {
 		}
 		for attempt := 0; outcome == "" && attempt < 20; attempt++ {
 			time.Sleep(ttl + budget + margin + 50*time.Millisecond)
-			status, _, body := send(0, "admin", "PUT", adminApps+"/namespaces/race", `{"access":"`+target+`"}`)
+			status, header, body := send(0, "admin", "PUT", adminApps+"/namespaces/race", `{"access":"`+target+`"}`)
 			switch {
+			case status == http.StatusServiceUnavailable && header.Get("Retry-After") != "":
+				// The completion's scan of the tables outlasted the
+				// one-second budget (a loaded machine): it is sent again.
 			case status == http.StatusOK:
 				outcome = "done"
 			case status == http.StatusConflict && keepSome:
