@@ -113,7 +113,7 @@ test-bench: engine
 	$(ENGINE) -- go test -race -count=1 -short -run '^$$' -bench . -benchtime 1x $(BENCH_PACKAGES)
 
 # The randomised accounting workload of make test, longer: more requests
-# per worker and several seeds of every fault mix (about 15 minutes).
+# per worker and several seeds of every fault mix (about 6 minutes on 2 cores).
 SOAK_OPS ?= 600
 SOAK_ROUNDS ?= 3
 soak: engine
