@@ -98,23 +98,36 @@ func (s *Store) batchGet(ctx context.Context, keys []uds.Key, projection string)
 			}
 			in.RequestItems[s.table(k)] = ka
 		}
-		for attempt := 0; len(in.RequestItems) > 0; attempt++ {
-			out, err := s.client.BatchGetItem(ctx, in)
-			if err == nil && len(out.UnprocessedKeys) > 0 {
-				err = sleep(ctx, backoff(attempt))
-			}
-			if err != nil {
-				return nil, failed("read items", err)
-			}
-			for _, got := range out.Responses {
-				for _, it := range got {
-					found[str(it, schema.AttrDataKey)+"\x00"+str(it, schema.AttrSortKey)] = it
-				}
-			}
-			in.RequestItems = out.UnprocessedKeys
+		err := s.getAll(ctx, "read items", in, func(_ string, it map[string]types.AttributeValue) {
+			found[str(it, schema.AttrDataKey)+"\x00"+str(it, schema.AttrSortKey)] = it
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return found, nil
+}
+
+// getAll sends a BatchGetItem until DynamoDB has read every key, backing
+// off while it leaves keys unprocessed, and hands take each item read with
+// its table. op names the read in an error.
+func (s *Store) getAll(ctx context.Context, op string, in *dynamodb.BatchGetItemInput, take func(table string, item map[string]types.AttributeValue)) error {
+	for attempt := 0; len(in.RequestItems) > 0; attempt++ {
+		out, err := s.client.BatchGetItem(ctx, in)
+		if err == nil && len(out.UnprocessedKeys) > 0 {
+			err = sleep(ctx, backoff(attempt))
+		}
+		if err != nil {
+			return failed(op, err)
+		}
+		for table, items := range out.Responses {
+			for _, it := range items {
+				take(table, it)
+			}
+		}
+		in.RequestItems = out.UnprocessedKeys
+	}
+	return nil
 }
 
 // maxBatchGet is how many keys one BatchGetItem reads.

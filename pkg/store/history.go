@@ -192,25 +192,18 @@ func (s *Store) readHistory(ctx context.Context, key uds.Key, projection string,
 		s.tables.History: {Keys: historyKeys, ConsistentRead: aws.Bool(true)},
 	}}
 	var got historyRead
-	for attempt := 0; len(in.RequestItems) > 0; attempt++ {
-		out, err := s.client.BatchGetItem(ctx, in)
-		if err == nil && len(out.UnprocessedKeys) > 0 {
-			err = sleep(ctx, backoff(attempt))
-		}
-		if err != nil {
-			return historyRead{}, failed("read "+key.DataKey()+" and its history", err)
-		}
-		for _, it := range out.Responses[s.table(key)] {
+	err := s.getAll(ctx, "read "+key.DataKey()+" and its history", in, func(table string, it map[string]types.AttributeValue) {
+		switch {
+		case table != s.tables.History:
 			got.item = it
+		case num(it, schema.AttrVersion) == schema.HeadVersion:
+			got.head = decodeHead(it)
+		default:
+			got.entry = it
 		}
-		for _, it := range out.Responses[s.tables.History] {
-			if num(it, schema.AttrVersion) == schema.HeadVersion {
-				got.head = decodeHead(it)
-			} else {
-				got.entry = it
-			}
-		}
-		in.RequestItems = out.UnprocessedKeys
+	})
+	if err != nil {
+		return historyRead{}, err
 	}
 	if got.item != nil && expired(got.item, s.now()) {
 		s.reclaim(ctx, key.App, []listEntry{{key: key, state: got.item}})
@@ -244,20 +237,10 @@ func (s *Store) readHeads(ctx context.Context, keys []uds.Key) (map[string]histo
 		ka.Keys = append(ka.Keys, historyEntryKey(k, schema.HeadVersion))
 	}
 	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{s.tables.History: ka}}
-	for attempt := 0; len(in.RequestItems) > 0; attempt++ {
-		out, err := s.client.BatchGetItem(ctx, in)
-		if err == nil && len(out.UnprocessedKeys) > 0 {
-			err = sleep(ctx, backoff(attempt))
-		}
-		if err != nil {
-			return nil, failed("read history heads", err)
-		}
-		for _, it := range out.Responses[s.tables.History] {
-			heads[str(it, schema.AttrHistoryKey)] = decodeHead(it)
-		}
-		in.RequestItems = out.UnprocessedKeys
-	}
-	return heads, nil
+	err := s.getAll(ctx, "read history heads", in, func(_ string, it map[string]types.AttributeValue) {
+		heads[str(it, schema.AttrHistoryKey)] = decodeHead(it)
+	})
+	return heads, err
 }
 
 // maxPrunes bounds the versions one write removes, so that a lowered

@@ -25,18 +25,11 @@ func (p *exportPager) readKept(ctx context.Context, pos ExportPosition, entries 
 	}
 	found := map[string]map[string]types.AttributeValue{}
 	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{p.s.tables.History: ka}}
-	for attempt := 0; len(in.RequestItems) > 0; attempt++ {
-		out, err := p.s.client.BatchGetItem(ctx, in)
-		if err == nil && len(out.UnprocessedKeys) > 0 {
-			err = sleep(ctx, backoff(attempt))
-		}
-		if err != nil {
-			return failed("export "+p.q.App, err)
-		}
-		for _, row := range out.Responses[p.s.tables.History] {
-			found[keptID(row)] = row
-		}
-		in.RequestItems = out.UnprocessedKeys
+	err := p.s.getAll(ctx, "export "+p.q.App, in, func(_ string, row map[string]types.AttributeValue) {
+		found[keptID(row)] = row
+	})
+	if err != nil {
+		return err
 	}
 	now := p.s.now()
 	for _, e := range entries {

@@ -82,20 +82,13 @@ func (s *Store) readHistoryBytes(ctx context.Context, app string, rows []uds.Use
 			ProjectionExpression:     aws.String("#u, #hb"),
 			ExpressionAttributeNames: map[string]string{"#u": schema.AttrUser, "#hb": schema.AttrHistoryBytes},
 		}}}
-		for attempt := 0; len(in.RequestItems) > 0; attempt++ {
-			out, err := s.client.BatchGetItem(ctx, in)
-			if err == nil && len(out.UnprocessedKeys) > 0 {
-				err = sleep(ctx, backoff(attempt))
+		err := s.getAll(ctx, "read the history bytes of the users of "+app, in, func(_ string, it map[string]types.AttributeValue) {
+			if i, ok := at[str(it, schema.AttrUser)]; ok {
+				rows[i].History = num(it, schema.AttrHistoryBytes)
 			}
-			if err != nil {
-				return failed("read the history bytes of the users of "+app, err)
-			}
-			for _, it := range out.Responses[s.tables.Usage] {
-				if i, ok := at[str(it, schema.AttrUser)]; ok {
-					rows[i].History = num(it, schema.AttrHistoryBytes)
-				}
-			}
-			in.RequestItems = out.UnprocessedKeys
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
