@@ -185,7 +185,14 @@ func await(ctx context.Context, api *runtimeAPI, requestID string, start time.Ti
 	select {
 	case <-api.firstNext:
 		res.Init = api.firstNextTime().Sub(start)
-	case o := <-api.outcomes: // only an init error can arrive before /next
+	case o := <-api.outcomes:
+		if o.kind != outcomeInitError {
+			// A fast function took the event at its first /next and
+			// answered before this select ran, and select chose the
+			// answer over the closed firstNext: init ended at that /next.
+			res.Init = api.firstNextTime().Sub(start)
+			return invoked(api, requestID, o, res), nil
+		}
 		res.Init = o.at.Sub(start)
 		return &FunctionError{Phase: PhaseInit, Type: o.errorType, Payload: o.body}, nil
 	case e := <-exited:
@@ -206,25 +213,11 @@ func await(ctx context.Context, api *runtimeAPI, requestID string, start time.Ti
 	// first /next takes it at once; the invocation timeout runs from there.
 	invokeTimer := time.NewTimer(timeout)
 	defer invokeTimer.Stop()
-	delivered := func() time.Time {
-		if t := api.deliveredAt(requestID); !t.IsZero() {
-			return t
-		}
-		return api.firstNextTime()
-	}
+	delivered := func() time.Time { return startedAt(api, requestID) }
 	for {
 		select {
 		case o := <-api.outcomes:
-			res.Duration = o.at.Sub(delivered())
-			switch o.kind {
-			case outcomeResponse:
-				res.Response, res.ContentType = o.body, o.contentType
-				return nil, nil
-			case outcomeError:
-				return &FunctionError{Phase: PhaseInvoke, Type: o.errorType, Payload: o.body}, nil
-			default: // an init error after init: report it as what it is
-				return &FunctionError{Phase: PhaseInit, Type: o.errorType, Payload: o.body}, nil
-			}
+			return invoked(api, requestID, o, res), nil
 		case e := <-exited:
 			res.Duration = time.Since(delivered())
 			if o, ok := pending(api); ok {
@@ -242,6 +235,30 @@ func await(ctx context.Context, api *runtimeAPI, requestID string, start time.Ti
 			res.Duration = time.Since(delivered())
 			return &FunctionError{Phase: PhaseInvoke, Type: "Runner.Canceled", Payload: errorJSON("Runner.Canceled", ctx.Err().Error())}, nil
 		}
+	}
+}
+
+// startedAt is when the invocation requestID began: its event's delivery,
+// or the first /next when that is not recorded.
+func startedAt(api *runtimeAPI, requestID string) time.Time {
+	if t := api.deliveredAt(requestID); !t.IsZero() {
+		return t
+	}
+	return api.firstNextTime()
+}
+
+// invoked records the outcome of the invocation requestID in res: its
+// duration from the event's delivery, and its response or error.
+func invoked(api *runtimeAPI, requestID string, o outcome, res *Result) *FunctionError {
+	res.Duration = o.at.Sub(startedAt(api, requestID))
+	switch o.kind {
+	case outcomeResponse:
+		res.Response, res.ContentType = o.body, o.contentType
+		return nil
+	case outcomeError:
+		return &FunctionError{Phase: PhaseInvoke, Type: o.errorType, Payload: o.body}
+	default: // an init error after init: report it as what it is
+		return &FunctionError{Phase: PhaseInit, Type: o.errorType, Payload: o.body}
 	}
 }
 
