@@ -102,6 +102,7 @@ func FromEnv() (Config, error) {
 			Data:       envOr(schema.Data.EnvVar, schema.Data.DefaultName),
 			List:       envOr(schema.List.EnvVar, schema.List.DefaultName),
 			History:    envOr(schema.History.EnvVar, schema.History.DefaultName),
+			Index:      envOr(schema.IndexEntries.EnvVar, schema.IndexEntries.DefaultName),
 			Usage:      envOr(schema.Usage.EnvVar, schema.Usage.DefaultName),
 			Apps:       envOr(schema.Apps.EnvVar, schema.Apps.DefaultName),
 			Namespaces: envOr(schema.Namespaces.EnvVar, schema.Namespaces.DefaultName),

@@ -92,6 +92,19 @@ func (r *actionRecorder) BatchGetItem(ctx context.Context, in *dynamodb.BatchGet
 	return r.next.BatchGetItem(ctx, in, o...)
 }
 
+func (r *actionRecorder) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	for table, reqs := range in.RequestItems {
+		for _, w := range reqs {
+			if w.PutRequest != nil {
+				r.note(&table, nil, "PutItem")
+			} else {
+				r.note(&table, nil, "DeleteItem")
+			}
+		}
+	}
+	return r.next.BatchWriteItem(ctx, in, o...)
+}
+
 func (r *actionRecorder) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	for _, it := range in.TransactItems {
 		switch {

@@ -15,6 +15,7 @@ type AttrType string
 const (
 	String AttrType = "S"
 	Number AttrType = "N"
+	Binary AttrType = "B"
 )
 
 // KeyAttr names one key attribute and its type.
@@ -127,7 +128,31 @@ const (
 	AttrHistory         = "history"
 	AttrHistoryVersions = "versions"
 	AttrHistoryDays     = "days"
+	// AttrIndexes holds the namespace's declared indexes (JSON text: name,
+	// path, type, ID, whether ready, items built), and AttrIndexBuild the
+	// work their last change left (JSON text), absent when none is.
+	AttrIndexes    = "indexes"
+	AttrIndexBuild = "indexBuild"
 )
+
+// Attribute names of the index table (data_index). An entry names its
+// item by the item's own key attributes (AttrDataKey, AttrSortKey).
+const (
+	// AttrIndexKey is an entry's partition: the app, namespace, index ID
+	// and write shard, and in a private namespace the owner.
+	AttrIndexKey = "indexKey"
+	// AttrIndexSort orders an index's entries: the indexed value, then
+	// the item's key, in an encoding whose byte order is theirs.
+	AttrIndexSort = "indexSort"
+)
+
+// IndexShards is the number of write shards of each index of a shared or
+// owner-write namespace: an index's entries spread over this many
+// partitions whatever their values, so a value that many items share is
+// no hotter than the index as a whole, and a query reads every shard.
+// Changing it strands entries in shards no longer read, so it is fixed for
+// the life of a deployment.
+const IndexShards = 8
 
 // Attribute names of the history table (data_history). A kept version
 // carries the replaced item's own attributes beside these.
@@ -229,6 +254,18 @@ var History = Table{
 	Streamed: true,
 }
 
+// IndexEntries holds the entries of the namespaces' declared indexes (package
+// store's index.go): one per indexed item and index, written in the
+// transaction of the item's write, so a strongly consistent query of it
+// sees every acknowledged write.
+var IndexEntries = Table{
+	ID:          "IndexTable",
+	DefaultName: "data_index",
+	EnvVar:      "UDS_TABLE_INDEX",
+	Hash:        KeyAttr{AttrIndexKey, String},
+	Range:       &KeyAttr{AttrIndexSort, Binary},
+}
+
 // Usage holds per (user, app) usage and the per-user limit override. Its hash
 // key is the user, so one query lists a user's apps; the app index is write
 // sharded so no partition carries one app's whole load.
@@ -265,11 +302,11 @@ var Namespaces = Table{
 }
 
 // Tables lists every table UDS uses.
-var Tables = []Table{Data, List, History, Usage, Apps, Namespaces}
+var Tables = []Table{Data, List, History, IndexEntries, Usage, Apps, Namespaces}
 
 // TableNames holds the physical name of each table of a deployment.
 type TableNames struct {
-	Data, List, History, Usage, Apps, Namespaces string
+	Data, List, History, Index, Usage, Apps, Namespaces string
 }
 
 // Name returns the physical name of t.
@@ -281,6 +318,8 @@ func (n TableNames) Name(t Table) string {
 		return n.List
 	case History.ID:
 		return n.History
+	case IndexEntries.ID:
+		return n.Index
 	case Usage.ID:
 		return n.Usage
 	case Apps.ID:

@@ -159,6 +159,7 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 				}
 			}
 			p.add(types.TransactWriteItem{Put: put}, "")
+			p.addAll(s.indexUpkeep(w.Key, w.Indexes, storedData(w.Key, old), w.Data))
 			move(w.Subject, uds.Usage{Bytes: values[i].size, Items: 1}, i)
 			p.items[i] = it
 		case http.MethodPut:
@@ -176,6 +177,7 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 				who, change = w.Subject, uds.Usage{Bytes: values[i].size, Items: 1}
 			}
 			p.add(types.TransactWriteItem{Update: s.itemUpdate(w, values[i], now, token, old, !counted)}, "")
+			p.addAll(s.indexUpkeep(w.Key, w.Indexes, storedData(w.Key, old), w.Data))
 			move(who, change, i)
 			if w.History.On() {
 				keep(i, w, old, nil)
@@ -193,6 +195,7 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 				return p, &uds.BatchError{Index: i, Err: uds.ErrPrecondition}
 			}
 			p.add(s.deleteAction(w.Key, old), "")
+			p.addAll(s.indexUpkeep(w.Key, w.Indexes, storedData(w.Key, old), nil))
 			if who, counted := owner(w.App, old); counted {
 				move(who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}, i)
 			}
@@ -225,7 +228,7 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 		p.add(action, o)
 	})
 	if err == nil && len(p.actions) > maxTxActions {
-		err = uds.Invalid("operations", "with the versions its writes keep, their history heads and usage changes, this atomic batch needs %d actions; one DynamoDB transaction takes %d: split it or use \"atomic\": false", len(p.actions), maxTxActions)
+		err = uds.Invalid("operations", "with the versions its writes keep, their history heads, index entries and usage changes, this atomic batch needs %d actions; one DynamoDB transaction takes %d: split it or use \"atomic\": false", len(p.actions), maxTxActions)
 	}
 	return p, err
 }
@@ -235,22 +238,29 @@ func (p *atomicPlan) add(a types.TransactWriteItem, owner string) {
 	p.usageOwner = append(p.usageOwner, owner)
 }
 
+// addAll adds actions that change no usage (index entries).
+func (p *atomicPlan) addAll(actions []types.TransactWriteItem) {
+	for _, a := range actions {
+		p.add(a, "")
+	}
+}
+
 // readStates reads the items a batch writes, strongly consistent (nil
 // where there is none): without their values, unless a write keeps the
-// version it replaces; then also the history heads of the items written
-// with history.
+// version it replaces or moves index entries, which the value names; then
+// also the history heads of the items written with history.
 func (s *Store) readStates(ctx context.Context, ops []uds.BatchOp) ([]map[string]types.AttributeValue, []historyHead, error) {
 	keys := make([]uds.Key, len(ops))
 	var kept []uds.Key
+	projection := metaProjection
 	for i, op := range ops {
 		keys[i] = op.Write.Key
 		if op.Write.History.On() {
 			kept = append(kept, op.Write.Key)
 		}
-	}
-	projection := metaProjection
-	if len(kept) > 0 {
-		projection = ""
+		if op.Write.History.On() || len(op.Write.Indexes) > 0 {
+			projection = ""
+		}
 	}
 	found, err := s.batchGet(ctx, keys, projection)
 	if err != nil {

@@ -41,6 +41,7 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	// fill its quota, are reclaimed and the create tried again, once; a
 	// history head that moved is read again, as often as a write races.
 	reclaimed := false
+	entries := s.indexUpkeep(w.Key, w.Indexes, nil, w.Data)
 	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
 		actions := []types.TransactWriteItem{put, charge}
 		if w.History.On() {
@@ -52,7 +53,7 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 			put.Put.Item[schema.AttrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(it.Version, 10)}
 			actions = append(actions, s.headUnchanged(w.Key, head))
 		}
-		refused, err := s.transact(ctx, op, actions...)
+		refused, err := s.transact(ctx, op, append(actions, entries...)...)
 		switch {
 		case err != nil:
 			return uds.Item{}, err

@@ -49,8 +49,10 @@ func (s *Store) deleteOne(ctx context.Context, w uds.Write) (bool, error) {
 		if counted {
 			release = uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}
 		}
+		entries := s.indexUpkeep(key, w.Indexes, storedData(key, old), nil)
 		if w.History.On() {
 			ch := s.keepVersion(key, w.History, head, old, &w.Subject, s.writeTime(), maxPrunes)
+			ch.actions = append(ch.actions, entries...)
 			outcome, err := s.commitKeeping(ctx, op, s.deleteAction(key, old), key.App, who, release, ch)
 			switch {
 			case err != nil:
@@ -64,7 +66,7 @@ func (s *Store) deleteOne(ctx context.Context, w uds.Write) (bool, error) {
 		if counted {
 			actions = append(actions, s.usageChange(key.App, who, release))
 		}
-		refused, err := s.transact(ctx, op, actions...)
+		refused, err := s.transact(ctx, op, append(actions, entries...)...)
 		switch {
 		case err != nil:
 			return false, err

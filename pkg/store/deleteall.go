@@ -120,11 +120,11 @@ func (s *Store) DeleteList(ctx context.Context, w uds.Write) (int, error) {
 }
 
 // removeBatch removes a batch of a delete-all's items: in one transaction,
-// or, where history is kept, one by one as Delete removes them (each keeps
-// its version in a transaction of its own). It returns how many it
-// removed.
+// or, where history is kept or indexes are declared, one by one as Delete
+// removes them (each keeps its version, or removes its index entries,
+// in a transaction of its own). It returns how many it removed.
 func (s *Store) removeBatch(ctx context.Context, w uds.Write, batch []listEntry) (int, error) {
-	if !w.History.On() {
+	if !w.History.On() && len(w.Indexes) == 0 {
 		return s.removeEntries(ctx, "delete list "+w.Key.DataKey(), w.Key.App, batch)
 	}
 	n := 0

@@ -40,10 +40,11 @@ func (s *Store) reclaim(ctx context.Context, app string, items []listEntry) int 
 	return n
 }
 
-// readLive reads an item's state for a write: nil when there is none or
-// when it has expired (it is reclaimed then).
-func (s *Store) readLive(ctx context.Context, key uds.Key) (map[string]types.AttributeValue, error) {
-	old, err := s.readMeta(ctx, key)
+// readLive reads an item's state for a write, with its value when whole
+// is set: nil when there is none or when it has expired (it is reclaimed
+// then).
+func (s *Store) readLive(ctx context.Context, key uds.Key, whole bool) (map[string]types.AttributeValue, error) {
+	old, err := s.readMeta(ctx, key, whole)
 	if err != nil || old == nil || !expired(old, s.now()) {
 		return old, err
 	}

@@ -51,16 +51,19 @@ var metaNames = map[string]string{
 }
 
 // readMeta reads the state of an item that a write is about to change,
-// strongly consistent and without its value: nil when there is none. The
-// read costs what reading the whole item costs, but transfers little.
-func (s *Store) readMeta(ctx context.Context, key uds.Key) (map[string]types.AttributeValue, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:                aws.String(s.table(key)),
-		Key:                      keyAV(key),
-		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String(metaProjection),
-		ExpressionAttributeNames: metaNames,
-	})
+// strongly consistent and, unless whole is set, without its value: nil
+// when there is none. The read costs what reading the whole item costs,
+// but transfers little.
+func (s *Store) readMeta(ctx context.Context, key uds.Key, whole bool) (map[string]types.AttributeValue, error) {
+	in := &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table(key)),
+		Key:            keyAV(key),
+		ConsistentRead: aws.Bool(true),
+	}
+	if !whole {
+		in.ProjectionExpression, in.ExpressionAttributeNames = aws.String(metaProjection), metaNames
+	}
+	out, err := s.client.GetItem(ctx, in)
 	if err != nil {
 		return nil, failed("read "+key.DataKey(), err)
 	}

@@ -69,6 +69,13 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 			kept = append(kept, e)
 			continue
 		}
+		// An imported item gets its entries in the indexes its namespace
+		// declares, as a create does.
+		indexes, err := s.namespaceIndexes(ctx, app, rec.Key.Namespace)
+		if err != nil {
+			return uds.ImportResult{}, err
+		}
+		e.entries = s.indexUpkeep(rec.Key, indexes, nil, rec.Data)
 		pending = append(pending, e)
 	}
 	for len(pending) > 0 {
@@ -85,13 +92,14 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 }
 
 // importGroupSize is how many of the pending records the next transaction
-// takes: as many as fit its actions (a put each, and a usage change per
-// owner) and its size.
+// takes: as many as fit its actions (a put each with its index entries,
+// and a usage change per owner) and its size.
 func importGroupSize(pending []importEntry) int {
-	n, size, owners := 0, int64(0), map[string]bool{}
+	n, size, entries, owners := 0, int64(0), 0, map[string]bool{}
 	for ; n < len(pending); n++ {
 		e := pending[n]
-		actions := n + 1 + len(owners) // the puts so far, this one, the usage changes
+		// The puts so far with their entries, this one, the usage changes.
+		actions := n + 1 + entries + len(e.entries) + len(owners)
 		if !owners[e.rec.Owner] {
 			actions++
 		}
@@ -100,6 +108,7 @@ func importGroupSize(pending []importEntry) int {
 		}
 		owners[e.rec.Owner] = true
 		size += e.value.size
+		entries += len(e.entries)
 	}
 	return n
 }
@@ -113,6 +122,8 @@ type importEntry struct {
 	index int
 	rec   *uds.Record
 	value encodedValue
+	// entries puts the item's index entries.
+	entries []types.TransactWriteItem
 	// reclaimed is set once an expired item on the record's key was
 	// removed to make room, so that it is done once.
 	reclaimed bool
@@ -133,6 +144,9 @@ func (s *Store) importGroup(ctx context.Context, app string, group []importEntry
 		deltas.each(func(app, owner string, d uds.Usage) {
 			actions = append(actions, s.usageChange(app, owner, d))
 		})
+		for _, e := range group {
+			actions = append(actions, e.entries...)
+		}
 		refused, err := s.transact(ctx, op, actions...)
 		if err != nil {
 			return err

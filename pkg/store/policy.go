@@ -76,6 +76,7 @@ func decodePolicy(av map[string]types.AttributeValue) uds.Policy {
 	if h, ok := av[schema.AttrHistory].(*types.AttributeValueMemberM); ok {
 		p.History = uds.History{Versions: int(num(h.Value, schema.AttrHistoryVersions)), Days: int(num(h.Value, schema.AttrHistoryDays))}
 	}
+	decodeIndexes(av, &p)
 	if t, err := time.Parse(timeLayout, str(av, schema.AttrUpdatedDate)); err == nil {
 		p.Updated = t
 	}

@@ -99,12 +99,14 @@ func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Poli
 		// A history that keeps nothing is stored, and read back, as none.
 		p.History = uds.History{}
 	}
+	requested := p.Indexes
 	for range maxWriteAttempts {
 		current, err := s.readPolicy(ctx, app, namespace, true)
 		if err != nil {
 			return uds.Policy{}, err
 		}
 		now := s.now()
+		p.Indexes, p.IndexBuild = s.declareIndexes(current, requested, now)
 		pending := current.Changing(now)
 		var next uds.Policy
 		switch {
@@ -121,11 +123,12 @@ func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Poli
 		case now.Before(pending.SettlesAt):
 			// Still settling: the target and the history may change,
 			// not the times.
-			if samePolicy(pending.Target(), p) && current.History == p.History {
+			if samePolicy(pending.Target(), p) && current.History == p.History && sameIndexes(current, p) {
 				return current, nil
 			}
 			next = current
 			next.Version, next.Updated, next.History = current.Version+1, s.writeTime(), p.History
+			next.Indexes, next.IndexBuild = p.Indexes, p.IndexBuild
 			next.Pending = &uds.PolicyChange{Access: p.Access, Schema: p.Schema,
 				Since: pending.Since, SettlesAt: pending.SettlesAt, LapsesAt: pending.LapsesAt}
 		default:
@@ -173,7 +176,7 @@ func (s *Store) refuseIfHeld(ctx context.Context, app, namespace string) error {
 
 // settled is p stored in place of current, with no change pending.
 func (s *Store) settled(current, p uds.Policy) uds.Policy {
-	next := uds.Policy{Access: p.Access, Schema: p.Schema, History: p.History}
+	next := uds.Policy{Access: p.Access, Schema: p.Schema, History: p.History, Indexes: p.Indexes, IndexBuild: p.IndexBuild}
 	next.Version, next.Updated = current.Version+1, s.writeTime()
 	return next
 }
@@ -183,6 +186,7 @@ func (s *Store) settled(current, p uds.Policy) uds.Policy {
 func (s *Store) announced(current, p uds.Policy, now time.Time) uds.Policy {
 	next := current
 	next.Version, next.Updated, next.History = current.Version+1, s.writeTime(), p.History
+	next.Indexes, next.IndexBuild = p.Indexes, p.IndexBuild
 	settles := now.Add(s.policySettle)
 	next.Pending = &uds.PolicyChange{Access: p.Access, Schema: p.Schema,
 		Since: now, SettlesAt: settles, LapsesAt: settles.Add(s.policyWindow)}
@@ -236,6 +240,9 @@ func (s *Store) writePolicy(ctx context.Context, app, namespace string, current,
 	} else {
 		remove = append(remove, "#h")
 	}
+	indexes, build := encodeIndexes(next)
+	attr("#ix", schema.AttrIndexes, indexes)
+	attr("#ib", schema.AttrIndexBuild, build)
 	var c uds.PolicyChange
 	if next.Pending != nil {
 		c = *next.Pending

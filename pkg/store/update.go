@@ -72,15 +72,17 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 		}
 		now := s.writeTime()
 		up := s.itemUpdate(&w, v, now, token, old, !counted)
+		entries := s.indexUpkeep(w.Key, w.Indexes, storedData(w.Key, old), w.Data)
 		var outcome writeOutcome
 		switch {
 		case w.History.On():
 			ch := s.keepVersion(w.Key, w.History, head, old, nil, now, maxPrunes)
+			ch.actions = append(ch.actions, entries...)
 			outcome, err = s.commitKeeping(ctx, op, types.TransactWriteItem{Update: up}, w.App, who, change, ch)
-		case change == (uds.Usage{}):
+		case change == (uds.Usage{}) && len(entries) == 0:
 			outcome, err = s.updateAlone(ctx, op, up, token, attempt)
 		default:
-			outcome, err = s.updateCharged(ctx, op, up, w.App, who, change)
+			outcome, err = s.updateCharged(ctx, op, up, w.App, who, change, entries)
 		}
 		switch {
 		case err != nil:
@@ -94,13 +96,14 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 	return uds.Item{}, &uds.UnavailableError{Op: op, Err: errContended}
 }
 
-// readForWrite reads what a write of w replaces: the item's state, and in
-// a namespace with history the whole item and its history head.
+// readForWrite reads what a write of w replaces: the item's state; in a
+// namespace with history the whole item and its history head, and in one
+// with indexes the whole item, whose value names the entries it has.
 func (s *Store) readForWrite(ctx context.Context, w *uds.Write) (map[string]types.AttributeValue, historyHead, error) {
 	if w.History.On() {
 		return s.readWithHead(ctx, w.Key)
 	}
-	old, err := s.readLive(ctx, w.Key)
+	old, err := s.readLive(ctx, w.Key, len(w.Indexes) > 0)
 	return old, historyHead{}, err
 }
 
@@ -145,21 +148,28 @@ func (s *Store) updateAlone(ctx context.Context, op string, up *types.Update, to
 	return 0, failed(op, err)
 }
 
-// updateCharged writes an update together with the usage change it makes.
-func (s *Store) updateCharged(ctx context.Context, op string, up *types.Update, app, who string, change uds.Usage) (writeOutcome, error) {
-	usage, lim, err := s.usageAction(ctx, app, who, change)
-	if err != nil {
-		return 0, err
+// updateCharged writes an update together with the usage change it makes
+// (none when it keeps the size) and the index entries it moves.
+func (s *Store) updateCharged(ctx context.Context, op string, up *types.Update, app, who string, change uds.Usage, entries []types.TransactWriteItem) (writeOutcome, error) {
+	actions := []types.TransactWriteItem{{Update: up}}
+	var lim uds.Limits
+	if change != (uds.Usage{}) {
+		usage, limits, err := s.usageAction(ctx, app, who, change)
+		if err != nil {
+			return 0, err
+		}
+		actions, lim = append(actions, usage), limits
 	}
-	refused, err := s.transact(ctx, op, types.TransactWriteItem{Update: up}, usage)
+	charged := len(actions) == 2
+	refused, err := s.transact(ctx, op, append(actions, entries...)...)
 	switch {
 	case err != nil:
 		return 0, err
 	case refused.conditionFailed(0):
 		return raced, nil
-	case refused.conditionFailed(1) && s.reclaimOwner(ctx, app, who) > 0:
+	case charged && refused.conditionFailed(1) && s.reclaimOwner(ctx, app, who) > 0:
 		return raced, nil // the owner's expired items made room: try again
-	case refused.conditionFailed(1):
+	case charged && refused.conditionFailed(1):
 		return 0, s.quotaError(ctx, app, who, lim, refused.item(1))
 	case refused != nil:
 		return 0, failed(op, errUnexpectedCancel(refused))

@@ -143,6 +143,9 @@ type Write struct {
 	// History is the namespace's history policy: what the write keeps of
 	// the version it replaces.
 	History History
+	// Indexes are the namespace's declared indexes, ready or not: the
+	// write keeps each one's entry for the item up to date.
+	Indexes []Index
 }
 
 // Range selects list items: sort keys in [Start, End), either bound optional.

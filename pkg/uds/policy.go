@@ -42,6 +42,11 @@ type Policy struct {
 	// effect at once (kept versions stay where they are whatever the
 	// access mode), so a change carries it outside Pending.
 	History History
+	// Indexes are the fields the namespace's items are queried by; like
+	// the history, they change at once. IndexBuild is the work their
+	// last change left, nil when none is left.
+	Indexes    []Index
+	IndexBuild *IndexBuild
 	// Version counts the changes of the namespace's policy; 0 for one never
 	// set.
 	Version int64

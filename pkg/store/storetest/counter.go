@@ -117,6 +117,18 @@ func (c *Counter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactW
 	return out, err
 }
 
+// BatchWriteItem counts.
+func (c *Counter) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := c.Client.BatchWriteItem(ctx, in, o...)
+	var cc []types.ConsumedCapacity
+	if err == nil {
+		cc = out.ConsumedCapacity
+	}
+	c.add("BatchWriteItem", cc...)
+	return out, err
+}
+
 // capacity extracts a single-item call's consumed capacity; failed calls
 // (conditional check failures included) report none to the SDK.
 func capacity[T any](out *T, err error, get func() *types.ConsumedCapacity) []types.ConsumedCapacity {

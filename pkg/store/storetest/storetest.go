@@ -94,12 +94,13 @@ func uniqueTables(t testing.TB) store.Tables {
 		Data:       prefix + schema.Data.DefaultName,
 		List:       prefix + schema.List.DefaultName,
 		History:    prefix + schema.History.DefaultName,
+		Index:      prefix + schema.IndexEntries.DefaultName,
 		Usage:      prefix + schema.Usage.DefaultName,
 		Apps:       prefix + schema.Apps.DefaultName,
 		Namespaces: prefix + schema.Namespaces.DefaultName,
 	}
 	t.Cleanup(func() {
-		for _, name := range []string{tables.Data, tables.List, tables.History, tables.Usage, tables.Apps, tables.Namespaces} {
+		for _, name := range []string{tables.Data, tables.List, tables.History, tables.Index, tables.Usage, tables.Apps, tables.Namespaces} {
 			_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 		}
 	})

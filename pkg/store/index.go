@@ -1,0 +1,201 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"hash/fnv"
+	"math"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// Indexes. Each declared index of a namespace keeps one entry per item
+// whose value at the index's path it holds, in the index table:
+//
+//   - partition: the app, namespace and index ID, and a write shard
+//     (a hash of the item's key, one of schema.IndexShards) or, in a
+//     private namespace, the item's owner;
+//   - sort key (binary): the value, then the item's key, then a digest of
+//     the key, in an encoding whose byte order is the value's order, then
+//     the key's.
+//
+// An entry is a function of the item's key and value and of the index's
+// declaration, and nothing else, so a write finds the entries to remove in
+// the value it replaces. Every write puts and deletes its item's entries
+// in the transaction that writes the item, which makes a strongly
+// consistent query of the index see every acknowledged write. A query
+// still reads each item and keeps it only if its value yields the entry
+// found: an entry left by an item that expired, or by a build that met a
+// write, is skipped (and removed, index_query.go).
+
+// indexEntry is one entry's key.
+type indexEntry struct {
+	hash string
+	sort []byte
+}
+
+// maxIndexSortBytes is DynamoDB's bound on a sort key.
+const maxIndexSortBytes = 1024
+
+// digestBytes is how much of the key's digest an entry's sort key ends
+// with: it keeps entries of items whose keys share the part that fits
+// apart.
+const digestBytes = 8
+
+// indexPartition names the partition of index id's entries for key:
+// in a private namespace the owner's, else one of the write shards.
+func indexPartition(key uds.Key, id string) string {
+	p := key.App + uds.KeyDelimiter + key.Namespace + uds.KeyDelimiter + id + uds.KeyDelimiter
+	if key.Owner != "" {
+		return p + "0" + uds.KeyDelimiter + key.Owner
+	}
+	h := fnv.New32a()
+	h.Write([]byte(itemID(key)))
+	return p + strconv.Itoa(int(h.Sum32()%schema.IndexShards))
+}
+
+// indexPartitions lists the partitions a query of index id reads: the
+// owner's in a private namespace, else every shard.
+func indexPartitions(app, namespace, id, owner string) []string {
+	p := app + uds.KeyDelimiter + namespace + uds.KeyDelimiter + id + uds.KeyDelimiter
+	if owner != "" {
+		return []string{p + "0" + uds.KeyDelimiter + owner}
+	}
+	out := make([]string, schema.IndexShards)
+	for i := range out {
+		out[i] = p + strconv.Itoa(i)
+	}
+	return out
+}
+
+// appendIndexValue encodes v so that byte order is value order: a
+// number as its IEEE 754 bits with the sign flipped (negatives inverted
+// whole), 8 bytes; a string as its UTF-8 bytes each plus one (valid UTF-8
+// has no byte 0xff), then a zero that ends it before any longer string
+// it begins.
+func appendIndexValue(b []byte, t uds.IndexType, v uds.IndexValue) []byte {
+	if t == uds.IndexNumber {
+		bits := math.Float64bits(v.Num)
+		if bits>>63 == 1 {
+			bits = ^bits
+		} else {
+			bits |= 1 << 63
+		}
+		return binary.BigEndian.AppendUint64(b, bits)
+	}
+	return append(appendShifted(b, v.Str), 0)
+}
+
+func appendShifted(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		b = append(b, s[i]+1)
+	}
+	return b
+}
+
+// indexSort is the sort key of key's entry for value v of an index of
+// type t: the value, as much of the key (id, then sort key, each ended by
+// a zero) as fits, and the key's digest.
+func indexSort(t uds.IndexType, v uds.IndexValue, key uds.Key) []byte {
+	b := appendIndexValue(make([]byte, 0, 64), t, v)
+	room := maxIndexSortBytes - digestBytes - len(b)
+	k := append(appendShifted(nil, key.ID), 0)
+	k = append(appendShifted(k, key.SortKey), 0)
+	b = append(b, k[:min(len(k), room)]...)
+	d := sha256.Sum256([]byte(key.DataKey() + "\x00" + key.SortKey))
+	return append(b, d[:digestBytes]...)
+}
+
+// indexEntries lists the entries the item at key with data has in
+// indexes (none for nil data).
+func indexEntries(key uds.Key, indexes []uds.Index, data json.RawMessage) []indexEntry {
+	if data == nil {
+		return nil
+	}
+	var out []indexEntry
+	for _, ix := range indexes {
+		if v, ok := ix.ValueOf(data); ok {
+			out = append(out, indexEntry{hash: indexPartition(key, ix.ID), sort: indexSort(ix.Type, v, key)})
+		}
+	}
+	return out
+}
+
+// indexUpkeep is the actions that take key's entries in indexes from
+// those of the value old to those of data (nil for an item removed): a
+// delete for each entry that goes, a put for each that comes. An entry
+// both values have is left alone, so a write that keeps the indexed
+// fields costs no more than it would without indexes.
+func (s *Store) indexUpkeep(key uds.Key, indexes []uds.Index, old, data json.RawMessage) []types.TransactWriteItem {
+	if len(indexes) == 0 {
+		return nil
+	}
+	before, after := indexEntries(key, indexes, old), indexEntries(key, indexes, data)
+	var actions []types.TransactWriteItem
+	for _, e := range before {
+		if !containsEntry(after, e) {
+			actions = append(actions, types.TransactWriteItem{Delete: &types.Delete{
+				TableName: aws.String(s.tables.Index), Key: e.key()}})
+		}
+	}
+	for _, e := range after {
+		if !containsEntry(before, e) {
+			actions = append(actions, types.TransactWriteItem{Put: &types.Put{
+				TableName: aws.String(s.tables.Index), Item: e.item(key)}})
+		}
+	}
+	return actions
+}
+
+func containsEntry(list []indexEntry, e indexEntry) bool {
+	for _, x := range list {
+		if x.hash == e.hash && bytes.Equal(x.sort, e.sort) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e indexEntry) key() map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		schema.AttrIndexKey:  &types.AttributeValueMemberS{Value: e.hash},
+		schema.AttrIndexSort: &types.AttributeValueMemberB{Value: e.sort},
+	}
+}
+
+// item is the entry as stored: its key and the item's.
+func (e indexEntry) item(key uds.Key) map[string]types.AttributeValue {
+	it := e.key()
+	for k, v := range keyAV(key) {
+		it[k] = v
+	}
+	return it
+}
+
+// storedData is the value of a stored item (nil for none), for the
+// entries it has.
+func storedData(key uds.Key, av map[string]types.AttributeValue) json.RawMessage {
+	if av == nil {
+		return nil
+	}
+	it, err := decodeItem(key, av)
+	if err != nil {
+		return nil
+	}
+	return it.Data
+}
+
+// namespaceIndexes is the indexes a namespace declares, from its policy
+// in effect, for the write paths that do not come with them (import).
+func (s *Store) namespaceIndexes(ctx context.Context, app, namespace string) ([]uds.Index, error) {
+	p, err := s.Policy(ctx, app, namespace)
+	return p.Indexes, err
+}

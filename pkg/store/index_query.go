@@ -1,0 +1,336 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// IndexQuery selects a namespace's items by one of its indexes: those
+// whose value is Eq, starts with Prefix, or lies in [From, To) (either
+// bound optional; none of them: every item the index holds), ordered by
+// the value and then the key.
+type IndexQuery struct {
+	App, Namespace string
+	Index          uds.Index
+	// Owner, in a private namespace, is the caller, whose items alone the
+	// query sees.
+	Owner      string
+	Eq, Prefix *uds.IndexValue
+	From, To   *uds.IndexValue
+	Descending bool
+	Limit      int
+	Cursor     string
+	MaxBytes   int
+	ItemBytes  func(*uds.Item) int
+}
+
+// IndexPage is one page of a query. Cursor, when set, is where the next
+// page starts.
+type IndexPage struct {
+	Items  []uds.Item
+	Cursor string
+}
+
+// maxCleanups bounds how many stale entries one page removes.
+const maxCleanups = 10
+
+// QueryIndex reads one page of a query: the index's partitions (every
+// write shard, or the owner's) are queried strongly consistent and merged
+// in order, one entry beyond the page is read to know whether another
+// page exists, and the page's items are read with BatchGetItem, strongly
+// consistent. An item is in the page only if it is stored, has not
+// expired, and its value yields the entry that led to it; an entry that
+// does not (its item expired, or a build put it for a value a write then
+// replaced) is left out and removed, if its item is still as read.
+func (s *Store) QueryIndex(ctx context.Context, q IndexQuery) (IndexPage, error) {
+	cond, err := indexCondition(q)
+	if err != nil || cond.empty {
+		return IndexPage{}, err
+	}
+	var after []byte
+	if q.Cursor != "" {
+		after, err = base64.RawURLEncoding.DecodeString(q.Cursor)
+		if err != nil || len(after) == 0 || len(after) > maxIndexSortBytes || !cond.holds(after) {
+			return IndexPage{}, uds.Invalid("cursor", "does not belong to this query")
+		}
+	}
+	m := merger{s: s, cond: cond, desc: q.Descending, after: after}
+	for _, hash := range indexPartitions(q.App, q.Namespace, q.Index.ID, q.Owner) {
+		m.parts = append(m.parts, &partition{hash: hash})
+	}
+	entries, more, err := m.take(ctx, q.Limit)
+	if err != nil {
+		return IndexPage{}, err
+	}
+	keys := make([]uds.Key, 0, len(entries))
+	for _, e := range entries {
+		k, _ := keyOf(e)
+		keys = append(keys, k)
+	}
+	found, err := s.batchGet(ctx, keys, "")
+	if err != nil {
+		return IndexPage{}, err
+	}
+	var page IndexPage
+	var stale []staleEntry
+	now, size := s.now(), 0
+	itemBytes := q.ItemBytes
+	if itemBytes == nil {
+		itemBytes = plainBytes
+	}
+	for i, e := range entries {
+		av := found[itemID(keys[i])]
+		sort := e[schema.AttrIndexSort].(*types.AttributeValueMemberB).Value
+		it, live := s.matching(keys[i], av, q.Index, sort, now)
+		if !live {
+			stale = append(stale, staleEntry{key: keys[i], entry: indexEntry{hash: str(e, schema.AttrIndexKey), sort: sort}, item: av})
+			continue
+		}
+		n := itemBytes(&it)
+		if q.MaxBytes > 0 && len(page.Items) > 0 && size+n > q.MaxBytes {
+			// The page is full: the next one starts at this item.
+			page.Cursor = base64.RawURLEncoding.EncodeToString(entrySort(entries[i-1]))
+			s.removeStale(ctx, stale)
+			return page, nil
+		}
+		size += n
+		page.Items = append(page.Items, it)
+	}
+	if more && len(entries) > 0 {
+		page.Cursor = base64.RawURLEncoding.EncodeToString(entrySort(entries[len(entries)-1]))
+	}
+	s.removeStale(ctx, stale)
+	return page, nil
+}
+
+func entrySort(e map[string]types.AttributeValue) []byte {
+	return e[schema.AttrIndexSort].(*types.AttributeValueMemberB).Value
+}
+
+// matching decodes the item an entry with sort key sort led to, and
+// reports whether it is live and still has that entry.
+func (s *Store) matching(key uds.Key, av map[string]types.AttributeValue, ix uds.Index, sort []byte, now time.Time) (uds.Item, bool) {
+	if av == nil || expired(av, now) {
+		return uds.Item{}, false
+	}
+	it, err := decodeItem(key, av)
+	if err != nil {
+		return uds.Item{}, false
+	}
+	v, ok := ix.ValueOf(it.Data)
+	return it, ok && bytes.Equal(indexSort(ix.Type, v, key), sort)
+}
+
+// staleEntry is an entry that leads to no item with its value, and the
+// item as the query read it (nil: none).
+type staleEntry struct {
+	key   uds.Key
+	entry indexEntry
+	item  map[string]types.AttributeValue
+}
+
+// removeStale deletes stale entries, each in a transaction that checks its
+// item is still as read: absent, or at the revision read. An item written
+// since may have the entry again, and keeps it. It is best effort: an entry
+// left is skipped again by the next query.
+func (s *Store) removeStale(ctx context.Context, stale []staleEntry) {
+	for _, e := range stale[:min(len(stale), maxCleanups)] {
+		names := map[string]string{"#k": schema.AttrDataKey}
+		values := map[string]types.AttributeValue{}
+		cond := "attribute_not_exists(#k)"
+		if e.item != nil {
+			cond = exactRevision(e.item, names, values)
+		}
+		check := &types.ConditionCheck{TableName: aws.String(s.table(e.key)), Key: keyAV(e.key),
+			ConditionExpression: aws.String(cond), ExpressionAttributeNames: names}
+		if len(values) > 0 {
+			check.ExpressionAttributeValues = values
+		}
+		_, _ = s.transact(ctx, "remove a stale index entry",
+			types.TransactWriteItem{ConditionCheck: check},
+			types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.tables.Index), Key: e.entry.key()}})
+	}
+}
+
+// sortCondition is a query's condition on entries' sort keys.
+type sortCondition struct {
+	expr   string // a key condition on #is, with :lo and :hi
+	lo, hi []byte
+	prefix bool // begins_with(#is, :lo)
+	empty  bool // no entry can match
+}
+
+// holds reports whether an entry's sort key meets the condition.
+func (c sortCondition) holds(sort []byte) bool {
+	switch {
+	case c.prefix:
+		return bytes.HasPrefix(sort, c.lo)
+	case c.lo != nil && bytes.Compare(sort, c.lo) < 0:
+		return false
+	case c.hi != nil && bytes.Compare(sort, c.hi) >= 0:
+		return false
+	}
+	return true
+}
+
+// indexCondition turns a query's selection into a key condition. A
+// value's encoding (appendIndexValue) is its order, and an entry holds
+// more than its value: so an entry whose value is v begins with v's
+// encoding, one whose value is at least A sorts at or after A's encoding
+// without its end mark, and one whose value is below B sorts before B's.
+func indexCondition(q IndexQuery) (sortCondition, error) {
+	t := q.Index.Type
+	bound := func(v *uds.IndexValue) []byte {
+		if v == nil {
+			return nil
+		}
+		b := appendIndexValue(nil, t, *v)
+		if t == uds.IndexString {
+			b = b[:len(b)-1] // without the end mark
+		}
+		return b
+	}
+	switch {
+	case q.Eq != nil:
+		return sortCondition{expr: "begins_with(#is, :lo)", lo: appendIndexValue(nil, t, *q.Eq), prefix: true}, nil
+	case q.Prefix != nil:
+		if t != uds.IndexString {
+			return sortCondition{}, uds.Invalid("prefix", "index %s holds numbers; prefix selects strings", q.Index.Name)
+		}
+		return sortCondition{expr: "begins_with(#is, :lo)", lo: appendShifted(nil, q.Prefix.Str), prefix: true}, nil
+	}
+	lo, hi := bound(q.From), bound(q.To)
+	switch {
+	case lo != nil && hi != nil && bytes.Compare(lo, hi) >= 0:
+		return sortCondition{empty: true}, nil // [from, to) is empty
+	case lo != nil && hi != nil:
+		// No entry equals hi (entries are longer), so BETWEEN's
+		// inclusive bound leaves out the values at to.
+		return sortCondition{expr: "#is BETWEEN :lo AND :hi", lo: lo, hi: hi}, nil
+	case lo != nil:
+		return sortCondition{expr: "#is >= :lo", lo: lo}, nil
+	case hi != nil:
+		return sortCondition{expr: "#is < :hi", hi: hi}, nil
+	}
+	return sortCondition{}, nil
+}
+
+// partition is one partition of a query's index as the merge reads it.
+type partition struct {
+	hash string
+	buf  []map[string]types.AttributeValue
+	// next is where the partition's next read starts; done is set once
+	// it has nothing more.
+	next map[string]types.AttributeValue
+	done bool
+}
+
+// merger merges a query's partitions in entry order.
+type merger struct {
+	s     *Store
+	cond  sortCondition
+	desc  bool
+	after []byte
+	parts []*partition
+}
+
+// take returns the query's next n entries, in order, and whether more
+// follow. The first read of every partition runs in parallel and asks each
+// for its share of n and one more; a partition whose entries the merge
+// then uses up is read again for what is still missing.
+func (m *merger) take(ctx context.Context, n int) ([]map[string]types.AttributeValue, bool, error) {
+	share := int32(min(n+1, (n+1)/len(m.parts)+2))
+	var wg sync.WaitGroup
+	errs := make([]error, len(m.parts))
+	for i, p := range m.parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = m.read(ctx, p, share)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	var out []map[string]types.AttributeValue
+	for len(out) <= n {
+		var best *partition
+		for _, p := range m.parts {
+			for len(p.buf) == 0 && !p.done {
+				if err := m.read(ctx, p, int32(n+1-len(out))); err != nil {
+					return nil, false, err
+				}
+			}
+			if len(p.buf) > 0 && (best == nil || m.before(entrySort(p.buf[0]), entrySort(best.buf[0]))) {
+				best = p
+			}
+		}
+		if best == nil {
+			return out, false, nil
+		}
+		if len(out) == n {
+			return out, true, nil
+		}
+		out = append(out, best.buf[0])
+		best.buf = best.buf[1:]
+	}
+	return out, true, nil
+}
+
+func (m *merger) before(a, b []byte) bool {
+	if m.desc {
+		return bytes.Compare(a, b) > 0
+	}
+	return bytes.Compare(a, b) < 0
+}
+
+// read queries up to limit more entries of p.
+func (m *merger) read(ctx context.Context, p *partition, limit int32) error {
+	expr := "#ik = :ik"
+	values := map[string]types.AttributeValue{":ik": &types.AttributeValueMemberS{Value: p.hash}}
+	if m.cond.expr != "" {
+		expr += " AND " + m.cond.expr
+	}
+	if m.cond.lo != nil {
+		values[":lo"] = &types.AttributeValueMemberB{Value: m.cond.lo}
+	}
+	if m.cond.hi != nil {
+		values[":hi"] = &types.AttributeValueMemberB{Value: m.cond.hi}
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(m.s.tables.Index),
+		KeyConditionExpression:    aws.String(expr),
+		ExpressionAttributeNames:  map[string]string{"#ik": schema.AttrIndexKey},
+		ExpressionAttributeValues: values,
+		ConsistentRead:            aws.Bool(true),
+		ScanIndexForward:          aws.Bool(!m.desc),
+		Limit:                     aws.Int32(max(limit, 1)),
+		ExclusiveStartKey:         p.next,
+	}
+	if m.cond.expr != "" {
+		in.ExpressionAttributeNames["#is"] = schema.AttrIndexSort
+	}
+	if p.next == nil && m.after != nil {
+		in.ExclusiveStartKey = indexEntry{hash: p.hash, sort: m.after}.key()
+	}
+	out, err := m.s.client.Query(ctx, in)
+	if err != nil {
+		return failed("query index partition "+p.hash, err)
+	}
+	p.buf = append(p.buf, out.Items...)
+	p.next, p.done = out.LastEvaluatedKey, out.LastEvaluatedKey == nil
+	return nil
+}

@@ -1,0 +1,162 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+var testIndexes = []uds.Index{
+	{Name: "byStatus", Path: "/status", Type: uds.IndexString},
+	{Name: "byRank", Path: "/meta/rank", Type: uds.IndexNumber},
+}
+
+// declare sets ns's indexes and builds them until they are ready.
+func declare(t *testing.T, s *store.Store, ns string, indexes []uds.Index) uds.Policy {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.SetPolicy(ctx, app, ns, uds.Policy{Indexes: indexes}); err != nil {
+		t.Fatal(err)
+	}
+	for range 200 {
+		p, err := s.BuildIndexes(ctx, app, ns, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.IndexBuild == nil {
+			return p
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the build did not finish")
+	return uds.Policy{}
+}
+
+func indexNamed(p uds.Policy, name string) uds.Index {
+	for _, ix := range p.Indexes {
+		if ix.Name == name {
+			return ix
+		}
+	}
+	return uds.Index{}
+}
+
+// queryIDs runs q to its end, page by page, and lists the ids (and sort
+// keys) found.
+func queryIDs(t *testing.T, s *store.Store, q store.IndexQuery) string {
+	t.Helper()
+	var ids []string
+	for range 100 {
+		page, err := s.QueryIndex(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			id := it.ID
+			if it.SortKey != "" {
+				id += "/" + it.SortKey
+			}
+			ids = append(ids, id)
+		}
+		if page.Cursor == "" {
+			return strings.Join(ids, " ")
+		}
+		q.Cursor = page.Cursor
+	}
+	t.Fatal("the query did not end")
+	return ""
+}
+
+func str(s string) *uds.IndexValue  { return &uds.IndexValue{Str: s} }
+func num(f float64) *uds.IndexValue { return &uds.IndexValue{Num: f} }
+
+// Items stored before the indexes were declared are built into them,
+// items written after join them in the write's transaction, and queries
+// select and order by the value, then the key, in pages of any size.
+func TestIndexQueries(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	ns := "tasks"
+	write := func(id, data string, ixs []uds.Index) {
+		t.Helper()
+		w := uds.Write{Key: key(t, ns, id), Data: json.RawMessage(data), Subject: "alice", Indexes: ixs}
+		if _, err := s.Create(ctx, w); errors.Is(err, uds.ErrConflict) {
+			_, err = s.Update(ctx, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Before: no indexes.
+	write("a", `{"status":"open","meta":{"rank":3}}`, nil)
+	write("b", `{"status":"done","meta":{"rank":-1.5}}`, nil)
+	write("c", `{"status":"open","meta":{"rank":10}}`, nil)
+	write("d", `{"status":7,"meta":{"rank":"x"}}`, nil) // in neither index
+	p := declare(t, s, ns, testIndexes)
+	// After: the writes keep the entries.
+	write("e", `{"status":"opening","meta":{"rank":0}}`, p.Indexes)
+	write("f", `{"status":"open"}`, p.Indexes)
+	write("b", `{"status":"open","meta":{"rank":2}}`, p.Indexes) // moves in both
+	list := key(t, ns, "l")
+	for _, sk := range []string{"x", "y"} {
+		lk, _ := list.WithSortKey(sk)
+		if _, err := s.Create(ctx, uds.Write{Key: lk, Data: json.RawMessage(`{"status":"open","meta":{"rank":5}}`), Subject: "bob", Indexes: p.Indexes}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status, rank := indexNamed(p, "byStatus"), indexNamed(p, "byRank")
+	if !status.Ready || status.Done != 3 || rank.Done != 3 {
+		t.Fatalf("indexes after the build: %+v", p.Indexes)
+	}
+	for _, tc := range []struct {
+		name string
+		q    store.IndexQuery
+		want string
+	}{
+		{"eq", store.IndexQuery{Index: status, Eq: str("open")}, "a b c f l/x l/y"},
+		{"eq desc", store.IndexQuery{Index: status, Eq: str("open"), Descending: true}, "l/y l/x f c b a"},
+		{"prefix", store.IndexQuery{Index: status, Prefix: str("open")}, "a b c f l/x l/y e"},
+		{"prefix none", store.IndexQuery{Index: status, Prefix: str("opf")}, ""},
+		{"eq missing", store.IndexQuery{Index: status, Eq: str("done")}, ""},
+		{"numbers in order", store.IndexQuery{Index: rank}, "e b a l/x l/y c"},
+		{"number range", store.IndexQuery{Index: rank, From: num(2), To: num(5)}, "b a"},
+		{"number from", store.IndexQuery{Index: rank, From: num(5)}, "l/x l/y c"},
+		{"number to desc", store.IndexQuery{Index: rank, To: num(3), Descending: true}, "b e"},
+		{"number eq", store.IndexQuery{Index: rank, Eq: num(5)}, "l/x l/y"},
+		{"empty range", store.IndexQuery{Index: rank, From: num(5), To: num(5)}, ""},
+		{"string range", store.IndexQuery{Index: status, From: str("o"), To: str("opening")}, "a b c f l/x l/y"},
+	} {
+		for _, limit := range []int{1, 2, 100} {
+			t.Run(fmt.Sprintf("%s limit %d", tc.name, limit), func(t *testing.T) {
+				q := tc.q
+				q.App, q.Namespace, q.Limit = app, ns, limit
+				if got := queryIDs(t, s, q); got != tc.want {
+					t.Errorf("got %q, want %q", got, tc.want)
+				}
+			})
+		}
+	}
+	// A delete and an update that leaves the index are seen at once.
+	if err := s.Delete(ctx, uds.Write{Key: key(t, ns, "a"), Subject: "alice", Indexes: p.Indexes}); err != nil {
+		t.Fatal(err)
+	}
+	write("c", `{"status":"closed"}`, p.Indexes)
+	q := store.IndexQuery{App: app, Namespace: ns, Index: status, Eq: str("open"), Limit: 10}
+	if got := queryIDs(t, s, q); got != "b f l/x l/y" {
+		t.Errorf("after a delete and an update: %q", got)
+	}
+	q.Cursor = "AAAA"
+	if _, err := s.QueryIndex(ctx, q); !errors.Is(err, uds.ErrInvalid) {
+		t.Errorf("a cursor of another query: %v", err)
+	}
+}
