@@ -22,9 +22,13 @@ type policyJSON struct {
 	Schema          json.RawMessage `json:"schema"`
 	// History is shown while the namespace keeps versions, and left out
 	// otherwise, as pending is.
-	History     *historyJSON `json:"history,omitempty"`
-	Version     int64        `json:"version"`
-	UpdatedDate string       `json:"updatedDate,omitempty"`
+	History *historyJSON `json:"history,omitempty"`
+	// Indexes and IndexBuild are shown while the namespace declares
+	// indexes, or a build is under way.
+	Indexes     []indexJSON     `json:"indexes,omitempty"`
+	IndexBuild  *indexBuildJSON `json:"indexBuild,omitempty"`
+	Version     int64           `json:"version"`
+	UpdatedDate string          `json:"updatedDate,omitempty"`
 	// Pending is a change into or out of private under way.
 	Pending *pendingJSON `json:"pending,omitempty"`
 }
@@ -52,6 +56,7 @@ func policyBody(app, namespace string, p uds.Policy, now time.Time) policyJSON {
 	if p.History.On() {
 		j.History = &historyJSON{Versions: p.History.Versions, Days: p.History.Days}
 	}
+	j.Indexes, j.IndexBuild = indexesBody(p)
 	if c := p.Changing(now); c != nil {
 		j.Pending = &pendingJSON{Access: c.Target().Mode(), Schema: orNull(c.Schema), Since: store.FormatTime(c.Since),
 			SettlesAt: store.FormatTime(c.SettlesAt), LapsesAt: store.FormatTime(c.LapsesAt)}
@@ -101,6 +106,9 @@ func (a *API) putPolicy(w http.ResponseWriter, r *http.Request, p params) {
 		return
 	}
 	pol, err := a.readPolicy(r)
+	if err == nil && len(pol.Indexes) > 0 {
+		err = queryable(namespace)
+	}
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
@@ -176,17 +184,19 @@ func (a *API) readPolicy(r *http.Request) (uds.Policy, error) {
 }
 
 // policyShape is the policy body, as a refusal of its form describes it.
-const policyShape = `{"access": "shared" | "private" | "owner-write", "schema": {...} | null, "history": {"versions": n, "days": n} | null}`
+const policyShape = `{"access": "shared" | "private" | "owner-write", "schema": {...} | null, "history": {"versions": n, "days": n} | null, "indexes": [{"name": "...", "path": "/json/pointer", "type": "string" | "number"}, ...] | null}`
 
 // parsePolicy parses {"access": ..., "schema": {...} | null, "history":
-// {...} | null}, compiles the schema through schemas, so that one that
-// cannot be used is refused now rather than at the first write, and checks
-// the history (historyBody.parse).
+// {...} | null, "indexes": [...] | null}, compiles the schema through
+// schemas, so that one that cannot be used is refused now rather than at
+// the first write, and checks the history (historyBody.parse) and the
+// indexes (parseIndexes).
 func parsePolicy(body []byte, schemas *policy.Cache) (uds.Policy, error) {
 	var b struct {
 		Access  *string          `json:"access"`
 		Schema  *json.RawMessage `json:"schema"`
 		History *historyBody     `json:"history"`
+		Indexes *[]indexBody     `json:"indexes"`
 	}
 	if err := decodeBody(body, &b, policyShape); err != nil {
 		return uds.Policy{}, err
@@ -201,6 +211,11 @@ func parsePolicy(body []byte, schemas *policy.Cache) (uds.Policy, error) {
 	}
 	if b.History != nil {
 		if pol.History, err = b.History.parse(); err != nil {
+			return pol, err
+		}
+	}
+	if b.Indexes != nil {
+		if pol.Indexes, err = parseIndexes(*b.Indexes); err != nil {
 			return pol, err
 		}
 	}

@@ -30,6 +30,7 @@ type Store interface {
 	Versions(ctx context.Context, key uds.Key, h uds.History) ([]uds.Version, error)
 	Version(ctx context.Context, key uds.Key, h uds.History, version int64) (uds.Item, error)
 	DropHistory(context.Context, uds.Write) (int, error)
+	QueryIndex(context.Context, store.IndexQuery) (store.IndexPage, error)
 
 	Quota(ctx context.Context, app, user string) (uds.Quota, error)
 	AppLimits(ctx context.Context, app string) (uds.Limits, error)
@@ -46,6 +47,7 @@ type Store interface {
 	Policies(ctx context.Context, app, after string, limit int) ([]uds.NamespacePolicy, bool, error)
 	Strays(context.Context, store.StrayQuery) (store.StrayPage, error)
 	RemoveStrays(ctx context.Context, app, namespace string, private bool) (int, error)
+	BuildIndexes(ctx context.Context, app, namespace string, budget time.Duration) (uds.Policy, error)
 
 	Export(context.Context, store.ExportQuery) (store.ExportPage, error)
 	Import(ctx context.Context, app string, records []uds.Record) (uds.ImportResult, error)

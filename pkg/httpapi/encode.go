@@ -150,11 +150,12 @@ func writeItem(w http.ResponseWriter, status int, it *uds.Item) {
 // 5 MB, and the response writer copies what it is given.
 var pageBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// writeListPage answers a page of list items as encoding/json would encode
-// {"list": [items], "cursor": cursor} (cursor omitted when empty). A page
+// writeItemsPage answers a page of items as encoding/json would encode
+// {member: [items], "cursor": cursor} (cursor omitted when empty): "list"
+// for a list page, "items" for a query's. A page
 // holding compressed values (read for a client that accepts gzip) goes
 // gzip encoded, the values' stored streams spliced in as they are.
-func writeListPage(w http.ResponseWriter, items []uds.Item, cursor string) {
+func writeItemsPage(w http.ResponseWriter, member string, items []uds.Item, cursor string) {
 	n := len(cursor) + 32
 	compressed := false
 	for i := range items {
@@ -173,7 +174,7 @@ func writeListPage(w http.ResponseWriter, items []uds.Item, cursor string) {
 		defer pageBuffers.Put(gzp)
 		gz.Start(slices.Grow((*gzp)[:0], n))
 	}
-	buf = append(buf, `{"list":[`...)
+	buf = append(append(append(buf, `{"`...), member...), `":[`...)
 	for i := range items {
 		it := &items[i]
 		if i > 0 {

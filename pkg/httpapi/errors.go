@@ -61,6 +61,7 @@ var statusTable = []struct {
 	{uds.ErrForbidden, http.StatusForbidden, "Forbidden", "Forbidden"},
 	{uds.ErrSchema, http.StatusUnprocessableEntity, "Schema validation failed", "Schema validation failed"},
 	{uds.ErrInUse, http.StatusConflict, "Namespace holds data", "Namespace holds data"},
+	{uds.ErrIndexNotReady, http.StatusConflict, "Index not ready", "Index not ready"},
 	{uds.ErrNotFound, http.StatusNotFound, "Key not found", "Item not found"},
 	{uds.ErrConflict, http.StatusConflict, "Key already exists", "Item already exists"},
 	{uds.ErrPrecondition, http.StatusPreconditionFailed, "Precondition failed", "Precondition failed"},
@@ -100,6 +101,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	var coding *encodingError
 	var changing *uds.ChangingError
 	var version *notKept
+	var notReady *uds.IndexNotReadyError
 	if errors.As(err, &batch) {
 		body.FailedIndex = &batch.Index
 	}
@@ -140,6 +142,11 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 			body.Details = unavailable.Reason
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(unavailable.RetryAfter.Seconds()))))
+	case errors.As(err, &notReady):
+		body.Details = notReady.Error() + "; it answers queries once ready (GET the namespace's policy for its state; POST .../indexes/build advances the build)"
+		if wait := time.Until(notReady.SettlesAt); wait > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()+0.999))))
+		}
 	case errors.As(err, &version):
 		body.Details = fmt.Sprintf("version %d of the item is not kept: it never was, or it was pruned, expired or dropped; GET the item with ?history for the versions kept", version.version)
 	case errors.As(err, &forbidden):

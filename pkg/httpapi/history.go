@@ -297,7 +297,7 @@ func (a *API) restoreOp(ctx context.Context, sc *scope, pre uds.Precondition, v 
 	}
 	return uds.BatchOp{
 		Method:            http.MethodPost,
-		Write:             uds.Write{Key: sc.key, Data: old.Data, ClassName: old.ClassName, Subject: sc.subject, IfMatch: sc.guard(pre), History: sc.policy.History},
+		Write:             uds.Write{Key: sc.key, Data: old.Data, ClassName: old.ClassName, Subject: sc.subject, IfMatch: sc.guard(pre), History: sc.policy.History, Indexes: sc.policy.Indexes},
 		Restore:           true,
 		RecreateForbidden: sc.policy.Mode() == uds.AccessOwnerWrite && old.CreatedBy != sc.subject,
 	}, nil

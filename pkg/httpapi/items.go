@@ -108,7 +108,7 @@ func (a *API) updateItem(w http.ResponseWriter, r *http.Request, p params) {
 
 // writeItem creates (POST, 201) or updates (PUT, 200) the item of sc.
 func (a *API) writeItem(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope, status int) {
-	write := uds.Write{Key: sc.key, Subject: sc.subject, History: sc.policy.History}
+	write := uds.Write{Key: sc.key, Subject: sc.subject, History: sc.policy.History, Indexes: sc.policy.Indexes}
 	var err error
 	if status == http.StatusOK {
 		if write.IfMatch, err = ifMatch(r); err != nil {
@@ -174,7 +174,7 @@ func (a *API) deleteItem(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, &key)
 		return
 	}
-	a.applyDelete(w, r, uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: sc.guard(pre), History: sc.policy.History})
+	a.applyDelete(w, r, uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: sc.guard(pre), History: sc.policy.History, Indexes: sc.policy.Indexes})
 }
 
 // applyDelete deletes the item a checked delete names and answers.

@@ -57,7 +57,7 @@ func (a *API) listItems(w http.ResponseWriter, r *http.Request, p params) {
 	if page.More {
 		cursor = a.cursors.Seal(binding, position(page))
 	}
-	writeListPage(w, page.Items, cursor)
+	writeItemsPage(w, "list", page.Items, cursor)
 }
 
 // A cursor's position is the last sort key of its page, and, when the
@@ -99,14 +99,22 @@ func parseListQuery(r *http.Request, key uds.Key) (store.ListQuery, string, erro
 	if q.Limit, err = pageLimit(params); err != nil {
 		return q, "", err
 	}
-	switch order := params.Get("sortOrder"); strings.ToUpper(order) {
-	case "", "ASC":
-	case "DESC":
-		q.Range.Descending = true
-	default:
-		return q, "", uds.Invalid("sortOrder", "must be ASC or DESC, got %q", order)
+	if q.Range.Descending, err = descending(params); err != nil {
+		return q, "", err
 	}
 	return q, params.Get("cursor"), nil
+}
+
+// descending parses the sortOrder parameter of lists and queries.
+func descending(params url.Values) (bool, error) {
+	switch order := params.Get("sortOrder"); strings.ToUpper(order) {
+	case "", "ASC":
+		return false, nil
+	case "DESC":
+		return true, nil
+	default:
+		return false, uds.Invalid("sortOrder", "must be ASC or DESC, got %q", order)
+	}
 }
 
 // pageLimit parses the limit parameter of lists and listings.
@@ -148,7 +156,7 @@ func (a *API) deleteList(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	ctx, cancel := withBudget(r.Context(), a.budget, deleteAllMargin)
 	defer cancel()
-	n, err := a.store.DeleteList(ctx, uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: uds.Precondition{Creator: sc.onlyCreator()}, History: sc.policy.History})
+	n, err := a.store.DeleteList(ctx, uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: uds.Precondition{Creator: sc.onlyCreator()}, History: sc.policy.History, Indexes: sc.policy.Indexes})
 	observationFrom(r.Context()).noteDeleted(n)
 	if err != nil {
 		a.fail(w, r, err, &key)

@@ -110,7 +110,7 @@ func (a *API) scopeOperation(ctx context.Context, op *batchOp) error {
 	if err != nil {
 		return err
 	}
-	op.Write.Key, op.Write.History, op.scope = sc.key, sc.policy.History, sc
+	op.Write.Key, op.Write.History, op.Write.Indexes, op.scope = sc.key, sc.policy.History, sc.policy.Indexes, sc
 	if op.restores() {
 		return nil
 	}

@@ -59,6 +59,13 @@ var routes = []route{
 	// A batch of item operations of both kinds; the kv function serves it.
 	{GroupKV, "/data/{applicationUuid}/batch", map[string]handler{
 		http.MethodPost: (*API).batch}, nil},
+	// A query of a namespace by one of its indexes; it reads key-value
+	// and list items alike, and the kv function serves it. The two routes
+	// above take their paths first: a namespace named quota or batch
+	// declares no indexes.
+	{GroupKV, "/data/{applicationUuid}/{namespace}", map[string]handler{
+		http.MethodGet: (*API).queryIndex},
+		map[string][]string{http.MethodGet: indexQuery}},
 	{GroupKV, "/data/{applicationUuid}/{namespace}/{id}", map[string]handler{
 		http.MethodGet: (*API).getItem, http.MethodPost: (*API).createItem,
 		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}, itemRouteQuery},
@@ -96,6 +103,8 @@ var routes = []route{
 	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces/{namespace}", map[string]handler{
 		http.MethodGet: (*API).getPolicy, http.MethodPut: (*API).putPolicy,
 		http.MethodDelete: (*API).deletePolicy}, nil},
+	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces/{namespace}/indexes/build", map[string]handler{
+		http.MethodPost: (*API).buildIndexes}, nil},
 	// Items in the key space a namespace's policy does not use.
 	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces/{namespace}/strays", map[string]handler{
 		http.MethodGet: (*API).listStrays, http.MethodDelete: (*API).removeStrays},

@@ -57,9 +57,9 @@ func TestSplicedPagesInflateToThePlainPage(t *testing.T) {
 			cursor = "cursor-" + randomString(rng)
 		}
 		plain := httptest.NewRecorder()
-		writeListPage(plain, items, cursor)
+		writeItemsPage(plain, "list", items, cursor)
 		spliced := httptest.NewRecorder()
-		writeListPage(spliced, packed, cursor)
+		writeItemsPage(spliced, "list", packed, cursor)
 
 		anyPacked := false
 		for _, it := range packed {
