@@ -12,10 +12,12 @@ func TestNearestRoute(t *testing.T) {
 		groups             Group
 		want               string
 	}{
-		{"a letter too many", "GET", "/rest/api/v1/data/" + app + "/quotas", GroupAll,
-			"GET /rest/api/v1/data/{applicationUuid}/quota"},
-		{"HEAD weighed as GET", "HEAD", "/rest/api/v1/data/" + app + "/quotas/", GroupAll,
-			"GET /rest/api/v1/data/{applicationUuid}/quota"},
+		{"a letter too many", "GET", "/rest/api/v1/admin/apps/" + app + "/quotas", GroupAll,
+			"GET /rest/api/v1/admin/apps/{applicationUuid}/quota"},
+		{"HEAD weighed as GET", "HEAD", "/rest/api/v1/admin/apps/" + app + "/quotas/", GroupAll,
+			"GET /rest/api/v1/admin/apps/{applicationUuid}/quota"},
+		{"a namespace's query is a route", "GET", "/rest/api/v1/data/" + app + "/quotas", GroupAll,
+			"GET /rest/api/v1/data/{applicationUuid}/{namespace}"},
 		{"the seed's doubled rest", "PUT", "/rest/rest/api/v1/data/" + app + "/prefs/u1", GroupAll,
 			"PUT /rest/api/v1/data/{applicationUuid}/{namespace}/{id}"},
 		{"a base path segment missing", "DELETE", "/api/v1/data/" + app + "/feed/u1/list", GroupAll,

@@ -15,8 +15,8 @@ func TestNotFoundNamesTheNearestRoute(t *testing.T) {
 		name, method, path string
 		details            string
 	}{
-		{"a misspelt route", "GET", base + "/quotas",
-			"GET " + base + "/quotas is not a UDS route; did you mean GET /rest/api/v1/data/{applicationUuid}/quota?"},
+		{"a misspelt route", "GET", adminApps + "/quotas",
+			"GET " + adminApps + "/quotas is not a UDS route; did you mean GET /rest/api/v1/admin/apps/{applicationUuid}/quota?"},
 		{"the seed's doubled rest", "POST", "/rest/rest/api/v1/data/" + app + "/prefs/u1",
 			"POST /rest/rest/api/v1/data/" + app + "/prefs/u1 is not a UDS route; did you mean POST /rest/api/v1/data/{applicationUuid}/{namespace}/{id}?"},
 		{"nothing near", "GET", "/favicon.ico",
