@@ -213,14 +213,16 @@ func (s *Store) readEntries(ctx context.Context, list uds.Key, creator string, b
 func (s *Store) removeEntries(ctx context.Context, op, app string, pending []listEntry) (int, error) {
 	for len(pending) > 0 {
 		actions := make([]types.TransactWriteItem, 0, len(pending)+1)
+		var entries []types.TransactWriteItem
 		freed := ownerDeltas{}
 		for _, e := range pending {
 			actions = append(actions, s.removeAction(e))
 			if who, counted := owner(app, e.state); counted {
 				freed.add(app, who, uds.Usage{Bytes: num(e.state, schema.AttrItemSize), Items: 1})
 			}
+			entries = append(entries, s.removedEntries(ctx, e.key, e.state)...)
 		}
-		if len(actions)+len(freed) > maxTxActions {
+		if len(actions)+len(freed)+len(entries) > maxTxActions && len(pending) > 1 {
 			// Refreshed items brought new owners: split the batch.
 			half := len(pending) / 2
 			n, err := s.removeEntries(ctx, op, app, pending[:half])
@@ -233,7 +235,7 @@ func (s *Store) removeEntries(ctx context.Context, op, app string, pending []lis
 		freed.each(func(app, who string, u uds.Usage) {
 			actions = append(actions, s.usageChange(app, who, u.Negate()))
 		})
-		refused, err := s.transact(ctx, op, actions...)
+		refused, err := s.transact(ctx, op, append(actions, entries...)...)
 		if err != nil {
 			return 0, err
 		}

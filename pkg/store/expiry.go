@@ -82,7 +82,8 @@ func keyOf(av map[string]types.AttributeValue) (uds.Key, bool) {
 const markerLife = 7 * 24 * time.Hour
 
 // ReleaseRemoved releases the usage of an item, or a kept version, that
-// DynamoDB's TTL deleted at removedAt, given the item as the stream's old image shows it.
+// DynamoDB's TTL deleted at removedAt, given the item as the stream's old image shows it,
+// and removes the item's index entries (releaseEntries).
 // The release is a transaction with a marker named after the item's
 // incarnation (key and creation instant): a repeated stream record finds
 // the marker and releases nothing. Items that were never counted release
@@ -96,14 +97,18 @@ const markerLife = 7 * 24 * time.Hour
 func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.AttributeValue, removedAt time.Time) (released bool, err error) {
 	dataKey := str(old, schema.AttrDataKey)
 	app, _, _ := strings.Cut(dataKey, uds.KeyDelimiter)
-	who, counted := owner(app, old)
-	if !counted {
-		return false, nil
-	}
 	// A kept version (from the history table) is one of possibly many of
 	// its incarnation: its version number names it, and it holds bytes
 	// but no item.
 	_, kept := old[schema.AttrHistoryKey]
+	if !kept {
+		// An item's index entries go with it, counted or not.
+		s.releaseEntries(ctx, old)
+	}
+	who, counted := owner(app, old)
+	if !counted {
+		return false, nil
+	}
 	if _, marker := old[schema.AttrDeleted]; marker {
 		return false, nil // a delete marker holds nothing
 	}

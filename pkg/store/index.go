@@ -199,3 +199,42 @@ func (s *Store) namespaceIndexes(ctx context.Context, app, namespace string) ([]
 	p, err := s.Policy(ctx, app, namespace)
 	return p.Indexes, err
 }
+
+// removedEntries is the deletes of the entries an item removed as state
+// shows it has in its namespace's indexes: none when state does not carry
+// the value (an item found through the owner index), whose entries queries
+// skip and remove once the item is gone.
+func (s *Store) removedEntries(ctx context.Context, key uds.Key, state map[string]types.AttributeValue) []types.TransactWriteItem {
+	_, plain := state[schema.AttrDataValue]
+	_, packed := state[schema.AttrDataValueGzip]
+	if !plain && !packed {
+		return nil
+	}
+	indexes, err := s.namespaceIndexes(ctx, key.App, key.Namespace)
+	if err != nil {
+		return nil
+	}
+	return s.indexUpkeep(key, indexes, storedData(key, state), nil)
+}
+
+// releaseEntries removes the entries of an item DynamoDB's TTL deleted,
+// given the stream's old image, in a transaction that holds only while no
+// item has taken the key since (it would have entries of its own, perhaps
+// the same). It is best effort: an entry left is skipped and removed by
+// the queries that meet it.
+func (s *Store) releaseEntries(ctx context.Context, old map[string]types.AttributeValue) {
+	key, ok := keyOf(old)
+	if !ok {
+		return
+	}
+	deletes := s.removedEntries(ctx, key, old)
+	if len(deletes) == 0 {
+		return
+	}
+	absent := types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: aws.String(s.table(key)), Key: keyAV(key),
+		ConditionExpression:      aws.String("attribute_not_exists(#k)"),
+		ExpressionAttributeNames: map[string]string{"#k": schema.AttrDataKey},
+	}}
+	_, _ = s.transact(ctx, "remove the index entries of expired "+key.DataKey(), append([]types.TransactWriteItem{absent}, deletes...)...)
+}

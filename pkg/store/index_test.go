@@ -9,7 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -158,5 +163,60 @@ func TestIndexQueries(t *testing.T) {
 	q.Cursor = "AAAA"
 	if _, err := s.QueryIndex(ctx, q); !errors.Is(err, uds.ErrInvalid) {
 		t.Errorf("a cursor of another query: %v", err)
+	}
+}
+
+// countEntries counts the entries the index table holds.
+func countEntries(t *testing.T, tables store.Tables) int32 {
+	t.Helper()
+	out, err := storetest.Client(t).Scan(context.Background(), &dynamodb.ScanInput{
+		TableName: aws.String(tables.Index), Select: types.SelectCount, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Count
+}
+
+// Expiry removes an item's entries with it: when UDS removes the expired
+// item itself, in the same transaction, and when DynamoDB's TTL did, from
+// the stream's old image.
+func TestIndexEntriesExpire(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &storetest.Clock{}
+	tables := storetest.NewTables(t)
+	s := store.New(storetest.Client(t), tables, store.WithPolicySettle(testSettle), store.WithClock(clock.Now))
+	p := declare(t, s, "tasks", testIndexes)
+	data := json.RawMessage(`{"status":"open","meta":{"rank":1}}`)
+	for _, id := range []string{"swept", "ttl"} {
+		w := uds.Write{Key: key(t, "tasks", id), Data: data, Subject: "alice", Indexes: p.Indexes, ExpiresAt: clock.Now().Add(time.Hour)}
+		if _, err := s.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countEntries(t, tables); n != 4 {
+		t.Fatalf("%d entries for two items in two indexes", n)
+	}
+	// DynamoDB's TTL removes one: the stream's old image names its entries.
+	plain := storetest.Client(t)
+	out, err := plain.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(tables.Data),
+		Key:          map[string]types.AttributeValue{"dataKey": &types.AttributeValueMemberS{Value: key(t, "tasks", "ttl").DataKey()}},
+		ReturnValues: types.ReturnValueAllOld})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Hour)
+	if _, err := s.ReleaseRemoved(ctx, out.Attributes, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := countEntries(t, tables); n != 2 {
+		t.Fatalf("%d entries after the TTL removed an item, want 2", n)
+	}
+	// The other expired one is swept, as the local server does.
+	if n, err := s.SweepExpired(ctx); err != nil || n != 1 {
+		t.Fatalf("swept %d, %v", n, err)
+	}
+	if n := countEntries(t, tables); n != 0 {
+		t.Fatalf("%d entries after the sweep, want 0", n)
 	}
 }
