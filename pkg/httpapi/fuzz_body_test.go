@@ -407,15 +407,25 @@ func FuzzPolicyBody(f *testing.F) {
 	} {
 		f.Add([]byte(`{"access":"shared","history":` + h + `}`))
 	}
+	for _, ix := range []string{
+		`null`, `[]`, `[{"name":"byStatus","path":"/status","type":"string"}]`, `[{"name":"n","path":"","type":"number"}]`,
+		`[{"name":"a","path":"/a~1b/0","type":"string"},{"name":"b","path":"/b","type":"number"}]`, `[{"name":"a","path":"a","type":"string"}]`,
+		`[{"name":"a","path":"/a~2","type":"string"}]`, `[{"name":"a","type":"string"}]`, `[{"name":"a","path":"/a","type":"bool"}]`,
+		`[{"name":"a b","path":"/a","type":"string"}]`, `[{"name":"","path":"/a","type":"string"}]`, `[{"name":"a","path":"/a","type":"string","unique":true}]`,
+		`[{"name":"a","path":"/a","type":"string"},{"name":"a","path":"/b","type":"string"}]`, `{"name":"a"}`, `[1]`, `[null]`,
+		`[{"name":"a","path":null,"type":"string"}]`, `[{"name":"a","path":"/a","type":"string","name":"b"}]`,
+	} {
+		f.Add([]byte(`{"access":"shared","indexes":` + ix + `}`))
+	}
 	var cache policy.Cache
 	f.Fuzz(func(t *testing.T, body []byte) {
 		pol, err := parsePolicy(body, &cache)
 		if err != nil {
 			checkRefusal(t, body, err)
-			checkInvalidField(t, err, "body", "access", "schema", "history")
+			checkInvalidField(t, err, "body", "access", "schema", "history", "indexes")
 			return
 		}
-		m := objectMembers(t, body, "access", "schema", "history")
+		m := objectMembers(t, body, "access", "schema", "history", "indexes")
 		var access string
 		if err := json.Unmarshal(m["access"], &access); err != nil || string(pol.Access) != access {
 			t.Fatalf("access %s read as %q", m["access"], pol.Access)
@@ -433,8 +443,15 @@ func FuzzPolicyBody(f *testing.F) {
 		if want := historySent(t, m["history"]); pol.History != want {
 			t.Fatalf("history %s read as %+v, want %+v", m["history"], pol.History, want)
 		}
+		if want := indexesSent(t, m["indexes"]); !reflect.DeepEqual(pol.Indexes, want) {
+			t.Fatalf("indexes %s read as %+v, want %+v", m["indexes"], pol.Indexes, want)
+		}
 		shown := policyBody(fuzzApp, "ns", pol, fuzzNow)
-		again, err := parsePolicy(encodeJSON(t, map[string]any{"access": shown.Access, "schema": shown.Schema, "history": shown.History}), &cache)
+		declared := make([]map[string]any, len(shown.Indexes))
+		for i, ix := range shown.Indexes {
+			declared[i] = map[string]any{"name": ix.Name, "path": ix.Path, "type": ix.Type}
+		}
+		again, err := parsePolicy(encodeJSON(t, map[string]any{"access": shown.Access, "schema": shown.Schema, "history": shown.History, "indexes": declared}), &cache)
 		if err != nil || !reflect.DeepEqual(again, pol) {
 			t.Fatalf("the policy shown (%s, %s, %+v) sets %+v (%v), not %+v", shown.Access, shown.Schema, shown.History, again, err, pol)
 		}
@@ -469,6 +486,40 @@ func historySent(t *testing.T, raw json.RawMessage) uds.History {
 		t.Fatalf("accepted history %s: days without versions", raw)
 	}
 	return h
+}
+
+// indexesSent is the indexes an accepted policy body's indexes member
+// declares, read on its own: none when absent, null or empty, otherwise each
+// object's name, path and type, checked as uds.ValidateIndexes checks
+// them.
+func indexesSent(t *testing.T, raw json.RawMessage) []uds.Index {
+	t.Helper()
+	if !present(raw) {
+		return nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatalf("accepted indexes %s, not an array", raw)
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]uds.Index, len(list))
+	for i, item := range list {
+		m := objectMembers(t, item, "name", "path", "type")
+		var path string
+		if !present(m["path"]) || json.Unmarshal(m["path"], &path) != nil {
+			t.Fatalf("accepted index %s without a path", item)
+		}
+		var name, typ string
+		_ = json.Unmarshal(m["name"], &name)
+		_ = json.Unmarshal(m["type"], &typ)
+		out[i] = uds.Index{Name: name, Path: path, Type: uds.IndexType(typ)}
+	}
+	if err := uds.ValidateIndexes(out); err != nil {
+		t.Fatalf("accepted indexes %s: %v", raw, err)
+	}
+	return out
 }
 
 // FuzzLimitsBody parses quota bodies: accepted limits are the whole

@@ -22,6 +22,9 @@ type indexBody struct {
 // parseIndexes checks a policy body's indexes (uds.ValidateIndexes): a
 // path is required, "" naming the whole value.
 func parseIndexes(body []indexBody) ([]uds.Index, error) {
+	if len(body) == 0 {
+		return nil, nil // [] declares none, as null does
+	}
 	out := make([]uds.Index, len(body))
 	for i, b := range body {
 		if b.Path == nil {

@@ -196,6 +196,12 @@ func (f *fakeStore) Version(context.Context, uds.Key, uds.History, int64) (uds.I
 	return uds.Item{}, errFake
 }
 func (f *fakeStore) DropHistory(context.Context, uds.Write) (int, error) { return 0, errFake }
+func (f *fakeStore) QueryIndex(context.Context, store.IndexQuery) (store.IndexPage, error) {
+	return store.IndexPage{}, errFake
+}
+func (f *fakeStore) BuildIndexes(context.Context, string, string, time.Duration) (uds.Policy, error) {
+	return uds.Policy{}, errFake
+}
 func (f *fakeStore) Quota(context.Context, string, string) (uds.Quota, error) {
 	return uds.Quota{}, errFake
 }

@@ -62,6 +62,9 @@ func FuzzLambdaEvent(f *testing.F) {
 		{"GET", "/rest/api/v1/data/" + app + "/ns/id", "", "", plainBody, "", "if-none-match", `*`},
 		{"GET", "/rest/api/v1/data/" + app + "/ns/id/list", "limit=5&sortOrder=desc&startKey=a", "", plainBody, "", "accept-encoding", "gzip"},
 		{"GET", "/rest/api/v1/data/" + app + "/ns/id/list", "limit=%zz", "", plainBody, "", "", ""},
+		{"GET", "/rest/api/v1/data/" + app + "/ns", "index=byStatus&eq=open&limit=5", "", plainBody, "", "accept-encoding", "gzip"},
+		{"GET", "/rest/api/v1/data/" + app + "/ns", "index=byStatus&prefix=%ff", "", plainBody, "", "", ""},
+		{"POST", "/rest/api/v1/admin/apps/" + app + "/namespaces/ns/indexes/build", "", "", plainBody, "", "", ""},
 		{"GET", "/rest/api/v1/data/" + app + "/ns/id/list", "cursor=abc.def", "", plainBody, "", "", ""},
 		{"DELETE", "/rest/api/v1/data/" + app + "/ns/id/list/", "", "", plainBody, "", "x-uds-subject", "mallory"},
 		{"HEAD", "/rest/api/v1/data/" + app + "/ns/id", "", "", plainBody, "", "", ""},
@@ -239,6 +242,17 @@ func (echoStore) Version(context.Context, uds.Key, uds.History, int64) (uds.Item
 	return uds.Item{}, uds.ErrNotFound
 }
 func (echoStore) DropHistory(context.Context, uds.Write) (int, error) { return 0, nil }
+func (echoStore) QueryIndex(context.Context, store.IndexQuery) (store.IndexPage, error) {
+	return store.IndexPage{}, nil
+}
+func (echoStore) BuildIndexes(context.Context, string, string, time.Duration) (uds.Policy, error) {
+	return echoPolicy, nil
+}
+
+// echoPolicy is every namespace's policy: the defaults, with a ready
+// index, so that queries run to their end.
+var echoPolicy = uds.Policy{Indexes: []uds.Index{{Name: "byStatus", Path: "/status", Type: uds.IndexString, ID: "byStatus.1", Ready: true}}}
+
 func (echoStore) Quota(_ context.Context, app, user string) (uds.Quota, error) {
 	return uds.Quota{App: app, User: user}, nil
 }
@@ -262,10 +276,10 @@ func (echoStore) WriteAtomic(_ context.Context, ops []uds.BatchOp) ([]uds.Item, 
 	return items, nil
 }
 func (echoStore) Policy(context.Context, string, string) (uds.Policy, error) {
-	return uds.Policy{}, nil
+	return echoPolicy, nil
 }
 func (echoStore) StoredPolicy(context.Context, string, string) (uds.Policy, error) {
-	return uds.Policy{}, nil
+	return echoPolicy, nil
 }
 func (echoStore) SetPolicy(_ context.Context, _, _ string, p uds.Policy) (uds.Policy, error) {
 	return p, nil

@@ -1,10 +1,12 @@
 package uds
 
 import (
+	"encoding/json"
 	"errors"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // uuidPattern is the reference for application UUIDs: 8-4-4-4-12
@@ -121,4 +123,40 @@ func checkField(t *testing.T, err error, fields ...string) {
 		}
 	}
 	t.Fatalf("%v names field %q, not one of %q", err, invalid.Field, fields)
+}
+
+// FuzzIndexPath parses index declarations' JSON Pointers and finds values
+// in arbitrary data: a pointer is refused or gives back the member names
+// it escapes (RFC 6901), and the value of a member named k in {k: 7} is
+// found by the pointer that escapes k, whatever k holds.
+func FuzzIndexPath(f *testing.F) {
+	for _, s := range [][2]string{{"/status", `{"status":"open"}`}, {"", `"x"`}, {"/a~1b", `{"a/b":1}`}, {"/m~0n", `{"m~n":2}`},
+		{"/0", `[1]`}, {"/01", `[1,2]`}, {"/-", `[1]`}, {"a", `{}`}, {"/a~", `{}`}, {"/a/b", `{"a":{"b":3}}`}, {"/a", `not json`}} {
+		f.Add(s[0], s[1], "k")
+	}
+	f.Fuzz(func(t *testing.T, path, data, name string) {
+		tokens, err := ParsePointer(path)
+		if err == nil {
+			var b strings.Builder
+			for _, tok := range tokens {
+				b.WriteString("/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(tok))
+			}
+			if b.String() != path {
+				t.Fatalf("%q parsed as %q, which writes %q", path, tokens, b.String())
+			}
+		}
+		ix := Index{Name: "n", Path: path, Type: IndexNumber}
+		ix.ValueOf(json.RawMessage(data)) // must not panic
+		if !utf8.ValidString(name) {
+			return
+		}
+		doc, _ := json.Marshal(map[string]int{name: 7})
+		ix.Path = "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
+		if len(ix.Path) > 256 {
+			return
+		}
+		if v, ok := ix.ValueOf(doc); !ok || v.Num != 7 {
+			t.Fatalf("member %q of %s not found by %q: %v %v", name, doc, ix.Path, v, ok)
+		}
+	})
 }

@@ -192,8 +192,9 @@ func (ix Index) ParseIndexValue(field, s string) (IndexValue, error) {
 		}
 		return IndexValue{Str: s}, nil
 	}
+	// A number as JSON writes one, and nothing around it.
 	v, ok := ix.parse(json.RawMessage(s))
-	if !ok || !json.Valid([]byte(s)) {
+	if !ok || !json.Valid([]byte(s)) || strings.TrimSpace(s) != s {
 		return IndexValue{}, Invalid(field, "must be a number (index %s holds numbers), got %q", ix.Name, Truncate(s, 64))
 	}
 	return v, nil
