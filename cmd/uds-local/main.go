@@ -143,6 +143,11 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger, out io.Wri
 			sweep(sweepCtx, store.New(client, cfg.Tables), cfg.SweepInterval, logger)
 		}()
 	}
+	sweeping.Add(1)
+	go func() {
+		defer sweeping.Done()
+		buildIndexes(sweepCtx, store.New(client, cfg.Tables), logger)
+	}()
 	logger.Info("UDS listening", slog.String("url", "http://"+reachable(ln.Addr())+httpapi.BasePath),
 		slog.String("dynamodb", cfg.Endpoint), slog.String("identity", identity))
 	if trusted && !loopback(ln.Addr()) {
@@ -228,6 +233,43 @@ func sweep(ctx context.Context, st *store.Store, every time.Duration, logger *sl
 			logger.Error("sweeping expired items failed", slog.String("cause", err.Error()))
 		case n > 0:
 			logger.Info("removed expired items", slog.Int("items", n))
+		}
+	}
+}
+
+// buildEvery is how often the local server looks for index builds to
+// advance.
+const buildEvery = 2 * time.Second
+
+// buildIndexes advances every namespace's index build in the background,
+// as an administrator's POST .../indexes/build would: locally an index is
+// ready soon after its change settles, with no command to run.
+func buildIndexes(ctx context.Context, st *store.Store, logger *slog.Logger) {
+	t := time.NewTicker(buildEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pending, err := st.PendingIndexBuilds(ctx)
+		if err != nil && ctx.Err() == nil {
+			logger.Error("listing index builds failed", slog.String("cause", err.Error()))
+		}
+		for _, np := range pending {
+			if np.IndexBuild == nil || time.Now().Before(np.IndexBuild.SettlesAt) {
+				continue
+			}
+			p, err := st.BuildIndexes(ctx, np.App, np.Namespace, buildEvery)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				logger.Error("building indexes failed", slog.String("app", np.App), slog.String("namespace", np.Namespace), slog.String("cause", err.Error()))
+			case p.IndexBuild == nil:
+				logger.Info("indexes built", slog.String("app", np.App), slog.String("namespace", np.Namespace))
+			}
 		}
 	}
 }

@@ -290,3 +290,28 @@ func (s *Store) writeBuild(ctx context.Context, app, namespace string, current, 
 	s.policies.forget(app + uds.KeyDelimiter + namespace)
 	return true, nil
 }
+
+// PendingIndexBuilds lists the namespaces whose indexes have a build
+// under way: a filtered scan of the namespaces table, for the local
+// server, which advances them in the background.
+func (s *Store) PendingIndexBuilds(ctx context.Context) ([]uds.NamespacePolicy, error) {
+	in := &dynamodb.ScanInput{
+		TableName:                aws.String(s.tables.Namespaces),
+		FilterExpression:         aws.String("attribute_exists(#ib)"),
+		ExpressionAttributeNames: map[string]string{"#ib": schema.AttrIndexBuild},
+	}
+	var out []uds.NamespacePolicy
+	for {
+		page, err := s.client.Scan(ctx, in)
+		if err != nil {
+			return nil, failed("list index builds", err)
+		}
+		for _, av := range page.Items {
+			out = append(out, uds.NamespacePolicy{App: str(av, schema.AttrApp), Namespace: str(av, schema.AttrNamespace), Policy: decodePolicy(av)})
+		}
+		if page.LastEvaluatedKey == nil {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
