@@ -51,9 +51,12 @@ var alarmPeriod = awscdk.Duration_Minutes(jsii.Number(5))
 
 // tableOperations are the DynamoDB operations the store makes (see
 // functionAccess). DynamoDB publishes throttles and system errors per table
-// and operation, so the table alarms add these up.
+// and operation, so the table alarms add these up. Scan and BatchWriteItem
+// are the admin function's bulk work (policy changes, index builds); an
+// index build writes the index table with BatchWriteItem alone, so without
+// it that table's alarms would miss the heaviest writes it takes.
 var tableOperations = []string{
-	"GetItem", "BatchGetItem", "UpdateItem", "Query", "TransactWriteItems",
+	"GetItem", "BatchGetItem", "UpdateItem", "Query", "TransactWriteItems", "Scan", "BatchWriteItem",
 }
 
 // tableOperationsSum adds metricName of table across tableOperations. Each

@@ -48,9 +48,14 @@ var (
 // greedy variable lets a sort key contain slashes. POST or PUT on .../list
 // falls through to the greedy route and the list function rejects the
 // reserved sort key. The quota and batch routes have one segment fewer
-// than an item route, so they never overlap.
+// than an item route, so they never overlap with it; they share their
+// shape with the namespace route (index queries), and API Gateway prefers
+// their literal segment, as the functions' own router does. A GET of
+// .../batch then reaches the namespace route and the kv function answers
+// it as a query of a namespace named batch, as the local server does.
 var apiRoutes = []apiRoute{
 	{Methods: methodsItem, Path: apiBase + "/data/{app}/{namespace}/{id}", Function: fnKV},
+	{Methods: []awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_HEAD}, Path: apiBase + "/data/{app}/{namespace}", Function: fnKV},
 	{Methods: []awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_HEAD}, Path: apiBase + "/data/{app}/quota", Function: fnKV},
 	{Methods: []awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_POST}, Path: apiBase + "/data/{app}/batch", Function: fnKV},
 	{Methods: methodsReadDelete, Path: apiBase + "/data/{app}/{namespace}/{id}/list", Function: fnList},

@@ -61,8 +61,9 @@ type UdsStackProps struct {
 	// ImportTables names, by schema.Table.ID, the tables that already exist
 	// and are referenced instead of created: all of them when adopting the
 	// tables an earlier stack retained, those it had when adopting the
-	// tables of an earlier release (every one but history before version
-	// history, every one but namespaces and history before namespace
+	// tables of an earlier release (every one but index before namespace
+	// indexes, every one but history and index before version history,
+	// every one but namespaces, history and index before namespace
 	// policies), the two data tables when moving from a seed deployment
 	// (which has no usage or apps table).
 	ImportTables map[string]bool
@@ -327,7 +328,7 @@ func (c *contextReader) positive(key string) int64 {
 
 // tables reads a set of tables: true (all), false (none), or a
 // comma-separated list of the names the table context keys use (data,
-// list, history, usage, apps, namespaces).
+// list, history, index, usage, apps, namespaces).
 func (c *contextReader) tables(key string) map[string]bool {
 	out := map[string]bool{}
 	v, ok := c.raw(key)

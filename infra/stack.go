@@ -145,13 +145,24 @@ func throughputCap(units int64) *float64 {
 	return jsii.Number(units)
 }
 
+// keyAttribute is key attribute a for the CDK (nil for none). A type
+// the schema adds must be added here too: it panics on one it does not
+// know rather than define the key as a string, which DynamoDB would then
+// refuse for every item the store writes.
 func keyAttribute(a *schema.KeyAttr) *awsdynamodb.Attribute {
 	if a == nil {
 		return nil
 	}
-	typ := awsdynamodb.AttributeType_STRING
-	if a.Type == schema.Number {
+	var typ awsdynamodb.AttributeType
+	switch a.Type {
+	case schema.String:
+		typ = awsdynamodb.AttributeType_STRING
+	case schema.Number:
 		typ = awsdynamodb.AttributeType_NUMBER
+	case schema.Binary:
+		typ = awsdynamodb.AttributeType_BINARY
+	default:
+		panic("key attribute " + a.Name + ": unknown type " + string(a.Type))
 	}
 	return &awsdynamodb.Attribute{Name: jsii.String(a.Name), Type: typ}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -226,8 +227,9 @@ func asStrings(v any) []string {
 var wantAccess = map[string]map[string][]string{
 	fnKV: {
 		"DataTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "ConditionCheckItem"},
-		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"},
+		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "ConditionCheckItem"},
 		"HistoryTable":            {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
+		"IndexTable":              {"PutItem", "DeleteItem", "Query"},
 		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
 		"AppsTable":               {"GetItem", "BatchGetItem"},
 		"DataTable/index/byOwner": {"Query"},
@@ -237,6 +239,7 @@ var wantAccess = map[string]map[string][]string{
 	fnList: {
 		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchGetItem", "ConditionCheckItem"},
 		"HistoryTable":            {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
+		"IndexTable":              {"PutItem", "DeleteItem"},
 		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
 		"AppsTable":               {"GetItem", "BatchGetItem"},
 		"DataTable":               {"DeleteItem"},
@@ -254,6 +257,7 @@ var wantAccess = map[string]map[string][]string{
 		"ListTable/index/byOwner":     {"Query"},
 		"HistoryTable":                {"Scan", "GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
 		"HistoryTable/index/byOwner":  {"Query"},
+		"IndexTable":                  {"Scan", "BatchWriteItem", "PutItem"},
 		"NamespacesTable":             {"GetItem", "UpdateItem", "Query"},
 	},
 	fnExpiry: {
@@ -272,6 +276,8 @@ var wantRoutes = map[string]string{
 	"GET /rest/api/v1/data/{app}/{namespace}/{id}":               fnKV,
 	"HEAD /rest/api/v1/data/{app}/{namespace}/{id}":              fnKV,
 	"DELETE /rest/api/v1/data/{app}/{namespace}/{id}":            fnKV,
+	"GET /rest/api/v1/data/{app}/{namespace}":                    fnKV,
+	"HEAD /rest/api/v1/data/{app}/{namespace}":                   fnKV,
 	"GET /rest/api/v1/data/{app}/quota":                          fnKV,
 	"POST /rest/api/v1/data/{app}/batch":                         fnKV,
 	"HEAD /rest/api/v1/data/{app}/quota":                         fnKV,
@@ -1076,6 +1082,87 @@ func TestHistoryTable(t *testing.T) {
 	})
 }
 
+// TestIndexTable writes the index table out as the store uses it,
+// independently of pkg/schema, so that a change there has to be made
+// deliberately here as well. It is the one table whose sort key is
+// binary (an entry's value and item key, in an encoding whose byte order
+// is theirs); it has no secondary index, and no stream, since an entry
+// carries no usage for the expiry function to release.
+func TestIndexTable(t *testing.T) {
+	s := synth(t, public())
+	id := s.logicalID(t, s.stack.Tables[schema.IndexEntries.ID])
+	r := s.resources[id]
+	p := r.Properties
+
+	t.Run("keys", func(t *testing.T) {
+		checkEqual(t, "TableName", p["TableName"], "data_index")
+		checkEqual(t, "KeySchema", p["KeySchema"], []any{
+			map[string]any{"AttributeName": "indexKey", "KeyType": "HASH"},
+			map[string]any{"AttributeName": "indexSort", "KeyType": "RANGE"},
+		})
+		attrs := map[string]any{}
+		for _, a := range asList(p["AttributeDefinitions"]) {
+			a := a.(map[string]any)
+			attrs[a["AttributeName"].(string)] = a["AttributeType"]
+		}
+		checkEqual(t, "AttributeDefinitions", attrs, map[string]any{"indexKey": "S", "indexSort": "B"})
+	})
+	t.Run("no secondary index", func(t *testing.T) {
+		checkEqual(t, "GlobalSecondaryIndexes", p["GlobalSecondaryIndexes"], nil)
+	})
+	t.Run("no stream", func(t *testing.T) {
+		checkEqual(t, "StreamSpecification", p["StreamSpecification"], nil)
+		for _, m := range s.ofType("AWS::Lambda::EventSourceMapping") {
+			if arn := flatten(s.resources[m].Properties["EventSourceArn"]); strings.Contains(arn, id) {
+				t.Errorf("mapping %s reads %s", m, arn)
+			}
+		}
+	})
+	t.Run("durability", func(t *testing.T) {
+		checkEqual(t, "BillingMode", p["BillingMode"], "PAY_PER_REQUEST")
+		checkEqual(t, "PointInTimeRecoverySpecification", p["PointInTimeRecoverySpecification"], map[string]any{"PointInTimeRecoveryEnabled": true})
+		checkEqual(t, "DeletionProtectionEnabled", p["DeletionProtectionEnabled"], true)
+		checkEqual(t, "policies", []string{r.DeletionPolicy, r.UpdateReplace}, []string{"Retain", "Retain"})
+	})
+	t.Run("environment", func(t *testing.T) {
+		for _, f := range functionSpecs {
+			env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+			checkEqual(t, f.Name+" UDS_TABLE_INDEX", env["UDS_TABLE_INDEX"], "data_index")
+		}
+	})
+}
+
+// TestKeyAttribute maps each key type of the schema to the CDK's, and
+// refuses a type it does not know instead of defining a string key.
+func TestKeyAttribute(t *testing.T) {
+	for _, c := range []struct {
+		typ  schema.AttrType
+		want awsdynamodb.AttributeType
+	}{
+		{schema.String, awsdynamodb.AttributeType_STRING},
+		{schema.Number, awsdynamodb.AttributeType_NUMBER},
+		{schema.Binary, awsdynamodb.AttributeType_BINARY},
+	} {
+		t.Run(string(c.typ), func(t *testing.T) {
+			got := keyAttribute(&schema.KeyAttr{Name: "k", Type: c.typ})
+			checkEqual(t, "attribute", []string{*got.Name, string(got.Type)}, []string{"k", string(c.want)})
+		})
+	}
+	t.Run("none", func(t *testing.T) {
+		if got := keyAttribute(nil); got != nil {
+			t.Errorf("keyAttribute(nil) = %v, want nil", got)
+		}
+	})
+	t.Run("unknown", func(t *testing.T) {
+		defer func() {
+			if recover() == nil {
+				t.Error("no panic for an unknown type")
+			}
+		}()
+		keyAttribute(&schema.KeyAttr{Name: "k", Type: "SS"})
+	})
+}
+
 func TestImportExistingTables(t *testing.T) {
 	names := map[string]string{}
 	context := map[string]any{ctxImportTables: "true", ctxPublicDataRoutes: "true"}
@@ -1118,22 +1205,28 @@ func TestImportSomeTables(t *testing.T) {
 	}{
 		{
 			name: "seed deployment", imports: "data, list",
-			created: []string{"data_usage", "apps", "namespace_policies", "data_history"},
+			created: []string{"data_usage", "apps", "namespace_policies", "data_history", "data_index"},
 			streams: []schema.Table{schema.History},
 		},
 		{
 			name: "release before namespace policies", imports: "data,list,usage,apps",
-			created: []string{"namespace_policies", "data_history"},
+			created: []string{"namespace_policies", "data_history", "data_index"},
 			streams: []schema.Table{schema.History},
 		},
 		{
 			name: "release before version history", imports: "data,list,usage,apps,namespaces",
-			created: []string{"data_history"},
+			created: []string{"data_history", "data_index"},
 			streams: []schema.Table{schema.History},
 		},
 		{
+			// The index table has no stream, so the stack creating it
+			// adds no mapping.
+			name: "release before namespace indexes", imports: "data,list,history,usage,apps,namespaces",
+			created: []string{"data_index"},
+		},
+		{
 			name: "history alone", imports: "HISTORY",
-			created: []string{"legacy_data", "data_store_list", "data_usage", "apps", "namespace_policies"},
+			created: []string{"legacy_data", "data_store_list", "data_index", "data_usage", "apps", "namespace_policies"},
 			streams: []schema.Table{schema.Data, schema.List},
 		},
 	}
@@ -1273,7 +1366,7 @@ func TestPropsFromContextErrors(t *testing.T) {
 		{"reserved concurrency not a number", map[string]any{ctxReservedConcurrency: "many"}, []string{ctxReservedConcurrency + ": want a whole number"}},
 		{"bad boolean", map[string]any{ctxImportTables: "maybe"}, []string{ctxImportTables}},
 		{"unknown table to import", map[string]any{ctxImportTables: "data,versions"}, []string{
-			ctxImportTables + `: "versions" is not a table (data, list, history, usage, apps, namespaces)`,
+			ctxImportTables + `: "versions" is not a table (data, list, history, index, usage, apps, namespaces)`,
 		}},
 		{"bad limit", map[string]any{ctxDefaultLimitBytes: "1.5"}, []string{ctxDefaultLimitBytes}},
 		{"negative limit", map[string]any{ctxDefaultLimitItems: "-1"}, []string{"must not be negative"}},
@@ -1384,7 +1477,7 @@ func TestTableContextKeys(t *testing.T) {
 	for _, table := range schema.Tables {
 		got = append(got, tableContextKey(table))
 	}
-	checkEqual(t, "context keys", got, []string{"tableData", "tableList", "tableHistory", "tableUsage", "tableApps", "tableNamespaces"})
+	checkEqual(t, "context keys", got, []string{"tableData", "tableList", "tableHistory", "tableIndex", "tableUsage", "tableApps", "tableNamespaces"})
 }
 
 func checkEqual(t *testing.T, what string, got, want any) {

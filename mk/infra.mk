@@ -30,8 +30,9 @@
 #   STACK_NAME             stackName             stack name (UdsStack)
 #   TABLE_DATA             tableData             table names (the seed's
 #   TABLE_LIST             tableList             data_store, data_store_list,
-#   TABLE_HISTORY          tableHistory          data_history, data_usage,
-#   TABLE_USAGE            tableUsage            apps, namespace_policies)
+#   TABLE_HISTORY          tableHistory          data_history, data_index,
+#   TABLE_INDEX            tableIndex            data_usage, apps,
+#   TABLE_USAGE            tableUsage            namespace_policies)
 #   TABLE_APPS             tableApps
 #   TABLE_NAMESPACES       tableNamespaces
 #   IMPORT_EXISTING_TABLES importExistingTables  true: use every existing
@@ -81,7 +82,7 @@ NODE_MODULES_STAMP := node_modules/.package-lock.json
 CDK_CONTEXT_VARS := \
 	STACK_NAME=stackName \
 	TABLE_DATA=tableData TABLE_LIST=tableList TABLE_USAGE=tableUsage TABLE_APPS=tableApps \
-	TABLE_NAMESPACES=tableNamespaces TABLE_HISTORY=tableHistory \
+	TABLE_NAMESPACES=tableNamespaces TABLE_HISTORY=tableHistory TABLE_INDEX=tableIndex \
 	IMPORT_EXISTING_TABLES=importExistingTables \
 	JWT_ISSUER=jwtIssuer JWT_AUDIENCE=jwtAudience JWT_SUBJECT_CLAIM=jwtSubjectClaim \
 	CURSOR_SECRET=cursorSecret \

@@ -25,7 +25,8 @@ import (
 // actionRecorder is a store.Client that notes the IAM action each call
 // needs, on which table or index, named as infra/stack_test.go's wantAccess
 // names them ("DataTable: PutItem", "DataTable/index/byOwner: Query"). A
-// transaction needs the action of each item it writes. It implements every
+// transaction needs the action of each item it writes; a BatchWriteItem
+// needs its own action, whatever puts and deletes it holds. It implements every
 // method of store.Client itself, so a method added there does not compile
 // here until it is recorded too.
 type actionRecorder struct {
@@ -92,15 +93,12 @@ func (r *actionRecorder) BatchGetItem(ctx context.Context, in *dynamodb.BatchGet
 	return r.next.BatchGetItem(ctx, in, o...)
 }
 
+// BatchWriteItem notes its own action: IAM authorises a batch write as
+// dynamodb:BatchWriteItem, not as the PutItem and DeleteItem it holds
+// (unlike a transaction's actions).
 func (r *actionRecorder) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
-	for table, reqs := range in.RequestItems {
-		for _, w := range reqs {
-			if w.PutRequest != nil {
-				r.note(&table, nil, "PutItem")
-			} else {
-				r.note(&table, nil, "DeleteItem")
-			}
-		}
+	for table := range in.RequestItems {
+		r.note(&table, nil, "BatchWriteItem")
 	}
 	return r.next.BatchWriteItem(ctx, in, o...)
 }
@@ -179,13 +177,14 @@ func TestExportImportDynamoDBActions(t *testing.T) {
 	}
 }
 
-// dataGrants is what infra/access.go grants the kv and list functions, as
-// infra/stack_test.go's wantAccess writes it.
-var dataGrants = map[httpapi.Group]map[string][]string{
+// grants is what infra/access.go grants the kv, list and admin functions,
+// as infra/stack_test.go's wantAccess writes it.
+var grants = map[httpapi.Group]map[string][]string{
 	httpapi.GroupKV: {
 		"DataTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "ConditionCheckItem"},
-		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"},
+		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "ConditionCheckItem"},
 		"HistoryTable":            {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
+		"IndexTable":              {"PutItem", "DeleteItem", "Query"},
 		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
 		"AppsTable":               {"GetItem", "BatchGetItem"},
 		"DataTable/index/byOwner": {"Query"},
@@ -195,6 +194,7 @@ var dataGrants = map[httpapi.Group]map[string][]string{
 	httpapi.GroupList: {
 		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchGetItem", "ConditionCheckItem"},
 		"HistoryTable":            {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
+		"IndexTable":              {"PutItem", "DeleteItem"},
 		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
 		"AppsTable":               {"GetItem", "BatchGetItem"},
 		"DataTable":               {"DeleteItem"},
@@ -202,6 +202,32 @@ var dataGrants = map[httpapi.Group]map[string][]string{
 		"ListTable/index/byOwner": {"Query"},
 		"NamespacesTable":         {"GetItem"},
 	},
+	httpapi.GroupAdmin: {
+		"UsageTable":                  {"UpdateItem", "Query", "BatchGetItem"},
+		"UsageTable/index/byAppShard": {"Query"},
+		"AppsTable":                   {"GetItem", "UpdateItem", "BatchGetItem"},
+		"DataTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan"},
+		"ListTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan"},
+		"DataTable/index/byOwner":     {"Query"},
+		"ListTable/index/byOwner":     {"Query"},
+		"HistoryTable":                {"Scan", "GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
+		"HistoryTable/index/byOwner":  {"Query"},
+		"IndexTable":                  {"Scan", "BatchWriteItem", "PutItem"},
+		"NamespacesTable":             {"GetItem", "UpdateItem", "Query"},
+	},
+}
+
+// ungranted lists the actions the recorder saw that infra/access.go does
+// not grant the function serving group.
+func ungranted(group httpapi.Group, r *actionRecorder) []string {
+	var missing []string
+	for _, a := range r.actions() {
+		resource, action, _ := strings.Cut(a, ": ")
+		if !slices.Contains(grants[group][resource], action) {
+			missing = append(missing, a)
+		}
+	}
+	return missing
 }
 
 // TestHistoryDynamoDBActions takes items of the kv and list functions
@@ -253,15 +279,7 @@ func TestHistoryDynamoDBActions(t *testing.T) {
 					{"method":"PUT","path":"hist/l/s1","body":{"data":2}},{"method":"POST","path":"hist/l/s1?restore=1"},
 					{"method":"DELETE","path":"hist/l/s1?"},{"method":"POST","path":"hist/l/s1?restore=1"}]}`, 200)
 			}
-			granted := dataGrants[tc.group]
-			var missing []string
-			for _, a := range recorder.actions() {
-				resource, action, _ := strings.Cut(a, ": ")
-				if !slices.Contains(granted[resource], action) {
-					missing = append(missing, a)
-				}
-			}
-			if len(missing) > 0 {
+			if missing := ungranted(tc.group, recorder); len(missing) > 0 {
 				t.Errorf("the %s function's history calls take DynamoDB actions infra/access.go does not grant it:\n%s\n(all it took:\n%s)",
 					tc.name, strings.Join(missing, "\n"), strings.Join(recorder.actions(), "\n"))
 			}
@@ -270,6 +288,110 @@ func TestHistoryDynamoDBActions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIndexDynamoDBActions takes each function through its work with a
+// namespace's indexes and checks that every DynamoDB action it took is
+// granted to it: the kv function's writes, an atomic batch and a query
+// that meets the entries of an expired key-value item and an expired list
+// item; the list function's writes and a whole-list delete; the admin
+// function's builds (of new indexes from the items stored, and of the
+// removal of a dropped one) and an import into a namespace with indexes.
+// Each case also names actions it must have taken, so that a path it no
+// longer reaches fails it rather than passing unseen.
+func TestIndexDynamoDBActions(t *testing.T) {
+	t.Parallel()
+	const namespace = "tasks"
+	path := base + "/" + namespace
+	byRank := `{"access": "shared", "indexes": [{"name": "byRank", "path": "/rank", "type": "number"}]}`
+	for _, tc := range []struct {
+		name  string
+		group httpapi.Group
+		// run does the work on api, the recorded function; plain serves
+		// every route unrecorded, for what the function does not do.
+		run  func(t *testing.T, api, plain http.Handler, clock *storetest.Clock)
+		took []string
+	}{
+		{"kv", httpapi.GroupKV, func(t *testing.T, api, plain http.Handler, clock *storetest.Clock) {
+			declareIndexes(t, plain, app, namespace, taskIndexes)
+			serveAs(t, api, "alice", "POST", path+"/t1", `{"data":{"status":"open","rank":1}}`, 201)
+			serveAs(t, api, "alice", "PUT", path+"/t1", `{"data":{"status":"done","rank":1}}`, 200)
+			serveAs(t, api, "alice", "POST", path+"/t2", `{"data":{"status":"open"},"ttl":1}`, 201)
+			serveAs(t, api, "alice", "POST", base+"/batch", `{"atomic":true,"operations":[
+				{"method":"POST","path":"tasks/l/a","body":{"data":{"status":"open"},"ttl":1}},
+				{"method":"DELETE","path":"tasks/t1"}]}`, 200)
+			clock.Advance(2 * time.Second)
+			serveAs(t, api, "alice", "GET", path+"?index=byStatus&eq=open", "", 200)
+		}, []string{"IndexTable: PutItem", "IndexTable: DeleteItem", "IndexTable: Query",
+			"DataTable: ConditionCheckItem", "ListTable: ConditionCheckItem"}},
+		{"list", httpapi.GroupList, func(t *testing.T, api, plain http.Handler, _ *storetest.Clock) {
+			declareIndexes(t, plain, app, namespace, taskIndexes)
+			serveAs(t, api, "alice", "POST", path+"/l/a", `{"data":{"status":"open"}}`, 201)
+			serveAs(t, api, "alice", "PUT", path+"/l/a", `{"data":{"status":"done"}}`, 200)
+			serveAs(t, api, "alice", "DELETE", path+"/l/a", "", 204)
+			serveAs(t, api, "alice", "POST", path+"/l/b", `{"data":{"status":"open"}}`, 201)
+			serveAs(t, api, "alice", "DELETE", path+"/l/list", "", 204)
+		}, []string{"IndexTable: PutItem", "IndexTable: DeleteItem"}},
+		{"admin", httpapi.GroupAdmin, func(t *testing.T, api, plain http.Handler, _ *storetest.Clock) {
+			serveAs(t, plain, "alice", "POST", path+"/t1", `{"data":{"status":"open","rank":1}}`, 201)
+			serveAs(t, plain, "alice", "POST", path+"/l/a", `{"data":{"status":"done","rank":2}}`, 201)
+			declareIndexes(t, api, app, namespace, taskIndexes) // built from the items stored
+			declareIndexes(t, api, app, namespace, byRank)      // byStatus dropped
+			declareIndexes(t, api, otherApp, namespace, byRank)
+			var export struct{ Records json.RawMessage }
+			if err := json.Unmarshal([]byte(serveAs(t, api, "alice", "GET", "/rest/api/v1/admin/apps/"+app+"/export", "", 200)), &export); err != nil {
+				t.Fatal(err)
+			}
+			serveAs(t, api, "alice", "POST", "/rest/api/v1/admin/apps/"+otherApp+"/import", `{"records":`+string(export.Records)+`}`, 200)
+		}, []string{"DataTable: Scan", "ListTable: Scan", "IndexTable: Scan", "IndexTable: BatchWriteItem", "IndexTable: PutItem"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tables := storetest.NewTables(t)
+			client := storetest.Client(t)
+			clock := &storetest.Clock{}
+			cfg := httpapi.Config{
+				Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), RequestBudget: apitest.Budget,
+				DeleteAllBudget: apitest.Budget, Logger: apitest.Logger(t), Now: clock.Now,
+			}
+			opts := []store.Option{store.WithClock(clock.Now), store.WithPolicySettle(testSettle)}
+			recorder := newActionRecorder(client, tables)
+			api := httpapi.New(store.New(recorder, tables, opts...), tc.group, cfg)
+			plain := httpapi.New(store.New(client, tables, opts...), httpapi.GroupAll, cfg)
+			tc.run(t, api, plain, clock)
+			if missing := ungranted(tc.group, recorder); len(missing) > 0 {
+				t.Errorf("the %s function's index work takes DynamoDB actions infra/access.go does not grant it:\n%s\n(all it took:\n%s)",
+					tc.name, strings.Join(missing, "\n"), strings.Join(recorder.actions(), "\n"))
+			}
+			for _, a := range tc.took {
+				if !slices.Contains(recorder.actions(), a) {
+					t.Errorf("the %s function did not take %s: %v", tc.name, a, recorder.actions())
+				}
+			}
+		})
+	}
+}
+
+// declareIndexes sets a namespace's policy through api and steps the build
+// of its indexes until it is done.
+func declareIndexes(t *testing.T, api http.Handler, app, namespace, policy string) {
+	t.Helper()
+	admin := "/rest/api/v1/admin/apps/" + app + "/namespaces/" + namespace
+	serveAs(t, api, "alice", "PUT", admin, policy, 200)
+	for range 100 {
+		req := httptest.NewRequest("POST", admin+"/indexes/build", nil)
+		w := httptest.NewRecorder()
+		api.ServeHTTP(w, req)
+		switch w.Code {
+		case http.StatusOK:
+			return
+		case http.StatusAccepted:
+			time.Sleep(20 * time.Millisecond)
+		default:
+			t.Fatalf("build of %s/%s: %d %s", app, namespace, w.Code, w.Body)
+		}
+	}
+	t.Fatalf("the build of %s/%s did not end", app, namespace)
 }
 
 // serveAs has api serve a request of subject and fails the test unless it
