@@ -32,6 +32,13 @@ func batchOf(n int, method, ns, body string, atomic bool) string {
 	return fmt.Sprintf(`{"atomic":%v,"operations":[%s]}`, atomic, strings.Join(ops, ","))
 }
 
+// indexedKB is a write body of about 1 KB of data whose "status" is
+// status: one length for "open" and "done", so that changing it keeps the
+// item's size.
+func indexedKB(status string) string {
+	return fmt.Sprintf(`{"data":{"status":%q,"s":"%s"}}`, status, strings.Repeat("a", 960))
+}
+
 // expiring adds a ttl of lifetime to a write body.
 func expiring(body string) string {
 	return strings.Replace(body, "{", fmt.Sprintf(`{"ttl":%d,`, int(lifetime.Seconds())), 1)
@@ -45,7 +52,10 @@ func expiring(body string) string {
 // read of its policy), one query per 1 MB of list data,
 // ceil(n/25) batch writes and one usage write per owner for delete-all. A
 // growing update costs a refused conditional write more: it learns the old
-// size from it instead of reading first.
+// size from it instead of reading first. In a namespace with one index a
+// write reads the whole item instead of its metadata and commits its
+// entries with it, and a query reads every write shard of the index, then
+// the page's items in one call.
 func TestCapacityTable(t *testing.T) {
 	t.Parallel()
 	tables := storetest.NewTables(t)
@@ -54,7 +64,11 @@ func TestCapacityTable(t *testing.T) {
 	// cached for the whole table, however long a loaded machine takes and
 	// however far the clock is moved to expire an item.
 	clock := &storetest.Clock{}
-	st := store.New(counter, tables, store.WithLimitsTTL(24*lifetime), store.WithClock(clock.Now))
+	// Index builds and the change into private of the index rows' setup
+	// settle at once; that change completes only before its window, less
+	// the cache time, has passed, so the window outlasts the cache.
+	st := store.New(counter, tables, store.WithLimitsTTL(24*lifetime), store.WithClock(clock.Now),
+		store.WithPolicySettle(testSettle), store.WithPolicyWindow(48*lifetime))
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: apitest.Budget, RequestBudget: apitest.Budget,
 		Logger: apitest.Logger(t), Now: clock.Now,
@@ -130,6 +144,45 @@ func TestCapacityTable(t *testing.T) {
 		{"POST key-value item after its delete, with history", 201, func() response { return e.do("POST", hist, kb(1)) }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
 		{"DELETE ?history of 5 kept versions and a marker", 200, func() response { return e.do("DELETE", hist+"?history", "") }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}},
 	}
+	// In namespace ix (shared) and ixp (private) the items' status is
+	// indexed; ix holds 120 items of status open besides the one the write
+	// rows take through its life, ixp 20 of alice's.
+	ix, ixp := base+"/ix", base+"/ixp"
+	indexRows := len(rows)
+	rows = append(rows, []row{
+		// The entry's put is one more action of the create's transaction.
+		{"POST key-value item (1 KB), one index", 201, func() response { return e.do("POST", ix+"/item", indexedKB("open")) }, map[string]int{"TransactWriteItems": 1}},
+		// The whole item is read (its value names its entries); an update
+		// that keeps the indexed value stays one UpdateItem.
+		{"PUT key-value item, same size, indexed value unchanged, one index", 200, func() response { return e.do("PUT", ix+"/item", indexedKB("open")) }, map[string]int{"GetItem": 1, "UpdateItem": 1}},
+		// One that changes it becomes a transaction: the update, the old
+		// entry's delete and the new one's put.
+		{"PUT key-value item, same size, indexed value changed, one index", 200, func() response { return e.do("PUT", ix+"/item", indexedKB("done")) }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
+		{"DELETE key-value item, one index", 204, func() response { return e.do("DELETE", ix+"/item", "") }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
+		// A query reads each of the index's 8 write shards for its share of
+		// the page and one entry more (and a shard again where the merge
+		// used up its share, which these keys' spread never makes it do),
+		// then the page's items in one BatchGetItem.
+		{"GET query page, 10 items of 1 KB", 200, func() response { return e.do("GET", ix+"?index=byStatus&eq=open&limit=10", "") }, map[string]int{"Query": schema.IndexShards, "BatchGetItem": 1}},
+		{"GET query page, 100 items of 1 KB", 200, func() response { return e.do("GET", ix+"?index=byStatus&eq=open&limit=100", "") }, map[string]int{"Query": schema.IndexShards, "BatchGetItem": 1}},
+		// In a private namespace the caller's entries are one partition.
+		{"GET query page, 10 items of 1 KB, private namespace", 200, func() response {
+			return e.as("alice", "GET", ixp+"?index=byStatus&eq=open&limit=10", "")
+		}, map[string]int{"Query": 1, "BatchGetItem": 1}},
+	}...)
+	indexSetup := func() {
+		const byStatus = `"indexes":[{"name":"byStatus","path":"/status","type":"string"}]`
+		e.setPolicy(t, "ix", `{"access":"shared",`+byStatus+`}`)
+		e.setPolicy(t, "ixp", `{"access":"private",`+byStatus+`}`)
+		e.buildIndexes(t, "ix")
+		e.buildIndexes(t, "ixp")
+		for j := range 120 {
+			e.do("POST", fmt.Sprintf("%s/q%03d", ix, j), indexedKB("open")).expect(t, 201)
+		}
+		for j := range 20 {
+			e.as("alice", "POST", fmt.Sprintf("%s/q%03d", ixp, j), indexedKB("open")).expect(t, 201)
+		}
+	}
 	if r := e.do("PUT", admin+"/apps/"+app+"/namespaces/hist", `{"access":"shared","history":{"versions":10}}`); r.status != 200 {
 		t.Fatalf("setting the history policy: %d %s", r.status, r.raw)
 	}
@@ -143,6 +196,9 @@ func TestCapacityTable(t *testing.T) {
 			}
 			e.fill(list, keys, 1000)
 			e.fill(big, keys[:100], 20000)
+		}
+		if i == indexRows {
+			indexSetup()
 		}
 		counter.Take()
 		r.run().expect(t, r.status)
