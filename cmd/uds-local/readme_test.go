@@ -25,7 +25,7 @@ import (
 
 // readmeSections are the README sections whose sh blocks are examples to
 // run against make run's server, in this order, in one shell.
-var readmeSections = []string{"The API by example", "The command line and the Go client", "Namespace policies", "Version history"}
+var readmeSections = []string{"The API by example", "The command line and the Go client", "Namespace policies", "Version history", "Queries by index"}
 
 // readmeAddr is the server the README's examples name; the test's server
 // listens on a free port instead.
@@ -60,7 +60,8 @@ func TestREADMEExamples(t *testing.T) {
 	env := append(cleanEnv(os.Environ()),
 		config.EnvDynamoDBEndpoint+"="+os.Getenv(config.EnvDynamoDBEndpoint),
 		schema.Data.EnvVar+"="+tables.Data, schema.List.EnvVar+"="+tables.List, schema.Usage.EnvVar+"="+tables.Usage,
-		schema.Apps.EnvVar+"="+tables.Apps, schema.Namespaces.EnvVar+"="+tables.Namespaces, schema.History.EnvVar+"="+tables.History)
+		schema.Apps.EnvVar+"="+tables.Apps, schema.Namespaces.EnvVar+"="+tables.Namespaces, schema.History.EnvVar+"="+tables.History,
+		schema.IndexEntries.EnvVar+"="+tables.Index)
 	srv := startServer(t, bin, with(env, config.EnvListenAddr+"=127.0.0.1:0"))
 	root := strings.TrimSuffix(srv.waitListening(t), httpapi.BasePath)
 
