@@ -281,6 +281,9 @@ type partition struct {
 	started, done bool
 }
 
+// minShare is the fewest entries the first read of a partition asks for.
+const minShare = 32
+
 // merger merges a query's partitions in entry order.
 type merger struct {
 	s     *Store
@@ -292,10 +295,13 @@ type merger struct {
 
 // take returns the query's next n entries, in order, and whether more
 // follow. The first read of every partition runs in parallel and asks each
-// for its share of n and one more; a partition whose entries the merge
-// then uses up is read again for what is still missing.
+// for twice its share of n and one more, and at least minShare: entries
+// are small, so a strongly consistent read of that many costs the one read
+// unit any read costs, and a partition holding more than its share is
+// rarely read twice. A partition whose entries the merge then uses up is
+// read again for what is still missing.
 func (m *merger) take(ctx context.Context, n int) ([]map[string]types.AttributeValue, bool, error) {
-	share := int32(min(n+1, (n+1)/len(m.parts)+2))
+	share := int32(min(n+1, max(2*(n+1)/len(m.parts)+2, minShare)))
 	var wg sync.WaitGroup
 	errs := make([]error, len(m.parts))
 	for i, p := range m.parts {

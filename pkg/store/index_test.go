@@ -24,7 +24,7 @@ var testIndexes = []uds.Index{
 }
 
 // declare sets ns's indexes and builds them until they are ready.
-func declare(t *testing.T, s *store.Store, ns string, indexes []uds.Index) uds.Policy {
+func declare(t testing.TB, s *store.Store, ns string, indexes []uds.Index) uds.Policy {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := s.SetPolicy(ctx, app, ns, uds.Policy{Indexes: indexes}); err != nil {
