@@ -220,8 +220,9 @@ var functionAccess = map[string][]tableAccess{
 		// scans the index table for the entries of dropped indexes and
 		// deletes them, both with BatchWriteItem (one IAM action for its
 		// puts and deletes alike). Import puts an imported item's entries
-		// inside its transaction.
-		{Table: schema.IndexEntries, Actions: []string{"dynamodb:Scan", "dynamodb:BatchWriteItem", "dynamodb:PutItem"}},
+		// inside its transaction, and removes the entries of an expired
+		// item it finds on a record's key with the item.
+		{Table: schema.IndexEntries, Actions: []string{"dynamodb:Scan", "dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:DeleteItem"}},
 		// Namespace policies: read (import checks each record's key space
 		// against its namespace's), set and listed per app.
 		{Table: schema.Namespaces, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"}},
@@ -233,6 +234,13 @@ var functionAccess = map[string][]tableAccess{
 		// Reading the streams is granted with the event source mappings.
 		{Table: schema.Usage, Actions: []string{"dynamodb:UpdateItem"}},
 		{Table: schema.Apps, Actions: []string{"dynamodb:PutItem"}},
+		// An item the TTL removed takes its index entries with it: the
+		// namespace's policy names its indexes, and the entries go in a
+		// transaction that checks no item has taken the key since.
+		{Table: schema.Namespaces, Actions: []string{"dynamodb:GetItem"}},
+		{Table: schema.Data, Actions: []string{"dynamodb:ConditionCheckItem"}},
+		{Table: schema.List, Actions: []string{"dynamodb:ConditionCheckItem"}},
+		{Table: schema.IndexEntries, Actions: []string{"dynamodb:DeleteItem"}},
 	},
 }
 

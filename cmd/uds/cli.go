@@ -53,6 +53,7 @@ type env struct {
 type command struct {
 	args  string // the positional arguments, for usage
 	short string
+	long  string                 // more help, for the command's usage
 	flags func(fs *flag.FlagSet) // the command's own flags
 	min   int                    // positional arguments required
 	max   int
@@ -215,8 +216,12 @@ func mainUsage(w io.Writer, top *flag.FlagSet) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 0
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].short)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s %s\n", width, n, commands[n].short)
 	}
 	fmt.Fprintln(w, "\nglobal flags (before or after the command):")
 	top.SetOutput(w)
@@ -228,7 +233,11 @@ func mainUsage(w io.Writer, top *flag.FlagSet) {
 }
 
 func commandUsage(w io.Writer, name string, cmd command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "usage: uds %s %s [flags]\n\n%s\n\nflags:\n", name, cmd.args, cmd.short)
+	fmt.Fprintf(w, "usage: uds %s %s [flags]\n\n%s\n", name, cmd.args, cmd.short)
+	if cmd.long != "" {
+		fmt.Fprintf(w, "\n%s\n", cmd.long)
+	}
+	fmt.Fprint(w, "\nflags:\n")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)

@@ -68,16 +68,42 @@ var commands = map[string]command{
 			fs.String("file", "", "read the records from this file (default: standard input)")
 		},
 		run: importRecords},
-	"policy": {args: "APP NAMESPACE", short: "a namespace's policy: access, schema, history, a change under way (admin)", min: 2, max: 2, run: policy},
-	"set-policy": {args: "APP NAMESPACE", short: "set a namespace's policy; a change into or out of private waits until it completes (admin)", min: 2, max: 2,
+	"policy": {args: "APP NAMESPACE", short: "a namespace's policy: access, schema, history, indexes, a change under way (admin)", min: 2, max: 2, run: policy},
+	"set-policy": {args: "APP NAMESPACE", short: "set a namespace's whole policy; a change into or out of private waits until it completes (admin)", min: 2, max: 2,
+		long: `The flags give the whole policy: what one does not give is set to its default (no schema,
+no history, no indexes). A set-policy without --index drops every index the namespace
+declares; to keep one, give it again as declared, which keeps its entries. New indexes
+answer queries once built, and dropped ones' entries are removed, by uds build-indexes
+(the local server also builds in the background).`,
 		flags: func(fs *flag.FlagSet) {
 			fs.String("access", "", "shared, private or owner-write")
 			fs.String("schema", "", "a file holding the JSON Schema every write's data must match (default: none)")
 			fs.Int("history-versions", 0, "keep up to this many replaced versions of each item, 1..100 (default: no history)")
 			fs.Int("history-days", 0, "keep each replaced version at most this many days, 1..3650 (default: no age limit); needs --history-versions")
-			fs.Bool("clear", false, "restore the defaults: shared, no schema, no history")
+			fs.Var(&indexFlag{}, "index", "declare an index `NAME:PATH:TYPE` (PATH a JSON Pointer into the items' data, /status, or empty for\nthe whole value; TYPE string or number); repeat for up to 5 (default: none, which drops the namespace's indexes)")
+			fs.Bool("clear", false, "restore the defaults: shared, no schema, no history, no indexes")
 		},
 		run: setPolicy},
+	"build-indexes": {args: "APP NAMESPACE", short: "build a namespace's new indexes and remove its dropped ones' entries, step after step until done (admin)", min: 2, max: 2,
+		long: `Each step is one request of some seconds; a progress line tells how far the build got.
+After a change of the indexes, the build starts once the change has settled (about a minute
+on a default deployment): the command waits until then. At the end it writes the policy.`,
+		run: buildIndexes},
+	"query": {args: "APP NAMESPACE", short: "the items one of a namespace's indexes selects, in its order, as NDJSON, every page", min: 2, max: 2,
+		long: `Select by at most one of --eq, --prefix (a string index), or --from and --to (either
+optional); no selection gives every item the index holds. A number index takes numbers in
+JSON syntax (--from -1.5). Items are written as uds ls writes them. A query of an index
+still building fails (409 Index not ready): uds build-indexes builds it.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.String("index", "", "the index to query (required; uds policy lists the namespace's)")
+			fs.String("eq", "", "the items whose value is this one")
+			fs.String("prefix", "", "the items whose value starts with this string")
+			fs.String("from", "", "the items whose value is this one or after it (inclusive)")
+			fs.String("to", "", "the items whose value comes before this one (exclusive)")
+			fs.Bool("desc", false, "in descending order")
+			fs.Int("limit", 0, "items per request, 1..1000 (default: the server's 100)")
+		},
+		run: query},
 	"strays":    {args: "APP NAMESPACE", short: "the namespace's items no data route reaches (in the key space its policy does not use), as NDJSON records (admin)", min: 2, max: 2, run: strays},
 	"rm-strays": {args: "APP NAMESPACE", short: "remove the namespace's strays, releasing their usage (admin)", min: 2, max: 2, run: removeStrays},
 }

@@ -21,10 +21,11 @@ func policy(e *env, args []string) error {
 }
 
 // setPolicy sets a namespace's whole policy (what a flag does not give is
-// left at its default: no schema, no history), or with --clear restores
-// the defaults. A change into or out of private is announced first; the
-// client waits until it settles and completes it, and this says so while
-// it waits.
+// left at its default: no schema, no history, no indexes), or with --clear
+// restores the defaults. A change into or out of private is announced
+// first; the client waits until it settles and completes it, and this
+// says so while it waits. A change of the indexes leaves a build, which
+// this names with the command that does it.
 func setPolicy(e *env, args []string) error {
 	waiting := func(p client.Policy) {
 		e.progress.note(fmt.Sprintf("the change to %s is announced; writes to %s wait until it completes at %s (in %s)",
@@ -33,12 +34,12 @@ func setPolicy(e *env, args []string) error {
 	versions, _ := strconv.Atoi(e.flag("history-versions"))
 	days, _ := strconv.Atoi(e.flag("history-days"))
 	if e.flag("clear") == "true" {
-		if e.flag("access") != "" || e.flag("schema") != "" || versions != 0 || days != 0 {
-			return usageError("--clear takes no --access, --schema or --history-* flag")
+		if e.flag("access") != "" || e.flag("schema") != "" || versions != 0 || days != 0 || e.given("index") {
+			return usageError("--clear takes no --access, --schema, --history-* or --index flag")
 		}
 		return e.c.DeletePolicy(e.ctx, args[0], args[1], waiting)
 	}
-	p := client.Policy{Access: e.flag("access")}
+	p := client.Policy{Access: e.flag("access"), Indexes: e.indexes()}
 	if p.Access == "" {
 		return usageError("--access is required: shared, private or owner-write (or --clear)")
 	}
@@ -62,6 +63,9 @@ func setPolicy(e *env, args []string) error {
 	out, err := e.c.SetPolicy(e.ctx, args[0], args[1], p, waiting)
 	if err != nil {
 		return err
+	}
+	if out.IndexBuild != nil {
+		e.progress.note(fmt.Sprintf("%s; uds build-indexes %s %s runs the build to its end", describeBuild(out, time.Now()), args[0], args[1]))
 	}
 	return e.writeJSON(out)
 }

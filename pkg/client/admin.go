@@ -17,6 +17,10 @@ func adminApp(app string) string { return "/admin/apps/" + url.PathEscape(app) }
 
 func adminUser(app, user string) string { return adminApp(app) + "/users/" + url.PathEscape(user) }
 
+func adminNamespace(app, namespace string) string {
+	return adminApp(app) + "/namespaces/" + url.PathEscape(namespace)
+}
+
 // UserUsage is what one user stores in an app; HistoryBytes is the part
 // of Bytes their kept versions hold.
 type UserUsage struct {
@@ -141,8 +145,8 @@ func (c *Client) Recompute(ctx context.Context, app, user string) (Recomputed, e
 }
 
 // Policy is a namespace's policy: access "shared", "private" or
-// "owner-write", an optional JSON Schema for its data, and an optional
-// history.
+// "owner-write", an optional JSON Schema for its data, an optional
+// history, and the indexes its items are queried by.
 type Policy struct {
 	ApplicationUUID string          `json:"applicationUuid,omitempty"`
 	Namespace       string          `json:"namespace,omitempty"`
@@ -151,9 +155,15 @@ type Policy struct {
 	// History is what the namespace keeps of the versions its writes
 	// replace; nil when it keeps none. A change of it applies at once,
 	// even beside a change into or out of private.
-	History     *HistoryPolicy `json:"history,omitempty"`
-	Version     int64          `json:"version,omitempty"`
-	UpdatedDate string         `json:"updatedDate,omitempty"`
+	History *HistoryPolicy `json:"history,omitempty"`
+	// Indexes are the fields Query selects and orders the namespace's
+	// items by, at most 5; nil declares none.
+	Indexes []Index `json:"indexes,omitempty"`
+	// IndexBuild is the work a change of Indexes left, while it remains
+	// (BuildIndexes does it); nil when there is none.
+	IndexBuild  *IndexBuild `json:"indexBuild,omitempty"`
+	Version     int64       `json:"version,omitempty"`
+	UpdatedDate string      `json:"updatedDate,omitempty"`
 	// Pending is a change into or out of private under way; the policy
 	// above is in effect until it completes.
 	Pending *PolicyChange `json:"pending,omitempty"`
@@ -199,32 +209,37 @@ func (c *Client) Policies(ctx context.Context, app string) iter.Seq2[Policy, err
 // is set).
 func (c *Client) Policy(ctx context.Context, app, namespace string) (Policy, error) {
 	var p Policy
-	_, err := c.call(ctx, request{method: http.MethodGet, path: adminApp(app) + "/namespaces/" + url.PathEscape(namespace), retry: always}, &p, http.StatusOK)
+	_, err := c.call(ctx, request{method: http.MethodGet, path: adminNamespace(app, namespace), retry: always}, &p, http.StatusOK)
 	return p, err
 }
 
-// SetPolicy sets a namespace's access, schema and history (only those
-// fields of p are sent; a nil History keeps no versions) and returns the
-// policy stored. A change into or out of private is announced first and
-// the namespace takes no writes while functions still holding the old
+// SetPolicy sets a namespace's access, schema, history and indexes (only
+// those fields of p are sent, and of each index its name, path and type;
+// a nil History keeps no versions, nil Indexes drop every index the
+// namespace declares) and returns the policy stored. An index declared
+// again with its name, path and type keeps its entries; a new one is
+// built from the items stored, and a dropped one's entries are removed,
+// by BuildIndexes. A change into or out of private is announced first
+// and the namespace takes no writes while functions still holding the old
 // policy drain (about a minute on a default deployment, README "Namespace
 // policies"): SetPolicy waits until the change settles and completes it,
 // or returns ctx's error; the announced change then lapses on its own
-// (the history, which applies at once, stays set). progress, if not nil,
-// is told of each wait.
+// (the history and indexes, which apply at once, stay set). progress, if
+// not nil, is told of each wait.
 func (c *Client) SetPolicy(ctx context.Context, app, namespace string, p Policy, progress ...func(Policy)) (Policy, error) {
-	body, err := jsonBody(Policy{Access: p.Access, Schema: p.Schema, History: p.History})
+	body, err := jsonBody(Policy{Access: p.Access, Schema: p.Schema, History: p.History, Indexes: declared(p.Indexes)})
 	if err != nil {
 		return Policy{}, err
 	}
-	r := request{method: http.MethodPut, path: adminApp(app) + "/namespaces/" + url.PathEscape(namespace), body: body, retry: always}
+	r := request{method: http.MethodPut, path: adminNamespace(app, namespace), body: body, retry: always}
 	return c.settlePolicy(ctx, r, progress)
 }
 
 // DeletePolicy restores a namespace's defaults (shared, no schema, no
-// history), waiting as SetPolicy does when the namespace was private.
+// history, no indexes), waiting as SetPolicy does when the namespace was
+// private.
 func (c *Client) DeletePolicy(ctx context.Context, app, namespace string, progress ...func(Policy)) error {
-	r := request{method: http.MethodDelete, path: adminApp(app) + "/namespaces/" + url.PathEscape(namespace), retry: always}
+	r := request{method: http.MethodDelete, path: adminNamespace(app, namespace), retry: always}
 	_, err := c.settlePolicy(ctx, r, progress)
 	return err
 }

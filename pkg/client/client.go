@@ -94,8 +94,8 @@ const (
 	unsent retry = iota
 	// always: reads, and writes whose repetition leaves the data as one
 	// would (conditional PUT and restore, DELETE, delete-all, dropping a
-	// history, import, recompute, limits, policies): also after a 502,
-	// 503 or 504 or a connection lost mid-request.
+	// history, import, recompute, limits, policies, index build steps):
+	// also after a 502, 503 or 504 or a connection lost mid-request.
 	always
 )
 

@@ -1,7 +1,8 @@
 // Package client is the Go client of the UDS API: key-value items and list
 // items with their ETags and version history, list pages and whole-range
-// iterators, delete-all, batches, the caller's quota, every admin route,
-// and an app's export and import.
+// iterators, queries by a namespace's declared indexes, delete-all,
+// batches, the caller's quota, every admin route, and an app's export and
+// import.
 //
 // A client of the local server (make run):
 //
@@ -30,6 +31,20 @@
 //		fmt.Println(it.SortKey, string(it.Data))
 //	}
 //
+// A namespace's policy declares indexes on fields of its items' data; once
+// built, they select and order its items (key-value and list items
+// alike), page after page:
+//
+//	p, err := admin.SetPolicy(ctx, app, "tasks", client.Policy{Access: "shared", Indexes: []client.Index{
+//		{Name: "byStatus", Path: "/status", Type: "string"},
+//		{Name: "byDue", Path: "/due", Type: "number"},
+//	}})
+//	p, err = admin.BuildIndexes(ctx, app, "tasks") // until every index is ready
+//	for it, err := range c.Query(ctx, app, "tasks", client.IndexQuery{Index: "byStatus", Eq: "open"}) { ... }
+//	for it, err := range c.Query(ctx, app, "tasks", client.IndexQuery{Index: "byDue", From: 20240101, To: 20240201, Descending: true}) { ... }
+//
+// A query on an index still building is ErrIndexNotReady.
+//
 // A deployed stack takes a JWT on the data routes and IAM (SigV4) on the
 // admin routes:
 //
@@ -39,20 +54,20 @@
 //
 // Errors from the API are *APIError values, matched with errors.Is against
 // ErrNotFound, ErrConflict, ErrPreconditionFailed, ErrQuotaExceeded,
-// ErrInvalid and the others; errors.As gives the server's details. No error
-// text names this package or UDS ("404 Key not found: ..."): the caller
-// adds what it was doing, once.
+// ErrIndexNotReady, ErrInvalid and the others; errors.As gives the
+// server's details. No error text names this package or UDS ("404 Key not
+// found: ..."): the caller adds what it was doing, once.
 //
 // Retries: requests are sent again, with exponential backoff and full
 // jitter, honouring Retry-After (seconds or an HTTP date) and bounded by
 // the context and WithRetries, only where that is safe. Reads and writes
 // whose repeat leaves the data as one would (an update or restore with
 // IfMatch, DELETE, delete-all, dropping a history, import, recompute,
-// limits, policies) are retried after 429, 502, 503, 504 or a lost
-// connection. Creates, batches, and updates and restores without IfMatch
-// are retried only when they certainly did not reach UDS (no connection
-// could be made, or 429): a repeated create that took effect the first
-// time would answer 409 for the caller's own write, and a repeated
-// unconditional update or restore would bump the version again and could
-// overwrite a write made in between.
+// limits, policies, index build steps) are retried after 429, 502, 503,
+// 504 or a lost connection. Creates, batches, and updates and restores
+// without IfMatch are retried only when they certainly did not reach UDS
+// (no connection could be made, or 429): a repeated create that took
+// effect the first time would answer 409 for the caller's own write, and a
+// repeated unconditional update or restore would bump the version again
+// and could overwrite a write made in between.
 package client

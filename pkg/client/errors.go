@@ -16,7 +16,8 @@ var (
 	ErrForbidden          = errors.New("forbidden")                // 403, other than a quota
 	ErrQuotaExceeded      = errors.New("quota exceeded")           // 403 "Quota exceeded"
 	ErrNotFound           = errors.New("not found")                // 404
-	ErrConflict           = errors.New("conflict")                 // 409
+	ErrConflict           = errors.New("conflict")                 // 409, other than an index not ready
+	ErrIndexNotReady      = errors.New("index not ready")          // 409 "Index not ready": the index is still building (Client.BuildIndexes)
 	ErrPreconditionFailed = errors.New("precondition failed")      // 412
 	ErrTooLarge           = errors.New("payload too large")        // 413
 	ErrSchema             = errors.New("schema validation failed") // 422
@@ -97,6 +98,9 @@ func (e *APIError) kind() error {
 	case http.StatusNotFound:
 		return ErrNotFound
 	case http.StatusConflict:
+		if e.Message == "Index not ready" {
+			return ErrIndexNotReady
+		}
 		return ErrConflict
 	case http.StatusPreconditionFailed:
 		return ErrPreconditionFailed

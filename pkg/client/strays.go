@@ -4,7 +4,6 @@ import (
 	"context"
 	"iter"
 	"net/http"
-	"net/url"
 )
 
 // A namespace's strays are its items in the key space its policy does not
@@ -12,7 +11,7 @@ import (
 // operator lists them (as export records, to keep a copy) and removes them.
 
 func straysPath(app, namespace string) string {
-	return adminApp(app) + "/namespaces/" + url.PathEscape(namespace) + "/strays"
+	return adminNamespace(app, namespace) + "/strays"
 }
 
 // StraysPage reads one page of a namespace's strays after cursor.

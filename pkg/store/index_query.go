@@ -68,49 +68,93 @@ func (s *Store) QueryIndex(ctx context.Context, q IndexQuery) (IndexPage, error)
 	for _, hash := range indexPartitions(q.App, q.Namespace, q.Index.ID, q.Owner) {
 		m.parts = append(m.parts, &partition{hash: hash})
 	}
-	entries, more, err := m.take(ctx, q.Limit)
-	if err != nil {
-		return IndexPage{}, err
+	pg := queryPage{s: s, q: q, itemBytes: q.ItemBytes, now: s.now()}
+	if pg.itemBytes == nil {
+		pg.itemBytes = plainBytes
 	}
-	keys := make([]uds.Key, 0, len(entries))
-	for _, e := range entries {
-		k, _ := keyOf(e)
-		keys = append(keys, k)
-	}
-	found, err := s.batchGet(ctx, keys, "")
-	if err != nil {
-		return IndexPage{}, err
-	}
-	var page IndexPage
-	var stale []staleEntry
-	now, size := s.now(), 0
-	itemBytes := q.ItemBytes
-	if itemBytes == nil {
-		itemBytes = plainBytes
-	}
-	for i, e := range entries {
-		av := found[itemID(keys[i])]
-		sort := e[schema.AttrIndexSort].(*types.AttributeValueMemberB).Value
-		it, live := s.matching(keys[i], av, q.Index, sort, now)
-		if !live {
-			stale = append(stale, staleEntry{key: keys[i], entry: indexEntry{hash: str(e, schema.AttrIndexKey), sort: sort}, item: av})
-			continue
+	defer func() { s.removeStale(ctx, pg.stale) }()
+	// Entries whose items turn out stale leave the page short; a page
+	// that only met stale ones reads on, a few times, rather than answer
+	// empty with a cursor.
+	for range maxStaleRounds {
+		entries, more, err := m.take(ctx, q.Limit-len(pg.page.Items))
+		if err != nil {
+			return IndexPage{}, err
 		}
-		n := itemBytes(&it)
-		if q.MaxBytes > 0 && len(page.Items) > 0 && size+n > q.MaxBytes {
-			// The page is full: the next one starts at this item.
-			page.Cursor = base64.RawURLEncoding.EncodeToString(entrySort(entries[i-1]))
-			s.removeStale(ctx, stale)
-			return page, nil
+		full, err := pg.add(ctx, entries)
+		switch {
+		case err != nil:
+			return IndexPage{}, err
+		case full:
+			return pg.page, nil
+		case more && len(entries) > 0:
+			pg.page.Cursor = base64.RawURLEncoding.EncodeToString(entrySort(entries[len(entries)-1]))
+		default:
+			pg.page.Cursor = ""
 		}
-		size += n
-		page.Items = append(page.Items, it)
+		if len(pg.page.Items) > 0 || !more {
+			break
+		}
 	}
-	if more && len(entries) > 0 {
-		page.Cursor = base64.RawURLEncoding.EncodeToString(entrySort(entries[len(entries)-1]))
+	return pg.page, nil
+}
+
+// maxStaleRounds bounds how often a query page reads on past stale
+// entries before it answers empty, with a cursor.
+const maxStaleRounds = 4
+
+// queryPage is a query's page as its items are read.
+type queryPage struct {
+	s         *Store
+	q         IndexQuery
+	itemBytes func(*uds.Item) int
+	now       time.Time
+	page      IndexPage
+	size      int
+	stale     []staleEntry
+}
+
+// add reads the items of entries, in chunks that the page's remaining
+// byte budget is expected to take (so a page of large items reads few
+// more than it keeps), and adds those that still have their entries. It
+// reports whether the byte budget ended the page; the cursor then points
+// after the last entry kept or skipped.
+func (pg *queryPage) add(ctx context.Context, entries []map[string]types.AttributeValue) (bool, error) {
+	for start := 0; start < len(entries); {
+		n := min(len(entries)-start, maxBatchGet)
+		if pg.q.MaxBytes > 0 && len(pg.page.Items) > 0 {
+			avg := max(1, pg.size/len(pg.page.Items))
+			n = min(n, max(1, (pg.q.MaxBytes-pg.size)/avg+1))
+		}
+		chunk := entries[start : start+n]
+		keys := make([]uds.Key, len(chunk))
+		for i, e := range chunk {
+			keys[i], _ = keyOf(e)
+		}
+		found, err := pg.s.batchGet(ctx, keys, "")
+		if err != nil {
+			return false, err
+		}
+		for i, e := range chunk {
+			av := found[itemID(keys[i])]
+			sort := entrySort(e)
+			it, live := pg.s.matching(keys[i], av, pg.q.Index, sort, pg.now)
+			if !live {
+				pg.stale = append(pg.stale, staleEntry{key: keys[i], entry: indexEntry{hash: str(e, schema.AttrIndexKey), sort: sort}, item: av})
+				continue
+			}
+			size := pg.itemBytes(&it)
+			if pg.q.MaxBytes > 0 && len(pg.page.Items) > 0 && pg.size+size > pg.q.MaxBytes {
+				// The page is full: the next one starts at this item.
+				pg.page.Cursor = base64.RawURLEncoding.EncodeToString(entrySort(entries[start+i-1]))
+				return true, nil
+			}
+			pg.size += size
+			pg.page.Items = append(pg.page.Items, it)
+		}
+		start += n
 	}
-	s.removeStale(ctx, stale)
-	return page, nil
+	return false, nil
 }
 
 func entrySort(e map[string]types.AttributeValue) []byte {
@@ -145,11 +189,13 @@ type staleEntry struct {
 // left is skipped again by the next query.
 func (s *Store) removeStale(ctx context.Context, stale []staleEntry) {
 	for _, e := range stale[:min(len(stale), maxCleanups)] {
-		names := map[string]string{"#k": schema.AttrDataKey}
+		names := map[string]string{}
 		values := map[string]types.AttributeValue{}
 		cond := "attribute_not_exists(#k)"
 		if e.item != nil {
 			cond = exactRevision(e.item, names, values)
+		} else {
+			names["#k"] = schema.AttrDataKey
 		}
 		check := &types.ConditionCheck{TableName: aws.String(s.table(e.key)), Key: keyAV(e.key),
 			ConditionExpression: aws.String(cond), ExpressionAttributeNames: names}
@@ -231,9 +277,12 @@ type partition struct {
 	buf  []map[string]types.AttributeValue
 	// next is where the partition's next read starts; done is set once
 	// it has nothing more.
-	next map[string]types.AttributeValue
-	done bool
+	next          map[string]types.AttributeValue
+	started, done bool
 }
+
+// minShare is the fewest entries the first read of a partition asks for.
+const minShare = 32
 
 // merger merges a query's partitions in entry order.
 type merger struct {
@@ -246,13 +295,19 @@ type merger struct {
 
 // take returns the query's next n entries, in order, and whether more
 // follow. The first read of every partition runs in parallel and asks each
-// for its share of n and one more; a partition whose entries the merge
-// then uses up is read again for what is still missing.
+// for twice its share of n and one more, and at least minShare: entries
+// are small, so a strongly consistent read of that many costs the one read
+// unit any read costs, and a partition holding more than its share is
+// rarely read twice. A partition whose entries the merge then uses up is
+// read again for what is still missing.
 func (m *merger) take(ctx context.Context, n int) ([]map[string]types.AttributeValue, bool, error) {
-	share := int32(min(n+1, (n+1)/len(m.parts)+2))
+	share := int32(min(n+1, max(2*(n+1)/len(m.parts)+2, minShare)))
 	var wg sync.WaitGroup
 	errs := make([]error, len(m.parts))
 	for i, p := range m.parts {
+		if p.started {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -323,7 +378,7 @@ func (m *merger) read(ctx context.Context, p *partition, limit int32) error {
 	if m.cond.expr != "" {
 		in.ExpressionAttributeNames["#is"] = schema.AttrIndexSort
 	}
-	if p.next == nil && m.after != nil {
+	if !p.started && m.after != nil {
 		in.ExclusiveStartKey = indexEntry{hash: p.hash, sort: m.after}.key()
 	}
 	out, err := m.s.client.Query(ctx, in)
@@ -331,6 +386,6 @@ func (m *merger) read(ctx context.Context, p *partition, limit int32) error {
 		return failed("query index partition "+p.hash, err)
 	}
 	p.buf = append(p.buf, out.Items...)
-	p.next, p.done = out.LastEvaluatedKey, out.LastEvaluatedKey == nil
+	p.started, p.next, p.done = true, out.LastEvaluatedKey, out.LastEvaluatedKey == nil
 	return nil
 }

@@ -24,7 +24,7 @@ var testIndexes = []uds.Index{
 }
 
 // declare sets ns's indexes and builds them until they are ready.
-func declare(t *testing.T, s *store.Store, ns string, indexes []uds.Index) uds.Policy {
+func declare(t testing.TB, s *store.Store, ns string, indexes []uds.Index) uds.Policy {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := s.SetPolicy(ctx, app, ns, uds.Policy{Indexes: indexes}); err != nil {
@@ -148,6 +148,12 @@ func TestIndexQueries(t *testing.T) {
 				if got := queryIDs(t, s, q); got != tc.want {
 					t.Errorf("got %q, want %q", got, tc.want)
 				}
+				// A byte budget every item passes ends each page after
+				// its first item.
+				q.MaxBytes = 1
+				if got := queryIDs(t, s, q); got != tc.want {
+					t.Errorf("got %q, want %q", got, tc.want)
+				}
 			})
 		}
 	}
@@ -218,5 +224,49 @@ func TestIndexEntriesExpire(t *testing.T) {
 	}
 	if n := countEntries(t, tables); n != 0 {
 		t.Fatalf("%d entries after the sweep, want 0", n)
+	}
+}
+
+// An entry whose item is gone, or holds another value, is left out of the
+// answer and removed; a page that meets only such entries reads on.
+func TestIndexSkipsStaleEntries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tables := storetest.NewTables(t)
+	s := store.New(storetest.Client(t), tables, store.WithPolicySettle(testSettle))
+	p := declare(t, s, "tasks", testIndexes[:1])
+	for i := range 6 {
+		w := uds.Write{Key: key(t, "tasks", fmt.Sprint(i)), Data: json.RawMessage(`{"status":"open"}`), Subject: "alice", Indexes: p.Indexes}
+		if _, err := s.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Items 0 to 3 change behind the index's back, as a build that met
+	// their writes or DynamoDB's TTL would leave them: two go, two change.
+	plain := storetest.Client(t)
+	for i, change := range []string{"delete", "delete", `{"status":"closed"}`, `{"status":"opened"}`} {
+		k := map[string]types.AttributeValue{"dataKey": &types.AttributeValueMemberS{Value: key(t, "tasks", fmt.Sprint(i)).DataKey()}}
+		var err error
+		if change == "delete" {
+			_, err = plain.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(tables.Data), Key: k})
+		} else {
+			_, err = plain.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tables.Data), Key: k,
+				UpdateExpression:          aws.String("SET dataValue = :v"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberS{Value: change}}})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := store.IndexQuery{App: app, Namespace: "tasks", Index: p.Indexes[0], Eq: str("open"), Limit: 2}
+	page, err := s.QueryIndex(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 2 || page.Items[0].ID != "4" || page.Items[1].ID != "5" || page.Cursor != "" {
+		t.Fatalf("first page %+v, cursor %q: want items 4 and 5, the last page", page.Items, page.Cursor)
+	}
+	if n := countEntries(t, tables); n != 2 {
+		t.Errorf("%d entries left, want the 2 of items 4 and 5", n)
 	}
 }
