@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/udsproject/uds/pkg/httpapi"
@@ -145,8 +146,9 @@ func TestCapacityTable(t *testing.T) {
 		{"DELETE ?history of 5 kept versions and a marker", 200, func() response { return e.do("DELETE", hist+"?history", "") }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}},
 	}
 	// In namespace ix (shared) and ixp (private) the items' status is
-	// indexed; ix holds 120 items of status open besides the one the write
-	// rows take through its life, ixp 20 of alice's.
+	// indexed; ix holds 300 items of status open besides the one the write
+	// rows take through its life, enough for every shard to answer a
+	// query's first read in full, and ixp 20 of alice's.
 	ix, ixp := base+"/ix", base+"/ixp"
 	indexRows := len(rows)
 	rows = append(rows, []row{
@@ -159,10 +161,10 @@ func TestCapacityTable(t *testing.T) {
 		// entry's delete and the new one's put.
 		{"PUT key-value item, same size, indexed value changed, one index", 200, func() response { return e.do("PUT", ix+"/item", indexedKB("done")) }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
 		{"DELETE key-value item, one index", 204, func() response { return e.do("DELETE", ix+"/item", "") }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
-		// A query reads each of the index's 8 write shards for its share of
-		// the page and one entry more (and a shard again where the merge
-		// used up its share, which these keys' spread never makes it do),
-		// then the page's items in one BatchGetItem.
+		// A query reads each of the index's 8 write shards for twice its
+		// share of the page, at least 32 entries (and a shard again where
+		// the merge used up what it read, which these keys' spread never
+		// makes it do), then the page's items in one BatchGetItem.
 		{"GET query page, 10 items of 1 KB", 200, func() response { return e.do("GET", ix+"?index=byStatus&eq=open&limit=10", "") }, map[string]int{"Query": schema.IndexShards, "BatchGetItem": 1}},
 		{"GET query page, 100 items of 1 KB", 200, func() response { return e.do("GET", ix+"?index=byStatus&eq=open&limit=100", "") }, map[string]int{"Query": schema.IndexShards, "BatchGetItem": 1}},
 		// In a private namespace the caller's entries are one partition.
@@ -176,9 +178,19 @@ func TestCapacityTable(t *testing.T) {
 		e.setPolicy(t, "ixp", `{"access":"private",`+byStatus+`}`)
 		e.buildIndexes(t, "ix")
 		e.buildIndexes(t, "ixp")
-		for j := range 120 {
-			e.do("POST", fmt.Sprintf("%s/q%03d", ix, j), indexedKB("open")).expect(t, 201)
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 8)
+		for j := range 300 {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				if r := e.do("POST", fmt.Sprintf("%s/q%03d", ix, j), indexedKB("open")); r.status != 201 {
+					t.Errorf("fill %s: %d %s", ix, r.status, r.raw)
+				}
+			}()
 		}
+		wg.Wait()
 		for j := range 20 {
 			e.as("alice", "POST", fmt.Sprintf("%s/q%03d", ixp, j), indexedKB("open")).expect(t, 201)
 		}
