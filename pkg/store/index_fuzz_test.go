@@ -67,6 +67,9 @@ func FuzzIndexOrder(f *testing.F) {
 			{"from", IndexQuery{Index: strIx, From: str(b)}, se, a >= b},
 			{"to", IndexQuery{Index: strIx, To: str(b)}, se, a < b},
 			{"from to", IndexQuery{Index: strIx, From: str(b), To: str(b + "z")}, se, a >= b && a < b+"z"},
+			{"empty prefix", IndexQuery{Index: strIx, Prefix: str("")}, se, true},
+			{"from empty", IndexQuery{Index: strIx, From: str(""), To: str(b)}, se, a < b},
+			{"to empty", IndexQuery{Index: strIx, To: str("")}, se, false},
 			{"number eq", IndexQuery{Index: numIx, Eq: num(y)}, ne, x+0 == y+0},
 			{"number from", IndexQuery{Index: numIx, From: num(y)}, ne, x+0 >= y+0},
 			{"number to", IndexQuery{Index: numIx, To: num(y)}, ne, x+0 < y+0},
@@ -75,6 +78,12 @@ func FuzzIndexOrder(f *testing.F) {
 			c, err := indexCondition(tc.q)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
+			}
+			// DynamoDB refuses an empty binary value, and a key
+			// condition's placeholders must all be given.
+			if c.lo != nil && len(c.lo) == 0 || c.hi != nil && len(c.hi) == 0 ||
+				strings.Contains(c.expr, ":lo") != (c.lo != nil) || strings.Contains(c.expr, ":hi") != (c.hi != nil) {
+				t.Fatalf("%s: condition %q with bounds %q and %q", tc.name, c.expr, c.lo, c.hi)
 			}
 			if got := !c.empty && c.holds(tc.entry); got != tc.want {
 				t.Fatalf("%s: entry of %q / %v selected %v, want %v", tc.name, a, x, got, tc.want)

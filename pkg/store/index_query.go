@@ -249,13 +249,20 @@ func indexCondition(q IndexQuery) (sortCondition, error) {
 	switch {
 	case q.Eq != nil:
 		return sortCondition{expr: "begins_with(#is, :lo)", lo: appendIndexValue(nil, t, *q.Eq), prefix: true}, nil
-	case q.Prefix != nil:
-		if t != uds.IndexString {
-			return sortCondition{}, uds.Invalid("prefix", "index %s holds numbers; prefix selects strings", q.Index.Name)
-		}
+	case q.Prefix != nil && t != uds.IndexString:
+		return sortCondition{}, uds.Invalid("prefix", "index %s holds numbers; prefix selects strings", q.Index.Name)
+	case q.Prefix != nil && q.Prefix.Str != "":
 		return sortCondition{expr: "begins_with(#is, :lo)", lo: appendShifted(nil, q.Prefix.Str), prefix: true}, nil
+	case q.Prefix != nil:
+		return sortCondition{}, nil // every string begins with ""
 	}
 	lo, hi := bound(q.From), bound(q.To)
+	switch {
+	case hi != nil && len(hi) == 0:
+		return sortCondition{empty: true}, nil // no string is below ""
+	case lo != nil && len(lo) == 0:
+		lo = nil // every string is at least ""
+	}
 	switch {
 	case lo != nil && hi != nil && bytes.Compare(lo, hi) >= 0:
 		return sortCondition{empty: true}, nil // [from, to) is empty

@@ -140,6 +140,11 @@ func TestIndexQueries(t *testing.T) {
 		{"number eq", store.IndexQuery{Index: rank, Eq: num(5)}, "l/x l/y"},
 		{"empty range", store.IndexQuery{Index: rank, From: num(5), To: num(5)}, ""},
 		{"string range", store.IndexQuery{Index: status, From: str("o"), To: str("opening")}, "a b c f l/x l/y"},
+		{"empty prefix", store.IndexQuery{Index: status, Prefix: str("")}, "a b c f l/x l/y e"},
+		{"from empty", store.IndexQuery{Index: status, From: str("")}, "a b c f l/x l/y e"},
+		{"to empty", store.IndexQuery{Index: status, To: str("")}, ""},
+		{"from empty to", store.IndexQuery{Index: status, From: str(""), To: str("opening")}, "a b c f l/x l/y"},
+		{"eq empty", store.IndexQuery{Index: status, Eq: str("")}, ""},
 	} {
 		for _, limit := range []int{1, 2, 100} {
 			t.Run(fmt.Sprintf("%s limit %d", tc.name, limit), func(t *testing.T) {
