@@ -1072,12 +1072,7 @@ func TestHistoryTable(t *testing.T) {
 		}
 		checkEqual(t, "functions reading the stream", mappings, []string{"${" + s.logicalID(t, s.stack.Functions[fnExpiry]) + "}"})
 	})
-	t.Run("durability", func(t *testing.T) {
-		checkEqual(t, "BillingMode", p["BillingMode"], "PAY_PER_REQUEST")
-		checkEqual(t, "PointInTimeRecoverySpecification", p["PointInTimeRecoverySpecification"], map[string]any{"PointInTimeRecoveryEnabled": true})
-		checkEqual(t, "DeletionProtectionEnabled", p["DeletionProtectionEnabled"], true)
-		checkEqual(t, "policies", []string{r.DeletionPolicy, r.UpdateReplace}, []string{"Retain", "Retain"})
-	})
+	t.Run("durability", func(t *testing.T) { checkDurable(t, r) })
 	t.Run("environment", func(t *testing.T) {
 		for _, f := range functionSpecs {
 			env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
@@ -1122,18 +1117,25 @@ func TestIndexTable(t *testing.T) {
 			}
 		}
 	})
-	t.Run("durability", func(t *testing.T) {
-		checkEqual(t, "BillingMode", p["BillingMode"], "PAY_PER_REQUEST")
-		checkEqual(t, "PointInTimeRecoverySpecification", p["PointInTimeRecoverySpecification"], map[string]any{"PointInTimeRecoveryEnabled": true})
-		checkEqual(t, "DeletionProtectionEnabled", p["DeletionProtectionEnabled"], true)
-		checkEqual(t, "policies", []string{r.DeletionPolicy, r.UpdateReplace}, []string{"Retain", "Retain"})
-	})
+	t.Run("durability", func(t *testing.T) { checkDurable(t, r) })
 	t.Run("environment", func(t *testing.T) {
 		for _, f := range functionSpecs {
 			env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 			checkEqual(t, f.Name+" UDS_TABLE_INDEX", env["UDS_TABLE_INDEX"], "data_index")
 		}
 	})
+}
+
+// checkDurable checks that a table survives what a stack may do to it:
+// on demand, point-in-time recovery, deletion protection, and retained
+// when the stack deletes or replaces it.
+func checkDurable(t *testing.T, r resource) {
+	t.Helper()
+	p := r.Properties
+	checkEqual(t, "BillingMode", p["BillingMode"], "PAY_PER_REQUEST")
+	checkEqual(t, "PointInTimeRecoverySpecification", p["PointInTimeRecoverySpecification"], map[string]any{"PointInTimeRecoveryEnabled": true})
+	checkEqual(t, "DeletionProtectionEnabled", p["DeletionProtectionEnabled"], true)
+	checkEqual(t, "policies", []string{r.DeletionPolicy, r.UpdateReplace}, []string{"Retain", "Retain"})
 }
 
 // TestKeyAttribute maps each key type of the schema to the CDK's, and

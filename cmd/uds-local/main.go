@@ -215,6 +215,25 @@ func localRequestID(*http.Request) []slog.Attr {
 // still stored are removed and their usage released, as meeting them in a
 // request would.
 func sweep(ctx context.Context, st *store.Store, every time.Duration, logger *slog.Logger) {
+	ticking(ctx, every, func() bool {
+		n, err := st.SweepExpired(ctx)
+		switch {
+		case ctx.Err() != nil:
+			// Stopping cut the sweep short; each removal is whole, and
+			// the next start sweeps again.
+			return false
+		case err != nil:
+			logger.Error("sweeping expired items failed", slog.String("cause", err.Error()))
+		case n > 0:
+			logger.Info("removed expired items", slog.Int("items", n))
+		}
+		return true
+	})
+}
+
+// ticking calls work every interval until ctx ends or work reports that
+// it should stop.
+func ticking(ctx context.Context, every time.Duration, work func() bool) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -223,16 +242,8 @@ func sweep(ctx context.Context, st *store.Store, every time.Duration, logger *sl
 			return
 		case <-t.C:
 		}
-		n, err := st.SweepExpired(ctx)
-		switch {
-		case ctx.Err() != nil:
-			// Stopping cut the sweep short; each removal is whole, and
-			// the next start sweeps again.
+		if !work() {
 			return
-		case err != nil:
-			logger.Error("sweeping expired items failed", slog.String("cause", err.Error()))
-		case n > 0:
-			logger.Info("removed expired items", slog.Int("items", n))
 		}
 	}
 }
@@ -245,14 +256,7 @@ const buildEvery = 2 * time.Second
 // as an administrator's POST .../indexes/build would: locally an index is
 // ready soon after its change settles, with no command to run.
 func buildIndexes(ctx context.Context, st *store.Store, logger *slog.Logger) {
-	t := time.NewTicker(buildEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	ticking(ctx, buildEvery, func() bool {
 		pending, err := st.PendingIndexBuilds(ctx)
 		if err != nil && ctx.Err() == nil {
 			logger.Error("listing index builds failed", slog.String("cause", err.Error()))
@@ -264,12 +268,13 @@ func buildIndexes(ctx context.Context, st *store.Store, logger *slog.Logger) {
 			p, err := st.BuildIndexes(ctx, np.App, np.Namespace, buildEvery)
 			switch {
 			case ctx.Err() != nil:
-				return
+				return false
 			case err != nil:
 				logger.Error("building indexes failed", slog.String("app", np.App), slog.String("namespace", np.Namespace), slog.String("cause", err.Error()))
 			case p.IndexBuild == nil:
 				logger.Info("indexes built", slog.String("app", np.App), slog.String("namespace", np.Namespace))
 			}
 		}
-	}
+		return true
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strconv"
 	"strings"
@@ -223,8 +224,14 @@ func list(e *env, args []string) error {
 		Start: e.flag("start"), End: e.flag("end"),
 		Descending: e.flag("desc") == "true", Limit: limit,
 	}
+	return writeItems(e, e.c.List(e.ctx, key(args), q))
+}
+
+// writeItems writes every item of a paged read (a list, a query) as
+// NDJSON, counting them on the progress line.
+func writeItems(e *env, items iter.Seq2[client.Item, error]) error {
 	n := 0
-	for it, err := range e.c.List(e.ctx, key(args), q) {
+	for it, err := range items {
 		if err != nil {
 			return err
 		}

@@ -121,19 +121,9 @@ func query(e *env, args []string) error {
 	if selections > 1 {
 		return usageError("--eq, --prefix and --from/--to exclude each other: select by one of them")
 	}
-	n := 0
-	for it, err := range e.c.Query(e.ctx, args[0], args[1], q) {
-		if errors.Is(err, client.ErrIndexNotReady) {
-			return fmt.Errorf("%w; uds build-indexes %s %s builds it", err, args[0], args[1])
-		}
-		if err != nil {
-			return err
-		}
-		if err := e.writeJSON(it); err != nil {
-			return err
-		}
-		n++
-		e.progress.count("listed", "items", n)
+	err := writeItems(e, e.c.Query(e.ctx, args[0], args[1], q))
+	if errors.Is(err, client.ErrIndexNotReady) {
+		return fmt.Errorf("%w; uds build-indexes %s %s builds it", err, args[0], args[1])
 	}
-	return nil
+	return err
 }

@@ -272,23 +272,7 @@ func (s *Store) writeBuild(ctx context.Context, app, namespace string, current, 
 	if len(remove) > 0 {
 		update += " REMOVE " + strings.Join(remove, ", ")
 	}
-	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.tables.Namespaces),
-		Key:                       policyKey(app, namespace),
-		UpdateExpression:          aws.String(update),
-		ConditionExpression:       aws.String(strings.Join(cond, " AND ")),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case asCCF(err, &ccf):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	s.policies.forget(app + uds.KeyDelimiter + namespace)
-	return true, nil
+	return s.updatePolicyRecord(ctx, app, namespace, update, strings.Join(cond, " AND "), names, values)
 }
 
 // PendingIndexBuilds lists the namespaces whose indexes have a build

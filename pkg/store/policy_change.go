@@ -261,6 +261,12 @@ func (s *Store) writePolicy(ctx context.Context, app, namespace string, current,
 		cond = "#pv = :cur"
 		values[":cur"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(current.Version, 10)}
 	}
+	return s.updatePolicyRecord(ctx, app, namespace, update, cond, names, values)
+}
+
+// updatePolicyRecord applies an update to a namespace's policy record if
+// cond holds (false if it does not), and forgets the cached policy.
+func (s *Store) updatePolicyRecord(ctx context.Context, app, namespace, update, cond string, names map[string]string, values map[string]types.AttributeValue) (bool, error) {
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.tables.Namespaces),
 		Key:                       policyKey(app, namespace),
