@@ -149,7 +149,9 @@ func (s *Store) removeStale(ctx context.Context, stale []staleEntry) {
 		values := map[string]types.AttributeValue{}
 		cond := "attribute_not_exists(#k)"
 		if e.item != nil {
-			cond = exactRevision(e.item, names, values)
+			// The condition names #k in both cases: DynamoDB refuses a
+			// name the expression does not use.
+			cond = "attribute_exists(#k) AND " + exactRevision(e.item, names, values)
 		}
 		check := &types.ConditionCheck{TableName: aws.String(s.table(e.key)), Key: keyAV(e.key),
 			ConditionExpression: aws.String(cond), ExpressionAttributeNames: names}
