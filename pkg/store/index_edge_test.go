@@ -182,3 +182,54 @@ func TestIndexPagesCutByBytes(t *testing.T) {
 		})
 	}
 }
+
+// Strings order by their UTF-8 bytes: the empty string first, a string
+// before the longer ones it begins (even one continued by U+0000), and
+// the longest an index holds is MaxIndexedStringBytes bytes, however many
+// characters that is.
+func TestIndexStringEdges(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	const ns = "strings"
+	p := declare(t, s, ns, testIndexes[:1])
+	status := p.Indexes[0]
+	value := func(v string) string {
+		b, _ := json.Marshal(map[string]string{"status": v})
+		return string(b)
+	}
+	longest := strings.Repeat("x", uds.MaxIndexedStringBytes)
+	wide := strings.Repeat("é", uds.MaxIndexedStringBytes/2) // 512 bytes, 256 characters
+	putItems(t, s, ns, p, map[string]string{
+		"empty": value(""), "a": value("a"), "a-nul": value("a\x00"), "ab": value("ab"),
+		"e-acute": value("é"), "last-bmp": value("\uffff"), "clef": value("𝄞"),
+		"longest": value(longest), "wide": value(wide),
+		"too-long": value(longest + "x"), "too-wide": value(wide + "é"),
+		"list/1": value("a"), "list/2": value("a"),
+	})
+	for _, tc := range []struct {
+		name string
+		q    store.IndexQuery
+		want string
+	}{
+		{"all", store.IndexQuery{}, "empty a list/1 list/2 a-nul ab longest e-acute wide last-bmp clef"},
+		{"eq empty", store.IndexQuery{Eq: str("")}, "empty"},
+		{"eq a", store.IndexQuery{Eq: str("a")}, "a list/1 list/2"},
+		{"prefix a", store.IndexQuery{Prefix: str("a")}, "a list/1 list/2 a-nul ab"},
+		{"prefix é", store.IndexQuery{Prefix: str("é")}, "e-acute wide"},
+		{"eq longest", store.IndexQuery{Eq: str(longest)}, "longest"},
+		{"range", store.IndexQuery{From: str("a"), To: str("ab")}, "a list/1 list/2 a-nul"},
+		{"to the first", store.IndexQuery{To: str("a")}, "empty"},
+		{"from above the BMP", store.IndexQuery{From: str("\U00010000")}, "clef"},
+		{"empty prefix", store.IndexQuery{Prefix: str("")}, "empty a list/1 list/2 a-nul ab longest e-acute wide last-bmp clef"},
+		{"from empty", store.IndexQuery{From: str("")}, "empty a list/1 list/2 a-nul ab longest e-acute wide last-bmp clef"},
+		{"to empty", store.IndexQuery{To: str("")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := tc.q
+			q.App, q.Namespace, q.Index, q.Limit = app, ns, status, 3
+			if got := queryIDs(t, s, q); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

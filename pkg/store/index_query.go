@@ -232,9 +232,22 @@ func indexCondition(q IndexQuery) (sortCondition, error) {
 		if t != uds.IndexString {
 			return sortCondition{}, uds.Invalid("prefix", "index %s holds numbers; prefix selects strings", q.Index.Name)
 		}
+		if q.Prefix.Str == "" {
+			// Every string begins with "": the whole index. (DynamoDB
+			// refuses an empty key value in a condition.)
+			return sortCondition{}, nil
+		}
 		return sortCondition{expr: "begins_with(#is, :lo)", lo: appendShifted(nil, q.Prefix.Str), prefix: true}, nil
 	}
 	lo, hi := bound(q.From), bound(q.To)
+	// The empty string is the least value: from it is no bound, and below
+	// it is nothing.
+	if q.To != nil && len(hi) == 0 {
+		return sortCondition{empty: true}, nil
+	}
+	if len(lo) == 0 {
+		lo = nil
+	}
 	switch {
 	case lo != nil && hi != nil && bytes.Compare(lo, hi) >= 0:
 		return sortCondition{empty: true}, nil // [from, to) is empty
