@@ -94,6 +94,9 @@ func TestIndexQueryRoute(t *testing.T) {
 		{"numbers", "index=byRank&limit=2", "list/a t1 t3 t2"},
 		{"range", "index=byRank&from=1&to=3", "t1"},
 		{"no match", "index=byStatus&eq=done", ""},
+		{"empty prefix", "index=byStatus&prefix=", "list/a t1 t2 t3"},
+		{"from the empty string", "index=byStatus&from=", "list/a t1 t2 t3"},
+		{"to the empty string", "index=byStatus&to=", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := e.on(t).queryAll(t, "tasks", tc.params); got != tc.want {

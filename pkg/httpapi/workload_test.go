@@ -83,7 +83,9 @@ var scenarios = []scenario{
 // passes the limit, that once quiet every record equals what the tables
 // hold, and that recompute then finds no drift. One write in five expires
 // a second later; lists live in shared, private and owner-write
-// namespaces.
+// namespaces. Every namespace declares indexes (workload_index_test.go):
+// queries while the workers write show items in order and as selected,
+// and once quiet each index answers exactly the items stored.
 func TestAccountingWorkload(t *testing.T) {
 	t.Parallel()
 	var history historyExercise
@@ -120,9 +122,10 @@ type workloadEnv struct {
 	faults *faults.Transport
 	tables store.Tables
 	plain  *dynamodb.Client
-	// imported counts the records imports wrote, as their answers say.
-	imported atomic.Int64
-	history  *historyExercise
+	// imported counts the records imports wrote, as their answers say;
+	// queried the pages of index queries answered.
+	imported, queried atomic.Int64
+	history           *historyExercise
 }
 
 // killAfter is the test's own header: the server stops working on the
@@ -173,6 +176,7 @@ func runWorkload(t *testing.T, sc scenario, seed uint64, history *historyExercis
 			t.Fatalf("setting the policy of %s: %d %s", ns, st, body)
 		}
 	}
+	e.buildIndexes(t)
 
 	ft.Set(sc.rules...)
 	stats := newTally()
@@ -196,6 +200,7 @@ func runWorkload(t *testing.T, sc scenario, seed uint64, history *historyExercis
 		}()
 	}
 	wg.Wait()
+	quiet := time.Now()
 	close(stop)
 	<-watched
 	injected, calls := ft.Injected()
@@ -226,8 +231,12 @@ func runWorkload(t *testing.T, sc scenario, seed uint64, history *historyExercis
 	if e.imported.Load() == 0 {
 		t.Error("no import wrote anything: the workload did not exercise import")
 	}
-	t.Logf("%d requests (%s); %d records imported; %d DynamoDB calls, faults %v; drift (items/bytes) %s",
-		stats.total(), stats, e.imported.Load(), calls, injected, strings.Join(drift, ", "))
+	if e.queried.Load() == 0 {
+		t.Error("no index query was answered: the workload did not exercise the indexes")
+	}
+	stale := e.checkIndexes(t, quiet)
+	t.Logf("%d requests (%s); %d records imported; %d index query pages, %d stale entries left; %d DynamoDB calls, faults %v; drift (items/bytes) %s",
+		stats.total(), stats, e.imported.Load(), e.queried.Load(), stale, calls, injected, strings.Join(drift, ", "))
 }
 
 func (e *workloadEnv) recorded(t *testing.T, owner string) uds.Usage {
@@ -365,14 +374,17 @@ func itemNamespace(i int) string {
 // keptVersions is what the workload's history namespace keeps.
 const keptVersions = 3
 
-// workloadPolicies are the namespaces of the workload that have a policy:
-// the private one gives every owner a list of their own, in the
-// owner-write one delete-alls and writes of other owners' items are
-// refused, and the last keeps the versions its writes replace.
+// workloadPolicies are the namespaces of the workload, each with a policy
+// that declares the workload's indexes: the private one gives every owner
+// a list of their own, in the owner-write one delete-alls and writes of
+// other owners' items are refused, kept keeps the versions its writes
+// replace, and kv and lists are shared.
 var workloadPolicies = map[string]string{
-	"mine":  `{"access":"private"}`,
-	"owned": `{"access":"owner-write"}`,
-	"kept":  fmt.Sprintf(`{"access":"shared","history":{"versions":%d}}`, keptVersions),
+	"kv":    `{"access":"shared",` + workloadIndexesJSON() + `}`,
+	"lists": `{"access":"shared",` + workloadIndexesJSON() + `}`,
+	"mine":  `{"access":"private",` + workloadIndexesJSON() + `}`,
+	"owned": `{"access":"owner-write",` + workloadIndexesJSON() + `}`,
+	"kept":  fmt.Sprintf(`{"access":"shared","history":{"versions":%d},%s}`, keptVersions, workloadIndexesJSON()),
 }
 
 // listPath is one of the lists all workers write into, in a random
@@ -388,7 +400,7 @@ func (w *worker) value() string {
 		// One write in five expires within the run.
 		expiry = `,"ttl":1`
 	}
-	return `{"data":{"w":` + strconv.Itoa(w.id) + `,"pad":"` + strings.Repeat("p", 10+w.rng.IntN(600)) + `"}` + expiry + `}`
+	return `{"data":{"w":` + strconv.Itoa(w.id) + `,` + w.indexedFields() + `"pad":"` + strings.Repeat("p", 10+w.rng.IntN(600)) + `"}` + expiry + `}`
 }
 
 // step sends one random request and checks its answer against the model.
@@ -399,8 +411,10 @@ func (w *worker) step() {
 	}
 	killed := kill > 0
 	switch r := w.rng.IntN(100); {
-	case r < 60:
+	case r < 56:
 		w.itemStep(kill)
+	case r < 60:
+		w.queryStep(kill)
 	case r < 80:
 		list := base + "/" + w.listPath()
 		st, _ := w.env.send(kill, "POST", list+"/"+strconv.Itoa(w.id)+"-"+strconv.Itoa(w.rng.IntN(1000)), w.owner, w.value(), "")
@@ -495,7 +509,7 @@ func (w *worker) importStep(kill time.Duration) {
 		if w.rng.IntN(5) == 0 {
 			expiry = `,"expiresAt":"` + time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano) + `"`
 		}
-		records = append(records, fmt.Sprintf(`{"namespace":"lists","id":%q,"sortKey":"imp-%d-%d","owner":%q,"data":{"pad":%q},`+
+		records = append(records, fmt.Sprintf(`{"namespace":"lists","id":%q,"sortKey":"imp-%d-%d","owner":%q,"data":{`+w.indexedFields()+`"pad":%q},`+
 			`"createdDate":"2026-01-02T03:04:05.678Z","createdBySubject":%q,"updatedDate":"2026-01-03T03:04:05.678Z","updatedBySubject":"u0","version":%d%s}`,
 			list, i, w.rng.IntN(20), importOwner, strings.Repeat("i", 10+w.rng.IntN(400)), importOwner, 1+w.rng.IntN(2), expiry))
 	}

@@ -89,8 +89,12 @@ func (s *Store) GetMany(ctx context.Context, keys []uds.Key) ([]uds.Item, []erro
 // batchGet reads items by key, strongly consistent, with BatchGetItem
 // (100 keys a call, unprocessed keys sent again): the items found, by
 // itemID. A projection, when given, names what is read with metaNames.
+// A key given more than once is read once: BatchGetItem refuses a call
+// that names one key twice, and a batch of reads, or the entries of an
+// index page (an item's entry and a stale one of its earlier value), may.
 func (s *Store) batchGet(ctx context.Context, keys []uds.Key, projection string) (map[string]map[string]types.AttributeValue, error) {
 	found := map[string]map[string]types.AttributeValue{}
+	keys = distinctKeys(keys)
 	for start := 0; start < len(keys); start += maxBatchGet {
 		in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{}}
 		for _, k := range keys[start:min(start+maxBatchGet, len(keys))] {
@@ -109,6 +113,19 @@ func (s *Store) batchGet(ctx context.Context, keys []uds.Key, projection string)
 		}
 	}
 	return found, nil
+}
+
+// distinctKeys is keys without repeats, in their order.
+func distinctKeys(keys []uds.Key) []uds.Key {
+	seen := make(map[string]bool, len(keys))
+	out := make([]uds.Key, 0, len(keys))
+	for _, k := range keys {
+		if id := itemID(k); !seen[id] {
+			seen[id] = true
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // getAll sends a BatchGetItem until DynamoDB has read every key, backing

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"strings"
 	"sync"
 	"time"
 
@@ -184,18 +185,20 @@ type staleEntry struct {
 }
 
 // removeStale deletes stale entries, each in a transaction that checks its
-// item is still as read: absent, or at the revision read. An item written
-// since may have the entry again, and keeps it. It is best effort: an entry
-// left is skipped again by the next query.
+// item is still as read: absent, or with the value and expiry read, which
+// are what made the entry stale. An item written since may have the entry
+// again, and keeps it. The revision is not enough to tell: an import
+// writes an item at the revision (version, creation, size, owner, creator)
+// it was exported with, so an expired item and the same item imported
+// again without its expiry, or with another value of its size, share one.
+// It is best effort: an entry left is skipped again by the next query.
 func (s *Store) removeStale(ctx context.Context, stale []staleEntry) {
 	for _, e := range stale[:min(len(stale), maxCleanups)] {
-		names := map[string]string{}
+		names := map[string]string{"#k": schema.AttrDataKey}
 		values := map[string]types.AttributeValue{}
 		cond := "attribute_not_exists(#k)"
 		if e.item != nil {
-			cond = exactRevision(e.item, names, values)
-		} else {
-			names["#k"] = schema.AttrDataKey
+			cond = "attribute_exists(#k) AND " + sameValue(e.item, names, values)
 		}
 		check := &types.ConditionCheck{TableName: aws.String(s.table(e.key)), Key: keyAV(e.key),
 			ConditionExpression: aws.String(cond), ExpressionAttributeNames: names}
@@ -206,6 +209,26 @@ func (s *Store) removeStale(ctx context.Context, stale []staleEntry) {
 			types.TransactWriteItem{ConditionCheck: check},
 			types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.tables.Index), Key: e.entry.key()}})
 	}
+}
+
+// sameValue is a condition that holds only while the item has the value
+// (as stored: plain or compressed) and the expiry of old.
+func sameValue(old map[string]types.AttributeValue, names map[string]string, values map[string]types.AttributeValue) string {
+	terms := make([]string, 0, 3)
+	for _, a := range []struct{ attr, name, value string }{
+		{schema.AttrDataValue, "#dv", ":dv"},
+		{schema.AttrDataValueGzip, "#dz", ":dz"},
+		{schema.AttrExpiresAtMillis, "#xm", ":xm"},
+	} {
+		names[a.name] = a.attr
+		if v, ok := old[a.attr]; ok {
+			values[a.value] = v
+			terms = append(terms, a.name+" = "+a.value)
+		} else {
+			terms = append(terms, "attribute_not_exists("+a.name+")")
+		}
+	}
+	return strings.Join(terms, " AND ")
 }
 
 // sortCondition is a query's condition on entries' sort keys.

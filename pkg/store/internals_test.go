@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -17,3 +18,14 @@ func (s *Store) RemoveAsRead(ctx context.Context, app string, key uds.Key, state
 
 // MaxReclaim is how many expired items one reclaim removes at most.
 const MaxReclaim = maxReclaim
+
+// PutIndexEntry puts the entry an item at key with value data has in ix,
+// whatever the item at key holds: the tests make with it the stale entries
+// that a build meeting a write leaves.
+func (s *Store) PutIndexEntry(ctx context.Context, key uds.Key, ix uds.Index, data json.RawMessage) error {
+	var puts []types.WriteRequest
+	for _, e := range indexEntries(key, []uds.Index{ix}, data) {
+		puts = append(puts, types.WriteRequest{PutRequest: &types.PutRequest{Item: e.item(key)}})
+	}
+	return s.writeAll(ctx, s.tables.Index, puts)
+}
