@@ -11,16 +11,21 @@ import (
 	"time"
 
 	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // Environment variables beside the table names (schema.Table.EnvVar).
 const (
-	EnvDynamoDBEndpoint    = "UDS_DYNAMODB_ENDPOINT"
-	EnvSubjectClaim        = "UDS_SUBJECT_CLAIM"
-	EnvCursorSecret        = "UDS_CURSOR_SECRET"
-	EnvDefaultLimitBytes   = "UDS_DEFAULT_LIMIT_BYTES"
-	EnvDefaultLimitItems   = "UDS_DEFAULT_LIMIT_ITEMS"
-	EnvLimitsCacheTTL      = "UDS_LIMITS_CACHE_TTL"
+	EnvDynamoDBEndpoint  = "UDS_DYNAMODB_ENDPOINT"
+	EnvSubjectClaim      = "UDS_SUBJECT_CLAIM"
+	EnvCursorSecret      = "UDS_CURSOR_SECRET"
+	EnvDefaultLimitBytes = "UDS_DEFAULT_LIMIT_BYTES"
+	EnvDefaultLimitItems = "UDS_DEFAULT_LIMIT_ITEMS"
+	EnvLimitsCacheTTL    = "UDS_LIMITS_CACHE_TTL"
+	// EnvRatePerCaller and EnvRatePerApp are the deployment's rate limits,
+	// "R/B": R requests a second with bursts of up to B (unset: none).
+	EnvRatePerCaller       = "UDS_RATE_PER_CALLER"
+	EnvRatePerApp          = "UDS_RATE_PER_APP"
 	EnvDeleteAllBudget     = "UDS_DELETE_ALL_BUDGET"
 	EnvRequestBudget       = "UDS_REQUEST_BUDGET"
 	EnvRecomputeQuiet      = "UDS_RECOMPUTE_QUIET"
@@ -60,6 +65,9 @@ type Config struct {
 	// DefaultLimitBytes and DefaultLimitItems are the global per-user quota
 	// applied when neither the app nor the user has one; 0 is unlimited.
 	DefaultLimitBytes, DefaultLimitItems int64
+	// RatePerCaller and RatePerApp are the deployment's rate limits, where
+	// an app and a user set none (the zero Rate: no limit).
+	RatePerCaller, RatePerApp uds.Rate
 	// LimitsCacheTTL bounds how long a limit change takes to be enforced.
 	LimitsCacheTTL time.Duration
 	// DeleteAllBudget is how long one delete-all request may run before it
@@ -128,6 +136,12 @@ func FromEnv() (Config, error) {
 		return c, err
 	}
 	if c.LimitsCacheTTL, err = envDuration(EnvLimitsCacheTTL, DefaultLimitsCacheTTL); err != nil {
+		return c, err
+	}
+	if c.RatePerCaller, err = envRate(EnvRatePerCaller); err != nil {
+		return c, err
+	}
+	if c.RatePerApp, err = envRate(EnvRatePerApp); err != nil {
 		return c, err
 	}
 	if c.DeleteAllBudget, err = envDuration(EnvDeleteAllBudget, DefaultDeleteAllBudget); err != nil {
@@ -213,6 +227,23 @@ func envInt(name string) (int64, error) {
 		return 0, fmt.Errorf("%s: want a non-negative integer, got %q", name, v)
 	}
 	return n, nil
+}
+
+// envRate reads a rate limit written "R/B" (requests a second, burst);
+// unset is none.
+func envRate(name string) (uds.Rate, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return uds.Rate{}, nil
+	}
+	rs, bs, ok := strings.Cut(v, "/")
+	r, err1 := strconv.ParseInt(rs, 10, 64)
+	b, err2 := strconv.ParseInt(bs, 10, 64)
+	rate := uds.Rate{PerSecond: r, Burst: b}
+	if !ok || err1 != nil || err2 != nil || rate.Validate(name) != nil {
+		return uds.Rate{}, fmt.Errorf("%s: want R/B, requests a second and a burst, whole numbers from 1 to %d, got %q", name, uds.MaxRatePerSecond, v)
+	}
+	return rate, nil
 }
 
 // envSwitch reads a variable that is 1 (on) or 0 (off); unset is nil.

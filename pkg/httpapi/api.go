@@ -14,6 +14,7 @@ import (
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/cursor"
 	"github.com/udsproject/uds/pkg/policy"
+	"github.com/udsproject/uds/pkg/ratelimit"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -50,6 +51,12 @@ type Store interface {
 	BuildIndexes(ctx context.Context, app, namespace string, budget time.Duration) (uds.Policy, error)
 
 	Export(context.Context, store.ExportQuery) (store.ExportPage, error)
+
+	RatesInEffect(ctx context.Context, app, user string) (caller, whole uds.Rate, err error)
+	AppRateLimits(ctx context.Context, app string) (uds.RateLimits, error)
+	SetAppRateLimits(ctx context.Context, app string, r uds.RateLimits) error
+	UserRateLimits(ctx context.Context, app, user string) (uds.Rate, error)
+	SetUserRateLimits(ctx context.Context, app, user string, r uds.Rate) error
 	Import(ctx context.Context, app string, records []uds.Record) (uds.ImportResult, error)
 }
 
@@ -111,6 +118,9 @@ type Config struct {
 	// Now is the clock a write's ttl and expiresAt are taken against
 	// (time.Now if nil); it should be the store's (store.WithClock).
 	Now func() time.Time
+	// Limiter enforces the rate limits of data requests; nil enforces
+	// none.
+	Limiter *ratelimit.Limiter
 }
 
 // answerMargin is kept free before a deadline the host sets (the Lambda
@@ -135,6 +145,8 @@ type API struct {
 	// refuseHeader: see Config.RefuseSubjectHeader.
 	refuseHeader string
 	now          func() time.Time
+	// limiter enforces rate limits (ratelimits.go); nil: none.
+	limiter *ratelimit.Limiter
 }
 
 // New returns the handler for the given route groups.
@@ -163,6 +175,7 @@ func New(st Store, groups Group, c Config) *API {
 		function:     c.Function,
 		refuseHeader: c.RefuseSubjectHeader,
 		now:          c.Now,
+		limiter:      c.Limiter,
 	}
 }
 

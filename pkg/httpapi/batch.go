@@ -106,6 +106,9 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 		return
 	}
 	observationFrom(r.Context()).noteBatch(len(ops))
+	if !a.admit(w, r, p, len(ops)) {
+		return
+	}
 	// Each operation meets its namespace's policy as on its own route.
 	refused := make([]error, len(ops))
 	for i := range ops {

@@ -69,6 +69,7 @@ var statusTable = []struct {
 	{errUnsupportedEncoding, http.StatusUnsupportedMediaType, "Unsupported content encoding", "Unsupported content encoding"},
 	{uds.ErrIncomplete, http.StatusServiceUnavailable, "List not fully deleted", "List not fully deleted"},
 	{uds.ErrUnavailable, http.StatusServiceUnavailable, "Service unavailable", "Service unavailable"},
+	{uds.ErrRateLimited, http.StatusTooManyRequests, "Too many requests", "Too many requests"},
 }
 
 // fail answers err. Domain errors get their status and a message safe to
@@ -102,6 +103,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	var changing *uds.ChangingError
 	var version *notKept
 	var notReady *uds.IndexNotReadyError
+	var limited *uds.RateLimitedError
 	if errors.As(err, &batch) {
 		body.FailedIndex = &batch.Index
 	}
@@ -142,6 +144,9 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 			body.Details = unavailable.Reason
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(unavailable.RetryAfter.Seconds()))))
+	case errors.As(err, &limited):
+		body.Details = limited.Error() + "; nothing was done: send it again after the Retry-After delay"
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, seconds(limited.RetryAfter))))
 	case errors.As(err, &notReady):
 		body.Details = notReady.Error() + "; it answers queries once ready (GET the namespace's policy for its state; POST .../indexes/build advances the build)"
 		if wait := time.Until(notReady.SettlesAt); wait > 0 {

@@ -39,6 +39,9 @@ type observation struct {
 	// imported, skipped, expired and conflicts count an import's records
 	// by what became of them; exported counts an export page's records.
 	imported, skipped, expired, conflicts, exported int
+	// rateLimiterOpen is set when a rate limit's state could not be
+	// reached and the request went through unchecked.
+	rateLimiterOpen bool
 }
 
 type observationKey struct{}
@@ -75,6 +78,17 @@ func (ob *observation) noteDeleted(n int) {
 		ob.deleted = n
 		ob.mu.Unlock()
 	}
+}
+
+// noteRateLimiterOpen records that a rate limit let the request through
+// unchecked (package ratelimit's fail-open period).
+func (ob *observation) noteRateLimiterOpen() {
+	if ob == nil {
+		return
+	}
+	ob.mu.Lock()
+	ob.rateLimiterOpen = true
+	ob.mu.Unlock()
 }
 
 func (ob *observation) noteBatch(n int) {
@@ -236,6 +250,9 @@ func (a *API) report(r *http.Request, route string, p params, ow *observed, byte
 		if ob.quotaRefusals > 0 {
 			attrs = append(attrs, slog.String("quota", "refused"), slog.Int("quotaRefusals", ob.quotaRefusals))
 		}
+		if ob.rateLimiterOpen {
+			attrs = append(attrs, slog.String("rateLimiter", "open"))
+		}
 		if ob.errorKind != "" {
 			attrs = append(attrs, slog.String("error", ob.errorKind))
 		}
@@ -301,7 +318,7 @@ func (a *API) writeMetrics(route string, status int, ms float64, c store.Calls, 
 		}
 		return 0
 	}
-	var buf [16]float64 // room for every layout's values
+	var buf [18]float64 // room for every layout's values
 	// A server error is a 5xx answer, or a batch whose operation was
 	// answered 5xx (a panic recovered in one of them among others): the
 	// failure is the server's whatever the batch's own status.
@@ -311,7 +328,8 @@ func (a *API) writeMetrics(route string, status int, ms float64, c store.Calls, 
 		// An import's conflicts are writes refused because the key holds
 		// another item, as a 409 is: they are conditional failures too.
 		float64(ob.quotaRefusals), float64(ob.conditionalFailures+ob.conflicts), float64(c.Calls), float64(c.Retries),
-		float64(c.Throttles), c.ReadUnits, c.WriteUnits)
+		float64(c.Throttles), c.ReadUnits, c.WriteUnits,
+		flag(status == http.StatusTooManyRequests), flag(ob.rateLimiterOpen))
 	layout := requestLayouts[0]
 	if ob.deleted > 0 {
 		layout, values = requestLayouts[1], append(values, float64(ob.deleted))
@@ -330,6 +348,10 @@ var requestMetrics = []emf.Metric{
 	{Name: "DynamoDBCalls", Unit: emf.Count}, {Name: "DynamoDBRetries", Unit: emf.Count},
 	{Name: "DynamoDBThrottles", Unit: emf.Count}, {Name: "ReadCapacityUnits", Unit: emf.None},
 	{Name: "WriteCapacityUnits", Unit: emf.None},
+	// RateLimited counts requests refused 429; RateLimiterOpen those a
+	// rate limit let through unchecked because its state was out of
+	// reach.
+	{Name: "RateLimited", Unit: emf.Count}, {Name: "RateLimiterOpen", Unit: emf.Count},
 }
 
 // requestLayout is a request's EMF layout: per route and per function

@@ -50,6 +50,10 @@ var (
 	}
 )
 
+// batchPattern is the batch route's, which charges rate tokens per
+// operation (batch.go).
+const batchPattern = "/data/{applicationUuid}/batch"
+
 // routes is the dispatch table, tried in order: the first route whose
 // pattern and method match serves the request. The OpenAPI document is
 // checked against this table.
@@ -57,7 +61,7 @@ var routes = []route{
 	{GroupKV, "/data/{applicationUuid}/quota", map[string]handler{
 		http.MethodGet: (*API).ownQuota}, nil},
 	// A batch of item operations of both kinds; the kv function serves it.
-	{GroupKV, "/data/{applicationUuid}/batch", map[string]handler{
+	{GroupKV, batchPattern, map[string]handler{
 		http.MethodPost: (*API).batch}, nil},
 	// A query of a namespace by one of its indexes; it reads key-value
 	// and list items alike, and the kv function serves it. The two routes
@@ -90,6 +94,12 @@ var routes = []route{
 	{GroupAdmin, "/admin/apps/{applicationUuid}/users/{user}/quota", map[string]handler{
 		http.MethodGet: (*API).userQuota, http.MethodPut: (*API).putUserLimits,
 		http.MethodDelete: (*API).deleteUserLimits}, nil},
+	{GroupAdmin, "/admin/apps/{applicationUuid}/rate-limits", map[string]handler{
+		http.MethodGet: (*API).getAppRateLimits, http.MethodPut: (*API).putAppRateLimits,
+		http.MethodDelete: (*API).deleteAppRateLimits}, nil},
+	{GroupAdmin, "/admin/apps/{applicationUuid}/users/{user}/rate-limits", map[string]handler{
+		http.MethodGet: (*API).getUserRateLimits, http.MethodPut: (*API).putUserRateLimits,
+		http.MethodDelete: (*API).deleteUserRateLimits}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/users/{user}/quota/recompute", map[string]handler{
 		http.MethodPost: (*API).recompute}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/export", map[string]handler{
@@ -186,6 +196,10 @@ type dispatched struct {
 	badURL   bool
 	// badQuery refuses a query parameter the route does not take.
 	badQuery error
+	// charged is set for the data routes a request pays a rate token for
+	// before its handler runs; a batch pays per operation, in its
+	// handler.
+	charged bool
 }
 
 // dispatch finds what serves r.
@@ -213,14 +227,15 @@ func (a *API) dispatch(r *http.Request) dispatched {
 		if !ok {
 			continue
 		}
+		charged := rt.group != GroupAdmin && rt.pattern != batchPattern
 		if h := rt.methods[r.Method]; h != nil {
-			return dispatched{route: routeNames[i][r.Method], params: p, handler: h, badQuery: checkQuery(r, rt.query[r.Method])}
+			return dispatched{route: routeNames[i][r.Method], params: p, handler: h, badQuery: checkQuery(r, rt.query[r.Method]), charged: charged}
 		}
 		if r.Method == http.MethodHead && rt.methods[http.MethodGet] != nil {
 			// HEAD is GET without the body (RFC 9110), headers and status
 			// included.
 			return dispatched{route: routeNames[i][http.MethodHead], params: p, handler: rt.methods[http.MethodGet], bodiless: true,
-				badQuery: checkQuery(r, rt.query[http.MethodGet])}
+				badQuery: checkQuery(r, rt.query[http.MethodGet]), charged: charged}
 		}
 		// The first route that matches the path is the resource and
 		// names the methods allowed; a later one (the greedy sort key
@@ -264,7 +279,11 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, d dispatched) {
 		}
 		ctx, cancel := withBudget(r.Context(), a.request, answerMargin)
 		defer cancel()
-		d.handler(a, w, r.WithContext(ctx), d.params)
+		r = r.WithContext(ctx)
+		if d.charged && !a.admit(w, r, d.params, 1) {
+			return
+		}
+		d.handler(a, w, r, d.params)
 	case d.allow != "":
 		methodNotAllowed(w, r, d.allow)
 	default:

@@ -341,6 +341,19 @@ func BenchmarkBatch100Gets(b *testing.B) {
 func BenchmarkBatchAtomic50Posts(b *testing.B) {
 	runBench(b, benchHandler(b), benchEvent("POST", benchBatchPath, batchBody(50, "POST", true)), 200)
 }
+func (f *fakeStore) RatesInEffect(context.Context, string, string) (uds.Rate, uds.Rate, error) {
+	return uds.Rate{}, uds.Rate{}, errFake
+}
+func (f *fakeStore) AppRateLimits(context.Context, string) (uds.RateLimits, error) {
+	return uds.RateLimits{}, errFake
+}
+func (f *fakeStore) SetAppRateLimits(context.Context, string, uds.RateLimits) error { return errFake }
+func (f *fakeStore) UserRateLimits(context.Context, string, string) (uds.Rate, error) {
+	return uds.Rate{}, errFake
+}
+func (f *fakeStore) SetUserRateLimits(context.Context, string, string, uds.Rate) error {
+	return errFake
+}
 func (f *fakeStore) Strays(context.Context, store.StrayQuery) (store.StrayPage, error) {
 	return store.StrayPage{}, errFake
 }

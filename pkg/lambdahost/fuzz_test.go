@@ -287,6 +287,17 @@ func (echoStore) SetPolicy(_ context.Context, _, _ string, p uds.Policy) (uds.Po
 func (echoStore) Policies(context.Context, string, string, int) ([]uds.NamespacePolicy, bool, error) {
 	return nil, false, nil
 }
+func (echoStore) RatesInEffect(context.Context, string, string) (uds.Rate, uds.Rate, error) {
+	return uds.Rate{}, uds.Rate{}, nil
+}
+func (echoStore) AppRateLimits(context.Context, string) (uds.RateLimits, error) {
+	return uds.RateLimits{}, nil
+}
+func (echoStore) SetAppRateLimits(context.Context, string, uds.RateLimits) error { return nil }
+func (echoStore) UserRateLimits(context.Context, string, string) (uds.Rate, error) {
+	return uds.Rate{}, nil
+}
+func (echoStore) SetUserRateLimits(context.Context, string, string, uds.Rate) error { return nil }
 func (echoStore) Strays(context.Context, store.StrayQuery) (store.StrayPage, error) {
 	return store.StrayPage{}, nil
 }

@@ -97,6 +97,17 @@ const (
 	// AttrLastWrite is when the usage last changed (Unix milliseconds, the
 	// writer's clock): recompute lowers a total only once it is quiet.
 	AttrLastWrite = "lastWrite"
+	// Rate limits: on an app's record (the limit of each caller and of the
+	// app as a whole) and on a user's usage record (the override of the
+	// caller limit), each a rate a second and a burst.
+	AttrRateCallerPerSecond = "rateCallerPerSecond"
+	AttrRateCallerBurst     = "rateCallerBurst"
+	AttrRateAppPerSecond    = "rateAppPerSecond"
+	AttrRateAppBurst        = "rateAppBurst"
+	// AttrTAT is a rate bucket's theoretical arrival time (Unix
+	// microseconds): the instant its tokens taken so far would all have
+	// been paid for at the rate (package store's ratelimit.go).
+	AttrTAT = "tat"
 	// AttrRecomputedAt is the instant (Unix milliseconds, with a margin
 	// for clocks) up to which recompute's last correction accounts for
 	// removals: DynamoDB's TTL deletions from before it were already out of

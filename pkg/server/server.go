@@ -7,12 +7,14 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/ratelimit"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -46,6 +48,7 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 	}
 	st := store.New(client, cfg.Tables,
 		store.WithDefaultLimits(uds.Limits{Bytes: cfg.DefaultLimitBytes, Items: cfg.DefaultLimitItems}),
+		store.WithDefaultRateLimits(uds.RateLimits{PerCaller: cfg.RatePerCaller, PerApp: cfg.RatePerApp}),
 		store.WithLimitsTTL(cfg.LimitsCacheTTL),
 		store.WithRecomputeQuiet(cfg.RecomputeQuiet),
 		store.WithPolicySettle(store.PolicySettle(cfg.LimitsCacheTTL, budget)))
@@ -59,6 +62,7 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 		RequestAttrs:        host.RequestAttrs,
 		Metrics:             host.Metrics,
 		Function:            host.Function,
+		Limiter:             ratelimit.New(st, time.Now, host.Logger),
 	})
 	return api, client, nil
 }

@@ -55,3 +55,11 @@ func (c *ttlCache[V]) forget(key string) {
 	delete(c.m, key)
 	c.mu.Unlock()
 }
+
+// clear forgets every value, so that a change applies at once in this
+// process.
+func (c *ttlCache[V]) clear() {
+	c.mu.Lock()
+	c.m = nil
+	c.mu.Unlock()
+}

@@ -72,12 +72,20 @@ func (s *Store) SetUserLimits(ctx context.Context, app, user string, l uds.Limit
 
 // limitsUpdate sets the non-zero limits and removes the zero ones.
 func limitsUpdate(l uds.Limits) *dynamodb.UpdateItemInput {
+	return numbersUpdate(attrNumber{schema.AttrLimitBytes, l.Bytes}, attrNumber{schema.AttrLimitItems, l.Items})
+}
+
+// attrNumber is a number attribute and its value.
+type attrNumber struct {
+	attr string
+	v    int64
+}
+
+// numbersUpdate sets the non-zero numbers and removes the zero ones.
+func numbersUpdate(numbers ...attrNumber) *dynamodb.UpdateItemInput {
 	in := &dynamodb.UpdateItemInput{ExpressionAttributeValues: map[string]types.AttributeValue{}}
 	var set, remove []string
-	for _, d := range []struct {
-		attr string
-		v    int64
-	}{{schema.AttrLimitBytes, l.Bytes}, {schema.AttrLimitItems, l.Items}} {
+	for _, d := range numbers {
 		if d.v == 0 {
 			remove = append(remove, d.attr)
 			continue

@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// Rate limits. Their configuration sits beside the quota limits: an app's
+// on its record in the apps table, a user's override on the user's usage
+// record. Their state is one item per rate bucket in the apps table
+// (keyed "rate#" and the bucket's name, kept a day after its last use by
+// DynamoDB's TTL), holding the bucket's theoretical arrival time (GCRA):
+// the instant at which every token taken so far is paid for at the rate.
+// A function takes tokens from it in leases (LeaseTokens) and spends them
+// in memory (package ratelimit), so a request costs a write only when its
+// container's lease runs out.
+
+// WithDefaultRateLimits sets the deployment's rate limits, used where
+// neither the app nor the user sets one (the zero Rate: no limit).
+func WithDefaultRateLimits(r uds.RateLimits) Option { return func(s *Store) { s.globalRates = r } }
+
+// AppRateLimits reads an app's rate limits, strongly consistent.
+func (s *Store) AppRateLimits(ctx context.Context, app string) (uds.RateLimits, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.tables.Apps),
+		Key:            map[string]types.AttributeValue{schema.AttrApp: &types.AttributeValueMemberS{Value: app}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return uds.RateLimits{}, failed("read the rate limits of "+app, err)
+	}
+	return uds.RateLimits{PerCaller: callerRate(out.Item), PerApp: appRate(out.Item)}, nil
+}
+
+// SetAppRateLimits stores an app's rate limits; a zero Rate removes that
+// part.
+func (s *Store) SetAppRateLimits(ctx context.Context, app string, r uds.RateLimits) error {
+	in := numbersUpdate(append(callerRateAttrs(r.PerCaller), appRateAttrs(r.PerApp)...)...)
+	in.TableName = aws.String(s.tables.Apps)
+	in.Key = map[string]types.AttributeValue{schema.AttrApp: &types.AttributeValueMemberS{Value: app}}
+	if _, err := s.client.UpdateItem(ctx, in); err != nil {
+		return failed("set the rate limits of "+app, err)
+	}
+	s.rates.clear()
+	return nil
+}
+
+// UserRateLimits reads a user's override of the caller rate limit in an
+// app, strongly consistent (the zero Rate: none).
+func (s *Store) UserRateLimits(ctx context.Context, app, user string) (uds.Rate, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.Usage), Key: usageKey(app, user), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return uds.Rate{}, failed("read the rate limits of "+user+" in "+app, err)
+	}
+	return callerRate(out.Item), nil
+}
+
+// SetUserRateLimits stores a user's override of the caller rate limit; the
+// zero Rate removes it (and creates no record where none was).
+func (s *Store) SetUserRateLimits(ctx context.Context, app, user string, r uds.Rate) error {
+	in := numbersUpdate(callerRateAttrs(r)...)
+	in.TableName, in.Key = aws.String(s.tables.Usage), usageKey(app, user)
+	if r == (uds.Rate{}) {
+		in.ConditionExpression = aws.String("attribute_exists(#u)")
+		in.ExpressionAttributeNames = map[string]string{"#u": schema.AttrUser}
+	}
+	if _, err := s.client.UpdateItem(ctx, in); err != nil && !isConditionFailed(err) {
+		return failed("set the rate limits of "+user+" in "+app, err)
+	}
+	s.rates.clear()
+	return nil
+}
+
+func callerRateAttrs(r uds.Rate) []attrNumber {
+	return []attrNumber{{schema.AttrRateCallerPerSecond, r.PerSecond}, {schema.AttrRateCallerBurst, r.Burst}}
+}
+
+func appRateAttrs(r uds.Rate) []attrNumber {
+	return []attrNumber{{schema.AttrRateAppPerSecond, r.PerSecond}, {schema.AttrRateAppBurst, r.Burst}}
+}
+
+func callerRate(av map[string]types.AttributeValue) uds.Rate {
+	return uds.Rate{PerSecond: num(av, schema.AttrRateCallerPerSecond), Burst: num(av, schema.AttrRateCallerBurst)}
+}
+
+func appRate(av map[string]types.AttributeValue) uds.Rate {
+	return uds.Rate{PerSecond: num(av, schema.AttrRateAppPerSecond), Burst: num(av, schema.AttrRateAppBurst)}
+}
+
+// RatesInEffect returns the rate limits in effect for a caller of an app:
+// the caller's (the user's override, the app's, the deployment's) and the
+// app's (the app's, the deployment's); the zero Rate where none applies.
+// They are cached like quota limits: the read (one BatchGetItem of the
+// app's record and the user's) is paid once per caller per cache period.
+func (s *Store) RatesInEffect(ctx context.Context, app, user string) (caller, whole uds.Rate, err error) {
+	r, err := s.rates.get(s.now(), ownerKey(app, user), func() ([2]uds.Rate, error) {
+		in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+			s.tables.Apps:  {Keys: []map[string]types.AttributeValue{{schema.AttrApp: &types.AttributeValueMemberS{Value: app}}}},
+			s.tables.Usage: {Keys: []map[string]types.AttributeValue{usageKey(app, user)}},
+		}}
+		var appItem, userItem map[string]types.AttributeValue
+		err := s.getAll(ctx, "read the rate limits of "+user+" in "+app, in, func(table string, it map[string]types.AttributeValue) {
+			if table == s.tables.Apps {
+				appItem = it
+			} else {
+				userItem = it
+			}
+		})
+		return [2]uds.Rate{
+			uds.ResolveRate(callerRate(userItem), callerRate(appItem), s.globalRates.PerCaller),
+			uds.ResolveRate(appRate(appItem), s.globalRates.PerApp),
+		}, err
+	})
+	return r[0], r[1], err
+}
+
+// rateBucketLife is how long a rate bucket's state outlives its last
+// lease: far longer than any bucket takes to fill again.
+const rateBucketLife = 24 * time.Hour
+
+// maxLeaseAttempts bounds the attempts of one lease that keeps meeting
+// other containers' leases.
+const maxLeaseAttempts = 4
+
+// LeaseTokens takes up to want tokens from the shared bucket named bucket,
+// which fills at rate (GCRA: a token every 1/PerSecond seconds, Burst at
+// most at once), with one conditional UpdateItem: it writes the bucket's
+// new theoretical arrival time (TAT) if the bucket is still at knownTAT,
+// the TAT the caller last saw (0: none), and on a conflict learns the
+// current TAT from the refusal and tries again. It grants what the bucket
+// holds, up to want: granted 0 (and no write) when it is empty, with the
+// instant it next holds a token. It returns the bucket's TAT after the
+// lease, for the next one.
+func (s *Store) LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, want, knownTAT int64) (granted, tat int64, retryAt time.Time, err error) {
+	interval := int64(time.Second/time.Microsecond) / rate.PerSecond
+	tolerance := rate.Burst * interval
+	tat = knownTAT
+	for range maxLeaseAttempts {
+		now := s.now().UnixMicro()
+		base := max(tat, now)
+		available := (now + tolerance - base) / interval
+		granted = min(want, available)
+		if granted <= 0 {
+			return 0, tat, time.UnixMicro(base + interval - tolerance), nil
+		}
+		next := base + granted*interval
+		cond := "attribute_not_exists(#t)"
+		values := map[string]types.AttributeValue{
+			":next": &types.AttributeValueMemberN{Value: strconv.FormatInt(next, 10)},
+			":x":    &types.AttributeValueMemberN{Value: strconv.FormatInt(s.now().Add(rateBucketLife).Unix(), 10)},
+		}
+		if tat != 0 {
+			cond = "#t = :known"
+			values[":known"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(tat, 10)}
+		}
+		_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                           aws.String(s.tables.Apps),
+			Key:                                 map[string]types.AttributeValue{schema.AttrApp: &types.AttributeValueMemberS{Value: "rate#" + bucket}},
+			UpdateExpression:                    aws.String("SET #t = :next, #x = :x"),
+			ConditionExpression:                 aws.String(cond),
+			ExpressionAttributeNames:            map[string]string{"#t": schema.AttrTAT, "#x": schema.AttrExpiresAt},
+			ExpressionAttributeValues:           values,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}, withoutRetries)
+		var ccf *types.ConditionalCheckFailedException
+		switch {
+		case err == nil:
+			return granted, next, time.Time{}, nil
+		case asCCF(err, &ccf):
+			tat = num(ccf.Item, schema.AttrTAT) // another container leased: go on from its TAT
+		default:
+			return 0, tat, time.Time{}, failed("lease rate tokens of "+bucket, err)
+		}
+	}
+	return 0, tat, time.Time{}, failed("lease rate tokens of "+bucket, errors.New("the bucket kept changing"))
+}
