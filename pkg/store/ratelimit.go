@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"time"
 
@@ -130,18 +129,21 @@ func (s *Store) RatesInEffect(ctx context.Context, app, user string) (caller, wh
 const rateBucketLife = 24 * time.Hour
 
 // maxLeaseAttempts bounds the attempts of one lease that keeps meeting
-// other containers' leases.
+// other processes' leases in a bucket all but empty.
 const maxLeaseAttempts = 4
 
 // LeaseTokens takes up to want tokens from the shared bucket named bucket,
 // which fills at rate (GCRA: a token every 1/PerSecond seconds, Burst at
-// most at once), with one conditional UpdateItem: it writes the bucket's
-// new theoretical arrival time (TAT) if the bucket is still at knownTAT,
-// the TAT the caller last saw (0: none), and on a conflict learns the
-// current TAT from the refusal and tries again. It grants what the bucket
-// holds, up to want: granted 0 (and no write) when it is empty, with the
-// instant it next holds a token. It returns the bucket's TAT after the
-// lease, for the next one.
+// most at once), with one conditional UpdateItem. While the bucket is
+// drawn on (its TAT ahead of now) the update adds the tokens' time to the
+// TAT, conditioned on the result staying within the burst, so leases of
+// several processes commit side by side without a conflict; an idle
+// bucket's TAT is set from now, conditioned on its still being idle. A
+// refusal returns the bucket's TAT, and the lease is computed again from
+// it. knownTAT is the TAT the caller last saw (0: none). The lease grants
+// what the bucket holds, up to want: granted 0 (and no write) when it is
+// empty, with the instant it next holds a token. It returns the TAT after
+// the lease, for the next one.
 func (s *Store) LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, want, knownTAT int64) (granted, tat int64, retryAt time.Time, err error) {
 	interval := int64(time.Second/time.Microsecond) / rate.PerSecond
 	tolerance := rate.Burst * interval
@@ -149,39 +151,46 @@ func (s *Store) LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, w
 	for range maxLeaseAttempts {
 		now := s.now().UnixMicro()
 		base := max(tat, now)
-		available := (now + tolerance - base) / interval
-		granted = min(want, available)
+		granted = min(want, (now+tolerance-base)/interval)
 		if granted <= 0 {
 			return 0, tat, time.UnixMicro(base + interval - tolerance), nil
 		}
-		next := base + granted*interval
-		cond := "attribute_not_exists(#t)"
 		values := map[string]types.AttributeValue{
-			":next": &types.AttributeValueMemberN{Value: strconv.FormatInt(next, 10)},
-			":x":    &types.AttributeValueMemberN{Value: strconv.FormatInt(s.now().Add(rateBucketLife).Unix(), 10)},
+			":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(now, 10)},
+			":x":   &types.AttributeValueMemberN{Value: strconv.FormatInt(s.now().Add(rateBucketLife).Unix(), 10)},
 		}
-		if tat != 0 {
-			cond = "#t = :known"
-			values[":known"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(tat, 10)}
+		update, cond := "SET #t = :next, #x = :x", "attribute_not_exists(#t) OR #t < :now"
+		values[":next"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now+granted*interval, 10)}
+		if tat >= now {
+			update, cond = "SET #t = #t + :cost, #x = :x", "#t >= :now AND #t <= :last"
+			delete(values, ":next")
+			values[":cost"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(granted*interval, 10)}
+			values[":last"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now+tolerance-granted*interval, 10)}
 		}
-		_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                           aws.String(s.tables.Apps),
 			Key:                                 map[string]types.AttributeValue{schema.AttrApp: &types.AttributeValueMemberS{Value: "rate#" + bucket}},
-			UpdateExpression:                    aws.String("SET #t = :next, #x = :x"),
+			UpdateExpression:                    aws.String(update),
 			ConditionExpression:                 aws.String(cond),
 			ExpressionAttributeNames:            map[string]string{"#t": schema.AttrTAT, "#x": schema.AttrExpiresAt},
 			ExpressionAttributeValues:           values,
+			ReturnValues:                        types.ReturnValueUpdatedNew,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}, withoutRetries)
 		var ccf *types.ConditionalCheckFailedException
 		switch {
 		case err == nil:
-			return granted, next, time.Time{}, nil
+			return granted, num(out.Attributes, schema.AttrTAT), time.Time{}, nil
 		case asCCF(err, &ccf):
-			tat = num(ccf.Item, schema.AttrTAT) // another container leased: go on from its TAT
+			// Idle no longer, or drawn past what this lease assumed:
+			// compute it again from the bucket as it is.
+			tat = num(ccf.Item, schema.AttrTAT)
 		default:
 			return 0, tat, time.Time{}, failed("lease rate tokens of "+bucket, err)
 		}
 	}
-	return 0, tat, time.Time{}, failed("lease rate tokens of "+bucket, errors.New("the bucket kept changing"))
+	// Every attempt met leases of other processes that drew the bucket
+	// down past what it computed: the bucket is all but empty, and the
+	// lease is refused until its next token, as an empty bucket's is.
+	return 0, tat, time.UnixMicro(max(tat, s.now().UnixMicro()) + interval - tolerance), nil
 }
