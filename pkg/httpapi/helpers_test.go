@@ -16,6 +16,7 @@ import (
 
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/httpapi/apitest"
+	"github.com/udsproject/uds/pkg/ratelimit"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
 )
@@ -59,6 +60,7 @@ func newEnv(t *testing.T, opts ...store.Option) *env {
 		RequestBudget:   apitest.Budget,
 		Logger:          apitest.Logger(t),
 		Now:             clock.Now,
+		Limiter:         ratelimit.New(st, clock.Now, nil),
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

@@ -1,0 +1,75 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// A caller over its limit is answered 429, with Retry-After and the
+// limits' headers, and nothing is done; another caller of the app is
+// not; a batch pays a token per operation; a user's override and the
+// app's limit apply, and removing them lifts the limit.
+func TestRateLimits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	alice, bob := []string{"X-Uds-Subject", "alice"}, []string{"X-Uds-Subject", "bob"}
+	e.do("PUT", adminApps+"/rate-limits", `{"perCaller": {"requestsPerSecond": 1, "burst": 3}}`).expect(t, 200)
+	r := e.do("GET", adminApps+"/rate-limits", "").expect(t, 200)
+	if string(r.raw) != `{"applicationUuid":"`+app+`","perCaller":{"requestsPerSecond":1,"burst":3},"perApp":null}`+"\n" {
+		t.Errorf("limits shown as %s", r.raw)
+	}
+	for i := range 3 {
+		r := e.do("POST", base+"/limited/a"+string(rune('0'+i)), `{"data":1}`, alice...).expect(t, 201)
+		if r.header.Get("RateLimit-Policy") != `"caller";q=1;w=1` || !strings.HasPrefix(r.header.Get("RateLimit"), `"caller";r=`) {
+			t.Errorf("headers %q, %q", r.header.Get("RateLimit-Policy"), r.header.Get("RateLimit"))
+		}
+	}
+	r = e.do("POST", base+"/limited/a9", `{"data":1}`, alice...).expect(t, http.StatusTooManyRequests)
+	if r.body["error"] != "Too many requests" || r.header.Get("Retry-After") != "1" || !strings.Contains(r.body["details"].(string), "caller rate limit of 1") {
+		t.Errorf("429: %s, Retry-After %q", r.raw, r.header.Get("Retry-After"))
+	}
+	e.do("GET", base+"/limited/a9", "", "X-Uds-Subject", "carol").expect(t, 404) // nothing was written
+	// bob's batch of 5 operations takes his whole burst of 3.
+	e.do("POST", base+"/batch", `{"operations":[`+strings.Repeat(`{"method":"GET","path":"limited/a0"},`, 4)+`{"method":"GET","path":"limited/a0"}]}`, bob...).expect(t, 200)
+	e.do("GET", base+"/limited/a0", "", bob...).expect(t, http.StatusTooManyRequests)
+	// An override lifts alice's limit; admin routes are never limited.
+	e.do("PUT", adminApps+"/users/alice/rate-limits", `{"perCaller": {"requestsPerSecond": -1}}`).expect(t, 200)
+	for range 5 {
+		e.do("GET", base+"/limited/a0", "", alice...).expect(t, 200)
+	}
+	// The app as a whole.
+	e.do("PUT", adminApps+"/rate-limits", `{"perApp": {"requestsPerSecond": 1, "burst": 1}}`).expect(t, 200)
+	e.do("GET", base+"/limited/a0", "", alice...).expect(t, 200)
+	r = e.do("GET", base+"/limited/a0", "", alice...).expect(t, http.StatusTooManyRequests)
+	if !strings.Contains(r.body["details"].(string), "app rate limit") {
+		t.Errorf("the app's limit: %s", r.raw)
+	}
+	e.do("DELETE", adminApps+"/rate-limits", "").expect(t, 204)
+	e.do("GET", base+"/limited/a0", "", bob...).expect(t, 200)
+}
+
+// Rate limit bodies that cannot work are refused with a 400 naming the
+// field.
+func TestRateLimitRefusals(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct{ name, path, body, field string }{
+		{"zero rate", "/rate-limits", `{"perCaller": {"requestsPerSecond": 0, "burst": 1}}`, "Invalid perCaller.requestsPerSecond"},
+		{"no burst", "/rate-limits", `{"perApp": {"requestsPerSecond": 5}}`, "Invalid perApp.burst"},
+		{"fraction", "/rate-limits", `{"perCaller": {"requestsPerSecond": 1.5, "burst": 2}}`, "Invalid perCaller.requestsPerSecond"},
+		{"string", "/rate-limits", `{"perCaller": {"requestsPerSecond": "5", "burst": 2}}`, "Invalid perCaller.requestsPerSecond"},
+		{"too fast", "/rate-limits", `{"perCaller": {"requestsPerSecond": 2000000, "burst": 2}}`, "Invalid perCaller.requestsPerSecond"},
+		{"unknown member", "/rate-limits", `{"perCaller": {"rps": 5, "burst": 2}}`, "Invalid perCaller"},
+		{"empty object", "/rate-limits", `{"perCaller": {}}`, "Invalid perCaller.requestsPerSecond"},
+		{"unknown part", "/rate-limits", `{"perUser": {"requestsPerSecond": 5, "burst": 2}}`, "Invalid body"},
+		{"per app on a user", "/users/alice/rate-limits", `{"perApp": {"requestsPerSecond": 5, "burst": 2}}`, "Invalid body"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.on(t).do("PUT", adminApps+tc.path, tc.body).expect(t, 400)
+			if r.body["error"] != tc.field {
+				t.Errorf("answer %s, want %s", r.raw, tc.field)
+			}
+		})
+	}
+}
