@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/udsproject/uds/pkg/client"
 )
@@ -228,6 +229,9 @@ func mainUsage(w io.Writer, top *flag.FlagSet) {
 	top.PrintDefaults()
 	top.SetOutput(io.Discard)
 	fmt.Fprintln(w, "\nRun `uds COMMAND --help` for a command's arguments and flags.")
+	fmt.Fprintf(w, "A request answered 429 (over a rate limit: nothing was done) is sent again after its Retry-After\n"+
+		"and up to half as long again, drawn at random, at most %d times and %d minutes of waiting in all;\n"+
+		"then the command fails with the 429.\n", client.DefaultRetries, int(client.DefaultMaxRetryWait/time.Minute))
 	fmt.Fprintln(w, "Exit status: 0 done, 1 the API, the network, the input data or the AWS configuration failed,")
 	fmt.Fprintln(w, "2 the command line is wrong.")
 }

@@ -58,6 +58,26 @@ var commands = map[string]command{
 			fs.Bool("clear", false, "remove USER's override (the app's defaults apply)")
 		},
 		run: setQuota},
+	"rate-limits": {args: "APP [USER]", short: "an app's rate limits, or a user's override of the per-caller one (admin)", min: 1, max: 2,
+		long: `An app's are {"applicationUuid", "perCaller", "perApp"}, a user's override
+{"applicationUuid", "user", "perCaller"}; each limit {"requestsPerSecond", "burst"}, or
+{"requestsPerSecond": -1} for no limit at that level, or null where none is set (the next
+level applies: a user's override, then the app's per-caller limit, then the deployment's).`,
+		run: rateLimits},
+	"set-rate-limits": {args: "APP [USER]", short: "set an app's rate limits, or a user's override of the per-caller one, replacing what was set (admin)", min: 1, max: 2,
+		long: `The flags give the whole resource, which the API's PUT replaces: a limit not given is
+removed, not kept (uds set-rate-limits APP --per-caller 10/20 removes the app's per-app
+limit). R/B is R requests a second with bursts of up to B; -1 sets no limit at this level,
+in place of the next level's. A limit not set falls to the next level: a user's override,
+then the app's per-caller limit, then the deployment's (UDS_RATE_PER_CALLER,
+UDS_RATE_PER_APP). A request over a limit is answered 429 and does nothing; uds sends it
+again after the Retry-After (see uds --help).`,
+		flags: func(fs *flag.FlagSet) {
+			fs.Var(&rateFlag{}, "per-caller", "each caller's limit, `R/B` (or -1 for none): the app's, or USER's override")
+			fs.Var(&rateFlag{}, "per-app", "the limit of all the app's callers together, `R/B` (or -1 for none); not with USER")
+			fs.Bool("clear", false, "remove the app's limits, or USER's override")
+		},
+		run: setRateLimits},
 	"recompute": {args: "APP USER", short: "rebuild a user's usage from the data and report the drift (admin)", min: 2, max: 2, run: recompute},
 	"export": {args: "APP", short: "write every record of an app to standard output as NDJSON (admin)", min: 1, max: 1,
 		flags: func(fs *flag.FlagSet) {

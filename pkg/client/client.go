@@ -30,6 +30,8 @@ type Client struct {
 	signer     *sigV4
 	maxRetries int
 	backoff    time.Duration
+	// maxWait bounds the pauses between one call's attempts, in total.
+	maxWait time.Duration
 }
 
 // Option configures a Client.
@@ -52,13 +54,31 @@ func WithSubject(subject string) Option { return func(c *Client) { c.subject = s
 // WithUserAgent sets the User-Agent of every request.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
+// The retry bounds of a client that WithRetries and WithMaxRetryWait do
+// not change. DefaultMaxRetryWait leaves room for a rate limit's
+// Retry-After of a few seconds at every attempt, and for a write that
+// waits out a namespace's change of access (503 with a Retry-After of
+// about a minute on a default deployment).
+const (
+	DefaultRetries      = 4
+	DefaultBackoff      = 100 * time.Millisecond
+	DefaultMaxRetryWait = 2 * time.Minute
+)
+
 // WithRetries sets how many times a request that may be retried is sent
-// again (default 4), and the first pause, which doubles with every retry
-// up to maxBackoff (default 100 ms; each pause is drawn at random below its
-// bound).
+// again (DefaultRetries), and the first pause, which doubles with every
+// retry up to maxBackoff (DefaultBackoff; each pause is drawn at random
+// below its bound).
 func WithRetries(n int, backoff time.Duration) Option {
 	return func(c *Client) { c.maxRetries, c.backoff = n, backoff }
 }
+
+// WithMaxRetryWait bounds the pauses between one call's attempts, in total
+// (DefaultMaxRetryWait): a retry whose pause would take them past d is not
+// made, and the call returns the answer that asked for it. The pause a
+// Retry-After asks for counts in full, so a server that asks for a longer
+// one than is left is not asked again.
+func WithMaxRetryWait(d time.Duration) Option { return func(c *Client) { c.maxWait = d } }
 
 // New returns a client of the API at endpoint, such as
 // "http://127.0.0.1:8080" (make run) or the stack's ApiUrl output.
@@ -69,7 +89,7 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		base: u.String(), http: &http.Client{Timeout: 60 * time.Second},
-		userAgent: "uds-go-client", maxRetries: 4, backoff: 100 * time.Millisecond,
+		userAgent: "uds-go-client", maxRetries: DefaultRetries, backoff: DefaultBackoff, maxWait: DefaultMaxRetryWait,
 	}
 	for _, o := range opts {
 		o(c)
@@ -79,18 +99,19 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 
 // retry says when a failed request may be sent again. A write that a
 // repeat would apply a second time is sent again only when it certainly
-// did not reach UDS. The others may be repeated after their answer was
-// lost: a conditional write that took effect the first time is then
-// refused (412), which the caller resolves by reading the item.
+// did nothing. The others may be repeated after their answer was lost: a
+// conditional write that took effect the first time is then refused
+// (412), which the caller resolves by reading the item.
 type retry int
 
 const (
-	// unsent: only when the request certainly did not reach UDS: the
-	// connection could not be made, or the gateway throttled it (429).
-	// Creates and batches, whose repeat would answer 409 for the
-	// caller's own write, and updates and restores without If-Match,
-	// whose repeat would bump the version again and could overwrite a
-	// write made in between.
+	// unsent: only when the request certainly did nothing: the
+	// connection could not be made, or the answer was 429 (API Gateway's
+	// throttle, or one of UDS's rate limits, which refuse a request
+	// before it does anything). Creates and batches, whose repeat would
+	// answer 409 for the caller's own write, and updates and restores
+	// without If-Match, whose repeat would bump the version again and
+	// could overwrite a write made in between.
 	unsent retry = iota
 	// always: reads, and writes whose repetition leaves the data as one
 	// would (conditional PUT and restore, DELETE, delete-all, dropping a
@@ -117,8 +138,10 @@ type response struct {
 }
 
 // do sends r, retrying as r.retry allows, and returns the answer when its
-// status is one of ok; any other status is an *APIError.
+// status is one of ok; any other status is an *APIError, which says how
+// many times the request was sent.
 func (c *Client) do(ctx context.Context, r request, ok ...int) (response, error) {
+	var waited time.Duration
 	for attempt := 0; ; attempt++ {
 		res, err := c.send(ctx, r)
 		if err == nil && !contains(ok, res.status) {
@@ -127,7 +150,11 @@ func (c *Client) do(ctx context.Context, r request, ok ...int) (response, error)
 		if err == nil {
 			return res, nil
 		}
-		wait, retryable := c.retryable(r, err, attempt)
+		var apiErr *APIError
+		if errors.As(err, &apiErr) {
+			apiErr.Attempts, apiErr.Waited = attempt+1, waited
+		}
+		wait, retryable := c.retryable(r, err, attempt, waited)
 		if !retryable {
 			return res, err
 		}
@@ -136,33 +163,42 @@ func (c *Client) do(ctx context.Context, r request, ok ...int) (response, error)
 			return res, errors.Join(err, ctx.Err())
 		case <-time.After(wait):
 		}
+		waited += wait
 	}
 }
 
-// retryable reports whether a failed attempt may be sent again, and after
-// how long.
-func (c *Client) retryable(r request, err error, attempt int) (time.Duration, bool) {
+// retryable reports whether a failed attempt may be sent again, after
+// the pauses so far (waited), and after how long.
+func (c *Client) retryable(r request, err error, attempt int, waited time.Duration) (time.Duration, bool) {
 	if attempt >= c.maxRetries {
 		return 0, false
 	}
-	wait := c.wait(err, attempt)
 	var apiErr *APIError
 	switch {
 	case errors.As(err, &apiErr):
 		switch apiErr.Status {
 		case http.StatusTooManyRequests:
-			return wait, true
+			// Refused before anything was done: any request may be
+			// sent again.
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-			return wait, r.retry == always
+			if r.retry != always {
+				return 0, false
+			}
+		default:
+			return 0, false
 		}
-		return 0, false
+		// The pause the server asked for, in full, must fit in what is
+		// left; the jitter above it is cut to fit.
+		if waited+apiErr.RetryAfter > c.maxWait {
+			return 0, false
+		}
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return 0, false
-	case notSent(err):
-		return wait, true
+	case !notSent(err) && r.retry != always:
+		// A network error after the request may have reached the server.
+		return 0, false
 	}
-	// A network error after the request may have reached the server.
-	return wait, r.retry == always
+	return min(c.wait(err, attempt), max(c.maxWait-waited, 0)), true
 }
 
 // maxBackoff bounds the pause before a retry, however many retries
@@ -170,12 +206,14 @@ func (c *Client) retryable(r request, err error, attempt int) (time.Duration, bo
 const maxBackoff = 30 * time.Second
 
 // wait is the pause before retry number attempt (from 0) of a request
-// that failed with err: the server's Retry-After when it gave one,
+// that failed with err: the server's Retry-After when it gave one, plus
+// up to half as much again drawn at random, so that callers a rate limit
+// refused at the same instant do not all come back at the same instant;
 // otherwise exponential backoff with full jitter.
 func (c *Client) wait(err error, attempt int) time.Duration {
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
-		return apiErr.RetryAfter
+		return apiErr.RetryAfter + time.Duration(rand.Int64N(int64(apiErr.RetryAfter/2)+1))
 	}
 	// Doubled step by step rather than shifted, so that a large attempt
 	// cannot overflow into a negative bound.
@@ -186,14 +224,18 @@ func (c *Client) wait(err error, attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(min(bound, maxBackoff)) + 1))
 }
 
-// transient reports whether a failure may pass: the gateway or UDS
-// unavailable, or the connection failed.
+// transient reports whether a failure of a request that is not repeated
+// once it may have reached UDS (retry unsent) may pass if the request is
+// sent again: the gateway or UDS unavailable, or the connection lost
+// mid-request. A 429 and a connection that could not be made are not
+// among them: do has already sent such a request again as far as its
+// bounds allow.
 func transient(err error) bool {
 	var apiErr *APIError
 	if errors.As(err, &apiErr) {
-		return errors.Is(apiErr, ErrUnavailable) || errors.Is(apiErr, ErrThrottled)
+		return errors.Is(apiErr, ErrUnavailable)
 	}
-	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	return !notSent(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // notSent reports whether a transport error happened before the request

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -495,21 +496,23 @@ func TestImportBatchSize(t *testing.T) {
 	}
 }
 
-// flaky answers the first failures requests with status (and Retry-After)
-// before passing requests to next, counting them all.
+// flaky answers the first failures requests with status, Retry-After
+// (retryAfter, or 0) and the error message (message, or "Service
+// unavailable") before passing requests to next, counting them all.
 type flaky struct {
-	failures int32
-	status   int
-	calls    atomic.Int32
-	next     http.Handler
+	failures            int32
+	status              int
+	retryAfter, message string
+	calls               atomic.Int32
+	next                http.Handler
 }
 
 func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.calls.Add(1) <= f.failures {
-		w.Header().Set("Retry-After", "0")
+		w.Header().Set("Retry-After", cmp.Or(f.retryAfter, "0"))
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(f.status)
-		_, _ = w.Write([]byte(`{"error":"Service unavailable","timestamp":"2026-01-01T00:00:00.000Z"}`))
+		fmt.Fprintf(w, `{"error":%q,"timestamp":"2026-01-01T00:00:00.000Z"}`, cmp.Or(f.message, "Service unavailable"))
 		return
 	}
 	f.next.ServeHTTP(w, r)
@@ -611,15 +614,17 @@ func TestRetries(t *testing.T) {
 	t.Run("Retry-After", func(t *testing.T) {
 		for _, tc := range []struct {
 			name       string
+			status     int
 			retryAfter func() string
 			min, max   time.Duration
 		}{
 			// The upper bounds leave a loaded machine room; a wait far
 			// past what the header says still fails.
-			{"seconds", func() string { return "1" }, time.Second, 10 * time.Second},
+			{"seconds", 503, func() string { return "1" }, time.Second, 10 * time.Second},
+			{"a rate limit's seconds", 429, func() string { return "1" }, time.Second, 10 * time.Second},
 			// An HTTP date has whole seconds: two seconds ahead is one
 			// to two seconds away.
-			{"HTTP date", func() string { return time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat) }, 900 * time.Millisecond, 10 * time.Second},
+			{"HTTP date", 503, func() string { return time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat) }, 900 * time.Millisecond, 10 * time.Second},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
@@ -630,7 +635,7 @@ func TestRetries(t *testing.T) {
 					if calls.Add(1) == 1 {
 						first.Store(int64(time.Since(start)))
 						w.Header().Set("Retry-After", tc.retryAfter())
-						w.WriteHeader(503)
+						w.WriteHeader(tc.status)
 						return
 					}
 					second.Store(int64(time.Since(start)))

@@ -58,16 +58,34 @@
 // server's details. No error text names this package or UDS ("404 Key not
 // found: ..."): the caller adds what it was doing, once.
 //
-// Retries: requests are sent again, with exponential backoff and full
-// jitter, honouring Retry-After (seconds or an HTTP date) and bounded by
-// the context and WithRetries, only where that is safe. Reads and writes
-// whose repeat leaves the data as one would (an update or restore with
-// IfMatch, DELETE, delete-all, dropping a history, import, recompute,
-// limits, policies, index build steps) are retried after 429, 502, 503,
-// 504 or a lost connection. Creates, batches, and updates and restores
-// without IfMatch are retried only when they certainly did not reach UDS
-// (no connection could be made, or 429): a repeated create that took
-// effect the first time would answer 409 for the caller's own write, and a
-// repeated unconditional update or restore would bump the version again
-// and could overwrite a write made in between.
+// Retries: requests are sent again, only where that is safe, after the
+// server's Retry-After (seconds or an HTTP date) plus up to half as much
+// again drawn at random, or else with exponential backoff and full
+// jitter; the context, WithRetries (how many times) and WithMaxRetryWait
+// (the pauses in total) bound them. A 429, from one of UDS's rate limits
+// or API Gateway's throttle, did nothing, and every request is sent again
+// after it; once the bounds are reached the call returns that answer:
+// ErrRateLimited (also ErrThrottled) for a rate limit, with its
+// RetryAfter and how many times the request was sent (APIError.Attempts).
+// Reads and writes whose repeat leaves the data as one would (an update or
+// restore with IfMatch, DELETE, delete-all, dropping a history, import,
+// recompute, limits, rate limits, policies, index build steps) are also
+// retried after 502, 503, 504 or a lost connection. Creates, batches, and
+// updates and restores without IfMatch are retried only when they
+// certainly did nothing (no connection could be made, or 429): a repeated
+// create that took effect the first time would answer 409 for the
+// caller's own write, and a repeated unconditional update or restore
+// would bump the version again and could overwrite a write made in
+// between.
+//
+// An app's rate limits, and a user's override of the per-caller one, are
+// set on the admin routes:
+//
+//	_, err := admin.SetAppRateLimits(ctx, app, client.RateLimits{
+//		PerCaller: &client.Rate{RequestsPerSecond: 10, Burst: 20},
+//		PerApp:    &client.Rate{RequestsPerSecond: 200, Burst: 400},
+//	})
+//	_, err = admin.SetUserRateLimits(ctx, app, "batch-job", client.Rate{RequestsPerSecond: -1}) // no per-caller limit for it
+//	_, err = c.Get(ctx, key)
+//	if errors.Is(err, client.ErrRateLimited) { ... } // still over a limit after the retries
 package client

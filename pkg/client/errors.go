@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// Sentinel errors: an *APIError is each of them (errors.Is) by its status
-// and error message.
+// Sentinel errors: an *APIError is one of them (errors.Is) by its status
+// and error message; a rate limit's (ErrRateLimited) is also ErrThrottled,
+// as every 429 is.
 var (
 	ErrInvalid            = errors.New("invalid request")          // 400
 	ErrUnauthenticated    = errors.New("unauthenticated")          // 401
@@ -21,7 +22,8 @@ var (
 	ErrPreconditionFailed = errors.New("precondition failed")      // 412
 	ErrTooLarge           = errors.New("payload too large")        // 413
 	ErrSchema             = errors.New("schema validation failed") // 422
-	ErrThrottled          = errors.New("throttled")                // 429
+	ErrThrottled          = errors.New("throttled")                // 429: API Gateway's throttle, or a rate limit (ErrRateLimited)
+	ErrRateLimited        = errors.New("rate limited")             // 429 "Too many requests": over the caller's or the app's rate limit
 	ErrUnavailable        = errors.New("service unavailable")      // 502, 503, 504
 	ErrNotModified        = errors.New("not modified")             // 304 on a read with IfNoneMatch
 	ErrServer             = errors.New("internal server error")    // 500
@@ -52,6 +54,12 @@ type APIError struct {
 	Violations []Violation
 	// RetryAfter is the server's Retry-After, when it gave one.
 	RetryAfter time.Duration
+	// Attempts is how many times the request was sent, this answer's
+	// included, and Waited the pauses between them in total: a request
+	// that may be sent again is retried until WithRetries or
+	// WithMaxRetryWait bound it.
+	Attempts int
+	Waited   time.Duration
 	// Body is the answer as it came, for bodies that are not UDS's JSON.
 	Body []byte
 }
@@ -64,8 +72,10 @@ type Violation struct {
 }
 
 // Error is the status, the server's message and its details: "404 Key not
-// found: ...". Like every error of this package it names no package or
-// program: the caller says what it was doing ("uds get: 404 Key not found").
+// found: ...", and how often the request was sent when that was more
+// than once ("... (sent 5 times over 6.2s)"). Like every error of this
+// package it names no package or program: the caller says what it was
+// doing ("uds get: 404 Key not found").
 func (e *APIError) Error() string {
 	msg := strconv.Itoa(e.Status)
 	if e.Message != "" {
@@ -74,12 +84,17 @@ func (e *APIError) Error() string {
 	if e.Details != "" {
 		msg += ": " + e.Details
 	}
+	if e.Attempts > 1 {
+		msg += " (sent " + strconv.Itoa(e.Attempts) + " times over " + e.Waited.Round(100*time.Millisecond).String() + ")"
+	}
 	return msg
 }
 
-// Is matches the sentinel of the answer's kind.
+// Is matches the sentinel of the answer's kind, and ErrThrottled for
+// ErrRateLimited.
 func (e *APIError) Is(target error) bool {
-	return target == e.kind()
+	kind := e.kind()
+	return target == kind || (kind == ErrRateLimited && target == ErrThrottled)
 }
 
 func (e *APIError) kind() error {
@@ -109,6 +124,9 @@ func (e *APIError) kind() error {
 	case http.StatusUnprocessableEntity:
 		return ErrSchema
 	case http.StatusTooManyRequests:
+		if e.Message == "Too many requests" {
+			return ErrRateLimited
+		}
 		return ErrThrottled
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return ErrUnavailable

@@ -1,7 +1,9 @@
 package client
 
 import (
+	"context"
 	"errors"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -42,6 +44,97 @@ func TestRetryAfter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := retryAfter(http.Header{"Retry-After": {tc.value}}); got < tc.min || got > tc.max {
 				t.Errorf("Retry-After %q reads as %v, want %v to %v", tc.value, got, tc.min, tc.max)
+			}
+		})
+	}
+}
+
+// TestRetryAfterHasJitter checks the pause after a Retry-After: never
+// shorter than the server asked, at most half as long again, and spread
+// between, so that callers a rate limit refused together come back apart.
+func TestRetryAfterHasJitter(t *testing.T) {
+	t.Parallel()
+	c := &Client{backoff: time.Millisecond}
+	err := &APIError{Status: http.StatusTooManyRequests, RetryAfter: 2 * time.Second}
+	lowest, highest := time.Duration(1<<62), time.Duration(0)
+	for range 1000 {
+		w := c.wait(err, 0)
+		if w < 2*time.Second || w > 3*time.Second {
+			t.Fatalf("Retry-After 2s: waits %v, want 2s to 3s", w)
+		}
+		lowest, highest = min(lowest, w), max(highest, w)
+	}
+	// 1000 draws over a second fall into both of its outer quarters,
+	// unless the pause is not drawn at random.
+	if lowest > 2250*time.Millisecond || highest < 2750*time.Millisecond {
+		t.Errorf("Retry-After 2s: pauses from %v to %v, want them spread over 2s to 3s", lowest, highest)
+	}
+}
+
+// TestRetryable checks which failures are sent again, and after how
+// long, against the bounds of attempts and of the pauses in total.
+func TestRetryable(t *testing.T) {
+	t.Parallel()
+	c := &Client{maxRetries: 4, backoff: 10 * time.Millisecond, maxWait: time.Minute}
+	answer := func(status int, message string, retryAfter time.Duration) error {
+		return &APIError{Status: status, Message: message, RetryAfter: retryAfter}
+	}
+	rateLimited := answer(http.StatusTooManyRequests, "Too many requests", time.Second)
+	dial := &net.OpError{Op: "dial", Err: errors.New("connection refused")}
+	for _, tc := range []struct {
+		name     string
+		err      error
+		retry    retry
+		attempt  int
+		waited   time.Duration
+		want     bool
+		min, max time.Duration // the pause, when want
+	}{
+		{"a rate limit, a create", rateLimited, unsent, 0, 0, true, time.Second, 1500 * time.Millisecond},
+		{"a rate limit, a read", rateLimited, always, 3, 10 * time.Second, true, time.Second, 1500 * time.Millisecond},
+		{"a rate limit, attempts spent", rateLimited, always, 4, 0, false, 0, 0},
+		{"a rate limit, its Retry-After past the wait left", rateLimited, always, 1, time.Minute - 999*time.Millisecond, false, 0, 0},
+		{"a rate limit, its jitter cut to the wait left", rateLimited, always, 1, time.Minute - time.Second, true, time.Second, time.Second},
+		{"a rate limit asking for more than the whole wait", answer(http.StatusTooManyRequests, "Too many requests", time.Hour), always, 0, 0, false, 0, 0},
+		{"API Gateway's throttle, no Retry-After", answer(http.StatusTooManyRequests, "Too Many Requests", 0), unsent, 2, 0, true, 0, 40 * time.Millisecond},
+		{"503, a read", answer(http.StatusServiceUnavailable, "Service unavailable", 2*time.Second), always, 0, 0, true, 2 * time.Second, 3 * time.Second},
+		{"503, a create", answer(http.StatusServiceUnavailable, "Service unavailable", 2*time.Second), unsent, 0, 0, false, 0, 0},
+		{"500", answer(http.StatusInternalServerError, "Internal server error", 0), always, 0, 0, false, 0, 0},
+		{"no connection, a create", dial, unsent, 0, 0, true, 0, 10 * time.Millisecond},
+		{"a connection lost, a create", errors.New("connection reset"), unsent, 0, 0, false, 0, 0},
+		{"a connection lost, a read", errors.New("connection reset"), always, 1, 0, true, 0, 20 * time.Millisecond},
+		{"no connection, the wait spent", dial, unsent, 1, time.Minute, true, 0, 0},
+		{"the context's end", context.Canceled, always, 0, 0, false, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wait, ok := c.retryable(request{retry: tc.retry}, tc.err, tc.attempt, tc.waited)
+			if ok != tc.want || (ok && (wait < tc.min || wait > tc.max)) {
+				t.Errorf("retry %v after %v; want %v after %v to %v", ok, wait, tc.want, tc.min, tc.max)
+			}
+		})
+	}
+}
+
+// TestAPIErrorKinds checks the sentinels a 429 matches: every 429 is
+// ErrThrottled, a rate limit's also ErrRateLimited; and that an error
+// says how often its request was sent.
+func TestAPIErrorKinds(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name                   string
+		err                    *APIError
+		throttled, rateLimited bool
+		text                   string
+	}{
+		{"a rate limit", &APIError{Status: 429, Message: "Too many requests", Details: "over the caller rate limit of 2 requests a second (burst 2)", Attempts: 5, Waited: 6234 * time.Millisecond},
+			true, true, "429 Too many requests: over the caller rate limit of 2 requests a second (burst 2) (sent 5 times over 6.2s)"},
+		{"API Gateway's throttle", &APIError{Status: 429, Message: "Too Many Requests", Attempts: 1}, true, false, "429 Too Many Requests"},
+		{"another status", &APIError{Status: 503, Message: "Service unavailable", Attempts: 2, Waited: time.Second}, false, false, "503 Service unavailable (sent 2 times over 1s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if errors.Is(tc.err, ErrThrottled) != tc.throttled || errors.Is(tc.err, ErrRateLimited) != tc.rateLimited || tc.err.Error() != tc.text {
+				t.Errorf("ErrThrottled %v, ErrRateLimited %v, %q; want %v, %v, %q", errors.Is(tc.err, ErrThrottled), errors.Is(tc.err, ErrRateLimited), tc.err.Error(),
+					tc.throttled, tc.rateLimited, tc.text)
 			}
 		})
 	}
