@@ -41,6 +41,13 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request, p params, n int) boo
 		return true
 	}
 	var policies, states []string
+	// spent is the tokens taken so far, given back when a later limit
+	// refuses the request: it does nothing, and pays nothing.
+	type spent struct {
+		bucket string
+		n      int64
+	}
+	var taken []spent
 	for _, l := range [...]struct {
 		name, bucket string
 		rate         uds.Rate
@@ -56,10 +63,14 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request, p params, n int) boo
 		policies = append(policies, strconv.Quote(l.name)+";q="+strconv.FormatInt(l.rate.PerSecond, 10)+";w=1")
 		states = append(states, strconv.Quote(l.name)+";r="+strconv.FormatInt(d.Remaining, 10)+";t="+strconv.Itoa(seconds(d.RetryAfter)))
 		if !d.Allowed {
+			for _, t := range taken {
+				a.limiter.Give(t.bucket, t.n)
+			}
 			setRateHeaders(w, policies, states)
 			a.fail(w, r, &uds.RateLimitedError{Limit: l.name, Rate: l.rate, RetryAfter: d.RetryAfter}, nil)
 			return false
 		}
+		taken = append(taken, spent{l.bucket, d.Charged})
 	}
 	setRateHeaders(w, policies, states)
 	return true

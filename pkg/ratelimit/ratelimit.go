@@ -25,7 +25,7 @@ import (
 
 // Leaser takes tokens from a shared bucket (store.Store.LeaseTokens).
 type Leaser interface {
-	LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, want, knownTAT int64) (granted, tat int64, retryAt time.Time, err error)
+	LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, want, knownTAT int64) (granted, tat int64, err error)
 }
 
 // OpenFor is how long a bucket whose shared state could not be reached
@@ -72,6 +72,9 @@ type bucket struct {
 // Decision is what the limiter makes of a request.
 type Decision struct {
 	Allowed bool
+	// Charged is the tokens an allowed request spent (at most the
+	// burst), for Give.
+	Charged int64
 	// Remaining estimates the tokens left: this process's, and what the
 	// shared bucket held at its last lease.
 	Remaining int64
@@ -104,11 +107,11 @@ func (l *Limiter) Take(ctx context.Context, key string, rate uds.Rate, n int64) 
 		return Decision{Allowed: true, Open: true}
 	case b.tokens >= n:
 		b.tokens -= n
-		return Decision{Allowed: true, Remaining: b.tokens + headroom(rate, b.tat, now)}
+		return Decision{Allowed: true, Charged: n, Remaining: b.tokens + headroom(rate, b.tat, now)}
 	case now.Before(b.emptyUntil):
-		return Decision{RetryAfter: b.emptyUntil.Sub(now), Remaining: b.tokens}
+		return Decision{RetryAfter: readyAt(rate, b.tat, n-b.tokens).Sub(now), Remaining: b.tokens}
 	}
-	granted, tat, retryAt, err := l.leaser.LeaseTokens(ctx, key, rate, max(n-b.tokens, leaseSize(rate)), b.tat)
+	granted, tat, err := l.leaser.LeaseTokens(ctx, key, rate, max(n-b.tokens, leaseSize(rate)), b.tat)
 	if err != nil {
 		b.openUntil = now.Add(OpenFor)
 		l.log.Error("rate limiter cannot reach its state: requests pass unchecked", slog.String("bucket", key),
@@ -117,11 +120,31 @@ func (l *Limiter) Take(ctx context.Context, key string, rate uds.Rate, n int64) 
 	}
 	b.tat, b.tokens = tat, b.tokens+granted
 	if b.tokens < n {
-		b.emptyUntil = retryAt
-		return Decision{RetryAfter: max(retryAt.Sub(now), time.Millisecond), Remaining: b.tokens}
+		// The shared bucket holds too few: none is leased again until it
+		// holds one more, and the request is told when it holds all the
+		// tokens it lacks.
+		b.emptyUntil = readyAt(rate, tat, 1)
+		return Decision{RetryAfter: max(readyAt(rate, tat, n-b.tokens).Sub(now), time.Millisecond), Remaining: b.tokens}
 	}
 	b.tokens -= n
-	return Decision{Allowed: true, Remaining: b.tokens + headroom(rate, tat, now)}
+	return Decision{Allowed: true, Charged: n, Remaining: b.tokens + headroom(rate, tat, now)}
+}
+
+// Give returns n tokens of a request that another limit refused to the
+// bucket named key: the request did nothing, and its tokens stay in this
+// process for the next one.
+func (l *Limiter) Give(key string, n int64) {
+	b := l.bucket(key)
+	b.mu.Lock()
+	b.tokens += n
+	b.mu.Unlock()
+}
+
+// readyAt is when a shared bucket at tat holds k tokens (GCRA: when the
+// TAT, with k tokens' time added, is within the burst of now).
+func readyAt(r uds.Rate, tat, k int64) time.Time {
+	interval := int64(time.Second/time.Microsecond) / r.PerSecond
+	return time.UnixMicro(tat + k*interval - r.Burst*interval)
 }
 
 // headroom is what the shared bucket held beyond its TAT at now: the

@@ -21,22 +21,22 @@ type fakeLeaser struct {
 	fail   error
 }
 
-func (f *fakeLeaser) LeaseTokens(_ context.Context, _ string, r uds.Rate, want, _ int64) (int64, int64, time.Time, error) {
+func (f *fakeLeaser) LeaseTokens(_ context.Context, _ string, r uds.Rate, want, _ int64) (int64, int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {
-		return 0, 0, time.Time{}, f.fail
+		return 0, 0, f.fail
 	}
 	interval := int64(time.Second/time.Microsecond) / r.PerSecond
 	now := clockNow.UnixMicro()
 	base := max(f.tat, now)
 	granted := min(want, (now+r.Burst*interval-base)/interval)
 	if granted <= 0 {
-		return 0, f.tat, time.UnixMicro(base + interval - r.Burst*interval), nil
+		return 0, f.tat, nil
 	}
 	f.leases++
 	f.tat = base + granted*interval
-	return granted, f.tat, time.Time{}, nil
+	return granted, f.tat, nil
 }
 
 // clockNow is the tests' clock, moved by hand.
@@ -86,6 +86,29 @@ func TestLimiter(t *testing.T) {
 			}
 			if d := l.Take(context.Background(), "k", rate, 1); d.Allowed {
 				t.Errorf("the burst was spent, yet %+v", d)
+			}
+		}},
+		{"a refusal says when all the tokens a request needs are there", func(t *testing.T, l *ratelimit.Limiter, f *fakeLeaser) {
+			slow := uds.Rate{PerSecond: 1, Burst: 5}
+			if d := l.Take(context.Background(), "k", slow, 5); !d.Allowed || d.Charged != 5 {
+				t.Fatalf("a batch of 5 within the burst: %+v", d)
+			}
+			if d := l.Take(context.Background(), "k", slow, 5); d.Allowed || d.RetryAfter != 5*time.Second {
+				t.Errorf("the next batch of 5: %+v, want refused for 5 s", d)
+			}
+			if d := l.Take(context.Background(), "k", slow, 1); d.Allowed || d.RetryAfter != time.Second {
+				t.Errorf("one request: %+v, want refused for 1 s", d)
+			}
+		}},
+		{"tokens given back serve the next request", func(t *testing.T, l *ratelimit.Limiter, f *fakeLeaser) {
+			one := uds.Rate{PerSecond: 1, Burst: 1}
+			d := l.Take(context.Background(), "k", one, 1)
+			if !d.Allowed {
+				t.Fatalf("first: %+v", d)
+			}
+			l.Give("k", d.Charged)
+			if d := l.Take(context.Background(), "k", one, 1); !d.Allowed || f.leases != 1 {
+				t.Errorf("after the token came back: %+v, %d leases", d, f.leases)
 			}
 		}},
 		{"fails open for a while, then asks again", func(t *testing.T, l *ratelimit.Limiter, f *fakeLeaser) {

@@ -142,9 +142,10 @@ const maxLeaseAttempts = 4
 // refusal returns the bucket's TAT, and the lease is computed again from
 // it. knownTAT is the TAT the caller last saw (0: none). The lease grants
 // what the bucket holds, up to want: granted 0 (and no write) when it is
-// empty, with the instant it next holds a token. It returns the TAT after
-// the lease, for the next one.
-func (s *Store) LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, want, knownTAT int64) (granted, tat int64, retryAt time.Time, err error) {
+// empty. It returns the bucket's TAT after the lease, from which the
+// caller knows when it holds tokens again, and which the next lease
+// starts from.
+func (s *Store) LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, want, knownTAT int64) (granted, tat int64, err error) {
 	interval := int64(time.Second/time.Microsecond) / rate.PerSecond
 	tolerance := rate.Burst * interval
 	tat = knownTAT
@@ -153,7 +154,7 @@ func (s *Store) LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, w
 		base := max(tat, now)
 		granted = min(want, (now+tolerance-base)/interval)
 		if granted <= 0 {
-			return 0, tat, time.UnixMicro(base + interval - tolerance), nil
+			return 0, tat, nil
 		}
 		values := map[string]types.AttributeValue{
 			":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(now, 10)},
@@ -180,17 +181,17 @@ func (s *Store) LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, w
 		var ccf *types.ConditionalCheckFailedException
 		switch {
 		case err == nil:
-			return granted, num(out.Attributes, schema.AttrTAT), time.Time{}, nil
+			return granted, num(out.Attributes, schema.AttrTAT), nil
 		case asCCF(err, &ccf):
 			// Idle no longer, or drawn past what this lease assumed:
 			// compute it again from the bucket as it is.
 			tat = num(ccf.Item, schema.AttrTAT)
 		default:
-			return 0, tat, time.Time{}, failed("lease rate tokens of "+bucket, err)
+			return 0, tat, failed("lease rate tokens of "+bucket, err)
 		}
 	}
 	// Every attempt met leases of other processes that drew the bucket
 	// down past what it computed: the bucket is all but empty, and the
-	// lease is refused until its next token, as an empty bucket's is.
-	return 0, tat, time.UnixMicro(max(tat, s.now().UnixMicro()) + interval - tolerance), nil
+	// lease is refused as an empty bucket's is.
+	return 0, tat, nil
 }

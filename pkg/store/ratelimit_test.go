@@ -28,7 +28,7 @@ func TestLeaseTokens(t *testing.T) {
 			defer wg.Done()
 			var tat int64
 			for range 30 {
-				g, next, retryAt, err := s.LeaseTokens(ctx, "test#shared", rate, 10, tat)
+				g, next, err := s.LeaseTokens(ctx, "test#shared", rate, 10, tat)
 				if err != nil {
 					t.Error(err)
 					return
@@ -36,7 +36,7 @@ func TestLeaseTokens(t *testing.T) {
 				granted.Add(g)
 				tat = next
 				if g == 0 {
-					time.Sleep(time.Until(retryAt))
+					time.Sleep(5 * time.Millisecond) // a token's interval
 				}
 			}
 		}()
@@ -49,19 +49,19 @@ func TestLeaseTokens(t *testing.T) {
 	if got := granted.Load(); got > most || got < rate.Burst {
 		t.Errorf("granted %d tokens in %v; want from the burst (%d) to the rate × the time + the burst (%d)", got, elapsed, rate.Burst, most)
 	}
-	// An empty bucket: no write, and a retry time within one token's
-	// interval (5 ms) of now.
+	// An empty bucket: no write, and a TAT a burst ahead of now (5
+	// tokens, 25 ms), from which the next token is 5 ms away.
 	counter.Take()
 	var tat int64
 	for {
-		g, next, retryAt, err := s.LeaseTokens(ctx, "test#empty", uds.Rate{PerSecond: 200, Burst: 5}, 100, tat)
+		g, next, err := s.LeaseTokens(ctx, "test#empty", uds.Rate{PerSecond: 200, Burst: 5}, 100, tat)
 		if err != nil {
 			t.Fatal(err)
 		}
 		tat = next
 		if g == 0 {
-			if wait := time.Until(retryAt); wait > 6*time.Millisecond {
-				t.Errorf("empty until %v from now", wait)
+			if ahead := time.Until(time.UnixMicro(tat)); ahead > 25*time.Millisecond {
+				t.Errorf("TAT %v ahead of now, want at most the burst's 25 ms", ahead)
 			}
 			break
 		}

@@ -29,6 +29,8 @@ func (r Rate) Validate(field string) error {
 	switch {
 	case r.PerSecond == Unlimited && r.Burst == 0:
 		return nil
+	case r.PerSecond == Unlimited:
+		return Invalid(field+".burst", "goes with a rate, and requestsPerSecond -1 lifts the limit: leave burst out")
 	case r.PerSecond < 1 || r.PerSecond > MaxRatePerSecond:
 		return Invalid(field+".requestsPerSecond", "must be a whole number from 1 to %d (or -1 for no limit), got %d", MaxRatePerSecond, r.PerSecond)
 	case r.Burst < 1 || r.Burst > MaxRatePerSecond:
