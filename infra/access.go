@@ -79,11 +79,14 @@ var functionSpecs = []functionSpec{
 const listDeleteAllBudget = 25 * time.Second
 
 // tableAccess grants Actions on one table, or on one of its indexes when
-// Index is set.
+// Index is set. LeadingKeys, when set, limits the grant to the items
+// whose partition key matches one of its patterns (IAM's
+// dynamodb:LeadingKeys, StringLike: * matches any characters).
 type tableAccess struct {
-	Table   schema.Table
-	Index   string
-	Actions []string
+	Table       schema.Table
+	Index       string
+	Actions     []string
+	LeadingKeys []string
 }
 
 // functionAccess is the complete DynamoDB permission set of the stack:
@@ -110,6 +113,16 @@ type tableAccess struct {
 // in one BatchGetItem across the item's table and the history table, and
 // dropping an item's versions checks that the item stays as read
 // (ConditionCheckItem on the item's table).
+//
+// The rate limits read their configuration with the limits: the data
+// functions read an app's record and a user's usage record with one
+// BatchGetItem (cached like the limits), and lease tokens from a rate
+// bucket's item in the apps table with one conditional UpdateItem. Those
+// items' keys begin "rate#", which no app's record has (an app's key is
+// its UUID), and the grant is limited to them: a data function changes no
+// app's limits. The admin function reads and sets the rate limits on the
+// app's record and the user's usage record (GetItem, UpdateItem), and
+// leases nothing: the admin routes are not limited.
 //
 // The index table takes part in them too: a write in a namespace that
 // declares indexes puts the entries its value gains and deletes those it
@@ -148,6 +161,7 @@ var functionAccess = map[string][]tableAccess{
 		{Table: schema.Apps, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:BatchGetItem",
 		}},
+		rateBuckets,
 		// A write refused for quota looks for its owner's expired items.
 		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
@@ -170,6 +184,7 @@ var functionAccess = map[string][]tableAccess{
 		{Table: schema.Apps, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:BatchGetItem",
 		}},
+		rateBuckets,
 		// ...and removes them, key-value items included.
 		{Table: schema.Data, Actions: []string{"dynamodb:DeleteItem"}},
 		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
@@ -178,13 +193,15 @@ var functionAccess = map[string][]tableAccess{
 	},
 	fnAdmin: {
 		// A user's apps are a query on the usage table's hash key; an
-		// app's users are parallel queries on the sharded app index.
+		// app's users are parallel queries on the sharded app index. A
+		// user's rate limit override is read alone (GetItem).
 		{Table: schema.Usage, Actions: []string{
-			"dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:BatchGetItem",
+			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:BatchGetItem",
 		}},
 		{Table: schema.Usage, Index: schema.IndexByAppShard, Actions: []string{"dynamodb:Query"}},
 		// Quota views read usage and the app default in one BatchGetItem;
-		// the app limits view reads the app alone; limit changes update.
+		// the app limits and rate limits views read the app alone; limit
+		// and rate limit changes update.
 		{Table: schema.Apps, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}},
 		// Recompute and export read an owner's items through the owner
 		// index of both data tables. Recompute, and an import whose key
@@ -243,6 +260,10 @@ var functionAccess = map[string][]tableAccess{
 		{Table: schema.IndexEntries, Actions: []string{"dynamodb:DeleteItem"}},
 	},
 }
+
+// rateBuckets is the data functions' grant on the rate buckets' items in
+// the apps table (store.LeaseTokens): an update of those items alone.
+var rateBuckets = tableAccess{Table: schema.Apps, Actions: []string{"dynamodb:UpdateItem"}, LeadingKeys: []string{"rate#*"}}
 
 // historyItemActions are the item actions of every function that reads or
 // writes kept versions and history heads (see functionAccess).

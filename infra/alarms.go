@@ -83,7 +83,7 @@ func tableOperationsSum(table awsdynamodb.ITable, metricName, label string) awsc
 	})
 }
 
-func (s *UdsStack) defineAlarms() {
+func (s *UdsStack) defineAlarms(props *UdsStackProps) {
 	sum := &awscloudwatch.MetricOptions{Period: alarmPeriod, Statistic: jsii.String("Sum")}
 	s.alarm("Api5xxAlarm", s.API.MetricServerError(sum), api5xxThreshold,
 		"The UDS HTTP API answered 5xx")
@@ -98,6 +98,12 @@ func (s *UdsStack) defineAlarms() {
 		if _, api := p99LatencyThresholdMs[f.Name]; api {
 			s.defineRequestAlarms(f)
 		}
+		if props.RateLimitedAlarm > 0 && servesDataRoutes(f.Name) {
+			s.alarm(f.ConstructID+"RateLimitedAlarm", udsMetric("RateLimited", f.Name, "Sum", "", alarmPeriod),
+				float64(props.RateLimitedAlarm),
+				"The UDS "+f.Name+" function refused "+strconv.FormatInt(props.RateLimitedAlarm, 10)+
+					" or more requests over their rate limits in 5 minutes (see the README's runbook)")
+		}
 	}
 	for _, t := range schema.Tables {
 		table := s.Tables[t.ID]
@@ -109,6 +115,12 @@ func (s *UdsStack) defineAlarms() {
 			tableSystemErrorsThreshold, "DynamoDB system errors on the UDS "+t.ID)
 	}
 }
+
+// The rate limits' alarms (rateLimitedAlarm) are optional, none by
+// default: refusing a caller over its limit is the limits doing their
+// work, and only the deployment knows how many refusals are news. The
+// functions serving data routes count them (RateLimited, EMF); the admin
+// routes are not limited.
 
 // defineRequestAlarms alarms on an API function's own request metrics
 // (EMF, namespace UDS): its p99 latency, and the share of its requests

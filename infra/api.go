@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
@@ -9,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -166,19 +169,57 @@ func (s *UdsStack) defineAPI(props *UdsStackProps) {
 	}
 	adminAuthorizer := awsapigatewayv2authorizers.NewHttpIamAuthorizer()
 
+	var routes []constructs.IDependable
 	for _, r := range apiRoutes {
 		authorizer := dataAuthorizer
 		if r.Admin {
 			authorizer = adminAuthorizer
 		}
 		methods := r.Methods
-		s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+		for _, route := range *s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 			Path:        jsii.String(r.Path),
 			Methods:     &methods,
 			Integration: integrations[r.Function],
 			Authorizer:  authorizer,
-		})
+		}) {
+			// The route's own resource: the construct would take the
+			// integration and permissions made beside it too.
+			routes = append(routes, route.Node().DefaultChild())
+		}
 	}
+	s.throttleRoutes(props.RouteThrottles, routes)
+}
+
+// throttleRoutes gives single routes throttles of their own, in place of
+// the stage's: the stage's route settings, keyed by route key. API
+// Gateway refuses a stage whose settings name a route it does not have
+// yet, so the stage then waits for the routes (a stage without route
+// settings does not, as before).
+func (s *UdsStack) throttleRoutes(throttles map[string]RouteThrottle, routes []constructs.IDependable) {
+	if len(throttles) == 0 {
+		return
+	}
+	settings := map[string]any{}
+	for _, key := range slices.Sorted(maps.Keys(throttles)) {
+		settings[key] = map[string]any{
+			"ThrottlingRateLimit":  throttles[key].RateLimit,
+			"ThrottlingBurstLimit": throttles[key].BurstLimit,
+		}
+	}
+	s.Stage.Node().DefaultChild().(awsapigatewayv2.CfnStage).SetRouteSettings(settings)
+	s.Stage.Node().AddDependency(routes...)
+}
+
+// routeKeys are the API's route keys ("METHOD PATH", as the access log's
+// routeKey shows them), in apiRoutes' order.
+func routeKeys() []string {
+	var keys []string
+	for _, r := range apiRoutes {
+		for _, m := range r.Methods {
+			keys = append(keys, string(m)+" "+r.Path)
+		}
+	}
+	return keys
 }
 
 // corsOptions allows origins to call the API from a browser, with the
@@ -199,11 +240,23 @@ func corsOptions(origins []string) *awsapigatewayv2.CorsPreflightOptions {
 			"Authorization", "Content-Type", "If-Match", "If-None-Match",
 			"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256",
 		),
-		// Scripts read the ETag for If-Match, Location after a create and
-		// Retry-After on 503; browsers hide what is not exposed.
-		ExposeHeaders: jsii.Strings("ETag", "Location", "Retry-After"),
+		// Scripts read the ETag for If-Match, Location after a create,
+		// Retry-After on 429 and 503, and the rate limits' state to pace
+		// themselves; browsers hide what is not exposed.
+		ExposeHeaders: jsii.Strings("ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy"),
 		MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
 	}
+}
+
+// servesDataRoutes reports whether a function serves data routes, which
+// the rate limits of UDS apply to (the admin routes are not limited).
+func servesDataRoutes(fn string) bool {
+	for _, r := range apiRoutes {
+		if r.Function == fn && !r.Admin {
+			return true
+		}
+	}
+	return false
 }
 
 // servesRoutes reports whether a function is behind the API (the expiry

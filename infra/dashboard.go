@@ -21,16 +21,21 @@ var dashboardPeriod = awscdk.Duration_Minutes(jsii.Number(5))
 // metrics carry a function and a route dimension.
 var apiFunctions = []string{fnKV, fnList, fnAdmin}
 
-// udsMetric is one of the functions' EMF metrics for one function.
-func udsMetric(name, function, statistic, label string) awscloudwatch.IMetric {
-	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+// udsMetric is one of the functions' EMF metrics for one function, over
+// period. An alarm's metric takes no label ("") and is then written as
+// the plain metric, not as a query of one.
+func udsMetric(name, function, statistic, label string, period awscdk.Duration) awscloudwatch.IMetric {
+	props := &awscloudwatch.MetricProps{
 		Namespace:     jsii.String(udsNamespace),
 		MetricName:    jsii.String(name),
 		DimensionsMap: &map[string]*string{"function": jsii.String(function)},
 		Statistic:     jsii.String(statistic),
-		Period:        dashboardPeriod,
-		Label:         jsii.String(label),
-	})
+		Period:        period,
+	}
+	if label != "" {
+		props.Label = jsii.String(label)
+	}
+	return awscloudwatch.NewMetric(props)
 }
 
 // perRoute graphs an EMF metric for every route that has data: a SEARCH
@@ -58,7 +63,7 @@ func graph(title string, left []awscloudwatch.IMetric, width float64) awscloudwa
 func forFunctions(name, statistic string) []awscloudwatch.IMetric {
 	var out []awscloudwatch.IMetric
 	for _, f := range apiFunctions {
-		out = append(out, udsMetric(name, f, statistic, f))
+		out = append(out, udsMetric(name, f, statistic, f, dashboardPeriod))
 	}
 	return out
 }
@@ -75,7 +80,9 @@ var initDurationQuery = []string{
 }
 
 // defineDashboard builds the operations dashboard: per route requests,
-// latency and errors; quota refusals and conditional failures; DynamoDB
+// latency and errors; quota refusals and conditional failures; requests
+// refused by the rate limits, and let through while their state was out
+// of reach; DynamoDB
 // throttles, retries and capacity; the functions' duration, cold starts,
 // concurrency and errors; the expiry stream's lag and releases. Its URL
 // is a stack output.
@@ -94,10 +101,12 @@ func (s *UdsStack) defineDashboard(props *UdsStackProps) {
 		graph("p99 latency per route (ms)", []awscloudwatch.IMetric{perRoute("Latency", "p99", "")}, 8),
 	)
 	d.AddWidgets(
-		graph("4xx per route", []awscloudwatch.IMetric{perRoute("ClientErrors", "Sum", "")}, 8),
-		graph("5xx per route", []awscloudwatch.IMetric{perRoute("ServerErrors", "Sum", "")}, 8),
+		graph("4xx per route", []awscloudwatch.IMetric{perRoute("ClientErrors", "Sum", "")}, 6),
+		graph("5xx per route", []awscloudwatch.IMetric{perRoute("ServerErrors", "Sum", "")}, 6),
 		graph("Quota refusals and conditional failures (409/412)",
-			append(forFunctions("QuotaRefusals", "Sum"), forFunctions("ConditionalFailures", "Sum")...), 8),
+			append(forFunctions("QuotaRefusals", "Sum"), forFunctions("ConditionalFailures", "Sum")...), 6),
+		graph("Rate limits: refused (429) and let through unchecked",
+			append(forFunctions("RateLimited", "Sum"), forFunctions("RateLimiterOpen", "Sum")...), 6),
 	)
 	var consumedRead, consumedWrite []awscloudwatch.IMetric
 	var tableNames []string
@@ -152,7 +161,8 @@ func (s *UdsStack) defineDashboard(props *UdsStackProps) {
 		graph("Expiry: stream iterator age (ms)", []awscloudwatch.IMetric{expiry.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{
 			Period: dashboardPeriod, Statistic: jsii.String("Maximum"), Label: jsii.String("IteratorAge")})}, 12),
 		graph("Expiry: usage releases and failures", []awscloudwatch.IMetric{
-			udsMetric("Releases", fnExpiry, "Sum", "releases"), udsMetric("ReleaseFailures", fnExpiry, "Sum", "failures")}, 12),
+			udsMetric("Releases", fnExpiry, "Sum", "releases", dashboardPeriod),
+			udsMetric("ReleaseFailures", fnExpiry, "Sum", "failures", dashboardPeriod)}, 12),
 	)
 	awscdk.NewCfnOutput(s.Stack, jsii.String("DashboardUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("The UDS operations dashboard in the CloudWatch console"),

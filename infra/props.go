@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +18,7 @@ import (
 
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // Context keys the app reads (`cdk synth -c key=value`, or the context block
@@ -39,6 +43,10 @@ const (
 	ctxMaxReadUnits        = "maxReadRequestUnits"
 	ctxMaxWriteUnits       = "maxWriteRequestUnits"
 	ctxReservedConcurrency = "reservedConcurrency"
+	ctxRatePerCaller       = "ratePerCaller"
+	ctxRatePerApp          = "ratePerApp"
+	ctxRouteThrottles      = "routeThrottles"
+	ctxRateLimitedAlarm    = "rateLimitedAlarm"
 )
 
 // Defaults for the context values above.
@@ -108,6 +116,24 @@ type UdsStackProps struct {
 	// ReservedConcurrency reserves, and caps at, that many concurrent
 	// executions for each function behind the API; 0 reserves none.
 	ReservedConcurrency int64
+	// RatePerCaller and RatePerApp are the deployment's rate limits, the
+	// functions' own (UDS_RATE_PER_CALLER, UDS_RATE_PER_APP), where an
+	// app and a user set none; the zero Rate sets none.
+	RatePerCaller, RatePerApp uds.Rate
+	// RouteThrottles are API Gateway's throttles of single routes, by
+	// route key ("POST /rest/api/v1/data/{app}/batch"), in place of the
+	// stage's for those routes.
+	RouteThrottles map[string]RouteThrottle
+	// RateLimitedAlarm is how many requests refused by the rate limits
+	// (429 from the functions) in an alarm period fire the data
+	// functions' RateLimited alarms; 0 defines none.
+	RateLimitedAlarm int64
+}
+
+// RouteThrottle is API Gateway's throttle of one route: requests a
+// second and burst, as the stage's.
+type RouteThrottle struct {
+	RateLimit, BurstLimit float64
 }
 
 // TableName returns the physical name of t under these props.
@@ -149,6 +175,10 @@ func PropsFromContext(node constructs.Node) (*UdsStackProps, error) {
 		MaxReadRequestUnits:  c.positive(ctxMaxReadUnits),
 		MaxWriteRequestUnits: c.positive(ctxMaxWriteUnits),
 		ReservedConcurrency:  c.positive(ctxReservedConcurrency),
+		RatePerCaller:        c.rate(ctxRatePerCaller),
+		RatePerApp:           c.rate(ctxRatePerApp),
+		RouteThrottles:       c.routeThrottles(ctxRouteThrottles),
+		RateLimitedAlarm:     c.positive(ctxRateLimitedAlarm),
 	}
 	p.StackName = jsii.String(c.string(ctxStackName, defaultStackName))
 	p.Description = jsii.String("UDS, the Universal Data Store: DynamoDB tables, Lambda functions and the HTTP API.")
@@ -207,11 +237,21 @@ func (p *UdsStackProps) Validate() error {
 	}
 	for key, v := range map[string]int64{
 		ctxMaxReadUnits: p.MaxReadRequestUnits, ctxMaxWriteUnits: p.MaxWriteRequestUnits, ctxReservedConcurrency: p.ReservedConcurrency,
+		ctxRateLimitedAlarm: p.RateLimitedAlarm,
 	} {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("context %s: want a whole number of at least 1, got %d", key, v))
 		}
 	}
+	for key, r := range map[string]uds.Rate{ctxRatePerCaller: p.RatePerCaller, ctxRatePerApp: p.RatePerApp} {
+		if r == (uds.Rate{}) {
+			continue
+		}
+		if _, err := config.ParseRate(config.FormatRate(r)); err != nil {
+			errs = append(errs, fmt.Errorf("context %s: %w", key, err))
+		}
+	}
+	errs = append(errs, validRouteThrottles(p.RouteThrottles)...)
 	switch p.LogLevel {
 	case "DEBUG", "INFO", "WARN", "ERROR":
 	default:
@@ -226,6 +266,27 @@ func (p *UdsStackProps) Validate() error {
 		seen[n] = t.ID
 	}
 	return errors.Join(errs...)
+}
+
+// validRouteThrottles reports the route throttles that name no route of
+// the API, or whose numbers API Gateway would refuse: a rate above 0, and
+// a burst that is a whole number of at least 1 (CloudFormation takes an
+// integer there).
+func validRouteThrottles(throttles map[string]RouteThrottle) []error {
+	var errs []error
+	keys := routeKeys()
+	for _, key := range slices.Sorted(maps.Keys(throttles)) {
+		th := throttles[key]
+		if !slices.Contains(keys, key) {
+			errs = append(errs, fmt.Errorf("context %s: %q is not a route of the API; the route keys are %s",
+				ctxRouteThrottles, key, strings.Join(keys, ", ")))
+		}
+		if th.RateLimit <= 0 || th.BurstLimit < 1 || th.BurstLimit != float64(int64(th.BurstLimit)) {
+			errs = append(errs, fmt.Errorf("context %s: %q: want a rateLimit above 0 and a burstLimit that is a whole number of at least 1, got %v and %v",
+				ctxRouteThrottles, key, th.RateLimit, th.BurstLimit))
+		}
+	}
+	return errs
 }
 
 // CheckAssets reports a missing function zip with a hint, before CDK fails on
@@ -427,6 +488,59 @@ func (c *contextReader) whole(key string) (int64, bool) {
 	}
 	c.errs = append(c.errs, fmt.Errorf("context %s: want a whole number, got %v", key, v))
 	return 0, false
+}
+
+// rate reads a rate limit written "R/B" (config.ParseRate); the zero Rate
+// when absent.
+func (c *contextReader) rate(key string) uds.Rate {
+	s := c.string(key, "")
+	if s == "" {
+		return uds.Rate{}
+	}
+	r, err := config.ParseRate(s)
+	if err != nil {
+		c.errs = append(c.errs, fmt.Errorf("context %s: %w", key, err))
+	}
+	return r
+}
+
+// routeThrottles reads a JSON object of route keys and throttles,
+// {"POST /rest/api/v1/data/{app}/batch": {"rateLimit": 10, "burstLimit":
+// 20}}: a string on the command line, an object in cdk.json. Member names
+// are exact and both numbers required, so a misspelt one is an error
+// rather than a route left unthrottled.
+func (c *contextReader) routeThrottles(key string) map[string]RouteThrottle {
+	v, ok := c.raw(key)
+	if !ok {
+		return nil
+	}
+	raw, isString := v.(string)
+	if !isString {
+		b, err := json.Marshal(v)
+		if err != nil {
+			c.errs = append(c.errs, fmt.Errorf("context %s: %w", key, err))
+			return nil
+		}
+		raw = string(b)
+	}
+	const shape = `{"<route key>": {"rateLimit": n, "burstLimit": n}, ...}`
+	var members map[string]map[string]float64
+	if err := json.Unmarshal([]byte(raw), &members); err != nil {
+		c.errs = append(c.errs, fmt.Errorf("context %s: want a JSON object %s, got %s (%v)", key, shape, raw, err))
+		return nil
+	}
+	out := map[string]RouteThrottle{}
+	for _, route := range slices.Sorted(maps.Keys(members)) {
+		m := members[route]
+		rate, hasRate := m["rateLimit"]
+		burst, hasBurst := m["burstLimit"]
+		if !hasRate || !hasBurst || len(m) != 2 {
+			c.errs = append(c.errs, fmt.Errorf("context %s: %q: want {\"rateLimit\": n, \"burstLimit\": n}, got %v", key, route, m))
+			continue
+		}
+		out[route] = RouteThrottle{RateLimit: rate, BurstLimit: burst}
+	}
+	return out
 }
 
 // list reads a comma-separated string or a JSON array of strings.

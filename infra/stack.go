@@ -14,6 +14,7 @@ import (
 
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // UdsStack is the deployed UDS: the tables, the four functions and the HTTP
@@ -49,7 +50,7 @@ func NewUdsStack(scope constructs.Construct, id string, props *UdsStackProps) *U
 	}
 	s.defineAPI(props)
 	s.defineExpiry(props)
-	s.defineAlarms()
+	s.defineAlarms(props)
 	s.defineDashboard(props)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
@@ -189,10 +190,18 @@ func (s *UdsStack) defineFunction(f functionSpec, props *UdsStackProps) {
 		if a.Index != "" {
 			arn = awscdk.Fn_Join(jsii.String(""), jsii.Strings(*arn, "/index/"+a.Index))
 		}
-		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		statement := &awsiam.PolicyStatementProps{
 			Actions:   jsii.Strings(a.Actions...),
 			Resources: jsii.Strings(*arn),
-		}))
+		}
+		if len(a.LeadingKeys) > 0 {
+			// ForAllValues: every partition key the request names must
+			// match; an item call names one.
+			statement.Conditions = &map[string]any{
+				"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": a.LeadingKeys},
+			}
+		}
+		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(statement))
 	}
 
 	fn := awslambda.NewFunction(s.Stack, jsii.String(f.ConstructID), &awslambda.FunctionProps{
@@ -269,6 +278,15 @@ func functionEnvironment(f functionSpec, props *UdsStackProps) *map[string]*stri
 	}
 	if f.Name == fnList {
 		env[config.EnvDeleteAllBudget] = jsii.String(listDeleteAllBudget.String())
+	}
+	// The deployment's rate limits apply where the data routes are
+	// served; unset, they limit nothing.
+	if servesDataRoutes(f.Name) {
+		for name, r := range map[string]uds.Rate{config.EnvRatePerCaller: props.RatePerCaller, config.EnvRatePerApp: props.RatePerApp} {
+			if r.On() {
+				env[name] = jsii.String(config.FormatRate(r))
+			}
+		}
 	}
 	return &env
 }

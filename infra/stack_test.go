@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // TestMain closes the jsii kernel (a node child process) once, after every
@@ -42,6 +44,7 @@ type resource struct {
 	Properties     map[string]any `json:"Properties"`
 	DeletionPolicy string         `json:"DeletionPolicy"`
 	UpdateReplace  string         `json:"UpdateReplacePolicy"`
+	DependsOn      []string       `json:"DependsOn"`
 }
 
 // cdkJSONFile is what the tests read of cdk.json.
@@ -223,7 +226,9 @@ func asStrings(v any) []string {
 
 // wantAccess is the DynamoDB access each function must have, written out
 // independently of functionAccess so that a change there has to be made
-// deliberately here as well. Keys are table IDs, or "ID/index/name".
+// deliberately here as well. Keys are table IDs, or "ID/index/name", with
+// "[pattern]" for a grant limited to the items whose partition key
+// matches the pattern (dynamodb:LeadingKeys).
 var wantAccess = map[string]map[string][]string{
 	fnKV: {
 		"DataTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "ConditionCheckItem"},
@@ -232,6 +237,7 @@ var wantAccess = map[string]map[string][]string{
 		"IndexTable":              {"PutItem", "DeleteItem", "Query"},
 		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
 		"AppsTable":               {"GetItem", "BatchGetItem"},
+		"AppsTable[rate#*]":       {"UpdateItem"},
 		"DataTable/index/byOwner": {"Query"},
 		"ListTable/index/byOwner": {"Query"},
 		"NamespacesTable":         {"GetItem"},
@@ -242,13 +248,14 @@ var wantAccess = map[string]map[string][]string{
 		"IndexTable":              {"PutItem", "DeleteItem"},
 		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
 		"AppsTable":               {"GetItem", "BatchGetItem"},
+		"AppsTable[rate#*]":       {"UpdateItem"},
 		"DataTable":               {"DeleteItem"},
 		"DataTable/index/byOwner": {"Query"},
 		"ListTable/index/byOwner": {"Query"},
 		"NamespacesTable":         {"GetItem"},
 	},
 	fnAdmin: {
-		"UsageTable":                  {"UpdateItem", "Query", "BatchGetItem"},
+		"UsageTable":                  {"GetItem", "UpdateItem", "Query", "BatchGetItem"},
 		"UsageTable/index/byAppShard": {"Query"},
 		"AppsTable":                   {"GetItem", "UpdateItem", "BatchGetItem"},
 		"DataTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan"},
@@ -426,7 +433,10 @@ func TestDefaultStack(t *testing.T) {
 	})
 
 	t.Run("api/default stage", func(t *testing.T) {
-		stage := s.resources[s.ofType("AWS::ApiGatewayV2::Stage")[0]].Properties
+		r := s.resources[s.ofType("AWS::ApiGatewayV2::Stage")[0]]
+		checkEqual(t, "RouteSettings", r.Properties["RouteSettings"], nil)
+		checkEqual(t, "DependsOn", r.DependsOn, []string(nil))
+		stage := r.Properties
 		checkEqual(t, "StageName", stage["StageName"], "$default")
 		checkEqual(t, "AutoDeploy", stage["AutoDeploy"], true)
 		checkEqual(t, "DefaultRouteSettings", stage["DefaultRouteSettings"], map[string]any{
@@ -524,6 +534,7 @@ func TestDefaultStack(t *testing.T) {
 			`"QuotaRefusals"`, `"ConditionalFailures"`, `"DynamoDBThrottles"`, `"DynamoDBRetries"`,
 			`"ConsumedReadCapacityUnits"`, `"ConsumedWriteCapacityUnits"`, `MetricName=\"ThrottledRequests\" (TableName=\"data_store\" OR`,
 			`"Duration"`, `"ConcurrentExecutions"`, `"Errors"`, `"IteratorAge"`, `"Releases"`,
+			`"RateLimited"`, `"RateLimiterOpen"`,
 		} {
 			if !strings.Contains(body, want) {
 				t.Errorf("the dashboard lacks %s", want)
@@ -688,12 +699,13 @@ func checkAccess(t *testing.T, s *synthesized, tableArn func(schema.Table) strin
 			got := map[string][]string{}
 			for _, st := range s.statements(t, f.Name) {
 				checkEqual(t, "Effect", st["Effect"], "Allow")
+				items := leadingKeys(t, st["Condition"])
 				for _, a := range asStrings(st["Action"]) {
 					if !strings.HasPrefix(a, "dynamodb:") {
 						continue
 					}
 					for _, r := range asStrings(st["Resource"]) {
-						key := names.Replace(r)
+						key := names.Replace(r) + items
 						got[key] = append(got[key], strings.TrimPrefix(a, "dynamodb:"))
 					}
 				}
@@ -736,6 +748,25 @@ func checkAccess(t *testing.T, s *synthesized, tableArn func(schema.Table) strin
 			}
 		}
 	})
+}
+
+// leadingKeys renders a statement's condition as wantAccess names it:
+// "[pattern,...]" for a grant limited by dynamodb:LeadingKeys, "" for
+// none. Any other condition fails the test: a grant that met it would be
+// narrower than wantAccess says, or wider.
+func leadingKeys(t *testing.T, condition any) string {
+	t.Helper()
+	if condition == nil {
+		return ""
+	}
+	want := map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": nil}}
+	c, _ := condition.(map[string]any)
+	like, _ := c["ForAllValues:StringLike"].(map[string]any)
+	keys, ok := like["dynamodb:LeadingKeys"]
+	if len(c) != 1 || len(like) != 1 || !ok {
+		t.Errorf("condition %v, want only %v", condition, want)
+	}
+	return "[" + strings.Join(asStrings(keys), ",") + "]"
 }
 
 // checkRoutes checks that the API has exactly wantRoutes, each integrated
@@ -1281,6 +1312,8 @@ func TestContextConfiguration(t *testing.T) {
 		ctxThrottleBurstLimit: 75.0,
 		ctxLogLevel:           "warn",
 		ctxPublicDataRoutes:   "true",
+		ctxRatePerCaller:      "10/20",
+		ctxRatePerApp:         " 500/1000 ",
 	}
 	for _, table := range schema.Tables {
 		context[tableContextKey(table)] = "staging-" + table.DefaultName
@@ -1316,10 +1349,22 @@ func TestContextConfiguration(t *testing.T) {
 			checkEqual(t, f.Name+" data table", env[schema.Data.EnvVar], "staging-data_store")
 		}
 	})
+	// The deployment's rate limits reach the functions that serve the
+	// data routes, and no other.
+	t.Run("rate limits", func(t *testing.T) {
+		for _, f := range functionSpecs {
+			env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+			want := []any{nil, nil}
+			if f.Name == fnKV || f.Name == fnList {
+				want = []any{"10/20", "500/1000"}
+			}
+			checkEqual(t, f.Name+" rate limits", []any{env[config.EnvRatePerCaller], env[config.EnvRatePerApp]}, want)
+		}
+	})
 	t.Run("cors", func(t *testing.T) {
 		cors, _ := s.resources[s.ofType("AWS::ApiGatewayV2::Api")[0]].Properties["CorsConfiguration"].(map[string]any)
 		checkEqual(t, "AllowOrigins", cors["AllowOrigins"], []any{"https://app.example.com", "https://admin.example.com"})
-		checkEqual(t, "ExposeHeaders", cors["ExposeHeaders"], []any{"ETag", "Location", "Retry-After"})
+		checkEqual(t, "ExposeHeaders", cors["ExposeHeaders"], []any{"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy"})
 		headers := strings.Join(asStrings(cors["AllowHeaders"]), ",")
 		for _, h := range []string{"Authorization", "Content-Type", "If-Match", "If-None-Match"} {
 			if !strings.Contains(headers, h) {
@@ -1333,6 +1378,91 @@ func TestContextConfiguration(t *testing.T) {
 			"ThrottlingRateLimit": 50.0, "ThrottlingBurstLimit": 75.0,
 		})
 	})
+}
+
+// Single routes get throttles of their own, from a JSON object on the
+// command line or in cdk.json: the stage's route settings, keyed by route
+// key, beside the stage's default. The stage then waits for every route,
+// since API Gateway refuses settings for a route it does not have yet.
+func TestRouteThrottles(t *testing.T) {
+	const batch, get = "POST /rest/api/v1/data/{app}/batch", "GET /rest/api/v1/data/{app}/{namespace}/{id}"
+	want := map[string]any{
+		batch: map[string]any{"ThrottlingRateLimit": 10.0, "ThrottlingBurstLimit": 20.0},
+		get:   map[string]any{"ThrottlingRateLimit": 0.5, "ThrottlingBurstLimit": 1.0},
+	}
+	for _, c := range []struct {
+		name  string
+		value any
+	}{
+		{"command line", `{"` + batch + `": {"rateLimit": 10, "burstLimit": 20}, "` + get + `": {"rateLimit": 0.5, "burstLimit": 1}}`},
+		{"cdk.json", map[string]any{
+			batch: map[string]any{"rateLimit": 10.0, "burstLimit": 20.0},
+			get:   map[string]any{"rateLimit": 0.5, "burstLimit": 1.0},
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := public()
+			ctx[ctxRouteThrottles] = c.value
+			s := synth(t, ctx)
+			r := s.resources[s.ofType("AWS::ApiGatewayV2::Stage")[0]]
+			checkEqual(t, "RouteSettings", r.Properties["RouteSettings"], want)
+			checkEqual(t, "DefaultRouteSettings", r.Properties["DefaultRouteSettings"], map[string]any{
+				"ThrottlingRateLimit": 100.0, "ThrottlingBurstLimit": 200.0,
+			})
+			routes := s.ofType("AWS::ApiGatewayV2::Route")
+			deps := slices.Clone(r.DependsOn)
+			sort.Strings(deps)
+			checkEqual(t, "DependsOn", deps, routes)
+		})
+	}
+	t.Run("every route key", func(t *testing.T) {
+		var keys []string
+		for k := range wantRoutes {
+			keys = append(keys, k)
+		}
+		got := routeKeys()
+		sort.Strings(keys)
+		sort.Strings(got)
+		checkEqual(t, "route keys", got, keys)
+	})
+}
+
+// The RateLimited alarms are optional: none by default, and with
+// rateLimitedAlarm one per function that serves data routes (the admin
+// routes are not limited), on the function's RateLimited metric.
+func TestRateLimitedAlarm(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		context map[string]any
+		want    map[string]float64 // alarm → threshold
+	}{
+		{"none by default", public(), map[string]float64{}},
+		{"threshold", map[string]any{ctxPublicDataRoutes: "true", ctxRateLimitedAlarm: "50"},
+			map[string]float64{"KvFunctionRateLimitedAlarm": 50, "ListFunctionRateLimitedAlarm": 50}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := synth(t, c.context)
+			got := map[string]float64{}
+			for _, id := range s.ofType("AWS::CloudWatch::Alarm") {
+				p := s.resources[id].Properties
+				if p["MetricName"] != "RateLimited" {
+					continue
+				}
+				var fn string
+				for _, d := range asList(p["Dimensions"]) {
+					if d := d.(map[string]any); d["Name"] == "function" {
+						fn = d["Value"].(string)
+					}
+				}
+				name := map[string]string{fnKV: "KvFunction", fnList: "ListFunction", fnAdmin: "AdminFunction"}[fn] + "RateLimitedAlarm"
+				checkEqual(t, name+" logical ID", strings.HasPrefix(id, name), true)
+				checkEqual(t, name+" metric", []any{p["Namespace"], p["Statistic"], p["Period"], p["EvaluationPeriods"]}, []any{"UDS", "Sum", 300.0, 1.0})
+				checkEqual(t, name+" comparison", p["ComparisonOperator"], "GreaterThanOrEqualToThreshold")
+				got[name] = p["Threshold"].(float64)
+			}
+			checkEqual(t, "RateLimited alarms", got, c.want)
+		})
+	}
 }
 
 // Lambda filters only below INFO, and DEBUG only when the functions log
@@ -1380,6 +1510,22 @@ func TestPropsFromContextErrors(t *testing.T) {
 		{"zero throttle", map[string]any{ctxThrottleBurstLimit: "0"}, []string{"must be positive"}},
 		{"shared table name", map[string]any{"tableApps": "data_store"}, []string{"would share the name"}},
 		{"bad log level", map[string]any{ctxLogLevel: "verbose"}, []string{ctxLogLevel}},
+		{"rate without burst", map[string]any{ctxRatePerCaller: "10"}, []string{ctxRatePerCaller + `: want R/B`}},
+		{"rate of zero", map[string]any{ctxRatePerApp: "0/10"}, []string{ctxRatePerApp + `: want R/B`}},
+		{"unlimited rate", map[string]any{ctxRatePerApp: "-1/0"}, []string{ctxRatePerApp + `: want R/B`}},
+		{"rate as a number", map[string]any{ctxRatePerCaller: 10.0}, []string{ctxRatePerCaller + `: want R/B`}},
+		{"zero alarm threshold", map[string]any{ctxRateLimitedAlarm: "0"}, []string{ctxRateLimitedAlarm + ": want a whole number of at least 1"}},
+		{"route throttles not JSON", map[string]any{ctxRouteThrottles: "batch=10"}, []string{ctxRouteThrottles + ": want a JSON object"}},
+		{"unknown route", map[string]any{ctxRouteThrottles: `{"POST /rest/api/v1/data/{app}/batches": {"rateLimit": 1, "burstLimit": 1}}`},
+			[]string{ctxRouteThrottles + `: "POST /rest/api/v1/data/{app}/batches" is not a route of the API`, "POST /rest/api/v1/data/{app}/batch,"}},
+		{"route throttle misspelt", map[string]any{ctxRouteThrottles: `{"POST /rest/api/v1/data/{app}/batch": {"rate": 1, "burstLimit": 1}}`},
+			[]string{ctxRouteThrottles + `: "POST /rest/api/v1/data/{app}/batch": want {"rateLimit": n, "burstLimit": n}`}},
+		{"route throttle without burst", map[string]any{ctxRouteThrottles: map[string]any{"ANY /rest/api/v1/admin/{proxy+}": map[string]any{"rateLimit": 5.0}}},
+			[]string{ctxRouteThrottles + `: "ANY /rest/api/v1/admin/{proxy+}": want`}},
+		{"route throttle of zero", map[string]any{ctxRouteThrottles: `{"POST /rest/api/v1/data/{app}/batch": {"rateLimit": 0, "burstLimit": 1}}`},
+			[]string{"want a rateLimit above 0"}},
+		{"fractional route burst", map[string]any{ctxRouteThrottles: `{"POST /rest/api/v1/data/{app}/batch": {"rateLimit": 1, "burstLimit": 1.5}}`},
+			[]string{"burstLimit that is a whole number of at least 1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1423,6 +1569,17 @@ func TestValidate(t *testing.T) {
 		{"jwt and public", func(p *UdsStackProps) { p.JWTIssuer, p.JWTAudience = "https://issuer.example.com/", []string{"web"} }, "contradicts"},
 		{"negative write cap", func(p *UdsStackProps) { p.MaxWriteRequestUnits = -1 }, ctxMaxWriteUnits},
 		{"negative reserved concurrency", func(p *UdsStackProps) { p.ReservedConcurrency = -1 }, ctxReservedConcurrency},
+		{"rate limits", func(p *UdsStackProps) {
+			p.RatePerCaller, p.RatePerApp = uds.Rate{PerSecond: 1, Burst: 1}, uds.Rate{PerSecond: 1_000_000, Burst: 1_000_000}
+			p.RouteThrottles = map[string]RouteThrottle{"ANY /rest/api/v1/admin/{proxy+}": {RateLimit: 0.1, BurstLimit: 1}}
+			p.RateLimitedAlarm = 1
+		}, ""},
+		{"rate without burst", func(p *UdsStackProps) { p.RatePerCaller = uds.Rate{PerSecond: 5} }, ctxRatePerCaller},
+		{"rate past the largest", func(p *UdsStackProps) { p.RatePerApp = uds.Rate{PerSecond: 2_000_000, Burst: 1} }, ctxRatePerApp},
+		{"throttle of a route the API lacks", func(p *UdsStackProps) {
+			p.RouteThrottles = map[string]RouteThrottle{"GET /": {RateLimit: 1, BurstLimit: 1}}
+		}, "not a route of the API"},
+		{"negative alarm threshold", func(p *UdsStackProps) { p.RateLimitedAlarm = -1 }, ctxRateLimitedAlarm},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1455,6 +1612,9 @@ func TestPropsDefaults(t *testing.T) {
 	checkEqual(t, "PublicDataRoutes", p.PublicDataRoutes, true)
 	checkEqual(t, "DeletionProtection", p.DeletionProtection, true)
 	checkEqual(t, "caps", []int64{p.MaxReadRequestUnits, p.MaxWriteRequestUnits, p.ReservedConcurrency}, []int64{0, 0, 0})
+	checkEqual(t, "rate limits", []uds.Rate{p.RatePerCaller, p.RatePerApp}, []uds.Rate{{}, {}})
+	checkEqual(t, "route throttles", p.RouteThrottles, map[string]RouteThrottle(nil))
+	checkEqual(t, "RateLimitedAlarm", p.RateLimitedAlarm, int64(0))
 	for _, table := range schema.Tables {
 		checkEqual(t, table.ID, p.TableName(table), table.DefaultName)
 	}

@@ -67,6 +67,18 @@
 #   RESERVED_CONCURRENCY   reservedConcurrency   concurrency reserved for, and
 #                                                cap of, each API function
 #                                                (none)
+#   RATE_PER_CALLER        ratePerCaller         the deployment's rate limits
+#   RATE_PER_APP           ratePerApp            of each caller of an app and
+#                                                of each app, R/B: requests a
+#                                                second and burst, where the
+#                                                app sets none (none)
+#   ROUTE_THROTTLES        routeThrottles        API Gateway throttles of
+#                                                single routes, JSON:
+#                                                {"<route key>": {"rateLimit":
+#                                                n, "burstLimit": n}} (none)
+#   RATE_LIMITED_ALARM     rateLimitedAlarm      requests refused 429 in 5
+#                                                minutes that fire an alarm
+#                                                (none)
 #   CDK_DEPLOY_FLAGS       extra flags for cdk deploy, e.g. --require-approval never
 
 CDK := node_modules/.bin/cdk
@@ -92,7 +104,9 @@ CDK_CONTEXT_VARS := \
 	LOG_LEVEL=logLevel \
 	PUBLIC_DATA_ROUTES=publicDataRoutes DELETION_PROTECTION=deletionProtection \
 	MAX_READ_REQUEST_UNITS=maxReadRequestUnits MAX_WRITE_REQUEST_UNITS=maxWriteRequestUnits \
-	RESERVED_CONCURRENCY=reservedConcurrency
+	RESERVED_CONCURRENCY=reservedConcurrency \
+	RATE_PER_CALLER=ratePerCaller RATE_PER_APP=ratePerApp ROUTE_THROTTLES=routeThrottles \
+	RATE_LIMITED_ALARM=rateLimitedAlarm
 
 cdk_var = $(word 1,$(subst =, ,$(1)))
 cdk_key = $(word 2,$(subst =, ,$(1)))

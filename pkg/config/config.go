@@ -236,14 +236,32 @@ func envRate(name string) (uds.Rate, error) {
 	if v == "" {
 		return uds.Rate{}, nil
 	}
+	rate, err := ParseRate(v)
+	if err != nil {
+		return uds.Rate{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return rate, nil
+}
+
+// ParseRate reads a deployment's rate limit as UDS_RATE_PER_CALLER and
+// UDS_RATE_PER_APP write it, "R/B": R requests a second with bursts of up
+// to B, whole numbers from 1 to uds.MaxRatePerSecond. The CDK app checks
+// its context values with it, so a value synth accepts is one the
+// functions start with.
+func ParseRate(v string) (uds.Rate, error) {
 	rs, bs, ok := strings.Cut(v, "/")
 	r, err1 := strconv.ParseInt(rs, 10, 64)
 	b, err2 := strconv.ParseInt(bs, 10, 64)
 	rate := uds.Rate{PerSecond: r, Burst: b}
-	if !ok || err1 != nil || err2 != nil || rate.Validate(name) != nil {
-		return uds.Rate{}, fmt.Errorf("%s: want R/B, requests a second and a burst, whole numbers from 1 to %d, got %q", name, uds.MaxRatePerSecond, v)
+	if !ok || err1 != nil || err2 != nil || rate.PerSecond == uds.Unlimited || rate.Validate("rate") != nil {
+		return uds.Rate{}, fmt.Errorf("want R/B, requests a second and a burst, whole numbers from 1 to %d, got %q", uds.MaxRatePerSecond, v)
 	}
 	return rate, nil
+}
+
+// FormatRate writes a rate limit as ParseRate reads it.
+func FormatRate(r uds.Rate) string {
+	return strconv.FormatInt(r.PerSecond, 10) + "/" + strconv.FormatInt(r.Burst, 10)
 }
 
 // envSwitch reads a variable that is 1 (on) or 0 (off); unset is nil.

@@ -3,6 +3,7 @@ package config_test
 import (
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/udsproject/uds/pkg/config"
@@ -77,6 +78,55 @@ func TestListenAddr(t *testing.T) {
 	t.Setenv(config.EnvListenAddr, "[::1]:9000")
 	if cfg, _ := config.FromEnv(); cfg.ListenAddr != "[::1]:9000" {
 		t.Errorf("set: %q, want [::1]:9000", cfg.ListenAddr)
+	}
+}
+
+// TestRates reads the deployment's rate limits as the stack writes them
+// (config.FormatRate), and refuses what is not a rate, naming the
+// variable.
+func TestRates(t *testing.T) {
+	for _, tc := range []struct {
+		name, caller, app string
+		want              uds.RateLimits
+		wantErr           string
+	}{
+		{name: "unset: none"},
+		{name: "both", caller: "10/20", app: "500/1000", want: uds.RateLimits{
+			PerCaller: uds.Rate{PerSecond: 10, Burst: 20}, PerApp: uds.Rate{PerSecond: 500, Burst: 1000}}},
+		{name: "the largest", app: "1000000/1000000", want: uds.RateLimits{PerApp: uds.Rate{PerSecond: 1_000_000, Burst: 1_000_000}}},
+		{name: "no burst", caller: "10", wantErr: config.EnvRatePerCaller},
+		{name: "a zero burst", caller: "10/0", wantErr: config.EnvRatePerCaller},
+		{name: "a zero rate", app: "0/5", wantErr: config.EnvRatePerApp},
+		{name: "unlimited is no deployment limit", app: "-1/0", wantErr: config.EnvRatePerApp},
+		{name: "a fraction", caller: "2.5/5", wantErr: config.EnvRatePerCaller},
+		{name: "past the largest", caller: "1000001/1", wantErr: config.EnvRatePerCaller},
+		{name: "spaces", caller: "10 / 20", wantErr: config.EnvRatePerCaller},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(config.EnvRatePerCaller, tc.caller)
+			t.Setenv(config.EnvRatePerApp, tc.app)
+			cfg, err := config.FromEnv()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "want R/B") {
+					t.Fatalf("error %v, want one naming %s and the form", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := (uds.RateLimits{PerCaller: cfg.RatePerCaller, PerApp: cfg.RatePerApp}); got != tc.want {
+				t.Errorf("rates %+v, want %+v", got, tc.want)
+			}
+			for _, r := range []uds.Rate{cfg.RatePerCaller, cfg.RatePerApp} {
+				if !r.On() {
+					continue
+				}
+				if back, err := config.ParseRate(config.FormatRate(r)); err != nil || back != r {
+					t.Errorf("FormatRate(%+v) = %q reads back as %+v, %v", r, config.FormatRate(r), back, err)
+				}
+			}
+		})
 	}
 }
 

@@ -13,9 +13,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/httpapi/apitest"
+	"github.com/udsproject/uds/pkg/ratelimit"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
@@ -26,18 +28,21 @@ import (
 // needs, on which table or index, named as infra/stack_test.go's wantAccess
 // names them ("DataTable: PutItem", "DataTable/index/byOwner: Query"). A
 // transaction needs the action of each item it writes; a BatchWriteItem
-// needs its own action, whatever puts and deletes it holds. It implements every
-// method of store.Client itself, so a method added there does not compile
-// here until it is recorded too.
+// needs its own action, whatever puts and deletes it holds. A single-item
+// call on a rate bucket's item is named apart, "AppsTable[rate#*]", since
+// the data functions' grant on the apps table is limited to those items'
+// keys. It implements every method of store.Client itself, so a method
+// added there does not compile here until it is recorded too.
 type actionRecorder struct {
 	next  store.Client
 	names map[string]string // physical table name → table ID
+	apps  string            // the apps table's physical name
 	mu    sync.Mutex
 	seen  map[string]bool
 }
 
 func newActionRecorder(next store.Client, tables store.Tables) *actionRecorder {
-	r := &actionRecorder{next: next, names: map[string]string{}, seen: map[string]bool{}}
+	r := &actionRecorder{next: next, names: map[string]string{}, apps: tables.Apps, seen: map[string]bool{}}
 	for _, t := range schema.Tables {
 		r.names[tables.Name(t)] = t.ID
 	}
@@ -49,6 +54,20 @@ func (r *actionRecorder) note(table, index *string, action string) {
 	if index != nil {
 		resource += "/index/" + *index
 	}
+	r.noteResource(resource, action)
+}
+
+// noteItem notes an action on one item, naming a rate bucket's item of
+// the apps table apart.
+func (r *actionRecorder) noteItem(table *string, key map[string]types.AttributeValue, action string) {
+	resource := r.names[aws.ToString(table)]
+	if app, ok := key[schema.AttrApp].(*types.AttributeValueMemberS); ok && aws.ToString(table) == r.apps && strings.HasPrefix(app.Value, "rate#") {
+		resource += "[rate#*]"
+	}
+	r.noteResource(resource, action)
+}
+
+func (r *actionRecorder) noteResource(resource, action string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seen[resource+": "+action] = true
@@ -67,12 +86,12 @@ func (r *actionRecorder) actions() []string {
 }
 
 func (r *actionRecorder) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	r.note(in.TableName, nil, "GetItem")
+	r.noteItem(in.TableName, in.Key, "GetItem")
 	return r.next.GetItem(ctx, in, o...)
 }
 
 func (r *actionRecorder) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	r.note(in.TableName, nil, "UpdateItem")
+	r.noteItem(in.TableName, in.Key, "UpdateItem")
 	return r.next.UpdateItem(ctx, in, o...)
 }
 
@@ -107,13 +126,13 @@ func (r *actionRecorder) TransactWriteItems(ctx context.Context, in *dynamodb.Tr
 	for _, it := range in.TransactItems {
 		switch {
 		case it.Put != nil:
-			r.note(it.Put.TableName, nil, "PutItem")
+			r.noteItem(it.Put.TableName, it.Put.Item, "PutItem")
 		case it.Update != nil:
-			r.note(it.Update.TableName, nil, "UpdateItem")
+			r.noteItem(it.Update.TableName, it.Update.Key, "UpdateItem")
 		case it.Delete != nil:
-			r.note(it.Delete.TableName, nil, "DeleteItem")
+			r.noteItem(it.Delete.TableName, it.Delete.Key, "DeleteItem")
 		case it.ConditionCheck != nil:
-			r.note(it.ConditionCheck.TableName, nil, "ConditionCheckItem")
+			r.noteItem(it.ConditionCheck.TableName, it.ConditionCheck.Key, "ConditionCheckItem")
 		}
 	}
 	return r.next.TransactWriteItems(ctx, in, o...)
@@ -187,6 +206,7 @@ var grants = map[httpapi.Group]map[string][]string{
 		"IndexTable":              {"PutItem", "DeleteItem", "Query"},
 		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
 		"AppsTable":               {"GetItem", "BatchGetItem"},
+		"AppsTable[rate#*]":       {"UpdateItem"},
 		"DataTable/index/byOwner": {"Query"},
 		"ListTable/index/byOwner": {"Query"},
 		"NamespacesTable":         {"GetItem"},
@@ -197,13 +217,14 @@ var grants = map[httpapi.Group]map[string][]string{
 		"IndexTable":              {"PutItem", "DeleteItem"},
 		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
 		"AppsTable":               {"GetItem", "BatchGetItem"},
+		"AppsTable[rate#*]":       {"UpdateItem"},
 		"DataTable":               {"DeleteItem"},
 		"DataTable/index/byOwner": {"Query"},
 		"ListTable/index/byOwner": {"Query"},
 		"NamespacesTable":         {"GetItem"},
 	},
 	httpapi.GroupAdmin: {
-		"UsageTable":                  {"UpdateItem", "Query", "BatchGetItem"},
+		"UsageTable":                  {"GetItem", "UpdateItem", "Query", "BatchGetItem"},
 		"UsageTable/index/byAppShard": {"Query"},
 		"AppsTable":                   {"GetItem", "UpdateItem", "BatchGetItem"},
 		"DataTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan"},
@@ -361,6 +382,80 @@ func TestIndexDynamoDBActions(t *testing.T) {
 			tc.run(t, api, plain, clock)
 			if missing := ungranted(tc.group, recorder); len(missing) > 0 {
 				t.Errorf("the %s function's index work takes DynamoDB actions infra/access.go does not grant it:\n%s\n(all it took:\n%s)",
+					tc.name, strings.Join(missing, "\n"), strings.Join(recorder.actions(), "\n"))
+			}
+			for _, a := range tc.took {
+				if !slices.Contains(recorder.actions(), a) {
+					t.Errorf("the %s function did not take %s: %v", tc.name, a, recorder.actions())
+				}
+			}
+		})
+	}
+}
+
+// TestRateLimitDynamoDBActions takes each function through the rate
+// limits and checks that every DynamoDB action it took is granted to it:
+// the data functions' requests under a caller's and an app's limit (the
+// limits read with the quota limits' records, tokens leased from both
+// buckets, a request refused 429, a batch charged per operation), and the
+// admin function's routes that set, show and clear an app's limits and a
+// user's override. Each case also names the actions it must have taken,
+// so that a path it no longer reaches fails it rather than passing
+// unseen.
+func TestRateLimitDynamoDBActions(t *testing.T) {
+	t.Parallel()
+	const admin = "/rest/api/v1/admin/apps/" + app
+	// A caller may send one request at once, and the app a thousand.
+	const limits = `{"perCaller": {"requestsPerSecond": 1, "burst": 1}, "perApp": {"requestsPerSecond": 1000, "burst": 1000}}`
+	for _, tc := range []struct {
+		name  string
+		group httpapi.Group
+		// run does the work on api, the recorded function; plain serves
+		// every route unrecorded, for what the function does not do.
+		run  func(t *testing.T, api, plain http.Handler)
+		took []string
+	}{
+		{"kv", httpapi.GroupKV, func(t *testing.T, api, plain http.Handler) {
+			serveAs(t, plain, "ops", "PUT", admin+"/rate-limits", limits, 200)
+			serveAs(t, api, "alice", "GET", base+"/prefs/alice", "", 404)
+			serveAs(t, api, "alice", "GET", base+"/prefs/alice", "", 429)
+			serveAs(t, api, "bob", "POST", base+"/batch", `{"operations": [{"method": "GET", "path": "prefs/bob"}]}`, 200)
+		}, []string{"AppsTable: BatchGetItem", "UsageTable: BatchGetItem", "AppsTable[rate#*]: UpdateItem"}},
+		{"list", httpapi.GroupList, func(t *testing.T, api, plain http.Handler) {
+			serveAs(t, plain, "ops", "PUT", admin+"/rate-limits", limits, 200)
+			serveAs(t, api, "alice", "POST", base+"/activities/alice/2024-01-15", `{"data": 1}`, 201)
+			serveAs(t, api, "alice", "GET", base+"/activities/alice/list", "", 429)
+		}, []string{"AppsTable: BatchGetItem", "UsageTable: BatchGetItem", "AppsTable[rate#*]: UpdateItem"}},
+		{"admin", httpapi.GroupAdmin, func(t *testing.T, api, _ http.Handler) {
+			serveAs(t, api, "ops", "PUT", admin+"/rate-limits", limits, 200)
+			serveAs(t, api, "ops", "GET", admin+"/rate-limits", "", 200)
+			serveAs(t, api, "ops", "PUT", admin+"/users/alice/rate-limits", `{"perCaller": {"requestsPerSecond": -1}}`, 200)
+			serveAs(t, api, "ops", "GET", admin+"/users/alice/rate-limits", "", 200)
+			serveAs(t, api, "ops", "DELETE", admin+"/users/alice/rate-limits", "", 204)
+			serveAs(t, api, "ops", "DELETE", admin+"/users/bob/rate-limits", "", 204) // none set
+			serveAs(t, api, "ops", "DELETE", admin+"/rate-limits", "", 204)
+		}, []string{"AppsTable: GetItem", "AppsTable: UpdateItem", "UsageTable: GetItem", "UsageTable: UpdateItem"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tables := storetest.NewTables(t)
+			client := storetest.Client(t)
+			clock := &storetest.Clock{}
+			logger := apitest.Logger(t)
+			recorder := newActionRecorder(client, tables)
+			recorded := store.New(recorder, tables, store.WithClock(clock.Now))
+			plainStore := store.New(client, tables, store.WithClock(clock.Now))
+			config := func(st *store.Store) httpapi.Config {
+				return httpapi.Config{
+					Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), RequestBudget: apitest.Budget,
+					DeleteAllBudget: apitest.Budget, Logger: logger, Now: clock.Now, Limiter: ratelimit.New(st, clock.Now, logger),
+				}
+			}
+			api := httpapi.New(recorded, tc.group, config(recorded))
+			plain := httpapi.New(plainStore, httpapi.GroupAll, config(plainStore))
+			tc.run(t, api, plain)
+			if missing := ungranted(tc.group, recorder); len(missing) > 0 {
+				t.Errorf("the %s function's rate limits take DynamoDB actions infra/access.go does not grant it:\n%s\n(all it took:\n%s)",
 					tc.name, strings.Join(missing, "\n"), strings.Join(recorder.actions(), "\n"))
 			}
 			for _, a := range tc.took {

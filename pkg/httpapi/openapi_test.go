@@ -122,3 +122,74 @@ func TestOpenAPIQueryParameters(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIRateLimits keeps the document's word on 429s true of every
+// operation: a data route's may come from UDS's rate limits or from API
+// Gateway's throttles, and its answers carry the limits' state headers
+// (RateLimit-Policy, RateLimit); an admin route's comes from the gateway
+// alone, since UDS does not limit the admin routes.
+func TestOpenAPIRateLimits(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../docs/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type response struct {
+		Ref     string                     `json:"$ref"`
+		Headers map[string]json.RawMessage `json:"headers"`
+	}
+	var doc struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Responses map[string]response `json:"responses"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	resolve := func(r response) response {
+		if r.Ref == "" {
+			return r
+		}
+		got, ok := doc.Components.Responses[strings.TrimPrefix(r.Ref, "#/components/responses/")]
+		if !ok {
+			t.Fatalf("response %s is not in components", r.Ref)
+		}
+		return got
+	}
+	hasHeaders := func(r response, names ...string) bool {
+		for _, n := range names {
+			if r.Headers[n] == nil {
+				return false
+			}
+		}
+		return true
+	}
+	if r := doc.Components.Responses["TooManyRequests"]; !hasHeaders(r, "Retry-After", "RateLimit-Policy", "RateLimit") {
+		t.Errorf("TooManyRequests lacks Retry-After, RateLimit-Policy or RateLimit: %v", r.Headers)
+	}
+	for _, route := range httpapi.Routes(httpapi.GroupAll) {
+		var op struct {
+			Responses map[string]response `json:"responses"`
+		}
+		if err := json.Unmarshal(doc.Paths[route.Path][strings.ToLower(route.Method)], &op); err != nil {
+			t.Fatalf("%s %s: %v", route.Method, route.Path, err)
+		}
+		data := strings.HasPrefix(route.Path, httpapi.BasePath+"/data/")
+		want := "#/components/responses/Throttled"
+		if data {
+			want = "#/components/responses/TooManyRequests"
+		}
+		if got := op.Responses["429"].Ref; got != want {
+			t.Errorf("%s %s: 429 is %q, want %s", route.Method, route.Path, got, want)
+		}
+		for code, r := range op.Responses {
+			if !data || !(strings.HasPrefix(code, "2") || code == "304") {
+				continue
+			}
+			if !hasHeaders(resolve(r), "RateLimit-Policy", "RateLimit") {
+				t.Errorf("%s %s: the %s answer does not document RateLimit-Policy and RateLimit", route.Method, route.Path, code)
+			}
+		}
+	}
+}
