@@ -137,31 +137,3 @@ func switchString(b *bool) string {
 	}
 	return strconv.FormatBool(*b)
 }
-
-func TestRates(t *testing.T) {
-	for _, tc := range []struct {
-		name, caller, app string
-		want              [2]uds.Rate
-		wantErr           bool
-	}{
-		{name: "unset: no limits"},
-		{name: "both", caller: "100/200", app: "1000/1000", want: [2]uds.Rate{{PerSecond: 100, Burst: 200}, {PerSecond: 1000, Burst: 1000}}},
-		{name: "no burst", caller: "100", wantErr: true},
-		{name: "zero rate", caller: "0/10", wantErr: true},
-		{name: "zero burst", app: "10/0", wantErr: true},
-		{name: "not a number", caller: "ten/10", wantErr: true},
-		{name: "fraction", caller: "1.5/10", wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(config.EnvRatePerCaller, tc.caller)
-			t.Setenv(config.EnvRatePerApp, tc.app)
-			cfg, err := config.FromEnv()
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("error %v, want one: %v", err, tc.wantErr)
-			}
-			if got := [2]uds.Rate{cfg.RatePerCaller, cfg.RatePerApp}; !tc.wantErr && got != tc.want {
-				t.Errorf("rates %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
