@@ -94,7 +94,7 @@ func limitedServer(t *testing.T) string {
 	st := store.New(storetest.Client(t), storetest.NewTables(t), store.WithLimitsTTL(0))
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("api tests"), DeleteAllBudget: apitest.Budget,
-		RequestBudget: apitest.Budget, Logger: apitest.Logger(t), Limiter: ratelimit.New(st, time.Now, apitest.Logger(t)),
+		RequestBudget: apitest.Budget, Logger: apitest.Logger(t), Limiter: ratelimit.New(st, time.Now),
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
@@ -122,13 +122,13 @@ func TestRateLimitsEnforced(t *testing.T) {
 		detail  string
 	}{
 		{"per caller", client.RateLimits{PerCaller: oneASecond}, nil, []string{"alice", "alice", "alice"}, true,
-			"over the caller rate limit of 1 requests a second (burst 1); nothing was done"},
+			"over the caller rate limit of 1 request a second (burst 1); nothing was done"},
 		{"per caller, each caller apart", client.RateLimits{PerCaller: oneASecond}, nil, []string{"alice", "bob", "carol"}, false, ""},
 		{"per app, across callers", client.RateLimits{PerApp: oneASecond}, nil, []string{"alice", "bob", "carol"}, true,
-			"over the app rate limit of 1 requests a second (burst 1); nothing was done"},
+			"over the app rate limit of 1 request a second (burst 1); nothing was done"},
 		{"lifted by a user's override", client.RateLimits{PerCaller: oneASecond}, &client.Rate{RequestsPerSecond: -1}, []string{"bulk", "bulk", "bulk"}, false, ""},
 		{"set by a user's override", client.RateLimits{}, oneASecond, []string{"bulk", "bulk", "bulk"}, true,
-			"over the caller rate limit of 1 requests a second (burst 1)"},
+			"over the caller rate limit of 1 request a second (burst 1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -448,7 +448,7 @@ func TestRateLimitDynamoDBActions(t *testing.T) {
 			config := func(st *store.Store) httpapi.Config {
 				return httpapi.Config{
 					Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), RequestBudget: apitest.Budget,
-					DeleteAllBudget: apitest.Budget, Logger: logger, Now: clock.Now, Limiter: ratelimit.New(st, clock.Now, logger),
+					DeleteAllBudget: apitest.Budget, Logger: logger, Now: clock.Now, Limiter: ratelimit.New(st, clock.Now),
 				}
 			}
 			api := httpapi.New(recorded, tc.group, config(recorded))

@@ -60,7 +60,7 @@ func newEnv(t *testing.T, opts ...store.Option) *env {
 		RequestBudget:   apitest.Budget,
 		Logger:          apitest.Logger(t),
 		Now:             clock.Now,
-		Limiter:         ratelimit.New(st, clock.Now, nil),
+		Limiter:         ratelimit.New(st, clock.Now),
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

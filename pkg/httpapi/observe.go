@@ -40,8 +40,11 @@ type observation struct {
 	// by what became of them; exported counts an export page's records.
 	imported, skipped, expired, conflicts, exported int
 	// rateLimiterOpen is set when a rate limit's state could not be
-	// reached and the request went through unchecked.
-	rateLimiterOpen bool
+	// reached and the request went through unchecked; rateLimiterCause,
+	// on the request that found it out of reach, says why (its line is a
+	// WARN).
+	rateLimiterOpen  bool
+	rateLimiterCause error
 }
 
 type observationKey struct{}
@@ -81,13 +84,17 @@ func (ob *observation) noteDeleted(n int) {
 }
 
 // noteRateLimiterOpen records that a rate limit let the request through
-// unchecked (package ratelimit's fail-open period).
-func (ob *observation) noteRateLimiterOpen() {
+// unchecked (package ratelimit's fail-open period), and why, when this
+// request found its state out of reach.
+func (ob *observation) noteRateLimiterOpen(cause error) {
 	if ob == nil {
 		return
 	}
 	ob.mu.Lock()
 	ob.rateLimiterOpen = true
+	if cause != nil {
+		ob.rateLimiterCause = cause
+	}
 	ob.mu.Unlock()
 }
 
@@ -219,8 +226,11 @@ func (a *API) report(r *http.Request, route string, p params, ow *observed, byte
 	defer ob.mu.Unlock()
 	ms := emf.DurationMs(took)
 	level := slog.LevelInfo
-	if ow.status >= 500 || ob.cause != nil {
+	switch {
+	case ow.status >= 500 || ob.cause != nil:
 		level = slog.LevelError
+	case ob.rateLimiterCause != nil:
+		level = slog.LevelWarn
 	}
 	if a.log.Enabled(r.Context(), level) {
 		subject, _ := a.subject(r)
@@ -252,6 +262,9 @@ func (a *API) report(r *http.Request, route string, p params, ow *observed, byte
 		}
 		if ob.rateLimiterOpen {
 			attrs = append(attrs, slog.String("rateLimiter", "open"))
+		}
+		if ob.rateLimiterCause != nil {
+			attrs = append(attrs, slog.String("rateLimiterCause", ob.rateLimiterCause.Error()))
 		}
 		if ob.errorKind != "" {
 			attrs = append(attrs, slog.String("error", ob.errorKind))

@@ -57,7 +57,7 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request, p params, n int) boo
 		}
 		d := a.limiter.Take(r.Context(), l.bucket, l.rate, int64(n))
 		if d.Open {
-			observationFrom(r.Context()).noteRateLimiterOpen()
+			observationFrom(r.Context()).noteRateLimiterOpen(d.Cause)
 			continue
 		}
 		policies = append(policies, strconv.Quote(l.name)+";q="+strconv.FormatInt(l.rate.PerSecond, 10)+";w=1")
@@ -67,7 +67,7 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request, p params, n int) boo
 				a.limiter.Give(t.bucket, t.n)
 			}
 			setRateHeaders(w, policies, states)
-			a.fail(w, r, &uds.RateLimitedError{Limit: l.name, Rate: l.rate, RetryAfter: d.RetryAfter}, nil)
+			a.fail(w, r, &uds.RateLimitedError{Limit: l.name, Rate: l.rate, RetryAfter: d.RetryAfter}, &uds.Key{App: app})
 			return false
 		}
 		taken = append(taken, spent{l.bucket, d.Charged})

@@ -8,7 +8,8 @@
 //
 // Tokens leased are taken from the shared bucket, so no process can let
 // through more than the bucket gives: across all of them at most
-// PerSecond × t + Burst requests pass in t. A process may hold tokens it
+// PerSecond × t + Burst requests pass in t, and the tokens the processes
+// held when the period began (less than a lease each). A process may hold tokens it
 // does not spend (at most one lease), which the others cannot use; leases
 // are kept small beside the burst (leaseSize) so that a caller under its
 // rate is not refused while another process sits on its tokens.
@@ -16,7 +17,6 @@ package ratelimit
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -41,20 +41,15 @@ const maxBuckets = 100_000
 type Limiter struct {
 	leaser Leaser
 	now    func() time.Time
-	log    *slog.Logger
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
 }
 
 // New returns a limiter over leaser; now is its clock, which should be
-// the leaser's, and log (slog.Default() if nil) takes a line when it
-// fails open.
-func New(leaser Leaser, now func() time.Time, log *slog.Logger) *Limiter {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &Limiter{leaser: leaser, now: now, log: log, buckets: map[string]*bucket{}}
+// the leaser's.
+func New(leaser Leaser, now func() time.Time) *Limiter {
+	return &Limiter{leaser: leaser, now: now, buckets: map[string]*bucket{}}
 }
 
 // bucket is a process's share of one shared bucket.
@@ -81,8 +76,10 @@ type Decision struct {
 	// RetryAfter, when refused, is when the bucket next holds a token.
 	RetryAfter time.Duration
 	// Open reports that the shared state could not be reached and the
-	// request went through unchecked.
-	Open bool
+	// request went through unchecked; Cause, on the request that found it
+	// out of reach (and opened the bucket for OpenFor), says why.
+	Open  bool
+	Cause error
 }
 
 // leaseSize is how many tokens a process leases at once: a fifth of a
@@ -107,16 +104,14 @@ func (l *Limiter) Take(ctx context.Context, key string, rate uds.Rate, n int64) 
 		return Decision{Allowed: true, Open: true}
 	case b.tokens >= n:
 		b.tokens -= n
-		return Decision{Allowed: true, Charged: n, Remaining: b.tokens + headroom(rate, b.tat, now)}
+		return Decision{Allowed: true, Charged: n, Remaining: remaining(rate, b.tokens, b.tat, now)}
 	case now.Before(b.emptyUntil):
 		return Decision{RetryAfter: readyAt(rate, b.tat, n-b.tokens).Sub(now), Remaining: b.tokens}
 	}
 	granted, tat, err := l.leaser.LeaseTokens(ctx, key, rate, max(n-b.tokens, leaseSize(rate)), b.tat)
 	if err != nil {
 		b.openUntil = now.Add(OpenFor)
-		l.log.Error("rate limiter cannot reach its state: requests pass unchecked", slog.String("bucket", key),
-			slog.Duration("for", OpenFor), slog.String("cause", err.Error()))
-		return Decision{Allowed: true, Open: true}
+		return Decision{Allowed: true, Open: true, Cause: err}
 	}
 	b.tat, b.tokens = tat, b.tokens+granted
 	if b.tokens < n {
@@ -127,7 +122,7 @@ func (l *Limiter) Take(ctx context.Context, key string, rate uds.Rate, n int64) 
 		return Decision{RetryAfter: max(readyAt(rate, tat, n-b.tokens).Sub(now), time.Millisecond), Remaining: b.tokens}
 	}
 	b.tokens -= n
-	return Decision{Allowed: true, Charged: n, Remaining: b.tokens + headroom(rate, tat, now)}
+	return Decision{Allowed: true, Charged: n, Remaining: remaining(rate, b.tokens, tat, now)}
 }
 
 // Give returns n tokens of a request that another limit refused to the
@@ -147,11 +142,12 @@ func readyAt(r uds.Rate, tat, k int64) time.Time {
 	return time.UnixMicro(tat + k*interval - r.Burst*interval)
 }
 
-// headroom is what the shared bucket held beyond its TAT at now: the
-// tokens another lease could take.
-func headroom(r uds.Rate, tat int64, now time.Time) int64 {
+// remaining estimates the tokens left to a caller: this process's, and
+// what the shared bucket held at its last lease, as it has filled since,
+// never more than the burst.
+func remaining(r uds.Rate, tokens, tat int64, now time.Time) int64 {
 	interval := int64(time.Second/time.Microsecond) / r.PerSecond
-	return max(0, (now.UnixMicro()+r.Burst*interval-max(tat, now.UnixMicro()))/interval)
+	return min(r.Burst, tokens+max(0, (now.UnixMicro()+r.Burst*interval-max(tat, now.UnixMicro()))/interval))
 }
 
 func (l *Limiter) bucket(key string) *bucket {

@@ -3,7 +3,6 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -128,7 +127,7 @@ func TestLimiter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clockNow = clockNow.Add(time.Hour)
 			f := &fakeLeaser{}
-			tc.run(t, ratelimit.New(f, func() time.Time { return clockNow }, slog.New(slog.DiscardHandler)), f)
+			tc.run(t, ratelimit.New(f, func() time.Time { return clockNow }), f)
 		})
 	}
 }

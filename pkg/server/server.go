@@ -62,7 +62,7 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 		RequestAttrs:        host.RequestAttrs,
 		Metrics:             host.Metrics,
 		Function:            host.Function,
-		Limiter:             ratelimit.New(st, time.Now, host.Logger),
+		Limiter:             ratelimit.New(st, time.Now),
 	})
 	return api, client, nil
 }

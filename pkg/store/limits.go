@@ -11,28 +11,47 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// limitsInEffect returns the limits in effect for user in app, cached:
-// a data write reads them (one BatchGetItem of the app default and the user
-// override) only now and then.
+// inEffect is what the app's record and a user's usage record set for
+// the user in the app, with the deployment's defaults: the quota limits
+// and the rate limits (the caller's and the app's).
+type inEffect struct {
+	limits        uds.Limits
+	caller, whole uds.Rate
+}
+
+// limitsInEffect returns the quota limits in effect for user in app.
 func (s *Store) limitsInEffect(ctx context.Context, app, user string) (uds.Limits, error) {
-	return s.limits.get(s.now(), ownerKey(app, user), func() (uds.Limits, error) {
-		appLimits, record, err := s.readRecords(ctx, app, user, false)
+	e, err := s.recordsInEffect(ctx, app, user)
+	return e.limits, err
+}
+
+// recordsInEffect returns what the app's and the user's records set,
+// cached: a request reads them (one BatchGetItem of the two records) only
+// now and then, for its rate limits and, a write, for its quota.
+func (s *Store) recordsInEffect(ctx context.Context, app, user string) (inEffect, error) {
+	return s.limits.get(s.now(), ownerKey(app, user), func() (inEffect, error) {
+		appItem, record, err := s.readRecords(ctx, app, user, false)
 		if err != nil {
-			return uds.Limits{}, err
+			return inEffect{}, err
 		}
-		return uds.Resolve(limitsOf(record), appLimits, s.globalLimits), nil
+		return inEffect{
+			limits: uds.Resolve(limitsOf(record), limitsOf(appItem), s.globalLimits),
+			caller: uds.ResolveRate(callerRate(record), callerRate(appItem), s.globalRates.PerCaller),
+			whole:  uds.ResolveRate(appRate(appItem), s.globalRates.PerApp),
+		}, nil
 	})
 }
 
-// readRecords reads an app's default limits and a user's usage record
-// (usage and override) in one BatchGetItem; the write path reads them
-// eventually consistent, the quota views strongly.
-func (s *Store) readRecords(ctx context.Context, app, user string, consistent bool) (appLimits uds.Limits, record map[string]types.AttributeValue, err error) {
-	limits := schema.AttrLimitBytes + ", " + schema.AttrLimitItems
+// readRecords reads an app's record (its default limits) and a user's
+// usage record (usage and overrides) in one BatchGetItem; requests read
+// them eventually consistent, the quota views strongly.
+func (s *Store) readRecords(ctx context.Context, app, user string, consistent bool) (appItem, record map[string]types.AttributeValue, err error) {
+	limits := schema.AttrLimitBytes + ", " + schema.AttrLimitItems + ", " + schema.AttrRateCallerPerSecond + ", " + schema.AttrRateCallerBurst
 	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
 		s.tables.Apps: {
 			Keys:                 []map[string]types.AttributeValue{{schema.AttrApp: &types.AttributeValueMemberS{Value: app}}},
-			ProjectionExpression: aws.String(limits), ConsistentRead: aws.Bool(consistent),
+			ProjectionExpression: aws.String(limits + ", " + schema.AttrRateAppPerSecond + ", " + schema.AttrRateAppBurst),
+			ConsistentRead:       aws.Bool(consistent),
 		},
 		s.tables.Usage: {
 			Keys:                 []map[string]types.AttributeValue{usageKey(app, user)},
@@ -43,20 +62,20 @@ func (s *Store) readRecords(ctx context.Context, app, user string, consistent bo
 	for attempt := 0; ; attempt++ {
 		out, err := s.client.BatchGetItem(ctx, in)
 		if err != nil {
-			return appLimits, record, failed("read limits of "+user+" in "+app, err)
+			return appItem, record, failed("read limits of "+user+" in "+app, err)
 		}
 		for _, it := range out.Responses[s.tables.Apps] {
-			appLimits = limitsOf(it)
+			appItem = it
 		}
 		for _, it := range out.Responses[s.tables.Usage] {
 			record = it
 		}
 		if len(out.UnprocessedKeys) == 0 {
-			return appLimits, record, nil
+			return appItem, record, nil
 		}
 		in.RequestItems = out.UnprocessedKeys
 		if err := sleep(ctx, backoff(attempt)); err != nil {
-			return appLimits, record, failed("read limits of "+user+" in "+app, err)
+			return appItem, record, failed("read limits of "+user+" in "+app, err)
 		}
 	}
 }

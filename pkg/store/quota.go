@@ -16,7 +16,8 @@ import (
 // Quota reads an owner's usage and the limits in effect, fresh (not from
 // the write path's cache), in one strongly consistent BatchGetItem.
 func (s *Store) Quota(ctx context.Context, app, user string) (uds.Quota, error) {
-	appLimits, record, err := s.readRecords(ctx, app, user, true)
+	appItem, record, err := s.readRecords(ctx, app, user, true)
+	appLimits := limitsOf(appItem)
 	if err != nil {
 		return uds.Quota{}, err
 	}

@@ -49,7 +49,7 @@ func (s *Store) SetAppRateLimits(ctx context.Context, app string, r uds.RateLimi
 	if _, err := s.client.UpdateItem(ctx, in); err != nil {
 		return failed("set the rate limits of "+app, err)
 	}
-	s.rates.clear()
+	s.limits.clear()
 	return nil
 }
 
@@ -77,7 +77,7 @@ func (s *Store) SetUserRateLimits(ctx context.Context, app, user string, r uds.R
 	if _, err := s.client.UpdateItem(ctx, in); err != nil && !isConditionFailed(err) {
 		return failed("set the rate limits of "+user+" in "+app, err)
 	}
-	s.rates.clear()
+	s.limits.clear()
 	return nil
 }
 
@@ -100,28 +100,11 @@ func appRate(av map[string]types.AttributeValue) uds.Rate {
 // RatesInEffect returns the rate limits in effect for a caller of an app:
 // the caller's (the user's override, the app's, the deployment's) and the
 // app's (the app's, the deployment's); the zero Rate where none applies.
-// They are cached like quota limits: the read (one BatchGetItem of the
-// app's record and the user's) is paid once per caller per cache period.
+// They come from the records a write reads for its quota, read and cached
+// once for both.
 func (s *Store) RatesInEffect(ctx context.Context, app, user string) (caller, whole uds.Rate, err error) {
-	r, err := s.rates.get(s.now(), ownerKey(app, user), func() ([2]uds.Rate, error) {
-		in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
-			s.tables.Apps:  {Keys: []map[string]types.AttributeValue{{schema.AttrApp: &types.AttributeValueMemberS{Value: app}}}},
-			s.tables.Usage: {Keys: []map[string]types.AttributeValue{usageKey(app, user)}},
-		}}
-		var appItem, userItem map[string]types.AttributeValue
-		err := s.getAll(ctx, "read the rate limits of "+user+" in "+app, in, func(table string, it map[string]types.AttributeValue) {
-			if table == s.tables.Apps {
-				appItem = it
-			} else {
-				userItem = it
-			}
-		})
-		return [2]uds.Rate{
-			uds.ResolveRate(callerRate(userItem), callerRate(appItem), s.globalRates.PerCaller),
-			uds.ResolveRate(appRate(appItem), s.globalRates.PerApp),
-		}, err
-	})
-	return r[0], r[1], err
+	e, err := s.recordsInEffect(ctx, app, user)
+	return e.caller, e.whole, err
 }
 
 // rateBucketLife is how long a rate bucket's state outlives its last

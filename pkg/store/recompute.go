@@ -36,7 +36,8 @@ const maxRecomputeAttempts = 5
 func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed, error) {
 	op := "recompute usage of " + user + " in " + app
 	for attempt := 0; attempt < maxRecomputeAttempts; attempt++ {
-		appLimits, record, err := s.readRecords(ctx, app, user, true)
+		appItem, record, err := s.readRecords(ctx, app, user, true)
+		appLimits := limitsOf(appItem)
 		if err != nil {
 			return uds.Recomputed{}, err
 		}

@@ -34,8 +34,7 @@ type Store struct {
 	tables         Tables
 	globalLimits   uds.Limits
 	globalRates    uds.RateLimits
-	limits         ttlCache[uds.Limits]
-	rates          ttlCache[[2]uds.Rate]
+	limits         ttlCache[inEffect]
 	policies       ttlCache[uds.Policy]
 	recomputeQuiet time.Duration
 	// policySettle and policyWindow time a change into or out of private
@@ -63,7 +62,7 @@ func WithDefaultLimits(l uds.Limits) Option { return func(s *Store) { s.globalLi
 // WithLimitsTTL sets how long limits and namespace policies are cached, and
 // so how long a change of them takes to be enforced.
 func WithLimitsTTL(d time.Duration) Option {
-	return func(s *Store) { s.limits.ttl, s.policies.ttl, s.rates.ttl = d, d, d }
+	return func(s *Store) { s.limits.ttl, s.policies.ttl = d, d }
 }
 
 // WithRecomputeQuiet sets how long an owner's usage must have been quiet
@@ -80,7 +79,7 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 func New(client Client, tables Tables, opts ...Option) *Store {
 	s := &Store{client: client, tables: tables, recomputeQuiet: config.DefaultRecomputeQuiet,
 		policySettle: DefaultPolicySettle, policyWindow: DefaultPolicyWindow, now: time.Now}
-	s.limits.ttl, s.policies.ttl, s.rates.ttl = DefaultLimitsTTL, DefaultLimitsTTL, DefaultLimitsTTL
+	s.limits.ttl, s.policies.ttl = DefaultLimitsTTL, DefaultLimitsTTL
 	for _, o := range opts {
 		o(s)
 	}

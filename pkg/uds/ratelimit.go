@@ -76,8 +76,12 @@ type RateLimitedError struct {
 }
 
 func (e *RateLimitedError) Error() string {
-	return "over the " + e.Limit + " rate limit of " + strconv.FormatInt(e.Rate.PerSecond, 10) +
-		" requests a second (burst " + strconv.FormatInt(e.Rate.Burst, 10) + ")"
+	requests := " requests"
+	if e.Rate.PerSecond == 1 {
+		requests = " request"
+	}
+	return "over the " + e.Limit + " rate limit of " + strconv.FormatInt(e.Rate.PerSecond, 10) + requests +
+		" a second (burst " + strconv.FormatInt(e.Rate.Burst, 10) + ")"
 }
 
 // Is makes errors.Is(err, ErrRateLimited) hold.
