@@ -10,6 +10,8 @@
 #   make soak    the accounting workload under every fault mix, for minutes
 #   make migrate adopt a seed deployment's tables (README, "Migrating")
 #   make bench   benchmarks and the DynamoDB capacity table
+#   make bench-ratelimit  the rate limits across 4 server processes, for
+#                minutes (mk/ratebench.mk)
 #   make build   arm64 Lambda bootstraps and zips under build/
 #   make uds     the uds command line (client of the API) into bin/uds
 #   make smoke   a deployed stack's smoke test (ENDPOINT=, TOKEN=)
