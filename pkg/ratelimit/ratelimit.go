@@ -5,14 +5,20 @@
 // memory. A request costs nothing while its process holds tokens, and one
 // conditional write when the lease runs out; a refused request costs
 // nothing either: the process remembers until when the bucket is empty.
+// A write whose condition fails is charged like one that commits, so a
+// lease is shaped to commit at its first write: it expects the bucket as
+// its process last found it (drawn on by others, or idle), and a caller
+// past its limit has its processes lease whole leases, in turns (Take).
 //
 // Tokens leased are taken from the shared bucket, so no process can let
 // through more than the bucket gives: across all of them at most
 // PerSecond × t + Burst requests pass in t, and the tokens the processes
-// held when the period began (less than a lease each). A process may hold tokens it
-// does not spend (at most one lease), which the others cannot use; leases
-// are kept small beside the burst (leaseSize) so that a caller under its
-// rate is not refused while another process sits on its tokens.
+// held when the period began (less than a lease each), and one lease (the
+// bucket's idle moment a lease may take up, store.LeaseTokens). A process
+// may hold tokens it does not spend (at most one lease), which the others
+// cannot use; leases are kept small beside the burst (leaseSize) so that
+// a caller under its rate is not refused while another process sits on
+// its tokens.
 package ratelimit
 
 import (
@@ -23,9 +29,26 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// Leaser takes tokens from a shared bucket (store.Store.LeaseTokens).
+// Leaser takes tokens from a shared bucket (store.Store.LeaseTokens):
+// from want down to least of them, or none when the bucket holds fewer
+// than least. last is what the process's previous lease of the bucket
+// returned (the zero Lease: none), its view of the bucket.
 type Leaser interface {
-	LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, want, knownTAT int64) (granted, tat int64, err error)
+	LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, want, least int64, last Lease) (Lease, error)
+}
+
+// Lease is what a lease gave, and the process's view of the shared bucket
+// for the next one.
+type Lease struct {
+	// Granted is the tokens taken: 0 when the lease was refused.
+	Granted int64
+	// TAT is the bucket's theoretical arrival time (Unix microseconds)
+	// after the lease, or as last seen when it was refused.
+	TAT int64
+	// Drawn reports that the bucket was drawn on when the lease came
+	// (its TAT past now): leases before it, other processes' as a rule,
+	// were not yet paid for at the rate.
+	Drawn bool
 }
 
 // OpenFor is how long a bucket whose shared state could not be reached
@@ -57,11 +80,19 @@ type bucket struct {
 	mu sync.Mutex
 	// tokens are leased and not spent yet.
 	tokens int64
-	// tat is the shared bucket's TAT as the last lease left it.
-	tat int64
-	// emptyUntil is when the shared bucket next holds a token, as the
-	// last refused lease said; openUntil the end of a fail-open period.
-	emptyUntil, openUntil time.Time
+	// last is the shared bucket as the last lease that reached it (or
+	// learnt of it) left it, at lastAt.
+	last   Lease
+	lastAt time.Time
+	// others is the part of the rate at which other processes drew on
+	// the shared bucket between the last two leases that reached it.
+	others float64
+	// tight is set when a lease was refused, or left the shared bucket
+	// holding less than a lease: the caller is at its limit, until a
+	// lease finds the bucket full.
+	tight bool
+	// openUntil is the end of a fail-open period.
+	openUntil time.Time
 }
 
 // Decision is what the limiter makes of a request.
@@ -73,7 +104,9 @@ type Decision struct {
 	// Remaining estimates the tokens left: this process's, and what the
 	// shared bucket held at its last lease.
 	Remaining int64
-	// RetryAfter, when refused, is when the bucket next holds a token.
+	// RetryAfter, when refused, is when this process leases for the
+	// caller again: when the bucket holds what the request lacks, or
+	// later, at the process's turn.
 	RetryAfter time.Duration
 	// Open reports that the shared state could not be reached and the
 	// request went through unchecked; Cause, on the request that found it
@@ -93,6 +126,16 @@ func leaseSize(r uds.Rate) int64 {
 // Take spends n tokens of the bucket named key, which fills at rate,
 // leasing more from the shared bucket when this process holds too few. A
 // request of more tokens than the burst is charged the burst.
+//
+// A lease takes what the shared bucket holds, up to a lease, so that a
+// request is refused only when the bucket cannot pay for it. But once the
+// caller is at its limit (tight), a lease takes a whole lease or nothing,
+// and the process leases again only at its turn: when the bucket holds a
+// lease, at the part of the rate the caller's other processes leave. A
+// caller who keeps sending past its limit would otherwise have each of
+// its processes lease the bucket's every few tokens as they come, or all
+// of them lease at once as soon as it held a lease, the writes of all
+// but one failing: a write for every few requests answered.
 func (l *Limiter) Take(ctx context.Context, key string, rate uds.Rate, n int64) Decision {
 	n = min(n, rate.Burst)
 	b := l.bucket(key)
@@ -104,25 +147,73 @@ func (l *Limiter) Take(ctx context.Context, key string, rate uds.Rate, n int64) 
 		return Decision{Allowed: true, Open: true}
 	case b.tokens >= n:
 		b.tokens -= n
-		return Decision{Allowed: true, Charged: n, Remaining: remaining(rate, b.tokens, b.tat, now)}
-	case now.Before(b.emptyUntil):
-		return Decision{RetryAfter: readyAt(rate, b.tat, n-b.tokens).Sub(now), Remaining: b.tokens}
+		return Decision{Allowed: true, Charged: n, Remaining: remaining(rate, b.tokens, b.last.TAT, now)}
 	}
-	granted, tat, err := l.leaser.LeaseTokens(ctx, key, rate, max(n-b.tokens, leaseSize(rate)), b.tat)
+	size := leaseSize(rate)
+	want, least := max(n-b.tokens, size), n-b.tokens
+	if b.tight {
+		least = want
+		if at := b.turn(rate, want); now.Before(at) {
+			return Decision{RetryAfter: at.Sub(now), Remaining: b.tokens}
+		}
+	}
+	lease, err := l.leaser.LeaseTokens(ctx, key, rate, want, least, b.last)
 	if err != nil {
 		b.openUntil = now.Add(OpenFor)
 		return Decision{Allowed: true, Open: true, Cause: err}
 	}
-	b.tat, b.tokens = tat, b.tokens+granted
+	// A lease refused on the view alone, without a write, learnt
+	// nothing new of the bucket.
+	if lease.Granted > 0 || lease.TAT != b.last.TAT {
+		b.learn(rate, lease, now)
+	}
+	b.tokens += lease.Granted
+	// At its limit, the caller stays so until a lease finds the bucket
+	// full again: a lease at a process's turn may find a lease or two
+	// more there, which others take next.
+	b.tight = lease.Granted == 0 || holds(rate, lease.TAT, now) < size || b.tight && lease.Drawn
 	if b.tokens < n {
-		// The shared bucket holds too few: none is leased again until it
-		// holds one more, and the request is told when it holds all the
-		// tokens it lacks.
-		b.emptyUntil = readyAt(rate, tat, 1)
-		return Decision{RetryAfter: max(readyAt(rate, tat, n-b.tokens).Sub(now), time.Millisecond), Remaining: b.tokens}
+		// Told when this process leases again, the request is told too
+		// when the bucket holds all the tokens it lacks.
+		return Decision{RetryAfter: max(b.turn(rate, want).Sub(now), time.Millisecond), Remaining: b.tokens}
 	}
 	b.tokens -= n
-	return Decision{Allowed: true, Charged: n, Remaining: remaining(rate, b.tokens, tat, now)}
+	return Decision{Allowed: true, Charged: n, Remaining: remaining(rate, b.tokens, lease.TAT, now)}
+}
+
+// learn takes in the shared bucket as a lease that reached it found it:
+// its TAT, and how fast the other processes drew on it since the last
+// lease, from how far they moved its TAT on.
+func (b *bucket) learn(rate uds.Rate, lease Lease, now time.Time) {
+	b.others = 0
+	if since := now.Sub(b.lastAt).Microseconds(); lease.Drawn && b.last.TAT != 0 && since > 0 {
+		drawn := lease.TAT - lease.Granted*interval(rate) - b.last.TAT
+		b.others = min(1, max(0, float64(drawn)/float64(since)))
+	}
+	b.last, b.lastAt = lease, now
+}
+
+// turn is when the process of a caller at its limit leases k tokens
+// again: when the shared bucket, as the last lease left it, holds them,
+// with the other processes drawing on it at the part of the rate they did
+// and so taking turns with this one; at the latest when the bucket would
+// be full, so that a process that misjudged the others asks again within
+// a burst's time.
+func (b *bucket) turn(rate uds.Rate, k int64) time.Time {
+	ready, full := readyAt(rate, b.last.TAT, k), time.UnixMicro(b.last.TAT)
+	wait := ready.Sub(b.lastAt)
+	if wait <= 0 || b.others == 0 {
+		return ready
+	}
+	if b.others < 1 {
+		if at := b.lastAt.Add(time.Duration(float64(wait) / (1 - b.others))); at.Before(full) {
+			full = at
+		}
+	}
+	if full.Before(ready) {
+		return ready
+	}
+	return full
 }
 
 // Give returns n tokens of a request that another limit refused to the
@@ -138,17 +229,23 @@ func (l *Limiter) Give(key string, n int64) {
 // readyAt is when a shared bucket at tat holds k tokens (GCRA: when the
 // TAT, with k tokens' time added, is within the burst of now).
 func readyAt(r uds.Rate, tat, k int64) time.Time {
-	interval := int64(time.Second/time.Microsecond) / r.PerSecond
-	return time.UnixMicro(tat + k*interval - r.Burst*interval)
+	return time.UnixMicro(tat + (k-r.Burst)*interval(r))
+}
+
+// holds is what a shared bucket at tat holds at now.
+func holds(r uds.Rate, tat int64, now time.Time) int64 {
+	return max(0, (now.UnixMicro()+r.Burst*interval(r)-max(tat, now.UnixMicro()))/interval(r))
 }
 
 // remaining estimates the tokens left to a caller: this process's, and
 // what the shared bucket held at its last lease, as it has filled since,
 // never more than the burst.
 func remaining(r uds.Rate, tokens, tat int64, now time.Time) int64 {
-	interval := int64(time.Second/time.Microsecond) / r.PerSecond
-	return min(r.Burst, tokens+max(0, (now.UnixMicro()+r.Burst*interval-max(tat, now.UnixMicro()))/interval))
+	return min(r.Burst, tokens+holds(r, tat, now))
 }
+
+// interval is a token's time at rate r, in microseconds.
+func interval(r uds.Rate) int64 { return int64(time.Second/time.Microsecond) / r.PerSecond }
 
 func (l *Limiter) bucket(key string) *bucket {
 	l.mu.Lock()

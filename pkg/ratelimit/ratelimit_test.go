@@ -20,22 +20,22 @@ type fakeLeaser struct {
 	fail   error
 }
 
-func (f *fakeLeaser) LeaseTokens(_ context.Context, _ string, r uds.Rate, want, _ int64) (int64, int64, error) {
+func (f *fakeLeaser) LeaseTokens(_ context.Context, _ string, r uds.Rate, want, least int64, _ ratelimit.Lease) (ratelimit.Lease, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {
-		return 0, 0, f.fail
+		return ratelimit.Lease{}, f.fail
 	}
 	interval := int64(time.Second/time.Microsecond) / r.PerSecond
 	now := clockNow.UnixMicro()
 	base := max(f.tat, now)
 	granted := min(want, (now+r.Burst*interval-base)/interval)
-	if granted <= 0 {
-		return 0, f.tat, nil
+	if granted < least {
+		return ratelimit.Lease{TAT: f.tat, Drawn: true}, nil
 	}
 	f.leases++
 	f.tat = base + granted*interval
-	return granted, f.tat, nil
+	return ratelimit.Lease{Granted: granted, TAT: f.tat, Drawn: base > now}, nil
 }
 
 // clockNow is the tests' clock, moved by hand.
@@ -69,14 +69,56 @@ func TestLimiter(t *testing.T) {
 			switch {
 			case allowed != 100:
 				t.Errorf("%d allowed at once, want the burst of 100", allowed)
-			case d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 10*time.Millisecond:
-				t.Errorf("over the burst: %+v, want refused until the next token (10 ms)", d)
+			case d.Allowed || d.RetryAfter != 200*time.Millisecond:
+				t.Errorf("over the burst: %+v, want refused until the bucket holds a lease (200 ms)", d)
 			case f.leases != leases:
 				t.Errorf("a refusal leased")
 			}
 			clockNow = clockNow.Add(time.Second)
 			if !l.Take(context.Background(), "k", rate, 1).Allowed {
 				t.Errorf("refused a second later")
+			}
+		}},
+		{"at its limit, a lease takes a whole lease or nothing", func(t *testing.T, l *ratelimit.Limiter, f *fakeLeaser) {
+			for range 101 {
+				l.Take(context.Background(), "k", rate, 1)
+			}
+			clockNow = clockNow.Add(100 * time.Millisecond)
+			leases := f.leases
+			if d := l.Take(context.Background(), "k", rate, 1); d.Allowed || f.leases != leases {
+				t.Fatalf("10 tokens in the bucket: %+v, %d leases; want refused without one", d, f.leases-leases)
+			}
+			clockNow = clockNow.Add(100 * time.Millisecond)
+			allowed := 0
+			for l.Take(context.Background(), "k", rate, 1).Allowed {
+				allowed++
+			}
+			if allowed != 20 || f.leases != leases+1 {
+				t.Errorf("a lease's time later: %d allowed with %d leases, want 20 with 1", allowed, f.leases-leases)
+			}
+		}},
+		{"at its limit, a process waits for its turn while others draw on the bucket", func(t *testing.T, l *ratelimit.Limiter, f *fakeLeaser) {
+			for range 100 {
+				l.Take(context.Background(), "k", rate, 1)
+			}
+			// In 200 ms, others take 15 of the 20 tokens that came: the
+			// bucket holds 5, and fills at a quarter of the rate for this
+			// process, which waits 4 times a lease's 150 ms.
+			clockNow = clockNow.Add(200 * time.Millisecond)
+			f.tat += 150_000
+			if d := l.Take(context.Background(), "k", rate, 1); d.Allowed || d.RetryAfter != 600*time.Millisecond {
+				t.Errorf("%+v, want refused for 600 ms", d)
+			}
+		}},
+		{"below its limit, a lease takes what the bucket holds", func(t *testing.T, l *ratelimit.Limiter, f *fakeLeaser) {
+			// Other processes have drawn the bucket down to 5 tokens.
+			f.tat = clockNow.Add(950 * time.Millisecond).UnixMicro()
+			allowed := 0
+			for l.Take(context.Background(), "k", rate, 1).Allowed {
+				allowed++
+			}
+			if allowed != 5 || f.leases != 1 {
+				t.Errorf("%d allowed with %d leases, want the bucket's 5 with 1", allowed, f.leases)
 			}
 		}},
 		{"a request over the burst is charged the burst", func(t *testing.T, l *ratelimit.Limiter, f *fakeLeaser) {
@@ -129,5 +171,69 @@ func TestLimiter(t *testing.T) {
 			f := &fakeLeaser{}
 			tc.run(t, ratelimit.New(f, func() time.Time { return clockNow }), f)
 		})
+	}
+}
+
+// Four processes over one bucket, requests sent to them in turn for 30
+// seconds of a clock moved by hand: a caller under its limit is never
+// refused and costs a lease per lease of requests; a caller at three
+// times its limit gets at most the rate and the burst, nearly all of it,
+// and its processes lease whole leases.
+func TestLimiterProcesses(t *testing.T) {
+	rate := uds.Rate{PerSecond: 100, Burst: 100}
+	for _, tc := range []struct {
+		name           string
+		perSecond      int
+		allowedAtLeast int
+		allowedAtMost  int
+		tokensPerLease int
+	}{
+		{"at 90% of its limit", 90, 2700, 2700, 20},
+		{"at 3 times its limit", 300, 2900, 3100, 19},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clockNow = clockNow.Add(time.Hour)
+			f := &fakeLeaser{}
+			var processes [4]*ratelimit.Limiter
+			for i := range processes {
+				processes[i] = ratelimit.New(f, func() time.Time { return clockNow })
+			}
+			allowed := 0
+			step := time.Second / time.Duration(tc.perSecond)
+			for i := range 30 * tc.perSecond {
+				if processes[i%4].Take(context.Background(), "k", rate, 1).Allowed {
+					allowed++
+				}
+				clockNow = clockNow.Add(step)
+			}
+			if allowed < tc.allowedAtLeast || allowed > tc.allowedAtMost {
+				t.Errorf("%d allowed, want from %d to %d", allowed, tc.allowedAtLeast, tc.allowedAtMost)
+			}
+			if f.leases*tc.tokensPerLease > allowed+4*20 {
+				t.Errorf("%d leases for %d requests allowed, want at most one per %d (and the tokens the processes hold)", f.leases, allowed, tc.tokensPerLease)
+			}
+		})
+	}
+}
+
+// plenty grants every lease in full.
+type plenty struct{}
+
+func (plenty) LeaseTokens(_ context.Context, _ string, _ uds.Rate, want, _ int64, _ ratelimit.Lease) (ratelimit.Lease, error) {
+	return ratelimit.Lease{Granted: want}, nil
+}
+
+// BenchmarkTakeAtHand is what the limiter adds to a request whose process
+// holds tokens: the rate's lease is so large (200,000 tokens) that the
+// loop leases once in that many requests.
+func BenchmarkTakeAtHand(b *testing.B) {
+	rate := uds.Rate{PerSecond: uds.MaxRatePerSecond, Burst: uds.MaxRatePerSecond}
+	l := ratelimit.New(plenty{}, time.Now)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if !l.Take(ctx, "caller#app#user", rate, 1).Allowed {
+			b.Fatal("refused")
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/udsproject/uds/pkg/ratelimit"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -115,41 +116,57 @@ const rateBucketLife = 24 * time.Hour
 // other processes' leases in a bucket all but empty.
 const maxLeaseAttempts = 4
 
-// LeaseTokens takes up to want tokens from the shared bucket named bucket,
-// which fills at rate (GCRA: a token every 1/PerSecond seconds, Burst at
-// most at once), with one conditional UpdateItem. While the bucket is
-// drawn on (its TAT ahead of now) the update adds the tokens' time to the
-// TAT, conditioned on the result staying within the burst, so leases of
-// several processes commit side by side without a conflict; an idle
-// bucket's TAT is set from now, conditioned on its still being idle. A
-// refusal returns the bucket's TAT, and the lease is computed again from
-// it. knownTAT is the TAT the caller last saw (0: none). The lease grants
-// what the bucket holds, up to want: granted 0 (and no write) when it is
-// empty. It returns the bucket's TAT after the lease, from which the
-// caller knows when it holds tokens again, and which the next lease
-// starts from.
-func (s *Store) LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, want, knownTAT int64) (granted, tat int64, err error) {
+// LeaseTokens takes from want down to least tokens from the shared bucket
+// named bucket, which fills at rate (GCRA: a token every 1/PerSecond
+// seconds, Burst at most at once), with one conditional UpdateItem, or
+// none when the bucket holds fewer than least; last is what the
+// process's previous lease of it returned (the zero Lease: none).
+//
+// The update has two forms, and the lease picks the one the bucket is
+// likely in, since a write whose condition fails is charged like one that
+// commits. While the bucket is drawn on (its TAT ahead of now) the update
+// adds the tokens' time to the TAT, conditioned on the result staying
+// within the burst, so leases of several processes commit side by side
+// without a conflict; an idle bucket's TAT is set from now, conditioned
+// on its still being idle. A process's view of the TAT is as old as its
+// last lease, and other processes' leases have moved it on since; so a
+// bucket that was drawn on at the last lease is taken to be drawn on
+// still (others keep leasing from it). A bucket whose TAT lags now by no
+// more than the lease's own time is taken as drawn on too: its TAT moves
+// on by the lease from where it stands, which grants the tokens of that
+// idle moment, less than a lease, beyond the burst. Over any span the
+// bucket so hands out at most PerSecond × t + Burst tokens and one lease.
+// A write whose condition fails returns the bucket's TAT, and the lease
+// is computed again from it.
+//
+// A refused lease (Granted 0) costs a write only when the process's view
+// said the bucket held the tokens; it returns the bucket's TAT, from which
+// the caller knows when the bucket holds tokens again.
+func (s *Store) LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, want, least int64, last ratelimit.Lease) (ratelimit.Lease, error) {
 	interval := int64(time.Second/time.Microsecond) / rate.PerSecond
 	tolerance := rate.Burst * interval
-	tat = knownTAT
+	tat, drawn := last.TAT, last.Drawn
 	for range maxLeaseAttempts {
 		now := s.now().UnixMicro()
 		base := max(tat, now)
-		granted = min(want, (now+tolerance-base)/interval)
-		if granted <= 0 {
-			return 0, tat, nil
+		granted := min(want, (now+tolerance-base)/interval)
+		if granted < least {
+			return ratelimit.Lease{TAT: tat, Drawn: true}, nil
 		}
+		cost := granted * interval
+		drawn = drawn || tat >= now-cost
 		values := map[string]types.AttributeValue{
-			":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(now, 10)},
-			":x":   &types.AttributeValueMemberN{Value: strconv.FormatInt(s.now().Add(rateBucketLife).Unix(), 10)},
+			":x": &types.AttributeValueMemberN{Value: strconv.FormatInt(s.now().Add(rateBucketLife).Unix(), 10)},
 		}
 		update, cond := "SET #t = :next, #x = :x", "attribute_not_exists(#t) OR #t < :now"
-		values[":next"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now+granted*interval, 10)}
-		if tat >= now {
-			update, cond = "SET #t = #t + :cost, #x = :x", "#t >= :now AND #t <= :last"
-			delete(values, ":next")
-			values[":cost"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(granted*interval, 10)}
-			values[":last"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now+tolerance-granted*interval, 10)}
+		if drawn {
+			update, cond = "SET #t = #t + :cost, #x = :x", "#t >= :floor AND #t <= :last"
+			values[":cost"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(cost, 10)}
+			values[":floor"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now-cost, 10)}
+			values[":last"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now+tolerance-cost, 10)}
+		} else {
+			values[":now"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now, 10)}
+			values[":next"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now+cost, 10)}
 		}
 		out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                           aws.String(s.tables.Apps),
@@ -164,17 +181,20 @@ func (s *Store) LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, w
 		var ccf *types.ConditionalCheckFailedException
 		switch {
 		case err == nil:
-			return granted, num(out.Attributes, schema.AttrTAT), nil
+			// Drawn on, for the next lease, when others had taken its
+			// TAT past now before this one.
+			tat = num(out.Attributes, schema.AttrTAT)
+			return ratelimit.Lease{Granted: granted, TAT: tat, Drawn: drawn && tat-cost >= now}, nil
 		case asCCF(err, &ccf):
-			// Idle no longer, or drawn past what this lease assumed:
-			// compute it again from the bucket as it is.
-			tat = num(ccf.Item, schema.AttrTAT)
+			// Idle no longer, idle after all, or drawn past what this
+			// lease assumed: compute it again from the bucket as it is.
+			tat, drawn = num(ccf.Item, schema.AttrTAT), false
 		default:
-			return 0, tat, failed("lease rate tokens of "+bucket, err)
+			return ratelimit.Lease{}, failed("lease rate tokens of "+bucket, err)
 		}
 	}
 	// Every attempt met leases of other processes that drew the bucket
 	// down past what it computed: the bucket is all but empty, and the
 	// lease is refused as an empty bucket's is.
-	return 0, tat, nil
+	return ratelimit.Lease{TAT: tat, Drawn: true}, nil
 }
