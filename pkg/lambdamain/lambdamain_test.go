@@ -60,10 +60,12 @@ func TestRequestLineThroughLambdaLogHandler(t *testing.T) {
 		level slog.Level
 		want  []string // what the line holds; none: no line
 	}{
+		// The function's first request reads the namespace's policy, the
+		// caller's and app's records (their rate limits), and the item.
 		{name: "INFO", level: slog.LevelInfo, want: []string{
 			"level=INFO", "message=request", "requestId=8f5e1c2a-lambda-request", "apiRequestId=gw-request-1",
 			`route="GET /data/{applicationUuid}/{namespace}/{id}"`, "status=404", "namespace=logs", "subject=anonymous",
-			`traceId="Root=1-65a50929-5fd752fe2505473870faf985"`, "dynamodbCalls=2", `error="Key not found"`,
+			`traceId="Root=1-65a50929-5fd752fe2505473870faf985"`, "dynamodbCalls=3", `error="Key not found"`,
 		}},
 		{name: "WARN", level: slog.LevelWarn},
 	} {
