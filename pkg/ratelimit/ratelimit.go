@@ -187,7 +187,7 @@ func (l *Limiter) Take(ctx context.Context, key string, rate uds.Rate, n int64) 
 func (b *bucket) learn(rate uds.Rate, lease Lease, now time.Time) {
 	b.others = 0
 	if since := now.Sub(b.lastAt).Microseconds(); lease.Drawn && b.last.TAT != 0 && since > 0 {
-		drawn := lease.TAT - lease.Granted*interval(rate) - b.last.TAT
+		drawn := lease.TAT - lease.Granted*rate.Interval() - b.last.TAT
 		b.others = min(1, max(0, float64(drawn)/float64(since)))
 	}
 	b.last, b.lastAt = lease, now
@@ -229,12 +229,12 @@ func (l *Limiter) Give(key string, n int64) {
 // readyAt is when a shared bucket at tat holds k tokens (GCRA: when the
 // TAT, with k tokens' time added, is within the burst of now).
 func readyAt(r uds.Rate, tat, k int64) time.Time {
-	return time.UnixMicro(tat + (k-r.Burst)*interval(r))
+	return time.UnixMicro(tat + (k-r.Burst)*r.Interval())
 }
 
 // holds is what a shared bucket at tat holds at now.
 func holds(r uds.Rate, tat int64, now time.Time) int64 {
-	return max(0, (now.UnixMicro()+r.Burst*interval(r)-max(tat, now.UnixMicro()))/interval(r))
+	return max(0, (now.UnixMicro()+r.Burst*r.Interval()-max(tat, now.UnixMicro()))/r.Interval())
 }
 
 // remaining estimates the tokens left to a caller: this process's, and
@@ -243,9 +243,6 @@ func holds(r uds.Rate, tat int64, now time.Time) int64 {
 func remaining(r uds.Rate, tokens, tat int64, now time.Time) int64 {
 	return min(r.Burst, tokens+holds(r, tat, now))
 }
-
-// interval is a token's time at rate r, in microseconds.
-func interval(r uds.Rate) int64 { return int64(time.Second/time.Microsecond) / r.PerSecond }
 
 func (l *Limiter) bucket(key string) *bucket {
 	l.mu.Lock()

@@ -26,7 +26,7 @@ func (f *fakeLeaser) LeaseTokens(_ context.Context, _ string, r uds.Rate, want, 
 	if f.fail != nil {
 		return ratelimit.Lease{}, f.fail
 	}
-	interval := int64(time.Second/time.Microsecond) / r.PerSecond
+	interval := r.Interval()
 	now := clockNow.UnixMicro()
 	base := max(f.tat, now)
 	granted := min(want, (now+r.Burst*interval-base)/interval)

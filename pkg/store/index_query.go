@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"strings"
 	"sync"
 	"time"
 
@@ -214,21 +213,11 @@ func (s *Store) removeStale(ctx context.Context, stale []staleEntry) {
 // sameValue is a condition that holds only while the item has the value
 // (as stored: plain or compressed) and the expiry of old.
 func sameValue(old map[string]types.AttributeValue, names map[string]string, values map[string]types.AttributeValue) string {
-	terms := make([]string, 0, 3)
-	for _, a := range []struct{ attr, name, value string }{
+	return asRead(old, names, values, []attrRef{
 		{schema.AttrDataValue, "#dv", ":dv"},
 		{schema.AttrDataValueGzip, "#dz", ":dz"},
 		{schema.AttrExpiresAtMillis, "#xm", ":xm"},
-	} {
-		names[a.name] = a.attr
-		if v, ok := old[a.attr]; ok {
-			values[a.value] = v
-			terms = append(terms, a.name+" = "+a.value)
-		} else {
-			terms = append(terms, "attribute_not_exists("+a.name+")")
-		}
-	}
-	return strings.Join(terms, " AND ")
+	})
 }
 
 // sortCondition is a query's condition on entries' sort keys.

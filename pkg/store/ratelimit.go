@@ -143,7 +143,7 @@ const maxLeaseAttempts = 4
 // said the bucket held the tokens; it returns the bucket's TAT, from which
 // the caller knows when the bucket holds tokens again.
 func (s *Store) LeaseTokens(ctx context.Context, bucket string, rate uds.Rate, want, least int64, last ratelimit.Lease) (ratelimit.Lease, error) {
-	interval := int64(time.Second/time.Microsecond) / rate.PerSecond
+	interval := rate.Interval()
 	tolerance := rate.Burst * interval
 	tat, drawn := last.TAT, last.Drawn
 	for range maxLeaseAttempts {

@@ -266,14 +266,24 @@ func refusesWriter(pre uds.Precondition, old map[string]types.AttributeValue) bo
 // the creator. Whatever item it matches, the usage moves by exactly what
 // that item holds.
 func exactRevision(old map[string]types.AttributeValue, names map[string]string, values map[string]types.AttributeValue) string {
-	terms := make([]string, 0, 5)
-	for _, a := range []struct{ attr, name, value string }{
+	return asRead(old, names, values, []attrRef{
 		{schema.AttrVersion, "#v", ":xv"},
 		{schema.AttrCreatedDate, "#cd", ":xcd"},
 		{schema.AttrItemSize, "#xz", ":xz"},
 		{schema.AttrOwnerKey, "#xo", ":xo"},
 		{schema.AttrCreatedBySubject, "#xc", ":xc"},
-	} {
+	})
+}
+
+// attrRef is an attribute and the placeholders a condition names it and
+// its value by.
+type attrRef struct{ attr, name, value string }
+
+// asRead is a condition that holds only while each of attrs is as old
+// shows it: equal, or absent where old has none.
+func asRead(old map[string]types.AttributeValue, names map[string]string, values map[string]types.AttributeValue, attrs []attrRef) string {
+	terms := make([]string, 0, len(attrs))
+	for _, a := range attrs {
 		names[a.name] = a.attr
 		if v, ok := old[a.attr]; ok {
 			values[a.value] = v

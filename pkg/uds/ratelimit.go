@@ -17,6 +17,10 @@ type Rate struct {
 // On reports whether the rate limits anything.
 func (r Rate) On() bool { return r.PerSecond > 0 }
 
+// Interval is the time one token takes at the rate, in microseconds (the
+// unit a bucket's state keeps time in).
+func (r Rate) Interval() int64 { return int64(time.Second/time.Microsecond) / r.PerSecond }
+
 // MaxRatePerSecond bounds a rate limit's numbers: far above what one
 // caller or app of a deployment should send, and small enough that a
 // token's interval in microseconds is never zero.
