@@ -25,8 +25,10 @@ type policyJSON struct {
 	History *historyJSON `json:"history,omitempty"`
 	// Indexes and IndexBuild are shown while the namespace declares
 	// indexes, or a build is under way.
-	Indexes     []indexJSON     `json:"indexes,omitempty"`
-	IndexBuild  *indexBuildJSON `json:"indexBuild,omitempty"`
+	Indexes    []indexJSON     `json:"indexes,omitempty"`
+	IndexBuild *indexBuildJSON `json:"indexBuild,omitempty"`
+	// Binary is shown while the namespace has a binary rule.
+	Binary      *binaryRuleJSON `json:"binary,omitempty"`
 	Version     int64           `json:"version"`
 	UpdatedDate string          `json:"updatedDate,omitempty"`
 	// Pending is a change into or out of private under way.
@@ -57,6 +59,7 @@ func policyBody(app, namespace string, p uds.Policy, now time.Time) policyJSON {
 		j.History = &historyJSON{Versions: p.History.Versions, Days: p.History.Days}
 	}
 	j.Indexes, j.IndexBuild = indexesBody(p)
+	j.Binary = binaryRuleShown(p.Binary)
 	if c := p.Changing(now); c != nil {
 		j.Pending = &pendingJSON{Access: c.Target().Mode(), Schema: orNull(c.Schema), Since: store.FormatTime(c.Since),
 			SettlesAt: store.FormatTime(c.SettlesAt), LapsesAt: store.FormatTime(c.LapsesAt)}
@@ -184,19 +187,21 @@ func (a *API) readPolicy(r *http.Request) (uds.Policy, error) {
 }
 
 // policyShape is the policy body, as a refusal of its form describes it.
-const policyShape = `{"access": "shared" | "private" | "owner-write", "schema": {...} | null, "history": {"versions": n, "days": n} | null, "indexes": [{"name": "...", "path": "/json/pointer", "type": "string" | "number"}, ...] | null}`
+const policyShape = `{"access": "shared" | "private" | "owner-write", "schema": {...} | null, "history": {"versions": n, "days": n} | null, "indexes": [{"name": "...", "path": "/json/pointer", "type": "string" | "number"}, ...] | null, "binary": {"contentTypes": ["image/png", "image/*", ...], "maxBytes": n} | null}`
 
 // parsePolicy parses {"access": ..., "schema": {...} | null, "history":
-// {...} | null, "indexes": [...] | null}, compiles the schema through
-// schemas, so that one that cannot be used is refused now rather than at
-// the first write, and checks the history (historyBody.parse) and the
-// indexes (parseIndexes).
+// {...} | null, "indexes": [...] | null, "binary": {...} | null}, compiles
+// the schema through schemas, so that one that cannot be used is refused
+// now rather than at the first write, and checks the history
+// (historyBody.parse), the indexes (parseIndexes) and the binary rule
+// (binaryRuleBody.parse).
 func parsePolicy(body []byte, schemas *policy.Cache) (uds.Policy, error) {
 	var b struct {
 		Access  *string          `json:"access"`
 		Schema  *json.RawMessage `json:"schema"`
 		History *historyBody     `json:"history"`
 		Indexes *[]indexBody     `json:"indexes"`
+		Binary  *binaryRuleBody  `json:"binary"`
 	}
 	if err := decodeBody(body, &b, policyShape); err != nil {
 		return uds.Policy{}, err
@@ -216,6 +221,11 @@ func parsePolicy(body []byte, schemas *policy.Cache) (uds.Policy, error) {
 	}
 	if b.Indexes != nil {
 		if pol.Indexes, err = parseIndexes(*b.Indexes); err != nil {
+			return pol, err
+		}
+	}
+	if b.Binary != nil {
+		if pol.Binary, err = b.Binary.parse(); err != nil {
 			return pol, err
 		}
 	}

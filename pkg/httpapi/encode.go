@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/base64"
 	"net/http"
 	"slices"
 	"strconv"
@@ -36,7 +37,29 @@ func appendItemHead(b []byte, it *uds.Item) []byte {
 		b = append(b, `,"sortKey":`...)
 		b = appendString(b, it.SortKey)
 	}
+	if it.Binary != nil {
+		return appendBinary(b, it.Binary)
+	}
 	return append(b, `,"data":`...)
+}
+
+// appendBinary appends a binary value's members in place of data: its
+// content type, its size, and its bytes in base64 where the item holds
+// them and they are shown (not in write answers), or that it is large.
+func appendBinary(b []byte, bin *uds.Binary) []byte {
+	b = append(b, `,"contentType":`...)
+	b = appendString(b, bin.ContentType)
+	b = append(b, `,"size":`...)
+	b = strconv.AppendInt(b, bin.Size, 10)
+	switch {
+	case bin.Large():
+		b = append(b, `,"large":true`...)
+	case bin.Bytes != nil:
+		b = append(b, `,"dataBase64":"`...)
+		b = base64.StdEncoding.AppendEncode(b, bin.Bytes)
+		b = append(b, '"')
+	}
+	return b
 }
 
 // appendItemTail appends the JSON of it after its value, to its end.
@@ -132,8 +155,11 @@ func appendString(b []byte, s string) []byte {
 // a compressed value counts as what it adds to a gzip answer.
 func itemJSONBytes(it *uds.Item) int {
 	data := len(it.Data)
-	if it.Compressed != nil {
+	switch {
+	case it.Compressed != nil:
 		data = it.Compressed.CompressedSize()
+	case it.Binary != nil:
+		data = base64.StdEncoding.EncodedLen(len(it.Binary.Bytes)) + len(it.Binary.ContentType) + 60
 	}
 	return data + len(it.App) + len(it.Namespace) + len(it.ID) + len(it.SortKey) +
 		len(it.ClassName) + len(it.CreatedBy) + len(it.UpdatedBy) + 220

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -99,19 +98,36 @@ type response struct {
 	body   map[string]any
 }
 
-// do sends a request; headers come in name, value pairs.
+// do sends a request; headers come in name, value pairs. A body goes as
+// JSON and the answer, if any, must be a JSON object.
 func (e *env) do(method, path, body string, headers ...string) response {
 	e.t.Helper()
-	var rd io.Reader
 	if body != "" {
-		rd = strings.NewReader(body)
+		headers = append([]string{"Content-Type", "application/json"}, headers...)
+	}
+	r := e.send(method, path, []byte(body), headers...)
+	if len(r.raw) > 0 {
+		// UseNumber: stored numbers may exceed float64 (1e400).
+		dec := json.NewDecoder(bytes.NewReader(r.raw))
+		dec.UseNumber()
+		if err := dec.Decode(&r.body); err != nil {
+			e.t.Fatalf("%s %s: body is not a JSON object: %q", method, path, r.raw)
+		}
+	}
+	return r
+}
+
+// send sends a request with the body and headers as given (a header set
+// twice is sent twice), and does not decode the answer.
+func (e *env) send(method, path string, body []byte, headers ...string) response {
+	e.t.Helper()
+	var rd io.Reader
+	if len(body) > 0 {
+		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequest(method, e.srv.URL+path, rd)
 	if err != nil {
 		e.t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Add(headers[i], headers[i+1])
@@ -125,16 +141,7 @@ func (e *env) do(method, path, body string, headers ...string) response {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	r := response{status: res.StatusCode, header: res.Header, raw: raw}
-	if len(raw) > 0 {
-		// UseNumber: stored numbers may exceed float64 (1e400).
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&r.body); err != nil {
-			e.t.Fatalf("%s %s: body is not a JSON object: %q", method, path, raw)
-		}
-	}
-	return r
+	return response{status: res.StatusCode, header: res.Header, raw: raw}
 }
 
 // expect fails the test unless the response has the status.

@@ -289,15 +289,17 @@ func (a *API) restoreOp(ctx context.Context, sc *scope, pre uds.Precondition, v 
 		return uds.BatchOp{}, err
 	}
 	old, err := a.version(ctx, sc, v)
+	write := uds.Write{Key: sc.key, Data: old.Data, Binary: old.Binary, ClassName: old.ClassName,
+		Subject: sc.subject, IfMatch: sc.guard(pre), History: sc.policy.History, Indexes: sc.policy.Indexes}
 	if err == nil {
-		err = a.checkData(sc, old.Data)
+		err = a.checkValue(sc, &write)
 	}
 	if err != nil {
 		return uds.BatchOp{}, err
 	}
 	return uds.BatchOp{
 		Method:            http.MethodPost,
-		Write:             uds.Write{Key: sc.key, Data: old.Data, ClassName: old.ClassName, Subject: sc.subject, IfMatch: sc.guard(pre), History: sc.policy.History, Indexes: sc.policy.Indexes},
+		Write:             write,
 		Restore:           true,
 		RecreateForbidden: sc.policy.Mode() == uds.AccessOwnerWrite && old.CreatedBy != sc.subject,
 	}, nil

@@ -84,6 +84,10 @@ func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it 
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
+	if it.Binary != nil {
+		answerBinary(w, r, &it)
+		return
+	}
 	writeItem(w, http.StatusOK, &it)
 }
 
@@ -117,11 +121,16 @@ func (a *API) writeItem(w http.ResponseWriter, r *http.Request, key uds.Key, sc 
 		}
 		write.IfMatch = sc.guard(write.IfMatch)
 	}
-	if err = readWrite(r, &write, a.now()); err == nil {
+	if isBinaryWrite(r) {
+		err = readBinaryWrite(r, &write, a.now())
+	} else {
+		err = readWrite(r, &write, a.now())
+	}
+	if err == nil {
 		err = sc.writable(a.now())
 	}
 	if err == nil {
-		err = a.checkData(sc, write.Data)
+		err = a.checkValue(sc, &write)
 	}
 	if err != nil {
 		a.fail(w, r, err, &key)
@@ -154,6 +163,12 @@ func answerWritten(w http.ResponseWriter, it *uds.Item, status int) {
 	h.Set("ETag", it.Revision().ETag())
 	if status == http.StatusCreated {
 		h.Set("Location", itemPath(it.Key))
+	}
+	if it.Binary != nil {
+		// The writer has the bytes: the answer shows what was stored.
+		meta, bin := *it, *it.Binary
+		bin.Bytes, meta.Binary = nil, &bin
+		it = &meta
 	}
 	writeItem(w, status, it)
 }

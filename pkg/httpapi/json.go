@@ -18,7 +18,11 @@ type itemJSON struct {
 	Namespace        string          `json:"namespace"`
 	ID               string          `json:"id"`
 	SortKey          string          `json:"sortKey,omitempty"`
-	Data             json.RawMessage `json:"data"`
+	Data             json.RawMessage `json:"data,omitempty"`
+	ContentType      string          `json:"contentType,omitempty"`
+	Size             *int64          `json:"size,omitempty"`
+	Large            bool            `json:"large,omitempty"`
+	DataBase64       *[]byte         `json:"dataBase64,omitempty"`
 	ClassName        string          `json:"className,omitempty"`
 	CreatedDate      string          `json:"createdDate,omitempty"`
 	CreatedBySubject string          `json:"createdBySubject,omitempty"`
@@ -33,6 +37,12 @@ func toJSON(it *uds.Item) itemJSON {
 		ApplicationUUID: it.App, Namespace: it.Namespace, ID: it.ID, SortKey: it.SortKey,
 		Data: it.Data, ClassName: it.ClassName,
 		CreatedBySubject: it.CreatedBy, UpdatedBySubject: it.UpdatedBy, Version: it.Version,
+	}
+	if b := it.Binary; b != nil {
+		j.ContentType, j.Size, j.Large = b.ContentType, &b.Size, b.Large()
+		if !b.Large() && b.Bytes != nil {
+			j.DataBase64 = &b.Bytes
+		}
 	}
 	// Items written before UDS may lack audit dates; omit rather than
 	// invent them.

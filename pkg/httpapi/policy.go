@@ -121,7 +121,7 @@ func (a *API) scopeOperation(ctx context.Context, op *batchOp) error {
 		if err := sc.writable(a.now()); err != nil {
 			return err
 		}
-		return a.checkData(&sc, op.Write.Data)
+		return a.checkValue(&sc, &op.Write)
 	}
 	return nil
 }

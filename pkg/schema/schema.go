@@ -64,6 +64,14 @@ const (
 	// AttrDataValueGzip holds the gzip-compressed JSON when the value is
 	// stored compressed; dataValue is then absent.
 	AttrDataValueGzip = "dataValueGz"
+	// AttrDataBytes holds a binary value's bytes, AttrContentType its
+	// media type; dataValue is then absent.
+	AttrDataBytes   = "dataBytes"
+	AttrContentType = "contentType"
+	// AttrDataObject names the upload whose object in the bucket holds a
+	// large binary value, and AttrObjectSize is its length in bytes.
+	AttrDataObject = "dataObject"
+	AttrObjectSize = "objectSize"
 	// AttrVersion counts writes to an item; it backs ETag and If-Match.
 	AttrVersion = "version"
 	// AttrItemSize is the item's size in the quota byte measure.
@@ -144,6 +152,10 @@ const (
 	// work their last change left (JSON text), absent when none is.
 	AttrIndexes    = "indexes"
 	AttrIndexBuild = "indexBuild"
+	// AttrBinaryRule holds what the namespace accepts of binary values
+	// (JSON text: content types, size cap), absent for the default. Like
+	// the history, a change stores it at once.
+	AttrBinaryRule = "binaryRule"
 )
 
 // Attribute names of the index table (data_index). An entry names its

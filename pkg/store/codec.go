@@ -82,43 +82,80 @@ const creatorAllowance = 1024
 
 // encodedValue is an item's value in its DynamoDB form.
 type encodedValue struct {
-	// name is the attribute that holds the value: dataValue (JSON text) or
-	// dataValueGz (gzip of the JSON).
+	// name is the attribute that holds the value: dataValue (JSON text),
+	// dataValueGz (gzip of the JSON), dataBytes (a binary value's bytes)
+	// or dataObject (the upload whose object holds a large value).
 	name string
 	av   types.AttributeValue
+	// extra holds the attributes a binary value carries beside it: its
+	// content type and, for a large one, its size.
+	extra map[string]types.AttributeValue
 	// size is the item's quota size: key, stored value and class name
-	// bytes plus itemOverhead.
+	// bytes plus itemOverhead. A binary value counts its bytes and its
+	// content type; a large one the object's bytes.
 	size int64
 }
 
-// encodeValue prepares the value of w for storage. It is stored compressed
-// when that makes it smaller; a value that cannot fit a DynamoDB item even
-// then is uds.ErrTooLarge.
+// valueAttrs are every attribute that holds part of a value, whatever its
+// form: a write sets those of its form and removes the others.
+var valueAttrs = []string{schema.AttrDataValue, schema.AttrDataValueGzip, schema.AttrDataBytes,
+	schema.AttrContentType, schema.AttrDataObject, schema.AttrObjectSize}
+
+// encodeValue prepares the value of w for storage. JSON is stored
+// compressed when that makes it smaller; a value that cannot fit a
+// DynamoDB item even then is uds.ErrTooLarge.
 func encodeValue(w *uds.Write) (encodedValue, error) {
-	v := encodedValue{name: schema.AttrDataValue, av: &types.AttributeValueMemberS{Value: string(w.Data)}}
-	stored := len(w.Data)
-	if len(w.Data) > compressAbove {
-		if z := compress(w.Data); len(z) < len(w.Data) {
-			v = encodedValue{name: schema.AttrDataValueGzip, av: &types.AttributeValueMemberB{Value: z}}
-			stored = len(z)
+	var v encodedValue
+	// stored is what the value counts in the quota; held, what it takes
+	// of the DynamoDB item.
+	var stored, held int64
+	switch b := w.Binary; {
+	case b == nil:
+		v = encodedValue{name: schema.AttrDataValue, av: &types.AttributeValueMemberS{Value: string(w.Data)}}
+		stored = int64(len(w.Data))
+		if len(w.Data) > compressAbove {
+			if z := compress(w.Data); len(z) < len(w.Data) {
+				v = encodedValue{name: schema.AttrDataValueGzip, av: &types.AttributeValueMemberB{Value: z}}
+				stored = int64(len(z))
+			}
 		}
+		held = stored
+	case b.Large():
+		v = encodedValue{name: schema.AttrDataObject, av: &types.AttributeValueMemberS{Value: b.Object},
+			extra: map[string]types.AttributeValue{
+				schema.AttrContentType: &types.AttributeValueMemberS{Value: b.ContentType},
+				schema.AttrObjectSize:  &types.AttributeValueMemberN{Value: strconv.FormatInt(b.Size, 10)},
+			}}
+		stored = b.Size + int64(len(b.ContentType))
+		held = int64(len(b.Object) + len(b.ContentType) + 20)
+	default:
+		bytes := b.Bytes
+		if bytes == nil {
+			bytes = []byte{}
+		}
+		v = encodedValue{name: schema.AttrDataBytes, av: &types.AttributeValueMemberB{Value: bytes},
+			extra: map[string]types.AttributeValue{
+				schema.AttrContentType: &types.AttributeValueMemberS{Value: b.ContentType},
+			}}
+		stored = int64(len(b.Bytes) + len(b.ContentType))
+		held = stored
 	}
-	keyBytes := len(w.DataKey()) + len(w.SortKey)
-	v.size = int64(keyBytes+stored+len(w.ClassName)) + itemOverhead
+	keyBytes := int64(len(w.DataKey()) + len(w.SortKey))
+	v.size = keyBytes + stored + int64(len(w.ClassName)) + itemOverhead
 	// The real DynamoDB size adds attribute names, timestamps and the
 	// subjects; bound it from above so DynamoDB never has to refuse.
 	names := 0
 	for _, n := range []string{schema.AttrDataKey, schema.AttrSortKey, v.name, schema.AttrClassName,
 		schema.AttrCreatedDate, schema.AttrCreatedBySubject, schema.AttrUpdatedDate, schema.AttrUpdatedBySubject,
 		schema.AttrVersion, schema.AttrItemSize, schema.AttrOwnerKey, schema.AttrSchemaVersion,
-		schema.AttrWriteToken, schema.AttrExpiresAt, schema.AttrExpiresAtMillis} {
+		schema.AttrWriteToken, schema.AttrExpiresAt, schema.AttrExpiresAtMillis, schema.AttrContentType, schema.AttrObjectSize} {
 		names += len(n)
 	}
 	// 96 bytes hold the numbers (version, size, schema version, expiry)
 	// and the 32-character write token.
-	upper := keyBytes + stored + len(w.ClassName) + names + 2*len(timeLayout) + len(w.Subject) + len(w.App) + creatorAllowance + 96
+	upper := keyBytes + held + int64(len(w.ClassName)+names+2*len(timeLayout)+len(w.Subject)+len(w.App)+creatorAllowance+96)
 	if upper > MaxItemBytes {
-		return v, &uds.TooLargeError{Reason: fmt.Sprintf("the value takes %d bytes after compression; with its key and attributes it does not fit DynamoDB's %d-byte item limit", stored, MaxItemBytes)}
+		return v, &uds.TooLargeError{Reason: fmt.Sprintf("the value takes %d bytes as stored; with its key and attributes it does not fit DynamoDB's %d-byte item limit", held, MaxItemBytes)}
 	}
 	return v, nil
 }
@@ -145,6 +182,9 @@ func encodeItem(it *uds.Item, v encodedValue) map[string]types.AttributeValue {
 	}
 	if !it.ExpiresAt.IsZero() {
 		av[schema.AttrExpiresAt], av[schema.AttrExpiresAtMillis] = expiryAVs(it.ExpiresAt)
+	}
+	for name, value := range v.extra {
+		av[name] = value
 	}
 	return av
 }
@@ -192,6 +232,9 @@ func ownerKey(app, owner string) string { return app + uds.KeyDelimiter + owner 
 // is an error (a 500, logged), not a broken page.
 func decodeItem(key uds.Key, av map[string]types.AttributeValue) (uds.Item, error) {
 	it := decodeMeta(key, av)
+	if it.Binary = decodeBinary(av); it.Binary != nil {
+		return it, nil
+	}
 	switch v := av[schema.AttrDataValueGzip].(type) {
 	case *types.AttributeValueMemberB:
 		data, err := decompress(v.Value)
@@ -226,6 +269,21 @@ func decodeKeepingCompressed(key uds.Key, av map[string]types.AttributeValue) (u
 		}
 	}
 	return decodeItem(key, av)
+}
+
+// decodeBinary decodes a binary value, or returns nil for a JSON one.
+func decodeBinary(av map[string]types.AttributeValue) *uds.Binary {
+	if b, ok := av[schema.AttrDataBytes].(*types.AttributeValueMemberB); ok {
+		bytes := b.Value
+		if bytes == nil {
+			bytes = []byte{}
+		}
+		return &uds.Binary{ContentType: str(av, schema.AttrContentType), Bytes: bytes, Size: int64(len(bytes))}
+	}
+	if object := str(av, schema.AttrDataObject); object != "" {
+		return &uds.Binary{ContentType: str(av, schema.AttrContentType), Object: object, Size: num(av, schema.AttrObjectSize)}
+	}
+	return nil
 }
 
 var gzipReaders sync.Pool

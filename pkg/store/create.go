@@ -81,7 +81,7 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 // updated by the writer.
 func newItem(w *uds.Write, now time.Time) uds.Item {
 	return uds.Item{
-		Key: w.Key, Data: w.Data, ClassName: w.ClassName,
+		Key: w.Key, Data: w.Data, Binary: w.Binary, ClassName: w.ClassName,
 		CreatedDate: now, CreatedBy: w.Subject, UpdatedDate: now, UpdatedBy: w.Subject,
 		Version: 1, ExpiresAt: w.ExpiresAt,
 	}

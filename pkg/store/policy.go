@@ -77,6 +77,7 @@ func decodePolicy(av map[string]types.AttributeValue) uds.Policy {
 		p.History = uds.History{Versions: int(num(h.Value, schema.AttrHistoryVersions)), Days: int(num(h.Value, schema.AttrHistoryDays))}
 	}
 	decodeIndexes(av, &p)
+	p.Binary = decodeBinaryRule(str(av, schema.AttrBinaryRule))
 	if t, err := time.Parse(timeLayout, str(av, schema.AttrUpdatedDate)); err == nil {
 		p.Updated = t
 	}
@@ -183,14 +184,14 @@ func (s *Store) scanForPrefix(ctx context.Context, table string, segment int32, 
 
 // Policies lists the policies set in an app, by namespace, after the
 // namespace named (exclusive), at most limit; more reports whether others
-// follow. A policy is set when it has an access mode or a history (a
-// removed one keeps its record, for its version, with neither).
+// follow. A policy is set when it has an access mode, a history or a
+// binary rule (a removed one keeps its record, for its version, with none).
 func (s *Store) Policies(ctx context.Context, app, after string, limit int) (page []uds.NamespacePolicy, more bool, err error) {
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(s.tables.Namespaces),
 		KeyConditionExpression:   aws.String("#app = :app"),
-		FilterExpression:         aws.String("attribute_exists(#a) OR attribute_exists(#h)"),
-		ExpressionAttributeNames: map[string]string{"#app": schema.AttrApp, "#a": schema.AttrAccess, "#h": schema.AttrHistory},
+		FilterExpression:         aws.String("attribute_exists(#a) OR attribute_exists(#h) OR attribute_exists(#br)"),
+		ExpressionAttributeNames: map[string]string{"#app": schema.AttrApp, "#a": schema.AttrAccess, "#h": schema.AttrHistory, "#br": schema.AttrBinaryRule},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":app": &types.AttributeValueMemberS{Value: app},
 		},

@@ -123,12 +123,13 @@ func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Poli
 		case now.Before(pending.SettlesAt):
 			// Still settling: the target and the history may change,
 			// not the times.
-			if samePolicy(pending.Target(), p) && current.History == p.History && sameIndexes(current, p) {
+			if samePolicy(pending.Target(), p) && current.History == p.History && sameIndexes(current, p) &&
+				encodeBinaryRule(current.Binary) == encodeBinaryRule(p.Binary) {
 				return current, nil
 			}
 			next = current
 			next.Version, next.Updated, next.History = current.Version+1, s.writeTime(), p.History
-			next.Indexes, next.IndexBuild = p.Indexes, p.IndexBuild
+			next.Indexes, next.IndexBuild, next.Binary = p.Indexes, p.IndexBuild, p.Binary
 			next.Pending = &uds.PolicyChange{Access: p.Access, Schema: p.Schema,
 				Since: pending.Since, SettlesAt: pending.SettlesAt, LapsesAt: pending.LapsesAt}
 		default:
@@ -176,7 +177,8 @@ func (s *Store) refuseIfHeld(ctx context.Context, app, namespace string) error {
 
 // settled is p stored in place of current, with no change pending.
 func (s *Store) settled(current, p uds.Policy) uds.Policy {
-	next := uds.Policy{Access: p.Access, Schema: p.Schema, History: p.History, Indexes: p.Indexes, IndexBuild: p.IndexBuild}
+	next := uds.Policy{Access: p.Access, Schema: p.Schema, History: p.History, Indexes: p.Indexes, IndexBuild: p.IndexBuild,
+		Binary: p.Binary}
 	next.Version, next.Updated = current.Version+1, s.writeTime()
 	return next
 }
@@ -186,7 +188,7 @@ func (s *Store) settled(current, p uds.Policy) uds.Policy {
 func (s *Store) announced(current, p uds.Policy, now time.Time) uds.Policy {
 	next := current
 	next.Version, next.Updated, next.History = current.Version+1, s.writeTime(), p.History
-	next.Indexes, next.IndexBuild = p.Indexes, p.IndexBuild
+	next.Indexes, next.IndexBuild, next.Binary = p.Indexes, p.IndexBuild, p.Binary
 	settles := now.Add(s.policySettle)
 	next.Pending = &uds.PolicyChange{Access: p.Access, Schema: p.Schema,
 		Since: now, SettlesAt: settles, LapsesAt: settles.Add(s.policyWindow)}
@@ -243,6 +245,7 @@ func (s *Store) writePolicy(ctx context.Context, app, namespace string, current,
 	indexes, build := encodeIndexes(next)
 	attr("#ix", schema.AttrIndexes, indexes)
 	attr("#ib", schema.AttrIndexBuild, build)
+	attr("#br", schema.AttrBinaryRule, encodeBinaryRule(next.Binary))
 	var c uds.PolicyChange
 	if next.Pending != nil {
 		c = *next.Pending

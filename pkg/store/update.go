@@ -184,7 +184,7 @@ func (s *Store) itemUpdate(w *uds.Write, v encodedValue, now time.Time, token st
 	names := map[string]string{
 		"#k": schema.AttrDataKey, "#val": v.name, "#ud": schema.AttrUpdatedDate,
 		"#ub": schema.AttrUpdatedBySubject, "#sz": schema.AttrItemSize, "#sv": schema.AttrSchemaVersion,
-		"#v": schema.AttrVersion, "#old": otherValueAttr(v.name), "#cn": schema.AttrClassName,
+		"#v": schema.AttrVersion, "#cn": schema.AttrClassName,
 		"#wt": schema.AttrWriteToken,
 	}
 	values := map[string]types.AttributeValue{
@@ -198,7 +198,21 @@ func (s *Store) itemUpdate(w *uds.Write, v encodedValue, now time.Time, token st
 		":zero": &types.AttributeValueMemberN{Value: "0"},
 	}
 	set := "SET #val = :val, #ud = :ud, #ub = :ub, #sz = :sz, #sv = :sv, #wt = :wt, #v = if_not_exists(#v, :zero) + :one"
-	remove := " REMOVE #old"
+	// The attributes of the value's other forms go, so an item holds one.
+	var gone []string
+	for i, attr := range valueAttrs {
+		ref := "#vf" + strconv.Itoa(i)
+		if extra, kept := v.extra[attr]; kept {
+			set += ", " + ref + " = :vf" + strconv.Itoa(i)
+			values[":vf"+strconv.Itoa(i)] = extra
+		} else if attr != v.name {
+			gone = append(gone, ref)
+		} else {
+			continue
+		}
+		names[ref] = attr
+	}
+	remove := " REMOVE " + strings.Join(gone, ", ")
 	if adopt {
 		set += ", #ok = :ok, #cb = if_not_exists(#cb, :owner)"
 		names["#ok"], names["#cb"] = schema.AttrOwnerKey, schema.AttrCreatedBySubject
@@ -234,7 +248,7 @@ func (s *Store) itemUpdate(w *uds.Write, v encodedValue, now time.Time, token st
 // version plus one, with the value just written.
 func updated(w *uds.Write, old map[string]types.AttributeValue, now time.Time) uds.Item {
 	it := decodeMeta(w.Key, old)
-	it.Data, it.ClassName, it.ExpiresAt = w.Data, w.ClassName, w.ExpiresAt
+	it.Data, it.Binary, it.ClassName, it.ExpiresAt = w.Data, w.Binary, w.ClassName, w.ExpiresAt
 	it.UpdatedDate, it.UpdatedBy = now, w.Subject
 	it.Version++
 	if it.CreatedBy == "" {
@@ -247,7 +261,7 @@ func updated(w *uds.Write, old map[string]types.AttributeValue, now time.Time) u
 // found by its write token after the attempt's answer was lost.
 func committed(w *uds.Write, current map[string]types.AttributeValue) uds.Item {
 	it := decodeMeta(w.Key, current)
-	it.Data, it.ClassName, it.ExpiresAt = w.Data, w.ClassName, w.ExpiresAt
+	it.Data, it.Binary, it.ClassName, it.ExpiresAt = w.Data, w.Binary, w.ClassName, w.ExpiresAt
 	return it
 }
 
@@ -293,11 +307,4 @@ func asRead(old map[string]types.AttributeValue, names map[string]string, values
 		}
 	}
 	return strings.Join(terms, " AND ")
-}
-
-func otherValueAttr(name string) string {
-	if name == schema.AttrDataValue {
-		return schema.AttrDataValueGzip
-	}
-	return schema.AttrDataValue
 }

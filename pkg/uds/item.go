@@ -23,7 +23,10 @@ type Item struct {
 	// compressed, and Data is nil: a list page sent gzip encoded carries
 	// the stored stream on without inflating it (store.ListQuery's
 	// KeepCompressed).
-	Compressed  *gzsplice.Member
+	Compressed *gzsplice.Member
+	// Binary, when set, is the item's value and Data is nil: bytes with
+	// their content type rather than JSON.
+	Binary      *Binary
 	ClassName   string
 	CreatedDate time.Time
 	CreatedBy   string
@@ -37,8 +40,11 @@ type Item struct {
 }
 
 // DataLen is the length of the value's JSON, whether it is held as Data
-// or still compressed.
+// or still compressed, or of a binary value's bytes.
 func (it *Item) DataLen() int {
+	if it.Binary != nil {
+		return int(it.Binary.Size)
+	}
 	if it.Compressed != nil {
 		return it.Compressed.Size()
 	}
@@ -131,7 +137,9 @@ func (p Precondition) IsSet() bool { return p.Any || len(p.Revisions) > 0 }
 // Write is a create or update of one item.
 type Write struct {
 	Key
-	Data      json.RawMessage
+	Data json.RawMessage
+	// Binary, when set, is the value written instead of Data.
+	Binary    *Binary
 	ClassName string
 	// Subject is the authenticated caller; it becomes createdBySubject (and
 	// so the owner) on create and updatedBySubject on every write.

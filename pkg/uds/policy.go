@@ -47,6 +47,9 @@ type Policy struct {
 	// last change left, nil when none is left.
 	Indexes    []Index
 	IndexBuild *IndexBuild
+	// Binary is what the namespace accepts of binary values (nil: the
+	// default). Like the history, it changes at once.
+	Binary *BinaryRule
 	// Version counts the changes of the namespace's policy; 0 for one never
 	// set.
 	Version int64

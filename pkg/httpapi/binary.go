@@ -1,0 +1,248 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// Binary values: a POST or PUT whose Content-Type is not JSON stores its
+// body's bytes as the item's value, and a GET answers them as they came.
+// What a JSON write carries in its body beside the data (className, ttl,
+// expiresAt) comes in headers, and a GET answers the item's fields in
+// headers too, since the body is the value.
+const (
+	HeaderClassName      = "Uds-Class-Name"
+	HeaderTTL            = "Uds-Ttl"
+	HeaderExpiresAt      = "Uds-Expires-At"
+	HeaderVersion        = "Uds-Version"
+	HeaderCreatedDate    = "Uds-Created-Date"
+	HeaderCreatedBy      = "Uds-Created-By-Subject"
+	HeaderUpdatedDate    = "Uds-Updated-Date"
+	HeaderUpdatedBy      = "Uds-Updated-By-Subject"
+	headerContentType    = "Content-Type"
+	headerContentRange   = "Content-Range"
+	binaryBodyTooLargeFY = "the body has more than %d bytes (350 KiB), the most one request stores; send larger values (up to 5 GB) with POST {item}?upload, which answers a URL to upload them to"
+)
+
+// isBinaryWrite reports whether a write request carries bytes rather
+// than JSON.
+func isBinaryWrite(r *http.Request) bool { return !uds.IsJSONType(r.Header.Get(headerContentType)) }
+
+// readBinaryWrite reads a binary write into w: the body's bytes with their
+// declared content type, and the item's class name and expiry from the
+// request's headers.
+func readBinaryWrite(r *http.Request, w *uds.Write, now time.Time) error {
+	contentType, err := uds.ParseContentType("Content-Type", r.Header.Get(headerContentType))
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, uds.MaxInlineBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return &uds.TooLargeError{Reason: fmt.Sprintf(binaryBodyTooLargeFY, uds.MaxInlineBytes)}
+	}
+	if err != nil {
+		var coding *encodingError
+		if errors.As(err, &coding) {
+			return err
+		}
+		return uds.Invalid("body", "could not be read")
+	}
+	w.Binary = &uds.Binary{ContentType: contentType, Bytes: body, Size: int64(len(body))}
+	if name := r.Header.Values(HeaderClassName); len(name) > 0 {
+		if err := checkClassName(name[0]); err != nil {
+			return inHeader(HeaderClassName, err)
+		}
+		w.ClassName = name[0]
+	}
+	w.ExpiresAt, err = headerExpiry(r, now)
+	return err
+}
+
+// headerExpiry reads Uds-Ttl or Uds-Expires-At as a JSON body's ttl and
+// expiresAt are read.
+func headerExpiry(r *http.Request, now time.Time) (time.Time, error) {
+	var b writeBody
+	if ttl := r.Header.Get(HeaderTTL); ttl != "" {
+		b.TTL = json.RawMessage(ttl)
+	}
+	if at := r.Header.Get(HeaderExpiresAt); at != "" {
+		b.ExpiresAt, _ = json.Marshal(at)
+	}
+	t, err := expiry(&b, now)
+	var invalid *uds.InvalidError
+	if errors.As(err, &invalid) {
+		header := HeaderTTL
+		if invalid.Field == "expiresAt" {
+			header = HeaderExpiresAt
+		}
+		return t, inHeader(header, err)
+	}
+	return t, err
+}
+
+// inHeader names the header an invalid value came in.
+func inHeader(header string, err error) error {
+	var invalid *uds.InvalidError
+	if errors.As(err, &invalid) {
+		return &uds.InvalidError{Field: header + " header", Reason: invalid.Reason}
+	}
+	return err
+}
+
+// checkValue applies the namespace's rules to a write's value: its JSON
+// Schema to JSON, its binary rule to bytes.
+func (a *API) checkValue(sc *scope, w *uds.Write) error {
+	if w.Binary != nil {
+		return sc.policy.Binary.Check(w.Binary, sc.policy.Schema != nil)
+	}
+	return a.checkData(sc, w.Data)
+}
+
+// setItemHeaders answers an item's fields in headers, for a binary value
+// whose body is the bytes.
+func setItemHeaders(h http.Header, it *uds.Item) {
+	h.Set("ETag", it.Revision().ETag())
+	h.Set(HeaderVersion, strconv.FormatInt(it.Version, 10))
+	for _, f := range []struct {
+		name string
+		at   time.Time
+	}{{HeaderCreatedDate, it.CreatedDate}, {HeaderUpdatedDate, it.UpdatedDate}, {HeaderExpiresAt, it.ExpiresAt}} {
+		if !f.at.IsZero() {
+			h.Set(f.name, store.FormatTime(f.at))
+		}
+	}
+	// Subjects and class names may hold any character; a header carries
+	// them percent-encoded where they hold more than printable ASCII.
+	for _, f := range []struct{ name, value string }{
+		{HeaderCreatedBy, it.CreatedBy}, {HeaderUpdatedBy, it.UpdatedBy}, {HeaderClassName, it.ClassName},
+	} {
+		if f.value != "" {
+			h.Set(f.name, headerText(f.value))
+		}
+	}
+}
+
+// headerText is s as a header value: itself when it is printable ASCII
+// without leading or trailing space, else percent-encoded as a URL query
+// value is (RFC 8187's encoding, without its charset prefix).
+func headerText(s string) string {
+	plain := s == strings.TrimSpace(s)
+	for i := 0; plain && i < len(s); i++ {
+		plain = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '%'
+	}
+	if plain {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c > 0x20 && c < 0x7f && c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
+// answerBinary answers the bytes of an inline binary item, or the part a
+// Range header asks for (206, or 416 when it lies past the end).
+func answerBinary(w http.ResponseWriter, r *http.Request, it *uds.Item) {
+	h := w.Header()
+	setItemHeaders(h, it)
+	h.Set(headerContentType, it.Binary.ContentType)
+	h.Set("Accept-Ranges", "bytes")
+	body := it.Binary.Bytes
+	status := http.StatusOK
+	if spec := r.Header.Get("Range"); spec != "" && ifRangeHolds(r, h.Get("ETag")) {
+		start, end, ok := parseRange(spec, int64(len(body)))
+		switch {
+		case !ok:
+			// A range UDS does not serve (several parts, another unit)
+			// is ignored, as RFC 9110 allows: the whole value answers.
+		case start < 0:
+			h.Set(headerContentRange, "bytes */"+strconv.Itoa(len(body)))
+			k := it.Key
+			writeJSON(w, http.StatusRequestedRangeNotSatisfiable, errorBody{Error: "Range not satisfiable",
+				Details: fmt.Sprintf("the value has %d bytes", len(body)), Timestamp: now(),
+				ApplicationUUID: k.App, Namespace: k.Namespace, ID: k.ID, SortKey: k.SortKey})
+			return
+		default:
+			h.Set(headerContentRange, fmt.Sprintf("bytes %d-%d/%d", start, end-1, len(body)))
+			body, status = body[start:end], http.StatusPartialContent
+		}
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// ifRangeHolds reports whether a Range applies: without If-Range, or
+// with an If-Range naming the item's current ETag.
+func ifRangeHolds(r *http.Request, etag string) bool {
+	v := r.Header.Get("If-Range")
+	return v == "" || v == etag
+}
+
+// parseRange reads a single byte range (RFC 9110 14.1.2) of a value of
+// size bytes: ok is false for a range UDS ignores; start < 0 for one that
+// cannot be satisfied. end is exclusive.
+func parseRange(spec string, size int64) (start, end int64, ok bool) {
+	unit, set, found := strings.Cut(strings.TrimSpace(spec), "=")
+	if !found || !strings.EqualFold(strings.TrimSpace(unit), "bytes") || strings.Contains(set, ",") {
+		return 0, 0, false
+	}
+	first, last, found := strings.Cut(strings.TrimSpace(set), "-")
+	if !found {
+		return 0, 0, false
+	}
+	first, last = strings.TrimSpace(first), strings.TrimSpace(last)
+	number := func(s string) (int64, bool) {
+		if s == "" || strings.TrimLeft(s, "0123456789") != "" || len(s) > 18 {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		return n, err == nil
+	}
+	switch {
+	case first == "":
+		// The last n bytes.
+		n, isNum := number(last)
+		switch {
+		case !isNum:
+			return 0, 0, false
+		case n == 0 || size == 0:
+			return -1, 0, true
+		case n > size:
+			n = size
+		}
+		return size - n, size, true
+	default:
+		from, isNum := number(first)
+		if !isNum {
+			return 0, 0, false
+		}
+		to := size - 1
+		if last != "" {
+			l, isNum := number(last)
+			if !isNum || l < from {
+				return 0, 0, false
+			}
+			to = min(l, size-1)
+		}
+		if from >= size {
+			return -1, 0, true
+		}
+		return from, to + 1, true
+	}
+}

@@ -1,0 +1,150 @@
+package uds
+
+import (
+	"fmt"
+	"mime"
+	"strings"
+)
+
+// MaxInlineBytes is the largest binary value a single request stores in the
+// item itself (350 KiB): what fits one DynamoDB item beside the key, the
+// attributes and the room a 1 KiB key needs. Larger values go through an
+// upload to the bucket (MaxObjectBytes).
+const MaxInlineBytes = 350 << 10
+
+// MaxObjectBytes is the largest value an upload takes: 5 GB, S3's limit
+// for one POST upload.
+const MaxObjectBytes = 5 << 30
+
+// MaxInlineRead is the largest large value GET ?inline streams through
+// the function: a Lambda answer carries 6 MB, and base64 makes bytes a
+// third larger.
+const MaxInlineRead = 4 << 20
+
+// Binary is a value of bytes with a content type, stored beside JSON under
+// the same keys. A small one is held in the item (Bytes); a large one is an
+// object in the bucket that the item names (Object).
+type Binary struct {
+	// ContentType is the media type the writer declared, as it was sent
+	// (parameters included) once checked by ParseContentType.
+	ContentType string
+	// Bytes is the value of an inline binary item; nil for a large one.
+	Bytes []byte
+	// Object is the upload ID whose object holds a large value.
+	Object string
+	// Size is the value's length in bytes.
+	Size int64
+}
+
+// Large reports whether the value lives in the bucket.
+func (b *Binary) Large() bool { return b.Object != "" }
+
+// IsJSONType reports whether a request's Content-Type announces JSON: none
+// at all (as before binary values existed), application/json, or any
+// +json type.
+func IsJSONType(contentType string) bool {
+	if strings.TrimSpace(contentType) == "" {
+		return true
+	}
+	t, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	return t == "application/json" || strings.HasSuffix(t, "+json")
+}
+
+// ParseContentType checks the declared type of a binary value and returns
+// it as it will be stored and answered: a well-formed media type (RFC 9110)
+// of at most 255 bytes, without control characters.
+func ParseContentType(field, contentType string) (string, error) {
+	contentType = strings.TrimSpace(contentType)
+	if contentType == "" {
+		return "", Invalid(field, "is empty; name the media type of the bytes, such as image/png")
+	}
+	if len(contentType) > 255 {
+		return "", Invalid(field, "is longer than 255 bytes")
+	}
+	for _, c := range contentType {
+		if c < 0x20 || c == 0x7f || c > 0x7e {
+			return "", Invalid(field, "holds a character a header cannot carry")
+		}
+	}
+	t, params, err := mime.ParseMediaType(contentType)
+	if err != nil || !strings.Contains(t, "/") || strings.HasSuffix(t, "/") || strings.HasPrefix(t, "/") {
+		return "", Invalid(field, "is not a media type of the form type/subtype")
+	}
+	if t == "application/json" || strings.HasSuffix(t, "+json") {
+		return "", Invalid(field, "is JSON; send JSON as {\"data\": ...} with Content-Type application/json")
+	}
+	return mime.FormatMediaType(t, params), nil
+}
+
+// MediaType is the type/subtype of a content type, lower-cased, without
+// parameters.
+func MediaType(contentType string) string {
+	t, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(contentType))
+	}
+	return t
+}
+
+// MaxBinaryTypes bounds the content types a namespace's binary rule names.
+const MaxBinaryTypes = 20
+
+// BinaryRule is what a namespace's policy says of binary values: the
+// content types it accepts and how large one may be. A namespace without
+// a rule takes any binary value unless it has a JSON Schema, which
+// describes JSON only, and then takes none.
+type BinaryRule struct {
+	// ContentTypes are media types ("image/png") or whole types
+	// ("image/*"), lower-case, without parameters.
+	ContentTypes []string
+	// MaxBytes caps a value's size; 0 leaves MaxObjectBytes.
+	MaxBytes int64
+}
+
+// ParseBinaryType checks one content type of a binary rule and returns it
+// lower-cased.
+func ParseBinaryType(field, s string) (string, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	main, sub, ok := strings.Cut(t, "/")
+	if !ok || main == "" || sub == "" || main == "*" || strings.ContainsAny(t, " ;,\"") || len(t) > 255 {
+		return "", Invalid(field, `must be a media type such as "image/png", or a whole type such as "image/*", got %q`, Truncate(s, 64))
+	}
+	if _, _, err := mime.ParseMediaType(t); err != nil && sub != "*" {
+		return "", Invalid(field, `must be a media type such as "image/png", or a whole type such as "image/*", got %q`, Truncate(s, 64))
+	}
+	if t == "application/json" || strings.HasSuffix(t, "+json") {
+		return "", Invalid(field, "names JSON, which is never a binary value")
+	}
+	return t, nil
+}
+
+// Check refuses a binary value the rule does not accept, as a
+// *SchemaError (422) that says why. A nil rule is the policy without one:
+// withSchema says whether the namespace has a JSON Schema.
+func (r *BinaryRule) Check(b *Binary, withSchema bool) error {
+	refuse := func(location, format string, args ...any) error {
+		return &SchemaError{Violations: []Violation{{KeywordLocation: location, Message: fmt.Sprintf(format, args...)}}}
+	}
+	if r == nil {
+		if withSchema {
+			return refuse("/binary", "the namespace's JSON Schema takes JSON only; its policy's binary member names the content types it accepts")
+		}
+		return nil
+	}
+	t := MediaType(b.ContentType)
+	accepted := false
+	for _, want := range r.ContentTypes {
+		main, sub, _ := strings.Cut(want, "/")
+		accepted = accepted || want == t || (sub == "*" && strings.HasPrefix(t, main+"/"))
+	}
+	if !accepted {
+		return refuse("/binary/contentTypes", "content type %q is not one the namespace accepts (%s)", Truncate(t, 64), strings.Join(r.ContentTypes, ", "))
+	}
+	if r.MaxBytes > 0 && b.Size > r.MaxBytes {
+		return refuse("/binary/maxBytes", "the value has %d bytes; the namespace accepts at most %d", b.Size, r.MaxBytes)
+	}
+	return nil
+}
