@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,10 @@ type recordJSON struct {
 	Private          bool            `json:"private,omitempty"`
 	Owner            string          `json:"owner"`
 	Data             json.RawMessage `json:"data,omitempty"`
+	ContentType      *string         `json:"contentType,omitempty"`
+	Size             *int64          `json:"size,omitempty"`
+	Large            bool            `json:"large,omitempty"`
+	DataBase64       *string         `json:"dataBase64,omitempty"`
 	ClassName        string          `json:"className,omitempty"`
 	CreatedDate      string          `json:"createdDate,omitempty"`
 	CreatedBySubject string          `json:"createdBySubject"`
@@ -64,6 +69,13 @@ func toRecordJSON(rec *uds.Record) recordJSON {
 		CreatedDate: it.CreatedDate, CreatedBySubject: it.CreatedBySubject,
 		UpdatedDate: it.UpdatedDate, UpdatedBySubject: it.UpdatedBySubject,
 		Version: it.Version, ExpiresAt: it.ExpiresAt,
+	}
+	if b := rec.Binary; b != nil {
+		j.ContentType, j.Size, j.Large = &b.ContentType, &b.Size, b.Large()
+		if !b.Large() {
+			text := base64.StdEncoding.EncodeToString(b.Bytes)
+			j.DataBase64 = &text
+		}
 	}
 	if rec.Kept() {
 		j.KeptAt, j.Deleted = store.FormatTime(rec.KeptAt), rec.Deleted
@@ -305,9 +317,21 @@ func parseRecord(app string, j *recordJSON, rec *uds.Record) error {
 	}
 	rec.Key, rec.Owner, rec.ClassName, rec.Version = key, j.Owner, j.ClassName, j.Version
 	rec.CreatedBy, rec.UpdatedBy = j.CreatedBySubject, j.UpdatedBySubject
+	binary := j.DataBase64 != nil || j.ContentType != nil || j.Large
 	switch {
-	case j.Deleted && len(j.Data) > 0:
+	case j.Deleted && (len(j.Data) > 0 || binary):
 		return uds.Invalid("data", "has no place in a delete marker")
+	case j.Large:
+		return uds.Invalid("large", "marks a value kept in the exporting deployment's bucket, which an import cannot reach; upload it again with POST {item}?upload")
+	case binary:
+		if rec.Binary, err = inlineBinary(&writeBody{Data: j.Data, DataBase64: j.DataBase64, ContentType: j.ContentType}); err != nil {
+			return err
+		}
+		if j.Size != nil && *j.Size != rec.Binary.Size {
+			return uds.Invalid("size", "is %d, and dataBase64 holds %d bytes", *j.Size, rec.Binary.Size)
+		}
+	case j.Size != nil:
+		return uds.Invalid("size", "belongs to a binary value (with dataBase64 and contentType)")
 	case !j.Deleted:
 		if err := checkDataValue(j.Data); err != nil {
 			return err
@@ -374,7 +398,7 @@ func (a *API) checkPolicies(ctx context.Context, app string, records []uds.Recor
 			// A kept version is history: it met the schema of its day.
 			continue
 		}
-		if err := a.checkData(sc, rec.Data); err != nil {
+		if err := a.checkValue(sc, &uds.Write{Data: rec.Data, Binary: rec.Binary}); err != nil {
 			return &uds.BatchError{Index: i, Err: err}
 		}
 	}

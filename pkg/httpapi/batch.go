@@ -161,7 +161,7 @@ func (a *API) batchOneByOne(w http.ResponseWriter, r *http.Request, ops []batchO
 	if len(keys) > 0 {
 		items, errs := a.store.GetMany(r.Context(), keys)
 		for j, i := range reads {
-			results[i] = a.record(r, func(w http.ResponseWriter) { a.answerGet(w, r, keys[j], items[j], errs[j], ops[i].ifNoneMatch) })
+			results[i] = a.record(r, func(w http.ResponseWriter) { a.answerGet(w, r, keys[j], items[j], errs[j], ops[i].ifNoneMatch, false) })
 		}
 	}
 	var wg sync.WaitGroup
@@ -192,7 +192,7 @@ func (a *API) applyOperation(w http.ResponseWriter, r *http.Request, op *batchOp
 	switch {
 	case op.Method == http.MethodGet:
 		it, err := a.version(r.Context(), &op.scope, op.version)
-		a.answerGet(w, r, op.Write.Key, it, err, op.ifNoneMatch)
+		a.answerGet(w, r, op.Write.Key, it, err, op.ifNoneMatch, false)
 	case op.restores():
 		a.answerRestore(w, r, op.Write.Key, &op.scope, op.Write.IfMatch, op.version)
 	case op.Method == http.MethodPost:

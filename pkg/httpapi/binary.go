@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,7 +31,7 @@ const (
 	HeaderUpdatedBy      = "Uds-Updated-By-Subject"
 	headerContentType    = "Content-Type"
 	headerContentRange   = "Content-Range"
-	binaryBodyTooLargeFY = "the body has more than %d bytes (350 KiB), the most one request stores; send larger values (up to 5 GB) with POST {item}?upload, which answers a URL to upload them to"
+	binaryBodyTooLargeFY = "the value has more than %d bytes (350 KiB), the most one request stores; send larger values (up to 5 GB) with POST {item}?upload, which answers a URL to upload them to"
 )
 
 // isBinaryWrite reports whether a write request carries bytes rather
@@ -66,6 +67,33 @@ func readBinaryWrite(r *http.Request, w *uds.Write, now time.Time) error {
 	}
 	w.ExpiresAt, err = headerExpiry(r, now)
 	return err
+}
+
+// inlineBinary reads a binary value a JSON body carries: dataBase64 (the
+// bytes in standard base64) with its contentType, and no data.
+func inlineBinary(b *writeBody) (*uds.Binary, error) {
+	switch {
+	case len(b.Data) > 0 && string(b.Data) != "null":
+		return nil, uds.Invalid("data", "cannot be given with dataBase64 or contentType; send JSON in data, or bytes in dataBase64 with their contentType")
+	case b.DataBase64 == nil:
+		return nil, uds.Invalid("dataBase64", "is required with contentType: the value's bytes in standard base64")
+	case b.ContentType == nil:
+		return nil, uds.Invalid("contentType", "is required with dataBase64: the media type of the bytes, such as image/png")
+	case base64.StdEncoding.DecodedLen(len(*b.DataBase64)) > uds.MaxInlineBytes+2:
+		return nil, &uds.TooLargeError{Reason: fmt.Sprintf(binaryBodyTooLargeFY, uds.MaxInlineBytes)}
+	}
+	contentType, err := uds.ParseContentType("contentType", *b.ContentType)
+	if err != nil {
+		return nil, err
+	}
+	bytes, err := base64.StdEncoding.Strict().DecodeString(*b.DataBase64)
+	switch {
+	case err != nil:
+		return nil, uds.Invalid("dataBase64", "is not standard base64 (RFC 4648, with padding)")
+	case len(bytes) > uds.MaxInlineBytes:
+		return nil, &uds.TooLargeError{Reason: fmt.Sprintf(binaryBodyTooLargeFY, uds.MaxInlineBytes)}
+	}
+	return &uds.Binary{ContentType: contentType, Bytes: bytes, Size: int64(len(bytes))}, nil
 }
 
 // headerExpiry reads Uds-Ttl or Uds-Expires-At as a JSON body's ttl and

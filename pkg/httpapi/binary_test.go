@@ -229,3 +229,75 @@ func decodeJSON(t *testing.T, raw []byte) map[string]any {
 	}
 	return out
 }
+
+func TestBinaryInJSONForms(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	encoded := base64.StdEncoding.EncodeToString(png)
+	t.Run("a JSON body carries bytes in base64", func(t *testing.T) {
+		e.do("POST", base+"/files/j", `{"dataBase64": "`+encoded+`", "contentType": "image/png", "className": "Logo"}`).expect(t, http.StatusCreated)
+		g := e.send("GET", base+"/files/j", nil).expect(t, http.StatusOK)
+		if !bytes.Equal(g.raw, png) || g.header.Get("Uds-Class-Name") != "Logo" {
+			t.Fatalf("get: %q %v", g.raw, g.header)
+		}
+	})
+	t.Run("a batch writes and reads bytes", func(t *testing.T) {
+		e.do("POST", base+"/batch", `{"operations": [
+			{"method": "POST", "path": "files/b", "body": {"dataBase64": "`+encoded+`", "contentType": "image/png"}}]}`).expect(t, http.StatusOK)
+		r := e.do("POST", base+"/batch", `{"operations": [{"method": "GET", "path": "files/b"}]}`).expect(t, http.StatusOK)
+		read := r.body["results"].([]any)[0].(map[string]any)["body"].(map[string]any)
+		if read["dataBase64"] != encoded || read["contentType"] != "image/png" {
+			t.Fatalf("batch read %s", r.raw)
+		}
+	})
+	t.Run("export and import carry bytes", func(t *testing.T) {
+		records := e.exportAll(t, app, 100)
+		other := "0c5c3a56-6c8b-4d7e-9a3e-3c1f6f1f7a10"
+		if got := e.importRecords(t, other, records); got.Imported != len(records) {
+			t.Fatalf("imported %+v of %d", got, len(records))
+		}
+		g := e.send("GET", "/rest/api/v1/data/"+other+"/files/b", nil).expect(t, http.StatusOK)
+		if !bytes.Equal(g.raw, png) || g.header.Get("Content-Type") != "image/png" {
+			t.Fatalf("imported item answered %q", g.raw)
+		}
+		if again := e.importRecords(t, other, records); again.Skipped != len(records) {
+			t.Fatalf("a second import: %+v, want every record skipped", again)
+		}
+		if a, b := mustQuota(e, app), mustQuota(e, other); a != b {
+			t.Fatalf("usage %d in the source, %d after the import", a, b)
+		}
+	})
+	refusals := []struct{ name, body, inBody string }{
+		{"data beside dataBase64", `{"data": 1, "dataBase64": "AA==", "contentType": "image/png"}`, "Invalid data"},
+		{"dataBase64 without a type", `{"dataBase64": "AA=="}`, "contentType"},
+		{"a type without bytes", `{"contentType": "image/png"}`, "dataBase64"},
+		{"base64 without padding", `{"dataBase64": "AA", "contentType": "image/png"}`, "standard base64"},
+		{"a JSON content type", `{"dataBase64": "AA==", "contentType": "application/json"}`, "contentType"},
+	}
+	for _, tc := range refusals {
+		t.Run("refuses "+tc.name, func(t *testing.T) {
+			r := e.do("POST", base+"/files/bad", tc.body).expect(t, http.StatusBadRequest)
+			if !strings.Contains(string(r.raw), tc.inBody) {
+				t.Fatalf("body %s does not name %s", r.raw, tc.inBody)
+			}
+		})
+	}
+	importRefusals := []struct{ name, record, inBody string }{
+		{"a size that is not the bytes'", `{"namespace": "f", "id": "x", "owner": "o", "createdBySubject": "o", "updatedBySubject": "o", "version": 1, "contentType": "image/png", "size": 5, "dataBase64": "AA=="}`, "records[0].size"},
+		{"a large value", `{"namespace": "f", "id": "x", "owner": "o", "createdBySubject": "o", "updatedBySubject": "o", "version": 1, "contentType": "image/png", "size": 5, "large": true}`, "records[0].large"},
+	}
+	for _, tc := range importRefusals {
+		t.Run("import refuses "+tc.name, func(t *testing.T) {
+			r := e.do("POST", admin+"/apps/"+app+"/import", `{"records": [`+tc.record+`]}`).expect(t, http.StatusBadRequest)
+			if !strings.Contains(string(r.raw), tc.inBody) {
+				t.Fatalf("body %s does not name %s", r.raw, tc.inBody)
+			}
+		})
+	}
+}
+
+// mustQuota is the anonymous caller's used bytes in an app.
+func mustQuota(e *env, appID string) int64 {
+	used, _ := e.quota(appID, "anonymous")
+	return used
+}

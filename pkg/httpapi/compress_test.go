@@ -21,23 +21,8 @@ import (
 // returns the status, headers and body as they came.
 func (e *env) raw(method, path string, body []byte, headers ...string) (int, http.Header, []byte) {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(body))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return res.StatusCode, res.Header, b
+	r := e.roundTrip(&http.Transport{DisableCompression: true}, method, path, body, headers...)
+	return r.status, r.header, r.raw
 }
 
 func gunzip(t *testing.T, b []byte) []byte {

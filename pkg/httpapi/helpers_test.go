@@ -118,8 +118,15 @@ func (e *env) do(method, path, body string, headers ...string) response {
 }
 
 // send sends a request with the body and headers as given (a header set
-// twice is sent twice), and does not decode the answer.
+// twice is sent twice), and does not decode the answer or follow a
+// redirect.
 func (e *env) send(method, path string, body []byte, headers ...string) response {
+	e.t.Helper()
+	return e.roundTrip(http.DefaultTransport, method, path, body, headers...)
+}
+
+// roundTrip sends a request through rt and returns the answer undecoded.
+func (e *env) roundTrip(rt http.RoundTripper, method, path string, body []byte, headers ...string) response {
 	e.t.Helper()
 	var rd io.Reader
 	if len(body) > 0 {
@@ -132,7 +139,7 @@ func (e *env) send(method, path string, body []byte, headers ...string) response
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Add(headers[i], headers[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := rt.RoundTrip(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -63,12 +63,14 @@ func (a *API) getItem(w http.ResponseWriter, r *http.Request, p params) {
 	default:
 		it, err = a.store.Get(r.Context(), sc.key)
 	}
-	a.answerGet(w, r, sc.key, it, err, r.Header.Values("If-None-Match"))
+	a.answerGet(w, r, sc.key, it, err, r.Header.Values("If-None-Match"), true)
 }
 
 // answerGet answers a read of key: the item with its ETag, 304 when
-// the If-None-Match values name it, or the error.
-func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it uds.Item, err error, ifNoneMatch []string) {
+// the If-None-Match values name it, or the error. A binary value is
+// answered as its bytes where raw is set (a GET of the item), and as JSON
+// with its bytes in base64 where it is not (an operation of a batch).
+func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it uds.Item, err error, ifNoneMatch []string, raw bool) {
 	if err != nil {
 		a.fail(w, r, err, &key)
 		return
@@ -84,7 +86,7 @@ func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it 
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	if it.Binary != nil {
+	if it.Binary != nil && raw {
 		answerBinary(w, r, &it)
 		return
 	}

@@ -26,8 +26,12 @@ const (
 
 // writeBody is the body of POST and PUT.
 type writeBody struct {
-	Data      json.RawMessage `json:"data"`
-	ClassName *string         `json:"className"`
+	Data json.RawMessage `json:"data"`
+	// DataBase64 and ContentType carry a binary value in JSON, in place
+	// of data (as list pages and exports show one).
+	DataBase64  *string `json:"dataBase64"`
+	ContentType *string `json:"contentType"`
+	ClassName   *string `json:"className"`
 	// TTL (whole seconds) and ExpiresAt (an RFC 3339 instant) set when
 	// the item expires; at most one of them.
 	TTL       json.RawMessage `json:"ttl"`
@@ -67,10 +71,16 @@ func parseWrite(body []byte, w *uds.Write, now time.Time) error {
 			return err
 		}
 	}
-	if err := checkDataValue(b.Data); err != nil {
-		return err
+	if b.DataBase64 != nil || b.ContentType != nil {
+		if w.Binary, err = inlineBinary(&b); err != nil {
+			return err
+		}
+	} else {
+		if err := checkDataValue(b.Data); err != nil {
+			return err
+		}
+		w.Data = b.Data
 	}
-	w.Data = b.Data
 	if b.ClassName != nil {
 		if err := checkClassName(*b.ClassName); err != nil {
 			return err

@@ -59,7 +59,7 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 		// encodeValue bounds the stored size with the writer's subject
 		// and an allowance for the creator's; an imported item brings
 		// its creator, updater and owner, and all three are counted.
-		v, err := encodeValue(&uds.Write{Key: rec.Key, Data: rec.Data, ClassName: rec.ClassName,
+		v, err := encodeValue(&uds.Write{Key: rec.Key, Data: rec.Data, Binary: rec.Binary, ClassName: rec.ClassName,
 			Subject: rec.CreatedBy + rec.UpdatedBy + rec.Owner})
 		if err != nil {
 			return uds.ImportResult{}, &uds.BatchError{Index: i, Err: err}
@@ -213,8 +213,21 @@ func sameItem(app string, rec *uds.Record, stored map[string]types.AttributeValu
 		return false, err
 	}
 	who, counted := owner(app, stored)
-	return counted && who == rec.Owner && bytes.Equal(it.Data, rec.Data) && it.ClassName == rec.ClassName &&
+	return counted && who == rec.Owner && sameContent(&it, &rec.Item) && it.ClassName == rec.ClassName &&
 		it.CreatedDate.Equal(rec.CreatedDate) && it.CreatedBy == rec.CreatedBy &&
 		it.UpdatedDate.Equal(rec.UpdatedDate) && it.UpdatedBy == rec.UpdatedBy &&
 		it.Version == rec.Version && it.ExpiresAt.Equal(rec.ExpiresAt), nil
+}
+
+// sameContent reports whether two items hold the same value: the same
+// JSON, or the same bytes of the same content type (or large object).
+func sameContent(a, b *uds.Item) bool {
+	switch {
+	case a.Binary == nil && b.Binary == nil:
+		return bytes.Equal(a.Data, b.Data)
+	case a.Binary == nil || b.Binary == nil:
+		return false
+	}
+	return a.Binary.ContentType == b.Binary.ContentType && a.Binary.Object == b.Binary.Object &&
+		a.Binary.Size == b.Binary.Size && bytes.Equal(a.Binary.Bytes, b.Binary.Bytes)
 }
