@@ -58,6 +58,9 @@ type Store interface {
 	UserRateLimits(ctx context.Context, app, user string) (uds.Rate, error)
 	SetUserRateLimits(ctx context.Context, app, user string, r uds.Rate) error
 	Import(ctx context.Context, app string, records []uds.Record) (uds.ImportResult, error)
+
+	ReserveUpload(ctx context.Context, w uds.Write) (uds.Upload, error)
+	CommitUpload(ctx context.Context, app, id string, key *uds.Key) (uds.Item, bool, error)
 }
 
 // SubjectFunc names the caller of a request. It returns ErrUnauthenticated
@@ -121,6 +124,9 @@ type Config struct {
 	// Limiter enforces the rate limits of data requests; nil enforces
 	// none.
 	Limiter *ratelimit.Limiter
+	// Bucket holds large values (upload.go); nil where none is
+	// configured, and uploads are then refused.
+	Bucket Bucket
 }
 
 // answerMargin is kept free before a deadline the host sets (the Lambda
@@ -147,6 +153,7 @@ type API struct {
 	now          func() time.Time
 	// limiter enforces rate limits (ratelimits.go); nil: none.
 	limiter *ratelimit.Limiter
+	bucket  Bucket
 }
 
 // New returns the handler for the given route groups.
@@ -176,6 +183,7 @@ func New(st Store, groups Group, c Config) *API {
 		refuseHeader: c.RefuseSubjectHeader,
 		now:          c.Now,
 		limiter:      c.Limiter,
+		bucket:       c.Bucket,
 	}
 }
 

@@ -62,6 +62,10 @@ var statusTable = []struct {
 	{uds.ErrSchema, http.StatusUnprocessableEntity, "Schema validation failed", "Schema validation failed"},
 	{uds.ErrInUse, http.StatusConflict, "Namespace holds data", "Namespace holds data"},
 	{uds.ErrIndexNotReady, http.StatusConflict, "Index not ready", "Index not ready"},
+	{errNoUpload, http.StatusNotFound, "Upload not found", "Upload not found"},
+	{uds.ErrUploadPending, http.StatusConflict, "Upload not received", "Upload not received"},
+	{uds.ErrUploadMismatch, http.StatusUnprocessableEntity, "Upload does not match", "Upload does not match"},
+	{uds.ErrNoBucket, http.StatusNotImplemented, "Large values not configured", "Large values not configured"},
 	{uds.ErrNotFound, http.StatusNotFound, "Key not found", "Item not found"},
 	{uds.ErrConflict, http.StatusConflict, "Key already exists", "Item already exists"},
 	{uds.ErrPrecondition, http.StatusPreconditionFailed, "Precondition failed", "Precondition failed"},
@@ -104,6 +108,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	var version *notKept
 	var notReady *uds.IndexNotReadyError
 	var limited *uds.RateLimitedError
+	var mismatch *uds.UploadMismatchError
 	if errors.As(err, &batch) {
 		body.FailedIndex = &batch.Index
 	}
@@ -113,6 +118,14 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		body.Details = invalid.Reason
 	case errors.As(err, &tooLarge):
 		body.Details = tooLarge.Reason
+	case errors.As(err, &mismatch):
+		body.Details = mismatch.Reason + "; the object and the reservation were discarded: upload again"
+	case errors.Is(err, errNoUpload):
+		body.Details = "no upload of this item has that uploadId: it lapsed, was discarded, or was committed and the item has changed since"
+	case errors.Is(err, uds.ErrUploadPending):
+		body.Details = "the upload's object has not arrived in the bucket: POST the file to the upload's url first, then commit"
+	case errors.Is(err, uds.ErrNoBucket):
+		body.Details = "this deployment has no bucket for large values; values of up to 350 KiB go in one request"
 	case errors.As(err, &coding):
 		body.Details = "request bodies may be sent as they are or gzip encoded, not " + strconv.Quote(coding.coding)
 	case errors.As(err, &quota):

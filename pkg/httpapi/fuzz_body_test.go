@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -43,6 +44,17 @@ func writeSeeds() []string {
 	for _, v := range hostileValues {
 		seeds = append(seeds, `{"data":`+v+`}`)
 	}
+	for _, b := range []string{
+		`"dataBase64":"iVBORw0KGgo=","contentType":"image/png"`, `"dataBase64":"","contentType":"application/octet-stream"`,
+		`"dataBase64":"AA","contentType":"image/png"`, `"dataBase64":"A===","contentType":"image/png"`, `"dataBase64":"AA==\n","contentType":"a/b"`,
+		`"dataBase64":"AA==","contentType":"application/json"`, `"dataBase64":"AA==","contentType":"text/plain; charset=utf-8"`,
+		`"dataBase64":"AA==","contentType":"image"`, `"dataBase64":"AA==","contentType":""`, `"dataBase64":"AA==","contentType":"a/b\u0000"`,
+		`"dataBase64":"AA=="`, `"contentType":"image/png"`, `"dataBase64":null,"contentType":"image/png"`, `"dataBase64":1,"contentType":"image/png"`,
+		`"data":1,"dataBase64":"AA==","contentType":"image/png"`, `"data":null,"dataBase64":"AA==","contentType":"image/png"`,
+		`"dataBase64":"AA==","contentType":"image/png","ttl":60`, `"dataBase64":"_-8=","contentType":"image/png"`,
+	} {
+		seeds = append(seeds, `{`+b+`}`)
+	}
 	for _, ttl := range []string{`60`, `0`, `01`, `-1`, `1.0`, `1e3`, `"60"`, `315360000`, `315360001`, `9223372036854775808`} {
 		seeds = append(seeds, `{"data":1,"ttl":`+ttl+`}`)
 	}
@@ -68,11 +80,15 @@ func FuzzParseWrite(f *testing.F) {
 		err := parseWrite(body, &w, fuzzNow)
 		if err != nil {
 			checkRefusal(t, body, err)
-			checkInvalidField(t, err, "body", "data", "className", "ttl", "expiresAt")
+			checkInvalidField(t, err, "body", "data", "className", "ttl", "expiresAt", "dataBase64", "contentType")
 			return
 		}
-		m := objectMembers(t, body, "data", "className", "ttl", "expiresAt")
-		checkStoredJSON(t, w.Data, m["data"])
+		m := objectMembers(t, body, "data", "className", "ttl", "expiresAt", "dataBase64", "contentType")
+		if w.Binary != nil {
+			checkInlineBinary(t, w, m)
+		} else {
+			checkStoredJSON(t, w.Data, m["data"])
+		}
 		var class string
 		if present(m["className"]) && json.Unmarshal(m["className"], &class) != nil {
 			t.Fatalf("accepted className %s, which is not a string", m["className"])
@@ -82,6 +98,28 @@ func FuzzParseWrite(f *testing.F) {
 		}
 		checkExpiry(t, m["ttl"], m["expiresAt"], w.ExpiresAt, fuzzNow)
 	})
+}
+
+// checkInlineBinary checks a binary value a JSON body carried: its bytes
+// are dataBase64's in standard base64, its content type is contentType
+// (a media type that is not JSON), and there is no data.
+func checkInlineBinary(t *testing.T, w uds.Write, m map[string]json.RawMessage) {
+	t.Helper()
+	var encoded, contentType string
+	if json.Unmarshal(m["dataBase64"], &encoded) != nil || json.Unmarshal(m["contentType"], &contentType) != nil {
+		t.Fatalf("accepted dataBase64 %s and contentType %s, which are not both strings", m["dataBase64"], m["contentType"])
+	}
+	bytes, err := base64.StdEncoding.Strict().DecodeString(encoded)
+	switch {
+	case err != nil:
+		t.Fatalf("accepted dataBase64 %q, which is not standard base64", encoded)
+	case string(bytes) != string(w.Binary.Bytes) || int64(len(bytes)) != w.Binary.Size:
+		t.Fatalf("dataBase64 %q stored as %d bytes (size %d)", encoded, len(w.Binary.Bytes), w.Binary.Size)
+	case present(m["data"]) || w.Data != nil:
+		t.Fatalf("accepted data %s beside a binary value", m["data"])
+	case uds.IsJSONType(w.Binary.ContentType) || uds.MediaType(w.Binary.ContentType) != uds.MediaType(contentType):
+		t.Fatalf("contentType %q stored as %q", contentType, w.Binary.ContentType)
+	}
 }
 
 // checkOnePass holds splitWriteBody, the one-pass reader of the common
@@ -417,15 +455,25 @@ func FuzzPolicyBody(f *testing.F) {
 	} {
 		f.Add([]byte(`{"access":"shared","indexes":` + ix + `}`))
 	}
+	for _, b := range []string{
+		`null`, `{}`, `{"contentTypes":["image/png"]}`, `{"contentTypes":["image/*","application/pdf"],"maxBytes":1048576}`,
+		`{"contentTypes":[]}`, `{"contentTypes":["IMAGE/PNG"]}`, `{"contentTypes":["*/*"]}`, `{"contentTypes":["image/"]}`, `{"contentTypes":["/png"]}`,
+		`{"contentTypes":["application/json"]}`, `{"contentTypes":["application/ld+json"]}`, `{"contentTypes":["text/plain; charset=utf-8"]}`,
+		`{"contentTypes":["image/png"],"maxBytes":0}`, `{"contentTypes":["image/png"],"maxBytes":5368709120}`, `{"contentTypes":["image/png"],"maxBytes":5368709121}`,
+		`{"contentTypes":["image/png"],"maxBytes":1.5}`, `{"contentTypes":["image/png"],"maxBytes":"1"}`, `{"contentTypes":["image/png"],"maxBytes":null}`,
+		`{"contentTypes":"image/png"}`, `{"contentTypes":[1]}`, `{"contentTypes":["image/png"],"ContentTypes":["a/b"]}`, `{"maxBytes":5}`, `["image/png"]`,
+	} {
+		f.Add([]byte(`{"access":"shared","binary":` + b + `}`))
+	}
 	var cache policy.Cache
 	f.Fuzz(func(t *testing.T, body []byte) {
 		pol, err := parsePolicy(body, &cache)
 		if err != nil {
 			checkRefusal(t, body, err)
-			checkInvalidField(t, err, "body", "access", "schema", "history", "indexes")
+			checkInvalidField(t, err, "body", "access", "schema", "history", "indexes", "binary")
 			return
 		}
-		m := objectMembers(t, body, "access", "schema", "history", "indexes")
+		m := objectMembers(t, body, "access", "schema", "history", "indexes", "binary")
 		var access string
 		if err := json.Unmarshal(m["access"], &access); err != nil || string(pol.Access) != access {
 			t.Fatalf("access %s read as %q", m["access"], pol.Access)
@@ -446,16 +494,44 @@ func FuzzPolicyBody(f *testing.F) {
 		if want := indexesSent(t, m["indexes"]); !reflect.DeepEqual(pol.Indexes, want) {
 			t.Fatalf("indexes %s read as %+v, want %+v", m["indexes"], pol.Indexes, want)
 		}
+		checkBinaryRule(t, m["binary"], pol.Binary)
 		shown := policyBody(fuzzApp, "ns", pol, fuzzNow)
 		declared := make([]map[string]any, len(shown.Indexes))
 		for i, ix := range shown.Indexes {
 			declared[i] = map[string]any{"name": ix.Name, "path": ix.Path, "type": ix.Type}
 		}
-		again, err := parsePolicy(encodeJSON(t, map[string]any{"access": shown.Access, "schema": shown.Schema, "history": shown.History, "indexes": declared}), &cache)
+		again, err := parsePolicy(encodeJSON(t, map[string]any{"access": shown.Access, "schema": shown.Schema, "history": shown.History, "indexes": declared, "binary": shown.Binary}), &cache)
 		if err != nil || !reflect.DeepEqual(again, pol) {
 			t.Fatalf("the policy shown (%s, %s, %+v) sets %+v (%v), not %+v", shown.Access, shown.Schema, shown.History, again, err, pol)
 		}
 	})
+}
+
+// checkBinaryRule checks the binary rule an accepted policy body's binary
+// member set: none when absent or null; otherwise 1 to uds.MaxBinaryTypes
+// content types, each the one sent in lower case and none JSON, and a
+// size cap of 1 to 5 GB, or 0 when not given.
+func checkBinaryRule(t *testing.T, raw json.RawMessage, got *uds.BinaryRule) {
+	t.Helper()
+	if !present(raw) {
+		if got != nil {
+			t.Fatalf("no binary rule sent, %+v set", got)
+		}
+		return
+	}
+	m := objectMembers(t, raw, "contentTypes", "maxBytes")
+	var types []string
+	if err := json.Unmarshal(m["contentTypes"], &types); err != nil || len(types) == 0 || len(types) > uds.MaxBinaryTypes || got == nil || len(got.ContentTypes) != len(types) {
+		t.Fatalf("binary contentTypes %s set as %+v", m["contentTypes"], got)
+	}
+	for i, ct := range types {
+		if got.ContentTypes[i] != strings.ToLower(strings.TrimSpace(ct)) || uds.IsJSONType(got.ContentTypes[i]) || !strings.Contains(got.ContentTypes[i], "/") {
+			t.Fatalf("content type %q set as %q", ct, got.ContentTypes[i])
+		}
+	}
+	if got.MaxBytes < 0 || got.MaxBytes > uds.MaxObjectBytes || (got.MaxBytes == 0) != !present(m["maxBytes"]) {
+		t.Fatalf("maxBytes %s set as %d", m["maxBytes"], got.MaxBytes)
+	}
 }
 
 // historySent is the history an accepted policy body's history member

@@ -51,6 +51,10 @@ type itemQuery struct {
 	// limit and cursor page a history listing.
 	limit  int
 	cursor string
+	// upload and commit start and end an upload of a large value (POST),
+	// and inline reads one through the function rather than from the
+	// bucket (GET).
+	upload, commit, inline bool
 }
 
 // parseItemQuery reads and validates an item route's query string.
@@ -73,11 +77,20 @@ func parseItemQuery(r *http.Request) (itemQuery, error) {
 		}
 		q.version = v
 	}
-	if params.Has("history") {
-		if v := params.Get("history"); v != "" {
-			return q, uds.Invalid("history", "takes no value: send ?history alone, got %q", uds.Truncate(v, 64))
+	for _, flag := range []struct {
+		name string
+		set  *bool
+	}{{"history", &q.history}, {"upload", &q.upload}, {"commit", &q.commit}, {"inline", &q.inline}} {
+		if !params.Has(flag.name) {
+			continue
 		}
-		q.history = true
+		if v := params.Get(flag.name); v != "" {
+			return q, uds.Invalid(flag.name, "takes no value: send ?%s alone, got %q", flag.name, uds.Truncate(v, 64))
+		}
+		*flag.set = true
+	}
+	if q.upload && q.commit || (q.upload || q.commit) && params.Has("restore") {
+		return q, uds.Invalid("query", "names more than one of ?upload, ?commit and ?restore; a POST does one of them")
 	}
 	paging := "limit"
 	if !params.Has(paging) && params.Has("cursor") {

@@ -86,7 +86,11 @@ func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it 
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	if it.Binary != nil && raw {
+	switch {
+	case it.Binary != nil && it.Binary.Large() && raw:
+		a.answerLarge(w, r, &it)
+		return
+	case it.Binary != nil && raw:
 		answerBinary(w, r, &it)
 		return
 	}
@@ -101,6 +105,10 @@ func (a *API) createItem(w http.ResponseWriter, r *http.Request, p params) {
 	case !ok:
 	case q.version != noVersion:
 		a.restoreItem(w, r, key, &sc, q.version)
+	case q.upload:
+		a.reserveUpload(w, r, key, &sc)
+	case q.commit:
+		a.commitUpload(w, r, key, &sc)
 	default:
 		a.writeItem(w, r, key, &sc, http.StatusCreated)
 	}

@@ -44,8 +44,8 @@ var (
 	pageQuery      = []string{"limit", "cursor"}
 	exportQuery    = []string{"limit", "cursor", "history"}
 	itemRouteQuery = map[string][]string{
-		http.MethodGet:    {"version", "history", "limit", "cursor"},
-		http.MethodPost:   {"restore"},
+		http.MethodGet:    {"version", "history", "limit", "cursor", "inline"},
+		http.MethodPost:   {"restore", "upload", "commit"},
 		http.MethodDelete: {"history"},
 	}
 )

@@ -72,6 +72,16 @@ const (
 	// large binary value, and AttrObjectSize is its length in bytes.
 	AttrDataObject = "dataObject"
 	AttrObjectSize = "objectSize"
+	// An upload's reservation (store/upload.go) names the object on its
+	// way (AttrPendingObject), the item it will become (AttrUploadItem,
+	// AttrUploadSortKey), that item's expiry (AttrUploadExpires, epoch
+	// milliseconds) and the only creator it may replace
+	// (AttrUploadCreator, in an owner-write namespace).
+	AttrPendingObject = "pendingObject"
+	AttrUploadItem    = "uploadItem"
+	AttrUploadSortKey = "uploadSortKey"
+	AttrUploadExpires = "uploadExpires"
+	AttrUploadCreator = "uploadCreator"
 	// AttrVersion counts writes to an item; it backs ETag and If-Match.
 	AttrVersion = "version"
 	// AttrItemSize is the item's size in the quota byte measure.

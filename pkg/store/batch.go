@@ -56,6 +56,7 @@ func (s *Store) WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item,
 		}
 		if refused == nil {
 			plan.settleRestores(ops)
+			s.removeObjects(ctx, plan.replaced...)
 			return plan.items, nil
 		}
 		for a, owner := range plan.usageOwner {
@@ -72,6 +73,10 @@ func (s *Store) WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item,
 // atomicPlan is the transaction of one attempt at an atomic batch.
 type atomicPlan struct {
 	actions []types.TransactWriteItem
+	// replaced holds the states of the items the batch replaces or
+	// deletes outside history, whose large values' objects go once it
+	// commits.
+	replaced []map[string]types.AttributeValue
 	// usageOwner names, per action, the owner whose usage it changes ("" for
 	// item writes).
 	usageOwner  []string
@@ -134,6 +139,9 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 			}
 		}
 		p.methods[i] = method
+		if old != nil && !w.History.On() {
+			p.replaced = append(p.replaced, old)
+		}
 		switch method {
 		case http.MethodPost:
 			if live {

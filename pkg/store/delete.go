@@ -75,6 +75,7 @@ func (s *Store) deleteOne(ctx context.Context, w uds.Write) (bool, error) {
 		case refused != nil:
 			return false, failed(op, errUnexpectedCancel(refused))
 		}
+		s.removeObjects(ctx, old)
 		return true, nil
 	}
 	return false, &uds.UnavailableError{Op: op, Err: errContended}

@@ -150,10 +150,11 @@ func (s *Store) readEntries(ctx context.Context, list uds.Key, creator string, b
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.tables.List),
 		KeyConditionExpression: aws.String("#k = :k"),
-		ProjectionExpression:   aws.String("#k, #s, #o, #z, #v, #cd, #cb"),
+		ProjectionExpression:   aws.String("#k, #s, #o, #z, #v, #cd, #cb, #do"),
 		ExpressionAttributeNames: map[string]string{
 			"#k": schema.AttrDataKey, "#s": schema.AttrSortKey, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize,
 			"#v": schema.AttrVersion, "#cd": schema.AttrCreatedDate, "#cb": schema.AttrCreatedBySubject,
+			"#do": schema.AttrDataObject,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":k": &types.AttributeValueMemberS{Value: list.DataKey()}},
 		ConsistentRead:            aws.Bool(true),
@@ -240,6 +241,9 @@ func (s *Store) removeEntries(ctx context.Context, op, app string, pending []lis
 			return 0, err
 		}
 		if refused == nil {
+			for _, e := range pending {
+				s.removeObjects(ctx, e.state)
+			}
 			return len(pending), nil
 		}
 		// Items that changed since they were read: keep those still there

@@ -102,8 +102,10 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 	// but no item.
 	_, kept := old[schema.AttrHistoryKey]
 	if !kept {
-		// An item's index entries go with it, counted or not.
+		// An item's index entries and its large value's object go with
+		// it, counted or not.
 		s.releaseEntries(ctx, old)
+		s.removeObjects(ctx, old)
 	}
 	who, counted := owner(app, old)
 	if !counted {

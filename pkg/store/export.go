@@ -236,7 +236,9 @@ func (p *exportPager) read(ctx context.Context, pos ExportPosition, entries []ma
 	}
 	keys := make([]uds.Key, 0, len(entries))
 	for _, e := range entries {
-		if k, ok := keyOf(e); ok {
+		// An upload's reservation is no item: its upload either commits,
+		// or lapses and gives its bytes back.
+		if k, ok := keyOf(e); ok && k.Namespace != uploadNamespace {
 			keys = append(keys, k)
 		}
 	}

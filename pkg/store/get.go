@@ -42,12 +42,14 @@ func (s *Store) liveItem(ctx context.Context, key uds.Key, av map[string]types.A
 // removes: its revision, owner and size, and the token of its last update
 // (with its audit fields, for the answer to a retried update), and its
 // expiry.
-const metaProjection = "#k, #s, #v, #cd, #cb, #ud, #ub, #o, #z, #wt, #xm"
+const metaProjection = "#k, #s, #v, #cd, #cb, #ud, #ub, #o, #z, #wt, #xm, #do"
 
 var metaNames = map[string]string{
 	"#k": schema.AttrDataKey, "#s": schema.AttrSortKey, "#v": schema.AttrVersion, "#cd": schema.AttrCreatedDate,
 	"#cb": schema.AttrCreatedBySubject, "#ud": schema.AttrUpdatedDate, "#ub": schema.AttrUpdatedBySubject, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize,
 	"#wt": schema.AttrWriteToken, "#xm": schema.AttrExpiresAtMillis,
+	// A large value's object goes when its item does (objects.go).
+	"#do": schema.AttrDataObject,
 }
 
 // readMeta reads the state of an item that a write is about to change,

@@ -40,6 +40,8 @@ type Store struct {
 	// policySettle and policyWindow time a change into or out of private
 	// (policy_change.go).
 	policySettle, policyWindow time.Duration
+	// objects is the bucket of large values; nil where none is configured.
+	objects Objects
 	// now is the store's clock: every instant it stores or compares
 	// (audit dates, expiry, the quiet period, cache lifetimes, a policy
 	// change's times) is read from it. Only the export deadline, which the

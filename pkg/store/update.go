@@ -88,6 +88,11 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 		case err != nil:
 			return uds.Item{}, err
 		case outcome == written:
+			if !w.History.On() {
+				// A large value replaced goes from the bucket; one kept as
+				// a version stays with it.
+				s.removeObjects(ctx, old)
+			}
 			return updated(&w, old, now), nil
 		case outcome == unanswered:
 			uncertain = true

@@ -1,9 +1,11 @@
 package uds
 
 import (
+	"errors"
 	"fmt"
 	"mime"
 	"strings"
+	"time"
 )
 
 // MaxInlineBytes is the largest binary value a single request stores in the
@@ -148,3 +150,39 @@ func (r *BinaryRule) Check(b *Binary, withSchema bool) error {
 	}
 	return nil
 }
+
+// UploadWindow is how long an upload's presigned POST is valid, and
+// UploadGrace how long after it the reservation waits for the object to
+// arrive (a large file started late in the window) before it lapses and
+// its bytes go back to the owner.
+const (
+	UploadWindow = 15 * time.Minute
+	UploadGrace  = time.Hour
+)
+
+// Upload is a reservation of an owner's quota for a large value on its way
+// to the bucket.
+type Upload struct {
+	ID string
+	// Lapses is when the reservation is released if the upload has not
+	// been committed.
+	Lapses time.Time
+}
+
+// ErrUploadPending: the upload's object has not arrived in the bucket yet.
+var ErrUploadPending = errors.New("upload not received")
+
+// ErrUploadMismatch: the object that arrived is not the size or type the
+// upload declared; it was discarded with its reservation.
+var ErrUploadMismatch = errors.New("upload does not match")
+
+// UploadMismatchError says how the object differs from the declaration.
+type UploadMismatchError struct{ Reason string }
+
+func (e *UploadMismatchError) Error() string { return "upload does not match: " + e.Reason }
+
+// Is makes errors.Is(err, ErrUploadMismatch) hold.
+func (e *UploadMismatchError) Is(target error) bool { return target == ErrUploadMismatch }
+
+// ErrNoBucket: large values are not configured in this deployment.
+var ErrNoBucket = errors.New("large values not configured")

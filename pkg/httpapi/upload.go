@@ -1,0 +1,254 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// Large values go straight between the client and the bucket: POST
+// {item}?upload reserves the bytes in the owner's quota and answers a
+// presigned S3 POST; the bucket's event, or POST {item}?commit, commits the
+// item (store/upload.go); GET {item} answers 302 to a presigned S3 GET.
+
+// Bucket is what the API needs of the bucket of large values, each object
+// named by store.ObjectName.
+type Bucket interface {
+	// PresignUpload answers the URL and form fields of an S3 POST that
+	// stores exactly size bytes of contentType as the named object, valid
+	// for ttl.
+	PresignUpload(ctx context.Context, name, contentType string, size int64, ttl time.Duration) (PresignedPost, error)
+	// PresignGet answers a URL that reads the named object, valid for ttl.
+	PresignGet(ctx context.Context, name string, ttl time.Duration) (string, error)
+	// Open streams the named object.
+	Open(ctx context.Context, name string) (io.ReadCloser, error)
+}
+
+// PresignedPost is an S3 POST a client sends as multipart/form-data: every
+// field, then the file as the field "file".
+type PresignedPost struct {
+	URL    string
+	Fields map[string]string
+}
+
+// downloadLife is how long the URL of a 302 to a large value is valid.
+const downloadLife = 5 * time.Minute
+
+// errNoUpload answers a commit of an upload that is not (or no longer)
+// pending for the item.
+var errNoUpload = errors.New("upload not found")
+
+// uploadBody is POST {item}?upload's body. size is read as sent, as the
+// history's numbers are.
+type uploadBody struct {
+	Size        json.RawMessage `json:"size"`
+	ContentType *string         `json:"contentType"`
+	ClassName   *string         `json:"className"`
+	TTL         json.RawMessage `json:"ttl"`
+	ExpiresAt   json.RawMessage `json:"expiresAt"`
+}
+
+const uploadShape = `{"size": <bytes>, "contentType": "image/png", "className": "...", "ttl": <seconds> | "expiresAt": "<RFC 3339>"}`
+
+// uploadAnswer is what an upload reserved answers.
+type uploadAnswer struct {
+	UploadID    string            `json:"uploadId"`
+	URL         string            `json:"url"`
+	Fields      map[string]string `json:"fields"`
+	ExpiresAt   string            `json:"expiresAt"`
+	LapsesAt    string            `json:"lapsesAt"`
+	Size        int64             `json:"size"`
+	ContentType string            `json:"contentType"`
+	Commit      string            `json:"commit"`
+}
+
+// parseUpload reads an upload's declaration into w.
+func parseUpload(body []byte, w *uds.Write, now time.Time) error {
+	var b uploadBody
+	if err := decodeBody(body, &b, uploadShape); err != nil {
+		return err
+	}
+	size, err := strconv.ParseInt(string(b.Size), 10, 64)
+	if err != nil || size < 0 || size > uds.MaxObjectBytes || (len(b.Size) > 1 && b.Size[0] == '0') {
+		return uds.Invalid("size", "is required: the value's length, a whole number of bytes from 0 to %d (5 GB)", int64(uds.MaxObjectBytes))
+	}
+	if b.ContentType == nil {
+		return uds.Invalid("contentType", "is required: the media type of the bytes, such as image/png")
+	}
+	contentType, err := uds.ParseContentType("contentType", *b.ContentType)
+	if err != nil {
+		return err
+	}
+	w.Binary = &uds.Binary{ContentType: contentType, Size: size}
+	if b.ClassName != nil {
+		if err := checkClassName(*b.ClassName); err != nil {
+			return err
+		}
+		w.ClassName = *b.ClassName
+	}
+	w.ExpiresAt, err = expiry(&writeBody{TTL: b.TTL, ExpiresAt: b.ExpiresAt}, now)
+	return err
+}
+
+// reserveUpload serves POST {item}?upload.
+func (a *API) reserveUpload(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope) {
+	write := uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: sc.guard(uds.Precondition{})}
+	now := a.now()
+	err := a.refuseWithoutBucket()
+	var body []byte
+	if err == nil {
+		body, err = readBody(r)
+	}
+	if err == nil {
+		err = parseUpload(body, &write, now)
+	}
+	if err == nil {
+		err = sc.writable(now)
+	}
+	if err == nil {
+		err = a.checkValue(sc, &write)
+	}
+	if err == nil && sc.policy.History.On() {
+		err = uds.Invalid("upload", "namespace %q keeps history, which keeps JSON and values of up to 350 KiB; large values go to namespaces without history", sc.key.Namespace)
+	}
+	var up uds.Upload
+	if err == nil {
+		up, err = a.store.ReserveUpload(r.Context(), write)
+	}
+	var post PresignedPost
+	if err == nil {
+		post, err = a.bucket.PresignUpload(r.Context(), store.ObjectName(sc.key.App, up.ID), write.Binary.ContentType, write.Binary.Size, uds.UploadWindow)
+	}
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
+	writeJSON(w, http.StatusCreated, uploadAnswer{
+		UploadID: up.ID, URL: post.URL, Fields: post.Fields,
+		ExpiresAt: store.FormatTime(now.Add(uds.UploadWindow)), LapsesAt: store.FormatTime(up.Lapses),
+		Size: write.Binary.Size, ContentType: write.Binary.ContentType, Commit: itemPath(key) + "?commit",
+	})
+}
+
+// commitBody is POST {item}?commit's body.
+type commitBody struct {
+	UploadID *string `json:"uploadId"`
+}
+
+// commitUpload serves POST {item}?commit: 201 with the item created, 200
+// with the item replaced or committed already.
+func (a *API) commitUpload(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope) {
+	err := a.refuseWithoutBucket()
+	var body []byte
+	if err == nil {
+		body, err = readBody(r)
+	}
+	var b commitBody
+	if err == nil {
+		err = decodeBody(body, &b, `{"uploadId": "..."}`)
+	}
+	if err == nil && (b.UploadID == nil || !validUploadID(*b.UploadID)) {
+		err = uds.Invalid("uploadId", "is required: the uploadId that POST {item}?upload answered")
+	}
+	var it uds.Item
+	var created bool
+	if err == nil {
+		it, created, err = a.store.CommitUpload(r.Context(), sc.key.App, *b.UploadID, &sc.key)
+		if errors.Is(err, uds.ErrNotFound) {
+			err = errNoUpload
+		}
+	}
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
+	it.Key = key
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	answerWritten(w, &it, status)
+}
+
+// validUploadID reports whether id has the form of the IDs uploads get.
+func validUploadID(id string) bool {
+	_, _, ok := store.SplitObjectName("app/" + id)
+	return ok
+}
+
+func (a *API) refuseWithoutBucket() error {
+	if a.bucket == nil {
+		return uds.ErrNoBucket
+	}
+	return nil
+}
+
+// answerLarge answers a GET of a large value: 302 to a presigned URL of
+// its object, or with ?inline the bytes themselves where they fit a
+// function's answer.
+func (a *API) answerLarge(w http.ResponseWriter, r *http.Request, it *uds.Item) {
+	if err := a.refuseWithoutBucket(); err != nil {
+		a.fail(w, r, err, &it.Key)
+		return
+	}
+	h := w.Header()
+	setItemHeaders(h, it)
+	if !r.URL.Query().Has("inline") {
+		url, err := a.bucket.PresignGet(r.Context(), it.Binary.Object, downloadLife)
+		if err != nil {
+			a.fail(w, r, err, &it.Key)
+			return
+		}
+		h.Set("Location", url)
+		h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(downloadLife/time.Second)-30))
+		w.WriteHeader(http.StatusFound)
+		return
+	}
+	if it.Binary.Size > uds.MaxInlineRead {
+		a.fail(w, r, &uds.TooLargeError{Reason: fmt.Sprintf("the value has %d bytes; ?inline answers at most %d (a function's answer is 6 MB): GET it without ?inline and follow the redirect", it.Binary.Size, uds.MaxInlineRead)}, &it.Key)
+		return
+	}
+	rc, err := a.bucket.Open(r.Context(), it.Binary.Object)
+	if err != nil {
+		a.fail(w, r, err, &it.Key)
+		return
+	}
+	defer rc.Close()
+	bytes, err := io.ReadAll(io.LimitReader(rc, uds.MaxInlineRead+1))
+	if err != nil {
+		a.fail(w, r, err, &it.Key)
+		return
+	}
+	inline := *it
+	bin := *it.Binary
+	bin.Bytes, inline.Binary = bytes, &bin
+	answerBinary(w, r, &inline)
+}
+
+// readBody reads a small JSON body of an upload route.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 64<<10))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, &uds.TooLargeError{Reason: "the body exceeds 64 KiB: it declares an upload, the bytes go to the upload's url"}
+	case err != nil:
+		var coding *encodingError
+		if errors.As(err, &coding) {
+			return nil, err
+		}
+		return nil, uds.Invalid("body", "could not be read")
+	case len(strings.TrimSpace(string(body))) == 0:
+		return nil, uds.Invalid("body", "is empty")
+	}
+	return body, nil
+}
