@@ -21,7 +21,7 @@ import (
 // item (store/upload.go); GET {item} answers 302 to a presigned S3 GET.
 
 // Bucket is what the API needs of the bucket of large values, each object
-// named by store.ObjectName.
+// named by uds.ObjectName.
 type Bucket interface {
 	// PresignUpload answers the URL and form fields of an S3 POST that
 	// stores exactly size bytes of contentType as the named object, valid
@@ -126,7 +126,7 @@ func (a *API) reserveUpload(w http.ResponseWriter, r *http.Request, key uds.Key,
 	}
 	var post PresignedPost
 	if err == nil {
-		post, err = a.bucket.PresignUpload(r.Context(), store.ObjectName(sc.key.App, up.ID), write.Binary.ContentType, write.Binary.Size, uds.UploadWindow)
+		post, err = a.bucket.PresignUpload(r.Context(), uds.ObjectName(sc.key.App, up.ID), write.Binary.ContentType, write.Binary.Size, uds.UploadWindow)
 	}
 	if err != nil {
 		a.fail(w, r, err, &key)
@@ -156,7 +156,7 @@ func (a *API) commitUpload(w http.ResponseWriter, r *http.Request, key uds.Key, 
 	if err == nil {
 		err = decodeBody(body, &b, `{"uploadId": "..."}`)
 	}
-	if err == nil && (b.UploadID == nil || !validUploadID(*b.UploadID)) {
+	if err == nil && (b.UploadID == nil || !uds.ValidUploadID(*b.UploadID)) {
 		err = uds.Invalid("uploadId", "is required: the uploadId that POST {item}?upload answered")
 	}
 	var it uds.Item
@@ -177,12 +177,6 @@ func (a *API) commitUpload(w http.ResponseWriter, r *http.Request, key uds.Key, 
 		status = http.StatusCreated
 	}
 	answerWritten(w, &it, status)
-}
-
-// validUploadID reports whether id has the form of the IDs uploads get.
-func validUploadID(id string) bool {
-	_, _, ok := store.SplitObjectName("app/" + id)
-	return ok
 }
 
 func (a *API) refuseWithoutBucket() error {

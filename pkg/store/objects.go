@@ -10,7 +10,8 @@ import (
 )
 
 // Objects is what the store needs of the bucket that holds large values,
-// each object named by ObjectName: its app and the upload that brought it.
+// each object named by uds.ObjectName: its app and the upload that brought
+// it.
 type Objects interface {
 	// Stat reports an object's size and content type, uds.ErrUploadPending
 	// when it has not arrived.

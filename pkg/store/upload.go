@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -40,19 +39,6 @@ func reservationKey(app, id string) uds.Key {
 	return uds.Key{App: app, Namespace: uploadNamespace, ID: id}
 }
 
-// ObjectName names a large value's object in the bucket: its app and the
-// upload that brought it. It is what an item's dataObject holds.
-func ObjectName(app, id string) string { return app + "/" + id }
-
-// SplitObjectName parses an object name; false for one UDS did not make.
-func SplitObjectName(name string) (app, id string, ok bool) {
-	app, id, ok = strings.Cut(name, "/")
-	if !ok || app == "" || len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
-		return "", "", false
-	}
-	return app, id, true
-}
-
 // ReserveUpload reserves the bytes of a large value (w.Binary's content
 // type and size) and one item in the uploader's quota, until the upload
 // lapses: a *uds.QuotaError if they do not fit. In an owner-write
@@ -73,7 +59,7 @@ func (s *Store) ReserveUpload(ctx context.Context, w uds.Write) (uds.Upload, err
 	}
 	id := newToken()
 	value := w
-	value.Binary = &uds.Binary{ContentType: w.Binary.ContentType, Object: ObjectName(w.App, id), Size: w.Binary.Size}
+	value.Binary = &uds.Binary{ContentType: w.Binary.ContentType, Object: uds.ObjectName(w.App, id), Size: w.Binary.Size}
 	v, err := encodeValue(&value)
 	if err != nil {
 		return uds.Upload{}, err
@@ -151,7 +137,7 @@ func (s *Store) CommitUpload(ctx context.Context, app, id string, key *uds.Key) 
 		return uds.Item{}, false, uds.ErrNoBucket
 	}
 	rk := reservationKey(app, id)
-	name := ObjectName(app, id)
+	name := uds.ObjectName(app, id)
 	op := "commit upload " + name
 	for range maxWriteAttempts {
 		res, err := s.readMeta(ctx, rk, true)

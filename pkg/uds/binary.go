@@ -186,3 +186,22 @@ func (e *UploadMismatchError) Is(target error) bool { return target == ErrUpload
 
 // ErrNoBucket: large values are not configured in this deployment.
 var ErrNoBucket = errors.New("large values not configured")
+
+// ObjectName names a large value's object in the bucket: its app and the
+// ID of the upload that brought it. An item of a large value holds it.
+func ObjectName(app, uploadID string) string { return app + "/" + uploadID }
+
+// ParseObjectName parses an object name; false for one UDS did not make
+// (an upload ID is 32 lower-case hex digits).
+func ParseObjectName(name string) (app, uploadID string, ok bool) {
+	app, uploadID, ok = strings.Cut(name, "/")
+	if !ok || app == "" || !ValidUploadID(uploadID) {
+		return "", "", false
+	}
+	return app, uploadID, true
+}
+
+// ValidUploadID reports whether id has the form of the IDs uploads get.
+func ValidUploadID(id string) bool {
+	return len(id) == 32 && strings.Trim(id, "0123456789abcdef") == ""
+}
