@@ -1364,9 +1364,13 @@ func TestContextConfiguration(t *testing.T) {
 	t.Run("cors", func(t *testing.T) {
 		cors, _ := s.resources[s.ofType("AWS::ApiGatewayV2::Api")[0]].Properties["CorsConfiguration"].(map[string]any)
 		checkEqual(t, "AllowOrigins", cors["AllowOrigins"], []any{"https://app.example.com", "https://admin.example.com"})
-		checkEqual(t, "ExposeHeaders", cors["ExposeHeaders"], []any{"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy"})
+		checkEqual(t, "ExposeHeaders", cors["ExposeHeaders"], []any{
+			"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy",
+			"Uds-Version", "Uds-Created-Date", "Uds-Created-By-Subject", "Uds-Updated-Date", "Uds-Updated-By-Subject",
+			"Uds-Expires-At", "Uds-Class-Name", "Content-Range", "Accept-Ranges",
+		})
 		headers := strings.Join(asStrings(cors["AllowHeaders"]), ",")
-		for _, h := range []string{"Authorization", "Content-Type", "If-Match", "If-None-Match"} {
+		for _, h := range []string{"Authorization", "Content-Type", "If-Match", "If-None-Match", "Uds-Class-Name", "Uds-Ttl", "Uds-Expires-At", "Range"} {
 			if !strings.Contains(headers, h) {
 				t.Errorf("AllowHeaders %s lacks %s", headers, h)
 			}
