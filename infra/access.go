@@ -69,7 +69,7 @@ var functionSpecs = []functionSpec{
 		Name: fnExpiry, ConstructID: "ExpiryFunction", MemoryMB: 256,
 		// A batch of up to 100 stream records is 100 small transactions.
 		Timeout:     60 * time.Second,
-		Description: "UDS expiry: releases the usage of items DynamoDB's TTL deleted",
+		Description: "UDS expiry: releases the usage of items DynamoDB's TTL deleted, and commits uploaded large values",
 	},
 }
 
@@ -259,6 +259,35 @@ var functionAccess = map[string][]tableAccess{
 		{Table: schema.List, Actions: []string{"dynamodb:ConditionCheckItem"}},
 		{Table: schema.IndexEntries, Actions: []string{"dynamodb:DeleteItem"}},
 	},
+}
+
+// objectAccess is the complete S3 permission set of the stack: function
+// name → the actions it may take on the bucket's objects under uploads/,
+// where every object UDS makes lives (defineBucket grants them there, and
+// s3:ListBucket on the bucket beside them). HeadObject is authorised as
+// s3:GetObject.
+//
+// The data functions sign the presigned POST of an upload, whose policy
+// puts the object with its pending tag: S3 authorises the POST as the
+// signer's PutObject and PutObjectTagging. They read a large value
+// (HeadObject for a commit's checks, GetObject for ?inline, and the
+// presigned GET they redirect to, which S3 authorises as the signer's
+// GetObject), commit an upload by removing its pending tag, and delete
+// the object of a value deleted or replaced, or of an upload the commit
+// refuses. The admin function reads values for export and deletes those
+// an import or a removal replaces. The expiry function commits the
+// uploads the bucket's event announces, as the data functions do.
+var objectAccess = map[string][]string{
+	fnKV:     dataObjectActions,
+	fnList:   dataObjectActions,
+	fnAdmin:  {"s3:GetObject", "s3:DeleteObject"},
+	fnExpiry: {"s3:GetObject", "s3:DeleteObject", "s3:DeleteObjectTagging"},
+}
+
+// dataObjectActions are the S3 actions of the functions that serve data
+// routes (see objectAccess).
+var dataObjectActions = []string{
+	"s3:PutObject", "s3:PutObjectTagging", "s3:GetObject", "s3:DeleteObject", "s3:DeleteObjectTagging",
 }
 
 // rateBuckets is the data functions' grant on the rate buckets' items in

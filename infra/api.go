@@ -236,15 +236,24 @@ func corsOptions(origins []string) *awsapigatewayv2.CorsPreflightOptions {
 			awsapigatewayv2.CorsHttpMethod_PUT, awsapigatewayv2.CorsHttpMethod_DELETE,
 			awsapigatewayv2.CorsHttpMethod_OPTIONS,
 		},
+		// A binary write carries its metadata in the Uds-* headers, and
+		// a read of a binary value may ask for a range.
 		AllowHeaders: jsii.Strings(
 			"Authorization", "Content-Type", "If-Match", "If-None-Match",
 			"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256",
+			"Uds-Class-Name", "Uds-Ttl", "Uds-Expires-At", "Range",
 		),
-		// Scripts read the ETag for If-Match, Location after a create,
-		// Retry-After on 429 and 503, and the rate limits' state to pace
-		// themselves; browsers hide what is not exposed.
-		ExposeHeaders: jsii.Strings("ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy"),
-		MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
+		// Scripts read the ETag for If-Match, Location after a create
+		// (and a large value's presigned GET), Retry-After on 429 and
+		// 503, the rate limits' state to pace themselves, and a binary
+		// value's metadata and range from its headers; browsers hide
+		// what is not exposed.
+		ExposeHeaders: jsii.Strings(
+			"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy",
+			"Uds-Version", "Uds-Created-Date", "Uds-Created-By-Subject", "Uds-Updated-Date", "Uds-Updated-By-Subject",
+			"Uds-Expires-At", "Uds-Class-Name", "Content-Range", "Accept-Ranges",
+		),
+		MaxAge: awscdk.Duration_Hours(jsii.Number(1)),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
@@ -21,6 +22,10 @@ const (
 	// behind the streams: quotas then still count expired items and kept
 	// versions that DynamoDB has deleted.
 	iteratorAgeThresholdMs = 30_000
+	// uploadEventRetries is how often Lambda retries an upload event
+	// the expiry function failed (Lambda's most): a commit that fails
+	// three times fails for a reason retrying does not remove.
+	uploadEventRetries = 2
 )
 
 // streamOf is the stream a table keeps: old images for the tables whose
@@ -40,12 +45,21 @@ func streamOf(t schema.Table) awsdynamodb.StreamViewType {
 // that keeps failing is bisected, retried a bounded number of times, and
 // then recorded in a queue that an alarm watches. Imported tables have no stream the stack controls;
 // their expired items are removed and released when UDS meets them.
+//
+// The bucket's upload events (defineBucket) invoke the function
+// asynchronously. Lambda retries a failed event twice and then records
+// it in the same queue, under the same alarm: an upload whose commit
+// keeps failing is as much news as a release that does.
 func (s *UdsStack) defineExpiry(props *UdsStackProps) {
 	fn, role := s.Functions[fnExpiry], s.Roles[fnExpiry]
 	failures := awssqs.NewQueue(s.Stack, jsii.String("ExpiryFailures"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	fn.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		RetryAttempts: jsii.Number(uploadEventRetries),
+		OnFailure:     awslambdadestinations.NewSqsDestination(failures),
 	})
 	ttlOnly := awslambda.FilterCriteria_Filter(&map[string]interface{}{
 		"eventName": awslambda.FilterRule_IsEqual(jsii.String("REMOVE")),
@@ -82,5 +96,5 @@ func (s *UdsStack) defineExpiry(props *UdsStackProps) {
 	}), iteratorAgeThresholdMs, "The UDS expiry function is more than 30 s behind the tables' streams")
 	s.alarm("ExpiryFailuresAlarm", failures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 		Period: alarmPeriod, Statistic: jsii.String("Maximum"),
-	}), 1, "Stream records the UDS expiry function could not release are waiting in its failure queue")
+	}), 1, "Stream records the UDS expiry function could not release, or upload events it could not commit, are waiting in its failure queue")
 }

@@ -47,6 +47,8 @@ const (
 	ctxRatePerApp          = "ratePerApp"
 	ctxRouteThrottles      = "routeThrottles"
 	ctxRateLimitedAlarm    = "rateLimitedAlarm"
+	ctxBucketName          = "bucketName"
+	ctxImportBucket        = "importExistingBucket"
 )
 
 // Defaults for the context values above.
@@ -128,6 +130,12 @@ type UdsStackProps struct {
 	// (429 from the functions) in an alarm period fire the data
 	// functions' RateLimited alarms; 0 defines none.
 	RateLimitedAlarm int64
+	// BucketName is the physical name of the bucket for large values;
+	// empty means the stack's default (see bucketNameOf).
+	BucketName string
+	// ImportBucket references the bucket named BucketName, kept by an
+	// earlier stack, instead of creating it.
+	ImportBucket bool
 }
 
 // RouteThrottle is API Gateway's throttle of one route: requests a
@@ -179,9 +187,11 @@ func PropsFromContext(node constructs.Node) (*UdsStackProps, error) {
 		RatePerApp:           c.rate(ctxRatePerApp),
 		RouteThrottles:       c.routeThrottles(ctxRouteThrottles),
 		RateLimitedAlarm:     c.positive(ctxRateLimitedAlarm),
+		BucketName:           c.string(ctxBucketName, ""),
+		ImportBucket:         c.bool(ctxImportBucket, false),
 	}
 	p.StackName = jsii.String(c.string(ctxStackName, defaultStackName))
-	p.Description = jsii.String("UDS, the Universal Data Store: DynamoDB tables, Lambda functions and the HTTP API.")
+	p.Description = jsii.String("UDS, the Universal Data Store: DynamoDB tables, an S3 bucket for large values, Lambda functions and the HTTP API.")
 	for _, t := range schema.Tables {
 		if n := c.string(tableContextKey(t), ""); n != "" {
 			p.TableNames[t.ID] = n
@@ -252,6 +262,7 @@ func (p *UdsStackProps) Validate() error {
 		}
 	}
 	errs = append(errs, validRouteThrottles(p.RouteThrottles)...)
+	errs = append(errs, p.validBucketName()...)
 	switch p.LogLevel {
 	case "DEBUG", "INFO", "WARN", "ERROR":
 	default:

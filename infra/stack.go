@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -17,9 +18,9 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// UdsStack is the deployed UDS: the tables, the four functions and the HTTP
-// API in front of them. The fields let tests find the resources a construct
-// made without guessing logical IDs.
+// UdsStack is the deployed UDS: the tables, the bucket for large values,
+// the four functions and the HTTP API in front of them. The fields let
+// tests find the resources a construct made without guessing logical IDs.
 type UdsStack struct {
 	awscdk.Stack
 	// Tables by schema.Table.ID.
@@ -29,6 +30,12 @@ type UdsStack struct {
 	Roles     map[string]awsiam.Role
 	API       awsapigatewayv2.HttpApi
 	Stage     awsapigatewayv2.HttpStage
+	// Bucket holds the large values: made by the stack, or imported.
+	Bucket awss3.IBucket
+	// BucketName is the bucket's name as the functions and the grants
+	// see it (see bucketNameOf), bucketArn its ARN built from the name.
+	BucketName *string
+	bucketArn  *string
 }
 
 // NewUdsStack defines the whole stack. The stack carries no account or
@@ -45,11 +52,16 @@ func NewUdsStack(scope constructs.Construct, id string, props *UdsStackProps) *U
 	for _, t := range schema.Tables {
 		s.Tables[t.ID] = defineTable(stack, t, props)
 	}
+	s.BucketName = bucketNameOf(stack, props)
+	s.bucketArn = stack.FormatArn(&awscdk.ArnComponents{
+		Service: jsii.String("s3"), Region: jsii.String(""), Account: jsii.String(""), Resource: s.BucketName,
+	})
 	for _, f := range functionSpecs {
 		s.defineFunction(f, props)
 	}
 	s.defineAPI(props)
 	s.defineExpiry(props)
+	s.defineBucket(props)
 	s.defineAlarms(props)
 	s.defineDashboard(props)
 
@@ -212,7 +224,7 @@ func (s *UdsStack) defineFunction(f functionSpec, props *UdsStackProps) {
 		Code:         awslambda.Code_FromAsset(jsii.String(f.zipPath(props.AssetDir)), nil),
 		MemorySize:   jsii.Number(f.MemoryMB),
 		Timeout:      awscdk.Duration_Seconds(jsii.Number(f.Timeout.Seconds())),
-		Environment:  functionEnvironment(f, props),
+		Environment:  functionEnvironment(f, props, s.BucketName),
 		Role:         role,
 		LogGroup:     logGroup,
 		// The functions write JSON themselves (aws-lambda-go's slog
@@ -257,13 +269,15 @@ func lambdaLogLevel(level string) string {
 
 // functionEnvironment is the configuration pkg/config reads. Table names go
 // in as plain strings rather than references, so `sam local invoke` on the
-// synthesized template sees the real names too.
-func functionEnvironment(f functionSpec, props *UdsStackProps) *map[string]*string {
+// synthesized template sees the real names too; the bucket's name is the
+// one the stack gives it (bucketNameOf), not a reference either.
+func functionEnvironment(f functionSpec, props *UdsStackProps, bucket *string) *map[string]*string {
 	env := map[string]*string{
 		config.EnvSubjectClaim:      jsii.String(props.SubjectClaim),
 		config.EnvDefaultLimitBytes: jsii.String(strconv.FormatInt(props.DefaultLimitBytes, 10)),
 		config.EnvDefaultLimitItems: jsii.String(strconv.FormatInt(props.DefaultLimitItems, 10)),
 		config.EnvLogLevel:          jsii.String(props.LogLevel),
+		envBucket:                   bucket,
 	}
 	for _, t := range schema.Tables {
 		env[t.EnvVar] = jsii.String(props.TableName(t))

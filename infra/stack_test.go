@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -280,6 +281,28 @@ var wantAccess = map[string]map[string][]string{
 	},
 }
 
+// wantBucketAccess is the S3 access each function must have, written out
+// independently of objectAccess: actions by resource, "bucket" for the
+// bucket and "uploads/*" for the objects under uploads/.
+var wantBucketAccess = map[string]map[string][]string{
+	fnKV: {
+		"uploads/*": {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject", "DeleteObjectTagging"},
+		"bucket":    {"ListBucket"},
+	},
+	fnList: {
+		"uploads/*": {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject", "DeleteObjectTagging"},
+		"bucket":    {"ListBucket"},
+	},
+	fnAdmin: {
+		"uploads/*": {"GetObject", "DeleteObject"},
+		"bucket":    {"ListBucket"},
+	},
+	fnExpiry: {
+		"uploads/*": {"GetObject", "DeleteObject", "DeleteObjectTagging"},
+		"bucket":    {"ListBucket"},
+	},
+}
+
 // wantRoutes is every route key of the API and the function behind it.
 var wantRoutes = map[string]string{
 	"POST /rest/api/v1/data/{app}/{namespace}/{id}":              fnKV,
@@ -321,12 +344,15 @@ func TestDefaultStack(t *testing.T) {
 			"AWS::ApiGatewayV2::Integration":  len(functionSpecs) - 1, // not the expiry function
 			"AWS::ApiGatewayV2::Route":        len(wantRoutes),
 			"AWS::ApiGatewayV2::Authorizer":   0,
-			"AWS::Lambda::Permission":         len(wantRoutes),
+			"AWS::Lambda::Permission":         len(wantRoutes) + 1, // and S3's, for upload events
+			"AWS::Lambda::EventInvokeConfig":  1,                   // the expiry function's upload events
 			"AWS::Logs::LogGroup":             len(functionSpecs) + 1,
 			"AWS::CloudWatch::Alarm":          1 + 2*len(functionSpecs) + 2*len(schema.Tables) + 2 + 2*len(apiFunctions),
 			"AWS::CloudWatch::Dashboard":      1,
 			"AWS::Lambda::EventSourceMapping": 3, // data, list and history
 			"AWS::SQS::Queue":                 1,
+			"AWS::S3::Bucket":                 1,
+			"AWS::S3::BucketPolicy":           1,
 		}
 		for typ, n := range want {
 			if got := len(s.ofType(typ)); got != n {
@@ -375,6 +401,7 @@ func TestDefaultStack(t *testing.T) {
 				config.EnvDefaultLimitBytes: "0",
 				config.EnvDefaultLimitItems: "0",
 				config.EnvLogLevel:          "INFO",
+				"UDS_BUCKET":                "udsstack-values-${AWS::AccountId}-${AWS::Region}",
 			}
 			for _, table := range schema.Tables {
 				want[table.EnvVar] = table.DefaultName
@@ -580,6 +607,8 @@ func TestDefaultStack(t *testing.T) {
 			out, _ := s.outputs[table.ID+"Name"].(map[string]any)
 			checkEqual(t, table.ID+"Name output", out["Value"], table.DefaultName)
 		}
+		out, _ := s.outputs["BucketName"].(map[string]any)
+		checkEqual(t, "BucketName output", flatten(out["Value"]), "udsstack-values-${AWS::AccountId}-${AWS::Region}")
 	})
 }
 
@@ -693,6 +722,7 @@ func checkAccess(t *testing.T, s *synthesized, tableArn func(schema.Table) strin
 	}
 	streams := len(s.ofType("AWS::Lambda::EventSourceMapping")) > 0
 	names := strings.NewReplacer(pairs...)
+	checkBucketAccess(t, s)
 
 	for _, f := range functionSpecs {
 		t.Run("iam/"+f.Name, func(t *testing.T) {
@@ -736,7 +766,9 @@ func checkAccess(t *testing.T, s *synthesized, tableArn func(schema.Table) strin
 					t.Errorf("%s uses NotAction", id)
 				}
 				for _, r := range asStrings(st["Resource"]) {
-					if r == "*" || strings.HasSuffix(r, "/*") || strings.Contains(r, "table/*") {
+					// The uploads are the one wildcard: their keys
+					// are made as they come.
+					if r == "*" || strings.HasSuffix(r, "/*") && r != bucketArn(s)+"/uploads/*" || strings.Contains(r, "table/*") {
 						t.Errorf("%s grants on wildcard resource %q", id, r)
 					}
 				}
@@ -748,6 +780,54 @@ func checkAccess(t *testing.T, s *synthesized, tableArn func(schema.Table) strin
 			}
 		}
 	})
+}
+
+// wantBucketName is the bucket's name as the template writes it: the
+// configured one, or the stack's name in lower case, "-values-", the
+// account and the region.
+func wantBucketName(s *synthesized) string {
+	if s.props.BucketName != "" {
+		return s.props.BucketName
+	}
+	return strings.ToLower(*s.props.StackName) + "-values-${AWS::AccountId}-${AWS::Region}"
+}
+
+// bucketArn is the bucket's ARN as the grants and the permission write
+// it: from its name, never a reference to the bucket resource.
+func bucketArn(s *synthesized) string { return "arn:${AWS::Partition}:s3:::" + wantBucketName(s) }
+
+// checkBucketAccess compares each function's S3 permissions with
+// wantBucketAccess.
+func checkBucketAccess(t *testing.T, s *synthesized) {
+	t.Helper()
+	names := strings.NewReplacer(bucketArn(s)+"/uploads/*", "uploads/*", bucketArn(s), "bucket")
+	for _, f := range functionSpecs {
+		t.Run("s3/"+f.Name, func(t *testing.T) {
+			got := map[string][]string{}
+			for _, st := range s.statements(t, f.Name) {
+				for _, a := range asStrings(st["Action"]) {
+					if !strings.HasPrefix(a, "s3:") {
+						continue
+					}
+					if st["Condition"] != nil {
+						t.Errorf("%s has a condition: %v", a, st["Condition"])
+					}
+					for _, r := range asStrings(st["Resource"]) {
+						key := names.Replace(r)
+						got[key] = append(got[key], strings.TrimPrefix(a, "s3:"))
+					}
+				}
+			}
+			want := map[string][]string{}
+			for k, v := range wantBucketAccess[f.Name] {
+				want[k] = slices.Sorted(slices.Values(v))
+			}
+			for k := range got {
+				sort.Strings(got[k])
+			}
+			checkEqual(t, "S3 access", got, want)
+		})
+	}
 }
 
 // leadingKeys renders a statement's condition as wantAccess names it:
@@ -1364,9 +1444,13 @@ func TestContextConfiguration(t *testing.T) {
 	t.Run("cors", func(t *testing.T) {
 		cors, _ := s.resources[s.ofType("AWS::ApiGatewayV2::Api")[0]].Properties["CorsConfiguration"].(map[string]any)
 		checkEqual(t, "AllowOrigins", cors["AllowOrigins"], []any{"https://app.example.com", "https://admin.example.com"})
-		checkEqual(t, "ExposeHeaders", cors["ExposeHeaders"], []any{"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy"})
+		checkEqual(t, "ExposeHeaders", cors["ExposeHeaders"], []any{
+			"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy",
+			"Uds-Version", "Uds-Created-Date", "Uds-Created-By-Subject", "Uds-Updated-Date", "Uds-Updated-By-Subject",
+			"Uds-Expires-At", "Uds-Class-Name", "Content-Range", "Accept-Ranges",
+		})
 		headers := strings.Join(asStrings(cors["AllowHeaders"]), ",")
-		for _, h := range []string{"Authorization", "Content-Type", "If-Match", "If-None-Match"} {
+		for _, h := range []string{"Authorization", "Content-Type", "If-Match", "If-None-Match", "Uds-Class-Name", "Uds-Ttl", "Uds-Expires-At", "Range"} {
 			if !strings.Contains(headers, h) {
 				t.Errorf("AllowHeaders %s lacks %s", headers, h)
 			}
@@ -1526,6 +1610,12 @@ func TestPropsFromContextErrors(t *testing.T) {
 			[]string{"want a rateLimit above 0"}},
 		{"fractional route burst", map[string]any{ctxRouteThrottles: `{"POST /rest/api/v1/data/{app}/batch": {"rateLimit": 1, "burstLimit": 1.5}}`},
 			[]string{"burstLimit that is a whole number of at least 1"}},
+		{"bucket name in capitals", map[string]any{ctxBucketName: "Uds_Values"}, []string{ctxBucketName + `: "Uds_Values" is not a bucket name`}},
+		{"bucket name with two dots", map[string]any{ctxBucketName: "uds..values"}, []string{ctxBucketName + `: "uds..values" is not a bucket name`}},
+		{"bucket name too long", map[string]any{ctxBucketName: strings.Repeat("v", 64)}, []string{ctxBucketName + ": " + `"vvv`}},
+		{"stack name too long for the default bucket name", map[string]any{ctxStackName: "Uds" + strings.Repeat("x", 26)},
+			[]string{"the default bucket name uds" + strings.Repeat("x", 26) + "-values-<account>-<region> may be longer than the 63 characters S3 allows: set context bucketName"}},
+		{"bad import bucket", map[string]any{ctxImportBucket: "maybe"}, []string{ctxImportBucket + ": want true or false"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1580,6 +1670,14 @@ func TestValidate(t *testing.T) {
 			p.RouteThrottles = map[string]RouteThrottle{"GET /": {RateLimit: 1, BurstLimit: 1}}
 		}, "not a route of the API"},
 		{"negative alarm threshold", func(p *UdsStackProps) { p.RateLimitedAlarm = -1 }, ctxRateLimitedAlarm},
+		// The default bucket name has room for a stack name of 28
+		// characters; a longer one needs a bucket name of its own.
+		{"longest stack name for the default bucket name", func(p *UdsStackProps) { p.StackName = jsii.String(strings.Repeat("U", 28)) }, ""},
+		{"stack name too long for the default bucket name", func(p *UdsStackProps) { p.StackName = jsii.String(strings.Repeat("U", 29)) }, ctxBucketName},
+		{"long stack name with a bucket name", func(p *UdsStackProps) {
+			p.StackName, p.BucketName = jsii.String(strings.Repeat("U", 29)), "uds-values"
+		}, ""},
+		{"bucket name not S3's", func(p *UdsStackProps) { p.BucketName = "-uds-values" }, ctxBucketName},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1615,6 +1713,7 @@ func TestPropsDefaults(t *testing.T) {
 	checkEqual(t, "rate limits", []uds.Rate{p.RatePerCaller, p.RatePerApp}, []uds.Rate{{}, {}})
 	checkEqual(t, "route throttles", p.RouteThrottles, map[string]RouteThrottle(nil))
 	checkEqual(t, "RateLimitedAlarm", p.RateLimitedAlarm, int64(0))
+	checkEqual(t, "bucket", []any{p.BucketName, p.ImportBucket}, []any{"", false})
 	for _, table := range schema.Tables {
 		checkEqual(t, table.ID, p.TableName(table), table.DefaultName)
 	}
@@ -1652,5 +1751,184 @@ func checkEqual(t *testing.T, what string, got, want any) {
 		g, _ := json.Marshal(got)
 		w, _ := json.Marshal(want)
 		t.Errorf("%s:\n got  %s\n want %s", what, g, w)
+	}
+}
+
+// The bucket for large values: private, encrypted, TLS only, unversioned
+// and retained; abandoned uploads and stray multipart uploads expire;
+// browsers may upload from the API's origins; every upload invokes the
+// expiry function. An imported bucket is left as it is, and synth says
+// what is left to do.
+func TestBucket(t *testing.T) {
+	withContext := func(kv ...string) map[string]any {
+		ctx := public()
+		for i := 0; i < len(kv); i += 2 {
+			ctx[kv[i]] = kv[i+1]
+		}
+		return ctx
+	}
+	reads := map[string]any{
+		"Id": "Reads", "AllowedMethods": []any{"GET", "HEAD"}, "AllowedOrigins": []any{"*"},
+		"AllowedHeaders": []any{"Range", "If-Match", "If-None-Match"},
+		"ExposedHeaders": []any{"ETag", "Content-Range", "Accept-Ranges"}, "MaxAge": 3600.0,
+	}
+	cases := []struct {
+		name     string
+		context  map[string]any
+		imported bool
+		// cors is the bucket's CorsConfiguration (nil: none).
+		cors any
+	}{
+		{name: "defaults", context: public()},
+		{name: "named", context: withContext(ctxBucketName, "uds-prod.values")},
+		{name: "named stack", context: withContext(ctxStackName, "UdsStaging-2")},
+		{
+			name:    "cors origins",
+			context: withContext(ctxCORSOrigins, "https://app.example.com, https://admin.example.com"),
+			cors: map[string]any{"CorsRules": []any{
+				map[string]any{
+					"Id": "Uploads", "AllowedMethods": []any{"POST"},
+					"AllowedOrigins": []any{"https://app.example.com", "https://admin.example.com"},
+					"ExposedHeaders": []any{"ETag", "Location"}, "MaxAge": 3600.0,
+				},
+				reads,
+			}},
+		},
+		{name: "imported", context: withContext(ctxImportBucket, "true", ctxBucketName, "kept-values"), imported: true},
+		{name: "imported by default name", context: withContext(ctxImportBucket, "true"), imported: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := synth(t, c.context)
+			expiry := s.logicalID(t, s.stack.Functions[fnExpiry])
+			var permission string
+			for _, id := range s.ofType("AWS::Lambda::Permission") {
+				if s.resources[id].Properties["Principal"] == "s3.amazonaws.com" {
+					if permission != "" {
+						t.Fatalf("permissions %s and %s for S3", permission, id)
+					}
+					permission = id
+				}
+			}
+
+			t.Run("permission", func(t *testing.T) {
+				p := s.resources[permission].Properties
+				checkEqual(t, "permission", map[string]string{
+					"Action": flatten(p["Action"]), "FunctionName": flatten(p["FunctionName"]), "Principal": flatten(p["Principal"]),
+					"SourceArn": flatten(p["SourceArn"]), "SourceAccount": flatten(p["SourceAccount"]),
+				}, map[string]string{
+					"Action": "lambda:InvokeFunction", "FunctionName": "${" + expiry + ".Arn}", "Principal": "s3.amazonaws.com",
+					"SourceArn": bucketArn(s), "SourceAccount": "${AWS::AccountId}",
+				})
+			})
+			t.Run("environment", func(t *testing.T) {
+				for _, f := range functionSpecs {
+					env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+					checkEqual(t, f.Name+" UDS_BUCKET", flatten(env["UDS_BUCKET"]), wantBucketName(s))
+				}
+			})
+			checkBucketAccess(t, s)
+			t.Run("failed upload events", func(t *testing.T) {
+				ids := s.ofType("AWS::Lambda::EventInvokeConfig")
+				if len(ids) != 1 {
+					t.Fatalf("event invoke configs %v, want one", ids)
+				}
+				p := s.resources[ids[0]].Properties
+				checkEqual(t, "FunctionName", flatten(p["FunctionName"]), "${"+expiry+"}")
+				checkEqual(t, "MaximumRetryAttempts", p["MaximumRetryAttempts"], 2.0)
+				dest := flatten(p["DestinationConfig"].(map[string]any)["OnFailure"].(map[string]any)["Destination"])
+				checkEqual(t, "on-failure destination", dest, "${"+s.logicalIDOf(t, "ExpiryFailures")+".Arn}")
+			})
+			t.Run("output", func(t *testing.T) {
+				out, _ := s.outputs["BucketName"].(map[string]any)
+				checkEqual(t, "BucketName output", flatten(out["Value"]), wantBucketName(s))
+			})
+			t.Run("warning", func(t *testing.T) {
+				var warned bool
+				for _, m := range *assertions.Annotations_FromStack(s.stack.Stack).FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+					warned = warned || strings.Contains(fmt.Sprint(m.Entry.Data), importedBucketWarning)
+				}
+				checkEqual(t, "imported bucket warning", warned, c.imported)
+			})
+
+			buckets := s.ofType("AWS::S3::Bucket")
+			if c.imported {
+				checkEqual(t, "buckets", buckets, []string(nil))
+				checkEqual(t, "bucket policies", s.ofType("AWS::S3::BucketPolicy"), []string(nil))
+				return
+			}
+			if len(buckets) != 1 {
+				t.Fatalf("buckets %v, want one", buckets)
+			}
+			r := s.resources[buckets[0]]
+			p := r.Properties
+			t.Run("name", func(t *testing.T) { checkEqual(t, "BucketName", flatten(p["BucketName"]), wantBucketName(s)) })
+			t.Run("private", func(t *testing.T) {
+				checkEqual(t, "PublicAccessBlockConfiguration", p["PublicAccessBlockConfiguration"], map[string]any{
+					"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true,
+				})
+				checkEqual(t, "OwnershipControls", p["OwnershipControls"], map[string]any{
+					"Rules": []any{map[string]any{"ObjectOwnership": "BucketOwnerEnforced"}},
+				})
+			})
+			t.Run("encryption", func(t *testing.T) {
+				checkEqual(t, "BucketEncryption", p["BucketEncryption"], map[string]any{
+					"ServerSideEncryptionConfiguration": []any{map[string]any{"ServerSideEncryptionByDefault": map[string]any{"SSEAlgorithm": "AES256"}}},
+				})
+			})
+			t.Run("tls only", func(t *testing.T) {
+				policies := s.ofType("AWS::S3::BucketPolicy")
+				if len(policies) != 1 {
+					t.Fatalf("bucket policies %v, want one", policies)
+				}
+				bp := s.resources[policies[0]].Properties
+				checkEqual(t, "Bucket", flatten(bp["Bucket"]), "${"+buckets[0]+"}")
+				statements := asList(bp["PolicyDocument"].(map[string]any)["Statement"])
+				if len(statements) != 1 {
+					t.Fatalf("statements %v, want one", statements)
+				}
+				st := maps.Clone(statements[0].(map[string]any))
+				arn := "${" + buckets[0] + ".Arn}"
+				checkEqual(t, "resources", asStrings(st["Resource"]), []string{arn, arn + "/*"})
+				delete(st, "Resource")
+				checkEqual(t, "statement", st, map[string]any{
+					"Action": "s3:*", "Effect": "Deny", "Principal": map[string]any{"AWS": "*"},
+					"Condition": map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}},
+				})
+			})
+			t.Run("unversioned", func(t *testing.T) {
+				if v, ok := p["VersioningConfiguration"]; ok {
+					t.Errorf("VersioningConfiguration %v, want none", v)
+				}
+			})
+			t.Run("retained", func(t *testing.T) {
+				checkEqual(t, "policies", []string{r.DeletionPolicy, r.UpdateReplace}, []string{"Retain", "Retain"})
+			})
+			t.Run("lifecycle", func(t *testing.T) {
+				checkEqual(t, "LifecycleConfiguration", p["LifecycleConfiguration"], map[string]any{"Rules": []any{
+					map[string]any{
+						"Id": "AbandonedUploads", "Status": "Enabled", "Prefix": "uploads/",
+						"TagFilters":       []any{map[string]any{"Key": "uds-pending", "Value": "1"}},
+						"ExpirationInDays": 2.0,
+					},
+					map[string]any{
+						"Id": "IncompleteMultipartUploads", "Status": "Enabled",
+						"AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": 1.0},
+					},
+				}})
+			})
+			t.Run("upload events", func(t *testing.T) {
+				checkEqual(t, "NotificationConfiguration", p["NotificationConfiguration"], map[string]any{"LambdaConfigurations": []any{
+					map[string]any{
+						"Event":    "s3:ObjectCreated:*",
+						"Filter":   map[string]any{"S3Key": map[string]any{"Rules": []any{map[string]any{"Name": "prefix", "Value": "uploads/"}}}},
+						"Function": map[string]any{"Fn::GetAtt": []any{expiry, "Arn"}},
+					},
+				}})
+				// S3 checks its permission when the notification is set.
+				checkEqual(t, "DependsOn", r.DependsOn, []string{permission})
+			})
+			t.Run("cors", func(t *testing.T) { checkEqual(t, "CorsConfiguration", p["CorsConfiguration"], c.cors) })
+		})
 	}
 }
