@@ -41,6 +41,14 @@
 #                                                data,list,usage,apps: those
 #                                                (data,list adopts a seed
 #                                                deployment's tables)
+#   BUCKET_NAME            bucketName            the bucket of large values
+#                                                (stack name, lower case,
+#                                                -values-<account>-<region>)
+#   IMPORT_EXISTING_BUCKET importExistingBucket  true: use the existing bucket
+#                                                of that name (kept by an
+#                                                earlier stack); point its
+#                                                event at the new expiry
+#                                                function by hand
 #   JWT_ISSUER             jwtIssuer             with JWT_AUDIENCE (comma-
 #   JWT_AUDIENCE           jwtAudience           separated): JWT authorizer on
 #                                                the data routes
@@ -96,6 +104,7 @@ CDK_CONTEXT_VARS := \
 	TABLE_DATA=tableData TABLE_LIST=tableList TABLE_USAGE=tableUsage TABLE_APPS=tableApps \
 	TABLE_NAMESPACES=tableNamespaces TABLE_HISTORY=tableHistory TABLE_INDEX=tableIndex \
 	IMPORT_EXISTING_TABLES=importExistingTables \
+	BUCKET_NAME=bucketName IMPORT_EXISTING_BUCKET=importExistingBucket \
 	JWT_ISSUER=jwtIssuer JWT_AUDIENCE=jwtAudience JWT_SUBJECT_CLAIM=jwtSubjectClaim \
 	CURSOR_SECRET=cursorSecret \
 	DEFAULT_LIMIT_BYTES=defaultLimitBytes DEFAULT_LIMIT_ITEMS=defaultLimitItems \
