@@ -46,7 +46,8 @@ node_modules/.package-lock.json: package.json package-lock.json
 engine: node_modules/.package-lock.json
 
 # make run and make engine-up share one engine on ENGINE_PORT, with its data
-# under .data/ (git-ignored) so it survives restarts.
+# under .data/ (git-ignored) so it survives restarts; so do the objects of
+# make run's own S3 engine (large values), under .data/s3.
 ENGINE_PORT ?= 8000
 DDB_ENDPOINT ?= http://127.0.0.1:$(ENGINE_PORT)
 
@@ -54,7 +55,7 @@ DDB_ENDPOINT ?= http://127.0.0.1:$(ENGINE_PORT)
 # dies on SIGTERM without passing it on and would leave the server running.
 run: engine
 	go build -o bin/uds-local ./cmd/uds-local
-	$(ENGINE) --db-path .data/dynamodb --port $(ENGINE_PORT) -- bin/uds-local
+	$(ENGINE) --db-path .data/dynamodb --port $(ENGINE_PORT) -- bin/uds-local -s3-data .data/s3
 
 # engine-up leaves DynamoDB Local running in the background with the tables
 # created (for make invoke); engine-down stops it.
@@ -83,7 +84,7 @@ reset: engine-down
 	  echo "reset: a DynamoDB engine still answers on port $(ENGINE_PORT) (make run?): stop it (Ctrl-C) and run make reset again" >&2; \
 	  exit 1; \
 	fi
-	rm -rf .data/dynamodb
+	rm -rf .data/dynamodb .data/s3
 
 # make test runs four parts: the OpenAPI lint, the Go tests, every
 # benchmark once, and the CDK tests. Each part runs and reports even when

@@ -1,7 +1,11 @@
 // Command uds-local serves every UDS route group over plain HTTP for local
 // development, against the DynamoDB endpoint in UDS_DYNAMODB_ENDPOINT
 // (`make run` starts DynamoDB Local and sets it). It creates missing tables
-// at start and stops cleanly on Ctrl-C or SIGTERM.
+// at start and stops cleanly on Ctrl-C or SIGTERM. Unless UDS_BUCKET or
+// UDS_S3_ENDPOINT names another, it serves its own S3 engine for large
+// values on UDS_S3_LISTEN_ADDR, bucket uds-local, with the objects under
+// the directory -s3-data names (make run: .data/s3, beside DynamoDB
+// Local's .data/dynamodb) or in memory.
 //
 // Everything it prints is a log line of one logger, at UDS_LOG_LEVEL: the
 // startup line, a line per request, sweeps and failures. EMF records, which
@@ -37,6 +41,7 @@ import (
 
 func main() {
 	initOnly := flag.Bool("init-only", false, "create missing tables and exit")
+	s3Data := flag.String("s3-data", "", "keep the local S3 engine's objects under this directory (make run: .data/s3); without it, in memory")
 	flag.Parse()
 	cfg, err := config.LocalFromEnv()
 	// A configuration error is logged too, by a logger made of what could
@@ -48,7 +53,7 @@ func main() {
 		if *initOnly {
 			err = initTables(ctx, cfg)
 		} else {
-			err = run(ctx, cfg, logger, os.Stdout)
+			err = run(ctx, cfg, *s3Data, logger, os.Stdout)
 		}
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			// Ctrl-C before the server was up cut the start short: that
@@ -59,8 +64,9 @@ func main() {
 	}
 	if err != nil {
 		attrs := []any{slog.String("cause", err.Error())}
-		if errors.Is(err, syscall.EADDRINUSE) {
-			attrs = append(attrs, slog.String("hint", "another process listens there (a make run in another terminal?); stop it, or set "+config.EnvListenAddr))
+		var listen listenError
+		if errors.As(err, &listen) && errors.Is(err, syscall.EADDRINUSE) {
+			attrs = append(attrs, slog.String("hint", "another process listens there (a make run in another terminal?); stop it, or set "+listen.variable))
 		}
 		logger.Error("UDS failed", attrs...)
 		os.Exit(1)
@@ -101,16 +107,29 @@ var errNoEndpoint = errors.New(config.EnvDynamoDBEndpoint + " is not set; start 
 // run serves the API until ctx is done, then shuts the server down,
 // letting requests in hand finish. It listens before anything else, so an
 // address in use is reported, as an error, before the server would say it
-// listens. Log lines go to logger, EMF records (UDS_EMF=1) to out.
-func run(ctx context.Context, cfg config.Config, logger *slog.Logger, out io.Writer) error {
+// listens. The local S3 engine, when it serves one (serveS3), keeps its
+// objects under s3Dir (in memory when empty) and stops after the API. Log
+// lines go to logger, EMF records (UDS_EMF=1) to out.
+func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logger, out io.Writer) error {
 	if cfg.Endpoint == "" {
 		return errNoEndpoint
 	}
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
-		return err
+		return listenError{config.EnvListenAddr, err}
 	}
 	defer ln.Close()
+	stopS3, err := serveS3(&cfg, s3Dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stopping, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopS3(stopping); err != nil {
+			logger.Error("stopping the local S3 engine failed", slog.String("cause", err.Error()))
+		}
+	}()
 	host := server.Host{Logger: logger, Function: httpapi.GroupAll.Name(), RequestAttrs: localRequestID,
 		Subject: httpapi.AnonymousSubject, RefuseSubjectHeader: notTrustedHere}
 	identity := "every caller is anonymous; a request with " + httpapi.SubjectHeader + " is refused (" + config.EnvTrustSubjectHeader + "=1 trusts it)"
@@ -149,7 +168,7 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger, out io.Wri
 		buildIndexes(sweepCtx, store.New(client, cfg.Tables), logger)
 	}()
 	logger.Info("UDS listening", slog.String("url", "http://"+reachable(ln.Addr())+httpapi.BasePath),
-		slog.String("dynamodb", cfg.Endpoint), slog.String("identity", identity))
+		slog.String("dynamodb", cfg.Endpoint), slog.String("bucket", bucketAttr(cfg)), slog.String("identity", identity))
 	if trusted && !loopback(ln.Addr()) {
 		logger.Warn("anyone who reaches this address can act as any caller: " + config.EnvTrustSubjectHeader + "=1 on a non-loopback address")
 	}

@@ -66,9 +66,10 @@ func TestAddressInUse(t *testing.T) {
 	defer taken.Close()
 	var out bytes.Buffer
 	cfg := config.Config{Endpoint: "http://127.0.0.1:1", ListenAddr: taken.Addr().String(), LogFormat: "text"}
-	err = run(context.Background(), cfg, newLogger(&out, cfg), &out)
-	if !errors.Is(err, syscall.EADDRINUSE) {
-		t.Fatalf("error %v, want the address in use", err)
+	err = run(context.Background(), cfg, "", newLogger(&out, cfg), &out)
+	var listen listenError
+	if !errors.Is(err, syscall.EADDRINUSE) || !errors.As(err, &listen) || listen.variable != config.EnvListenAddr {
+		t.Fatalf("error %v, want the address in use, naming %s", err, config.EnvListenAddr)
 	}
 	if strings.Contains(out.String(), "listening") {
 		t.Errorf("printed a listening line before failing:\n%s", &out)
@@ -122,12 +123,13 @@ func TestEMFOnlyWhenAsked(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Config{
 				Tables: storetest.NewTables(t), Endpoint: os.Getenv(config.EnvDynamoDBEndpoint),
-				ListenAddr: "127.0.0.1:0", LogFormat: "text", CursorSecret: []byte("k"), EMF: tc.emf,
+				ListenAddr: "127.0.0.1:0", S3ListenAddr: "127.0.0.1:0", LogFormat: "text", CursorSecret: []byte("k"), EMF: tc.emf,
 			}
+			s3Dir := t.TempDir()
 			var out lockedBuffer
 			ctx, stop := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			go func() { done <- run(ctx, cfg, newLogger(&out, cfg), &out) }()
+			go func() { done <- run(ctx, cfg, s3Dir, newLogger(&out, cfg), &out) }()
 			var url string
 			for deadline := time.Now().Add(time.Minute); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 				if m := listening.FindStringSubmatch(out.String()); m != nil {

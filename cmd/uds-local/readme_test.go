@@ -61,7 +61,10 @@ func TestREADMEExamples(t *testing.T) {
 		config.EnvDynamoDBEndpoint+"="+os.Getenv(config.EnvDynamoDBEndpoint),
 		schema.Data.EnvVar+"="+tables.Data, schema.List.EnvVar+"="+tables.List, schema.Usage.EnvVar+"="+tables.Usage,
 		schema.Apps.EnvVar+"="+tables.Apps, schema.Namespaces.EnvVar+"="+tables.Namespaces, schema.History.EnvVar+"="+tables.History,
-		schema.IndexEntries.EnvVar+"="+tables.Index)
+		schema.IndexEntries.EnvVar+"="+tables.Index,
+		// The local S3 engine on a free port too, so that a make run
+		// beside the test keeps its own.
+		config.EnvS3ListenAddr+"=127.0.0.1:0")
 	srv := startServer(t, bin, with(env, config.EnvListenAddr+"=127.0.0.1:0"))
 	root := strings.TrimSuffix(srv.waitListening(t), httpapi.BasePath)
 

@@ -147,6 +147,9 @@ func run(ctx context.Context, o options, endpoint string, w io.Writer) error {
 	env := []string{
 		config.EnvDynamoDBEndpoint + "=http://" + ln.Addr().String(),
 		config.EnvListenAddr + "=127.0.0.1:0",
+		// Each server serves its own S3 engine (in memory), which the
+		// benchmark does not use: on a port of its own.
+		config.EnvS3ListenAddr + "=127.0.0.1:0",
 		config.EnvLogFormat + "=json", config.EnvLogLevel + "=INFO", config.EnvEMF + "=0",
 		config.EnvTrustSubjectHeader + "=1",
 		config.EnvRatePerCaller + "=" + strconv.FormatInt(o.rate.PerSecond, 10) + "/" + strconv.FormatInt(o.rate.Burst, 10),

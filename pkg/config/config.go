@@ -51,6 +51,19 @@ const (
 	DefaultSweepInterval = 30 * time.Second
 )
 
+// The bucket of large values, and the local server's S3 engine.
+const (
+	// EnvBucket names the S3 bucket of large values (unset: none, and
+	// uploads are refused); EnvS3Endpoint is an S3-compatible engine's
+	// endpoint, addressed by path (unset: AWS's).
+	EnvBucket     = "UDS_BUCKET"
+	EnvS3Endpoint = "UDS_S3_ENDPOINT"
+	// EnvS3ListenAddr is where the local server serves its own S3 engine
+	// when neither UDS_BUCKET nor UDS_S3_ENDPOINT is set.
+	EnvS3ListenAddr     = "UDS_S3_LISTEN_ADDR"
+	DefaultS3ListenAddr = "127.0.0.1:8081"
+)
+
 // Config is everything the functions and the local server read from the
 // environment.
 type Config struct {
@@ -93,6 +106,15 @@ type Config struct {
 	SweepInterval time.Duration
 	// ListenAddr is the local server's address (host:port).
 	ListenAddr string
+	// Bucket is the S3 bucket that holds large values; empty, the
+	// deployment takes none.
+	Bucket string
+	// S3Endpoint overrides the S3 endpoint (an S3-compatible engine, the
+	// local server's own).
+	S3Endpoint string
+	// S3ListenAddr is the local server's S3 engine's address (host:port);
+	// the functions ignore it.
+	S3ListenAddr string
 	// TrustSubjectHeader is UDS_TRUST_SUBJECT_HEADER: true for 1, false
 	// for 0, nil when unset, and then the local server trusts the header
 	// on a loopback address only. The functions never trust it.
@@ -118,6 +140,9 @@ func FromEnv() (Config, error) {
 		Endpoint:     os.Getenv(EnvDynamoDBEndpoint),
 		SubjectClaim: envOr(EnvSubjectClaim, DefaultSubjectClaim),
 		ListenAddr:   envOr(EnvListenAddr, DefaultListenAddr),
+		Bucket:       os.Getenv(EnvBucket),
+		S3Endpoint:   os.Getenv(EnvS3Endpoint),
+		S3ListenAddr: envOr(EnvS3ListenAddr, DefaultS3ListenAddr),
 	}
 	// Without a configured secret the cursor key is derived from the table
 	// names: cursors still cannot be forged by accident, and every function
@@ -188,6 +213,10 @@ const (
 	LocalLimitsCacheTTL = 0
 	LocalRequestBudget  = 10 * time.Second
 )
+
+// LocalBucket is the bucket of the local server's own S3 engine, which it
+// serves when the environment names neither a bucket nor an endpoint.
+const LocalBucket = "uds-local"
 
 // LocalFromEnv is FromEnv for the local server: its defaults where the
 // environment sets no value.

@@ -81,6 +81,36 @@ func TestListenAddr(t *testing.T) {
 	}
 }
 
+// TestBucket: large values need a bucket named; an endpoint and the local
+// engine's address are read as they are.
+func TestBucket(t *testing.T) {
+	type s3 struct{ bucket, endpoint, listen string }
+	for _, tc := range []struct {
+		name      string
+		env, want s3
+	}{
+		{name: "unset: no bucket, AWS's endpoint, the local engine's default address",
+			want: s3{listen: config.DefaultS3ListenAddr}},
+		{name: "a bucket on AWS", env: s3{bucket: "uds-values-123"},
+			want: s3{bucket: "uds-values-123", listen: config.DefaultS3ListenAddr}},
+		{name: "a bucket on an engine", env: s3{"uds", "http://127.0.0.1:4568", "127.0.0.1:0"},
+			want: s3{"uds", "http://127.0.0.1:4568", "127.0.0.1:0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(config.EnvBucket, tc.env.bucket)
+			t.Setenv(config.EnvS3Endpoint, tc.env.endpoint)
+			t.Setenv(config.EnvS3ListenAddr, tc.env.listen)
+			cfg, err := config.FromEnv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := (s3{cfg.Bucket, cfg.S3Endpoint, cfg.S3ListenAddr}); got != tc.want {
+				t.Errorf("bucket, endpoint, address %+v; want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestRates reads the deployment's rate limits as the stack writes them
 // (config.FormatRate), and refuses what is not a rate, naming the
 // variable.
