@@ -12,6 +12,7 @@ import (
 	"github.com/udsproject/uds/pkg/blob"
 	"github.com/udsproject/uds/pkg/blob/blobtest"
 	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // TestServeS3: with nothing set the local server serves its own S3 engine
@@ -74,7 +75,7 @@ func TestServeS3(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			key := blob.UploadKey(blob.NewUploadID())
+			key := blob.UploadKey(uds.ObjectName("app", "0123456789abcdef0123456789abcdef"))
 			up, err := b.PresignUpload(ctx, key, "image/gif", 3, time.Minute)
 			if err != nil {
 				t.Fatal(err)

@@ -47,6 +47,7 @@ type objects interface {
 	HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+	DeleteObjectTagging(context.Context, *s3.DeleteObjectTaggingInput, ...func(*s3.Options)) (*s3.DeleteObjectTaggingOutput, error)
 }
 
 // presigner signs the requests a Bucket hands out rather than sends;
@@ -61,6 +62,13 @@ type Bucket struct {
 	name    string
 	objects objects
 	presign presigner
+	// tagPending marks uploads pending (pendingTag) until they are
+	// committed, for the bucket's rule for abandoned uploads. It is off
+	// on S3-compatible engines (an endpoint of its own): gofakes3 has no
+	// tagging API, and takes a tagging request for a write of the object
+	// (PUT ?tagging) or its deletion (DELETE ?tagging). There, abandoned
+	// uploads go when their reservations lapse (store/upload.go).
+	tagPending bool
 }
 
 // New is the bucket named name, reached through client.
@@ -99,7 +107,9 @@ func FromConfig(ctx context.Context, bucket, endpoint string) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the S3 client for bucket %s: %w", bucket, err)
 	}
-	return New(client, bucket), nil
+	b := New(client, bucket)
+	b.tagPending = endpoint == ""
+	return b, nil
 }
 
 // Head says what the object at key is, or ErrNoObject. S3 answers a HEAD

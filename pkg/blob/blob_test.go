@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/udsproject/uds/pkg/blob"
 	"github.com/udsproject/uds/pkg/blob/blobtest"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // TestUploadAndRead takes a value through its whole life as the server
@@ -36,7 +38,7 @@ func TestUploadAndRead(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			b := blobtest.New(t)
-			key := blob.UploadKey(blob.NewUploadID())
+			key := blob.UploadKey(newName())
 			value := make([]byte, tc.size)
 			_, _ = rand.Read(value)
 
@@ -115,7 +117,7 @@ func TestUploadAndRead(t *testing.T) {
 // included: nothing but S3's policy keeps an upload to its own key.
 func TestLocalEngineDoesNotEnforcePolicy(t *testing.T) {
 	const announced, contentType = 1000, "image/png"
-	otherKey := blob.UploadKey(blob.NewUploadID())
+	otherKey := blob.UploadKey(newName())
 	for _, tc := range []struct {
 		name string
 		// alter changes the form or the bytes from what the policy
@@ -173,7 +175,7 @@ func TestLocalEngineDoesNotEnforcePolicy(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			b := blobtest.New(t)
-			key := blob.UploadKey(blob.NewUploadID())
+			key := blob.UploadKey(newName())
 			up, err := b.PresignUpload(ctx, key, contentType, announced, time.Minute)
 			if err != nil {
 				t.Fatal(err)
@@ -200,7 +202,7 @@ func TestLocalEngineDoesNotEnforcePolicy(t *testing.T) {
 func TestLocalEngineDoesNotCheckDownloads(t *testing.T) {
 	ctx := context.Background()
 	b := blobtest.New(t)
-	key := blob.UploadKey(blob.NewUploadID())
+	key := blob.UploadKey(newName())
 	up, err := b.PresignUpload(ctx, key, "image/png", 3, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +283,7 @@ func fetch(t *testing.T, url string, status int) ([]byte, string) {
 
 func TestPresignUploadRefusesNoTime(t *testing.T) {
 	b := blobtest.New(t)
-	if _, err := b.PresignUpload(context.Background(), blob.UploadKey(blob.NewUploadID()), "image/png", 1, 0); err == nil {
+	if _, err := b.PresignUpload(context.Background(), blob.UploadKey(newName()), "image/png", 1, 0); err == nil {
 		t.Error("a time to live of 0 was taken, which the SDK reads as 15 minutes")
 	}
 }
@@ -316,4 +318,11 @@ func TestFromConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newName is a fresh object name, as the store gives an upload.
+func newName() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return uds.ObjectName("d53065bd-f932-4841-83fb-849717d8df0f", hex.EncodeToString(b))
 }

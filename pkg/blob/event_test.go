@@ -10,14 +10,15 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/udsproject/uds/pkg/blob"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 const eventBucket = "uds-values"
 
-// Upload IDs of NewUploadID's form.
+// Object names of uploads, as UDS makes them (uds.ObjectName).
 const (
-	idA = "q83vEjRWeJCrze8SNFZ4kA"
-	idB = "AAECAwQFBgcICQoLDA0ODw"
+	idA = "d53065bd-f932-4841-83fb-849717d8df0f/0123456789abcdef0123456789abcdef"
+	idB = "app-2/fedcba9876543210fedcba9876543210"
 )
 
 // s3Record is one record of an S3 event notification as S3 writes it
@@ -96,21 +97,21 @@ func TestCreatedUploads(t *testing.T) {
 
 func TestUploadKeys(t *testing.T) {
 	for i := range 100 {
-		id := blob.NewUploadID()
+		id := newName()
 		if back, ok := blob.ParseUploadKey(blob.UploadKey(id)); !ok || back != id {
-			t.Fatalf("NewUploadID %d: %q parses back as %q, %v", i, id, back, ok)
+			t.Fatalf("name %d: %q parses back as %q, %v", i, id, back, ok)
 		}
 	}
 	for _, tc := range []struct{ name, key string }{
 		{"no prefix", idA},
 		{"another prefix", "exports/" + idA},
 		{"empty", "uploads/"},
-		{"too short", "uploads/" + idA[:21]},
-		{"too long", "uploads/" + idA + "A"},
-		{"standard base64", "uploads/q83vEjRWeJCrze8SNFZ4+A"},
-		{"padded", "uploads/q83vEjRWeJCrze8SNFZ4kA=="},
-		{"bits past 128", "uploads/" + idA[:21] + "B"},
-		{"a path", "uploads/../" + idA[3:]},
+		{"an upload ID too short", "uploads/" + idA[:len(idA)-1]},
+		{"an upload ID too long", "uploads/" + idA + "0"},
+		{"upper-case hex", "uploads/app/0123456789ABCDEF0123456789abcdef"},
+		{"no app", "uploads//0123456789abcdef0123456789abcdef"},
+		{"no upload ID", "uploads/app/"},
+		{"a path", "uploads/../" + idA},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if id, ok := blob.ParseUploadKey(tc.key); ok {
@@ -122,7 +123,7 @@ func TestUploadKeys(t *testing.T) {
 
 // FuzzCreatedUploads reads any JSON as an S3 event notification: every
 // upload ID found is one a created object's record in the bucket names,
-// under uploads/, in NewUploadID's form, and found once; and every such
+// under uploads/, an object name UDS makes, and found once; and every such
 // record is found.
 func FuzzCreatedUploads(f *testing.F) {
 	for _, tc := range eventCases {
@@ -141,7 +142,8 @@ func FuzzCreatedUploads(f *testing.F) {
 		for _, r := range ev.Records {
 			key, err := url.QueryUnescape(r.S3.Object.Key)
 			id, isUpload := strings.CutPrefix(key, "uploads/")
-			if err == nil && isUpload && blob.ValidUploadID(id) && r.EventSource == "aws:s3" &&
+			_, _, valid := uds.ParseObjectName(id)
+			if err == nil && isUpload && valid && r.EventSource == "aws:s3" &&
 				strings.HasPrefix(r.EventName, "ObjectCreated:") && r.S3.Bucket.Name == eventBucket {
 				want[id] = true
 			}

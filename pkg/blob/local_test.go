@@ -18,7 +18,7 @@ import (
 func TestServeLocal(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	key := blob.UploadKey(blob.NewUploadID())
+	key := blob.UploadKey(newName())
 	for _, tc := range []struct {
 		name string
 		run  func(t *testing.T, b *blob.Bucket)

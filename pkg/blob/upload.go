@@ -2,14 +2,14 @@ package blob
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"maps"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // Upload is a presigned S3 POST: the client sends a multipart/form-data
@@ -45,13 +45,40 @@ func (b *Bucket) PresignUpload(ctx context.Context, key, contentType string, siz
 			map[string]string{contentTypeField: contentType},
 			[]any{"content-length-range", size, size},
 		}
+		if b.tagPending {
+			o.Conditions = append(o.Conditions, map[string]string{taggingField: pendingTagging})
+		}
 	})
 	if err != nil {
 		return Upload{}, fmt.Errorf("presigning an upload to %s: %w", key, err)
 	}
 	fields := maps.Clone(req.Values)
 	fields[contentTypeField] = contentType
+	if b.tagPending {
+		fields[taggingField] = pendingTagging
+	}
 	return Upload{URL: req.URL, Fields: fields, ExpiresAt: expires}, nil
+}
+
+// taggingField is the form field, and the policy condition, that tags an
+// uploaded object; pendingTagging tags it pending (uds-pending=1), which
+// the bucket's lifecycle rule expires after two days unless the commit
+// removes the tag (Keep).
+const (
+	taggingField   = "tagging"
+	pendingTagging = "<Tagging><TagSet><Tag><Key>uds-pending</Key><Value>1</Value></Tag></TagSet></Tagging>"
+)
+
+// Keep removes an object's pending tag, so that the rule for abandoned
+// uploads leaves it: the commit calls it before the item names the object.
+func (b *Bucket) Keep(ctx context.Context, key string) error {
+	if !b.tagPending {
+		return nil
+	}
+	if _, err := b.objects.DeleteObjectTagging(ctx, &s3.DeleteObjectTaggingInput{Bucket: &b.name, Key: &key}); err != nil {
+		return b.fail("untag", key, err)
+	}
+	return nil
 }
 
 // contentTypeField is the form field, and the policy condition, that sets
@@ -62,38 +89,16 @@ const contentTypeField = "Content-Type"
 // notification and its lifecycle rule for abandoned uploads filter on it.
 const uploadPrefix = "uploads/"
 
-// UploadKey is the key of the object an upload sends.
-func UploadKey(uploadID string) string { return uploadPrefix + uploadID }
+// UploadKey is the key of the object an upload sends, named as UDS names
+// it (uds.ObjectName: its app and upload ID).
+func UploadKey(name string) string { return uploadPrefix + name }
 
-// ParseUploadKey is UploadKey's inverse: the upload ID of a key under
-// uploads/, if it is one NewUploadID could have made.
+// ParseUploadKey is UploadKey's inverse: the object name of a key under
+// uploads/, if it is one UDS could have made.
 func ParseUploadKey(key string) (string, bool) {
-	id, ok := strings.CutPrefix(key, uploadPrefix)
-	if !ok || !ValidUploadID(id) {
+	name, ok := strings.CutPrefix(key, uploadPrefix)
+	if _, _, valid := uds.ParseObjectName(name); !ok || !valid {
 		return "", false
 	}
-	return id, true
-}
-
-// uploadIDBytes is an upload ID's randomness: 128 bits, so IDs are never
-// guessed or repeated.
-const uploadIDBytes = 16
-
-// NewUploadID is a fresh upload ID: random, URL- and key-safe.
-func NewUploadID() string {
-	b := make([]byte, uploadIDBytes)
-	_, _ = rand.Read(b) // crypto/rand.Read does not fail
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// ValidUploadID reports whether id has NewUploadID's form. An upload ID
-// comes back from clients (a commit) and from S3 events; one of another
-// form names no upload, and checking it first keeps arbitrary text out of
-// keys and lookups.
-func ValidUploadID(id string) bool {
-	if len(id) != base64.RawURLEncoding.EncodedLen(uploadIDBytes) {
-		return false
-	}
-	_, err := base64.RawURLEncoding.Strict().DecodeString(id)
-	return err == nil
+	return name, true
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/pkg/blob"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/lambdamain"
 	"github.com/udsproject/uds/pkg/store"
@@ -132,13 +133,25 @@ func value(v events.DynamoDBAttributeValue) types.AttributeValue {
 }
 
 // Main is the expiry function's whole main (see lambdamain.Start): the
-// DynamoDB client is built at init, then stream batches are served.
+// DynamoDB and S3 clients are built at init, then stream batches and the
+// bucket's upload events are served.
 func Main() {
 	lambdamain.Start(func(ctx context.Context, cfg config.Config, logger *slog.Logger) (any, error) {
 		client, err := store.NewClient(ctx, cfg.Endpoint)
 		if err != nil {
 			return nil, err
 		}
-		return Handler(store.New(client, cfg.Tables), logger, emf.NewWriter(os.Stdout)), nil
+		bucket, err := blob.FromConfig(ctx, cfg.Bucket, cfg.S3Endpoint)
+		if err != nil {
+			return nil, err
+		}
+		var opts []store.Option
+		if bucket != nil {
+			opts = append(opts, store.WithObjects(blob.Objects{Bucket: bucket}))
+		}
+		st := store.New(client, cfg.Tables, opts...)
+		metrics := emf.NewWriter(os.Stdout)
+		created := func(ev events.S3Event) []string { return blob.CreatedUploads(ev, cfg.Bucket) }
+		return Dispatch(Handler(st, logger, metrics), UploadHandler(st, created, logger, metrics)), nil
 	})
 }

@@ -26,18 +26,11 @@ type Bucket interface {
 	// PresignUpload answers the URL and form fields of an S3 POST that
 	// stores exactly size bytes of contentType as the named object, valid
 	// for ttl.
-	PresignUpload(ctx context.Context, name, contentType string, size int64, ttl time.Duration) (PresignedPost, error)
+	PresignUpload(ctx context.Context, name, contentType string, size int64, ttl time.Duration) (uds.PresignedPost, error)
 	// PresignGet answers a URL that reads the named object, valid for ttl.
 	PresignGet(ctx context.Context, name string, ttl time.Duration) (string, error)
 	// Open streams the named object.
 	Open(ctx context.Context, name string) (io.ReadCloser, error)
-}
-
-// PresignedPost is an S3 POST a client sends as multipart/form-data: every
-// field, then the file as the field "file".
-type PresignedPost struct {
-	URL    string
-	Fields map[string]string
 }
 
 // downloadLife is how long the URL of a 302 to a large value is valid.
@@ -124,7 +117,7 @@ func (a *API) reserveUpload(w http.ResponseWriter, r *http.Request, key uds.Key,
 	if err == nil {
 		up, err = a.store.ReserveUpload(r.Context(), write)
 	}
-	var post PresignedPost
+	var post uds.PresignedPost
 	if err == nil {
 		post, err = a.bucket.PresignUpload(r.Context(), uds.ObjectName(sc.key.App, up.ID), write.Binary.ContentType, write.Binary.Size, uds.UploadWindow)
 	}

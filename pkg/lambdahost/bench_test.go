@@ -247,6 +247,14 @@ func (f *fakeStore) Import(context.Context, string, []uds.Record) (uds.ImportRes
 	return uds.ImportResult{}, errFake
 }
 
+func (f *fakeStore) ReserveUpload(context.Context, uds.Write) (uds.Upload, error) {
+	return uds.Upload{}, errFake
+}
+
+func (f *fakeStore) CommitUpload(context.Context, string, string, *uds.Key) (uds.Item, bool, error) {
+	return uds.Item{}, false, errFake
+}
+
 func benchEvent(method, path, body string) events.APIGatewayV2HTTPRequest {
 	return events.APIGatewayV2HTTPRequest{
 		Version: "2.0", RawPath: path, Body: body,

@@ -309,6 +309,14 @@ func (echoStore) Import(_ context.Context, _ string, records []uds.Record) (uds.
 	return uds.ImportResult{Imported: len(records)}, nil
 }
 
+func (echoStore) ReserveUpload(_ context.Context, w uds.Write) (uds.Upload, error) {
+	return uds.Upload{ID: "0123456789abcdef0123456789abcdef"}, nil
+}
+
+func (echoStore) CommitUpload(context.Context, string, string, *uds.Key) (uds.Item, bool, error) {
+	return uds.Item{}, false, uds.ErrNotFound
+}
+
 // written is the item a write makes of nothing.
 func written(w uds.Write) uds.Item {
 	now := time.Now().UTC().Truncate(time.Millisecond)

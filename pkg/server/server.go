@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/pkg/blob"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/ratelimit"
@@ -46,12 +47,25 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 	if budget <= 0 {
 		budget = config.DefaultRequestBudget
 	}
-	st := store.New(client, cfg.Tables,
+	bucket, err := blob.FromConfig(ctx, cfg.Bucket, cfg.S3Endpoint)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := []store.Option{
 		store.WithDefaultLimits(uds.Limits{Bytes: cfg.DefaultLimitBytes, Items: cfg.DefaultLimitItems}),
 		store.WithDefaultRateLimits(uds.RateLimits{PerCaller: cfg.RatePerCaller, PerApp: cfg.RatePerApp}),
 		store.WithLimitsTTL(cfg.LimitsCacheTTL),
 		store.WithRecomputeQuiet(cfg.RecomputeQuiet),
-		store.WithPolicySettle(store.PolicySettle(cfg.LimitsCacheTTL, budget)))
+		store.WithPolicySettle(store.PolicySettle(cfg.LimitsCacheTTL, budget)),
+	}
+	// Without a bucket, large values are refused (501) and the rest works.
+	var objects httpapi.Bucket
+	if bucket != nil {
+		o := blob.Objects{Bucket: bucket}
+		objects = o
+		opts = append(opts, store.WithObjects(o))
+	}
+	st := store.New(client, cfg.Tables, opts...)
 	api := httpapi.New(st, groups, httpapi.Config{
 		Subject:             host.Subject,
 		RefuseSubjectHeader: host.RefuseSubjectHeader,
@@ -63,6 +77,7 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 		Metrics:             host.Metrics,
 		Function:            host.Function,
 		Limiter:             ratelimit.New(st, time.Now),
+		Bucket:              objects,
 	})
 	return api, client, nil
 }

@@ -2,15 +2,14 @@ package store
 
 import (
 	"context"
-	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/udsproject/uds/internal/awsconf"
 )
 
 // NewClient builds a DynamoDB client from the standard AWS configuration
@@ -20,14 +19,7 @@ import (
 // requests whose context carries CallStats. optFns adjust the client's
 // options last (benchmarks replace its HTTP transport).
 func NewClient(ctx context.Context, endpoint string, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
-	var opts []func(*awsconfig.LoadOptions) error
-	if os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
-		opts = append(opts, awsconfig.WithRegion("us-east-1"))
-	}
-	if endpoint != "" && os.Getenv("AWS_ACCESS_KEY_ID") == "" {
-		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
-	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	cfg, err := awsconf.Load(ctx, endpoint)
 	if err != nil {
 		return nil, err
 	}

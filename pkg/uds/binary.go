@@ -205,3 +205,10 @@ func ParseObjectName(name string) (app, uploadID string, ok bool) {
 func ValidUploadID(id string) bool {
 	return len(id) == 32 && strings.Trim(id, "0123456789abcdef") == ""
 }
+
+// PresignedPost is an S3 POST a client sends as multipart/form-data: every
+// field, then the file as the field "file".
+type PresignedPost struct {
+	URL    string
+	Fields map[string]string
+}
