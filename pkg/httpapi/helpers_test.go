@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/udsproject/uds/pkg/blob"
+	"github.com/udsproject/uds/pkg/blob/blobtest"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/ratelimit"
@@ -33,6 +35,9 @@ type env struct {
 	client *dynamodb.Client
 	// clock is the API's and the store's clock (newEnv's API only).
 	clock *storetest.Clock
+	// objects is the bucket of large values, on an S3 engine of the
+	// env's own (newEnv's API only).
+	objects blob.Objects
 }
 
 // lifetime is how far ahead the tests' expiring items expire: longer than
@@ -46,12 +51,13 @@ func newEnv(t *testing.T, opts ...store.Option) *env {
 	tables := storetest.NewTables(t)
 	client := storetest.Client(t)
 	clock := &storetest.Clock{}
+	objects := blob.Objects{Bucket: blobtest.New(t)}
 	// The quiet period outlasts every move of the clock, so recompute
 	// never lowers a record in these tests and a drift stays visible. A
 	// change into or out of private settles quickly: these tests do not
 	// race writes against it (policy_race_test.go does).
 	st := store.New(client, tables, append([]store.Option{store.WithClock(clock.Now), store.WithRecomputeQuiet(24 * lifetime),
-		store.WithPolicySettle(testSettle)}, opts...)...)
+		store.WithPolicySettle(testSettle), store.WithObjects(objects)}, opts...)...)
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject:         httpapi.HeaderSubject,
 		CursorSecret:    []byte("test secret"),
@@ -60,10 +66,11 @@ func newEnv(t *testing.T, opts ...store.Option) *env {
 		Logger:          apitest.Logger(t),
 		Now:             clock.Now,
 		Limiter:         ratelimit.New(st, clock.Now),
+		Bucket:          objects,
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, tables: tables, client: client, clock: clock}
+	return &env{t: t, srv: srv, tables: tables, client: client, clock: clock, objects: objects}
 }
 
 // now is the env's API's clock: the real time where it has none of its own.

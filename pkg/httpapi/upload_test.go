@@ -1,0 +1,260 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/udsproject/uds/pkg/blob"
+	"github.com/udsproject/uds/pkg/blob/blobtest"
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// upload reserves an upload of the item at path and sends body to it,
+// declared as size bytes of contentType; it returns the upload's ID.
+func (e *env) upload(path string, size int, contentType string, body []byte, headers ...string) string {
+	e.t.Helper()
+	r := e.do("POST", path+"?upload", `{"size": `+strconv.Itoa(size)+`, "contentType": "`+contentType+`"}`, headers...).expect(e.t, http.StatusCreated)
+	fields := map[string]string{}
+	for k, v := range r.body["fields"].(map[string]any) {
+		fields[k] = v.(string)
+	}
+	if !strings.HasSuffix(r.body["commit"].(string), "?commit") || r.body["lapsesAt"] == nil {
+		e.t.Fatalf("upload answer %s", r.raw)
+	}
+	res := blobtest.Post(e.t, blob.Upload{URL: r.body["url"].(string), Fields: fields}, body)
+	res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		e.t.Fatalf("the S3 POST answered %d", res.StatusCode)
+	}
+	return r.body["uploadId"].(string)
+}
+
+func (e *env) commit(path, id string, headers ...string) response {
+	e.t.Helper()
+	return e.do("POST", path+"?commit", `{"uploadId": "`+id+`"}`, headers...)
+}
+
+// objectGone reports whether the bucket no longer holds an upload's object.
+func (e *env) objectGone(id string) bool {
+	_, _, err := e.objects.Stat(context.Background(), uds.ObjectName(app, id))
+	return errors.Is(err, uds.ErrUploadPending)
+}
+
+func TestLargeValues(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	path := base + "/videos/intro"
+	video := bytes.Repeat([]byte("\x00\x01frame"), 100_000) // 700 kB: past what one request stores
+	size := len(video)
+	id := e.upload(path, size, "video/mp4", video, "X-Uds-Subject", "alice")
+	itemBytes := int64(len(app) + len("|videos|intro") + size + len("video/mp4") + 100)
+
+	t.Run("the reservation counts in the quota before the commit", func(t *testing.T) {
+		if used, items := e.quota(app, "alice"); used != itemBytes || items != 1 {
+			t.Fatalf("usage %d bytes %d items, want %d and 1", used, items, itemBytes)
+		}
+		e.do("GET", path, "").expect(t, http.StatusNotFound)
+	})
+	var etag string
+	t.Run("the commit makes the item", func(t *testing.T) {
+		r := e.commit(path, id, "X-Uds-Subject", "alice").expect(t, http.StatusCreated)
+		if r.body["large"] != true || num(t, r.body["size"]) != int64(size) || r.body["contentType"] != "video/mp4" || num(t, r.body["version"]) != 1 {
+			t.Fatalf("commit answered %s", r.raw)
+		}
+		etag = r.header.Get("ETag")
+		again := e.commit(path, id).expect(t, http.StatusOK)
+		if again.header.Get("ETag") != etag {
+			t.Fatalf("a second commit answered ETag %s, the first %s", again.header.Get("ETag"), etag)
+		}
+		if used, items := e.quota(app, "alice"); used != itemBytes || items != 1 {
+			t.Fatalf("usage %d bytes %d items after the commit, want %d and 1", used, items, itemBytes)
+		}
+	})
+	t.Run("get redirects to the bucket", func(t *testing.T) {
+		for _, method := range []string{"GET", "HEAD"} {
+			r := e.send(method, path, nil).expect(t, http.StatusFound)
+			if r.header.Get("ETag") != etag || r.header.Get("Uds-Version") != "1" || r.header.Get("Uds-Created-By-Subject") != "alice" {
+				t.Fatalf("%s headers %v", method, r.header)
+			}
+			if method == "HEAD" {
+				continue
+			}
+			res, err := http.Get(r.header.Get("Location"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if !bytes.Equal(got, video) {
+				t.Fatalf("the redirect answered %d bytes", len(got))
+			}
+		}
+	})
+	t.Run("inline streams it with ranges", func(t *testing.T) {
+		r := e.send("GET", path+"?inline", nil, "Range", "bytes=0-6").expect(t, http.StatusPartialContent)
+		if !bytes.Equal(r.raw, video[:7]) || r.header.Get("Content-Type") != "video/mp4" {
+			t.Fatalf("inline range %q %v", r.raw, r.header)
+		}
+	})
+	t.Run("list pages show it as large", func(t *testing.T) {
+		e.send("POST", base+"/videos/clips/a", nil, "Content-Type", "video/mp4").expect(t, http.StatusCreated)
+		clip := e.upload(base+"/videos/clips/b", size, "video/mp4", video)
+		e.commit(base+"/videos/clips/b", clip).expect(t, http.StatusCreated)
+		page := e.do("GET", base+"/videos/clips/list", "").expect(t, http.StatusOK)
+		b := page.body["list"].([]any)[1].(map[string]any)
+		if b["large"] != true || b["dataBase64"] != nil || num(t, b["size"]) != int64(size) {
+			t.Fatalf("page %s", page.raw)
+		}
+		e.do("DELETE", base+"/videos/clips/list", "").expect(t, http.StatusNoContent)
+		if !e.objectGone(clip) {
+			t.Fatal("delete-all left the large value's object")
+		}
+	})
+	t.Run("a new upload replaces the value and its object", func(t *testing.T) {
+		next := e.upload(path, 3, "video/mp4", []byte("new"), "X-Uds-Subject", "alice")
+		r := e.commit(path, next).expect(t, http.StatusOK)
+		if num(t, r.body["version"]) != 2 || num(t, r.body["size"]) != 3 {
+			t.Fatalf("replacing commit answered %s", r.raw)
+		}
+		if !e.objectGone(id) {
+			t.Fatal("the replaced value's object is still in the bucket")
+		}
+		e.commit(path, id).expect(t, http.StatusNotFound)
+		id = next
+	})
+	t.Run("a small value replaces it and its object", func(t *testing.T) {
+		e.send("PUT", path, []byte("tiny"), "Content-Type", "video/mp4").expect(t, http.StatusOK)
+		if !e.objectGone(id) {
+			t.Fatal("the replaced value's object is still in the bucket")
+		}
+		e.do("DELETE", path, "").expect(t, http.StatusNoContent)
+		if used, items := e.quota(app, "alice"); used != 0 || items != 0 {
+			t.Fatalf("usage %d bytes %d items after the delete", used, items)
+		}
+	})
+	t.Run("a delete removes the object", func(t *testing.T) {
+		id := e.upload(path, 4, "video/mp4", []byte("four"))
+		e.commit(path, id).expect(t, http.StatusCreated)
+		e.do("DELETE", path, "").expect(t, http.StatusNoContent)
+		if !e.objectGone(id) {
+			t.Fatal("the deleted value's object is still in the bucket")
+		}
+	})
+}
+
+func TestUploadRefusals(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	path := base + "/docs/report"
+	t.Run("an object of another size is discarded", func(t *testing.T) {
+		id := e.upload(path, 10, "application/pdf", []byte("twelve bytes"), "X-Uds-Subject", "bob")
+		r := e.commit(path, id).expect(t, http.StatusUnprocessableEntity)
+		if !strings.Contains(string(r.raw), "12 bytes") {
+			t.Fatalf("mismatch answered %s", r.raw)
+		}
+		if used, items := e.quota(app, "bob"); used != 0 || items != 0 || !e.objectGone(id) {
+			t.Fatalf("after a mismatch: usage %d bytes %d items, object gone %v", used, items, e.objectGone(id))
+		}
+		e.commit(path, id).expect(t, http.StatusNotFound)
+	})
+	t.Run("an object of another type is discarded", func(t *testing.T) {
+		r := e.do("POST", path+"?upload", `{"size": 3, "contentType": "application/pdf"}`).expect(t, http.StatusCreated)
+		fields := map[string]string{}
+		for k, v := range r.body["fields"].(map[string]any) {
+			fields[k] = v.(string)
+		}
+		fields["Content-Type"] = "text/html"
+		blobtest.Post(t, blob.Upload{URL: r.body["url"].(string), Fields: fields}, []byte("<p>")).Body.Close()
+		e.commit(path, r.body["uploadId"].(string)).expect(t, http.StatusUnprocessableEntity)
+	})
+	t.Run("a commit before the object arrived", func(t *testing.T) {
+		r := e.do("POST", path+"?upload", `{"size": 3, "contentType": "application/pdf"}`).expect(t, http.StatusCreated)
+		e.commit(path, r.body["uploadId"].(string)).expect(t, http.StatusConflict)
+		e.commit(base+"/docs/other", r.body["uploadId"].(string)).expect(t, http.StatusNotFound)
+	})
+	t.Run("a lapsed upload gives its bytes back", func(t *testing.T) {
+		id := e.upload(base+"/docs/late", 3, "application/pdf", []byte("pdf"), "X-Uds-Subject", "carol")
+		e.clock.Advance(uds.UploadWindow + uds.UploadGrace + time.Second)
+		e.commit(base+"/docs/late", id).expect(t, http.StatusNotFound)
+		if used, items := e.quota(app, "carol"); used != 0 || items != 0 || !e.objectGone(id) {
+			t.Fatalf("after the lapse: usage %d bytes %d items, object gone %v", used, items, e.objectGone(id))
+		}
+	})
+	t.Run("the quota refuses a reservation that does not fit", func(t *testing.T) {
+		e.do("PUT", admin+"/apps/"+app+"/users/dave/quota", `{"limitBytes": 1000}`).expect(t, http.StatusOK)
+		e.do("POST", path+"?upload", `{"size": 5000, "contentType": "application/pdf"}`, "X-Uds-Subject", "dave").expect(t, http.StatusForbidden)
+	})
+	e.do("PUT", admin+"/apps/"+app+"/namespaces/kept", `{"access": "shared", "history": {"versions": 3}}`).expect(t, http.StatusOK)
+	e.do("PUT", admin+"/apps/"+app+"/namespaces/typed", `{"access": "shared", "schema": {"type": "object"}}`).expect(t, http.StatusOK)
+	cases := []struct {
+		name, path, body string
+		status           int
+		inBody           string
+	}{
+		{"a namespace with history", "/kept/x", `{"size": 3, "contentType": "a/b"}`, http.StatusBadRequest, "keeps history"},
+		{"a namespace with a schema", "/typed/x", `{"size": 3, "contentType": "a/b"}`, http.StatusUnprocessableEntity, "JSON only"},
+		{"no size", "/docs/x", `{"contentType": "a/b"}`, http.StatusBadRequest, "Invalid size"},
+		{"a size past 5 GB", "/docs/x", `{"size": 5368709121, "contentType": "a/b"}`, http.StatusBadRequest, "Invalid size"},
+		{"a JSON type", "/docs/x", `{"size": 3, "contentType": "application/json"}`, http.StatusBadRequest, "Invalid contentType"},
+		{"an unknown member", "/docs/x", `{"size": 3, "contentType": "a/b", "name": "x"}`, http.StatusBadRequest, "name"},
+		{"upload and commit at once", "/docs/x?commit", `{"size": 3, "contentType": "a/b"}`, http.StatusBadRequest, "more than one"},
+	}
+	for _, tc := range cases {
+		t.Run("refuses "+tc.name, func(t *testing.T) {
+			r := e.do("POST", base+tc.path+"?upload", tc.body)
+			if strings.Contains(tc.path, "?") {
+				r = e.do("POST", base+tc.path+"&upload", tc.body)
+			}
+			r.expect(t, tc.status)
+			if !strings.Contains(string(r.raw), tc.inBody) {
+				t.Fatalf("body %s does not say %q", r.raw, tc.inBody)
+			}
+		})
+	}
+	t.Run("a commit names an upload", func(t *testing.T) {
+		e.do("POST", path+"?commit", `{"uploadId": "x"}`).expect(t, http.StatusBadRequest)
+		e.do("POST", path+"?commit", `{"uploadId": "0123456789abcdef0123456789abcdef"}`).expect(t, http.StatusNotFound)
+	})
+}
+
+// TestUploadCommittedByTheBucketEvent commits as the expiry function does
+// on the bucket's event, racing the client's commit: the item is committed
+// once, whoever comes first.
+func TestUploadCommittedByTheBucketEvent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	st := store.New(e.client, e.tables, store.WithClock(e.clock.Now), store.WithObjects(e.objects))
+	for i := range 4 {
+		path := base + "/photos/p" + strconv.Itoa(i)
+		id := e.upload(path, 5, "image/png", []byte("pixel"), "X-Uds-Subject", "erin")
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := st.CommitUpload(context.Background(), app, id, nil)
+			done <- err
+		}()
+		r := e.commit(path, id)
+		if r.status != http.StatusCreated && r.status != http.StatusOK {
+			t.Fatalf("client commit answered %d %s", r.status, r.raw)
+		}
+		if err := <-done; err != nil && !errors.Is(err, uds.ErrNotFound) {
+			t.Fatalf("event commit: %v", err)
+		}
+		g := e.send("GET", path+"?inline", nil).expect(t, http.StatusOK)
+		if string(g.raw) != "pixel" || g.header.Get("Uds-Version") != "1" {
+			t.Fatalf("item after two commits: %q version %s", g.raw, g.header.Get("Uds-Version"))
+		}
+	}
+	r := e.do("POST", admin+"/apps/"+app+"/users/erin/quota/recompute", "").expect(t, http.StatusOK)
+	drift := r.body["drift"].(map[string]any)
+	if num(t, drift["bytes"]) != 0 || num(t, drift["items"]) != 0 {
+		t.Fatalf("drift after racing commits: %s", r.raw)
+	}
+}
