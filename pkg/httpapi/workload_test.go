@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/udsproject/uds/pkg/blob"
+	"github.com/udsproject/uds/pkg/blob/blobtest"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/store"
@@ -126,6 +129,11 @@ type workloadEnv struct {
 	// queried the pages of index queries answered.
 	imported, queried atomic.Int64
 	history           *historyExercise
+	// objects is the bucket of large values; uploads counts the uploads
+	// committed, as their answers say, and binaries the binary values
+	// written in one request.
+	objects           blob.Objects
+	uploads, binaries atomic.Int64
 }
 
 // killAfter is the test's own header: the server stops working on the
@@ -149,14 +157,20 @@ func killable(h http.Handler) http.Handler {
 func runWorkload(t *testing.T, sc scenario, seed uint64, history *historyExercise) {
 	client, ft := storetest.FaultyClient(t, seed)
 	tables := storetest.NewTables(t)
-	api := httpapi.New(store.New(client, tables, store.WithRecomputeQuiet(0), store.WithPolicySettle(testSettle)), httpapi.GroupAll, httpapi.Config{
+	objects := blob.Objects{Bucket: blobtest.New(t)}
+	// Uploads abandoned lapse within the run, so that their reservations
+	// are reclaimed while the workers write.
+	st := store.New(client, tables, store.WithRecomputeQuiet(0), store.WithPolicySettle(testSettle),
+		store.WithObjects(objects), store.WithUploadLapse(uploadLapse))
+	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject:         httpapi.HeaderSubject,
 		CursorSecret:    []byte("workload"),
 		DeleteAllBudget: 3 * time.Second,
 		RequestBudget:   4 * time.Second,
 		Logger:          apitest.Logger(t),
+		Bucket:          objects,
 	})
-	e := &workloadEnv{srv: httptest.NewServer(killable(api)), faults: ft, tables: tables, plain: storetest.Client(t), history: history}
+	e := &workloadEnv{srv: httptest.NewServer(killable(api)), faults: ft, tables: tables, plain: storetest.Client(t), history: history, objects: objects}
 	t.Cleanup(e.srv.Close)
 	if st, _ := e.answered("PUT", admin+"/apps/"+app+"/quota", "admin", fmt.Sprintf(`{"limitBytes":%d,"limitItems":%d}`, limitBytes, limitItems)); st != 200 {
 		t.Fatalf("setting the app's limits: %d", st)
@@ -234,9 +248,13 @@ func runWorkload(t *testing.T, sc scenario, seed uint64, history *historyExercis
 	if e.queried.Load() == 0 {
 		t.Error("no index query was answered: the workload did not exercise the indexes")
 	}
+	if e.uploads.Load() == 0 || e.binaries.Load() == 0 {
+		t.Errorf("%d uploads committed, %d binary values written: the workload did not exercise binary values", e.uploads.Load(), e.binaries.Load())
+	}
 	stale := e.checkIndexes(t, quiet)
-	t.Logf("%d requests (%s); %d records imported; %d index query pages, %d stale entries left; %d DynamoDB calls, faults %v; drift (items/bytes) %s",
-		stats.total(), stats, e.imported.Load(), e.queried.Load(), stale, calls, injected, strings.Join(drift, ", "))
+	large := e.checkObjects(t)
+	t.Logf("%d requests (%s); %d records imported; %d index query pages, %d stale entries left; %d binary values sent, %d uploads committed, %d large values stored; %d DynamoDB calls, faults %v; drift (items/bytes) %s",
+		stats.total(), stats, e.imported.Load(), e.queried.Load(), stale, e.binaries.Load(), e.uploads.Load(), large, calls, injected, strings.Join(drift, ", "))
 }
 
 func (e *workloadEnv) recorded(t *testing.T, owner string) uds.Usage {
@@ -269,9 +287,19 @@ func (e *workloadEnv) watchLimits(t *testing.T, stop <-chan struct{}) {
 	}
 }
 
-// send makes one request as subject. A positive kill stops the server's
-// work on it after that long; its answer is then no answer.
+// send makes one request as subject, its body JSON. A positive kill
+// stops the server's work on it after that long; its answer is then no
+// answer.
 func (e *workloadEnv) send(kill time.Duration, method, path, subject, body, ifMatch string) (int, string) {
+	contentType := ""
+	if body != "" {
+		contentType = "application/json"
+	}
+	return e.sendAs(kill, method, path, subject, contentType, body, ifMatch)
+}
+
+// sendAs is send with a body of the given content type.
+func (e *workloadEnv) sendAs(kill time.Duration, method, path, subject, contentType, body, ifMatch string) (int, string) {
 	req, err := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		panic(err)
@@ -280,13 +308,13 @@ func (e *workloadEnv) send(kill time.Duration, method, path, subject, body, ifMa
 		req.Header.Set(killAfter, strconv.FormatInt(kill.Microseconds(), 10))
 	}
 	req.Header.Set(httpapi.SubjectHeader, subject)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if ifMatch != "" {
 		req.Header.Set("If-Match", ifMatch)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := noRedirects.Do(req)
 	if err != nil {
 		panic(err) // the test server is on this machine and always answers
 	}
@@ -300,6 +328,11 @@ func (e *workloadEnv) send(kill time.Duration, method, path, subject, body, ifMa
 	}
 	return res.StatusCode, string(b) + "\x00" + res.Header.Get("ETag")
 }
+
+// noRedirects is the workers' client: a GET of a large value answers 302
+// with the item's ETag, which the model checks, rather than the bucket's
+// answer.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // answered sends a request of the workload's setup or checks, which run
 // without faults, until it is answered with more than a 503 with
@@ -403,6 +436,25 @@ func (w *worker) value() string {
 	return `{"data":{"w":` + strconv.Itoa(w.id) + `,` + w.indexedFields() + `"pad":"` + strings.Repeat("p", 10+w.rng.IntN(600)) + `"}` + expiry + `}`
 }
 
+// bytesValue is bytes of a random size, none of them JSON.
+func (w *worker) bytesValue() string {
+	b := make([]byte, 10+w.rng.IntN(500))
+	for i := range b {
+		b[i] = byte(w.rng.IntN(256))
+	}
+	return string(b)
+}
+
+// anyValue is a write's body and its content type: one in four a binary
+// value, the others JSON.
+func (w *worker) anyValue() (contentType, body string) {
+	if w.rng.IntN(4) == 0 {
+		w.env.binaries.Add(1)
+		return "application/octet-stream", w.bytesValue()
+	}
+	return "application/json", w.value()
+}
+
 // step sends one random request and checks its answer against the model.
 func (w *worker) step() {
 	var kill time.Duration
@@ -417,7 +469,8 @@ func (w *worker) step() {
 		w.queryStep(kill)
 	case r < 80:
 		list := base + "/" + w.listPath()
-		st, _ := w.env.send(kill, "POST", list+"/"+strconv.Itoa(w.id)+"-"+strconv.Itoa(w.rng.IntN(1000)), w.owner, w.value(), "")
+		contentType, body := w.anyValue()
+		st, _ := w.env.sendAs(kill, "POST", list+"/"+strconv.Itoa(w.id)+"-"+strconv.Itoa(w.rng.IntN(1000)), w.owner, contentType, body, "")
 		w.expect("POST list item", st, killed, 201, 403, 409)
 	case r < 85:
 		// A batch of list item writes, one by one or atomic: its slots
@@ -433,6 +486,9 @@ func (w *worker) step() {
 				// A restore: an update, a create of a deleted item, or
 				// a 404 when the version is not kept.
 				ops = append(ops, `{"method":"POST","path":"`+path+`?restore=1"}`)
+			case r == 3:
+				// A binary value in JSON.
+				ops = append(ops, `{"method":"POST","path":"`+path+`","body":{"dataBase64":"`+base64.StdEncoding.EncodeToString([]byte(w.bytesValue()))+`","contentType":"application/octet-stream"}}`)
 			default:
 				ops = append(ops, `{"method":"POST","path":"`+path+`","body":`+w.value()+`}`)
 			}
@@ -542,6 +598,10 @@ func (w *worker) itemStep(kill time.Duration) {
 		w.historyStep(kill, i)
 		return
 	}
+	if itemNamespace(i) == "kv" && w.rng.IntN(6) == 0 {
+		w.uploadStep(kill, i)
+		return
+	}
 	var method, ifMatch string
 	switch r := w.rng.IntN(100); {
 	case r < 35:
@@ -557,11 +617,11 @@ func (w *worker) itemStep(kill time.Duration) {
 			ifMatch = m.etag
 		}
 	}
-	body := ""
+	contentType, body := "", ""
 	if method != "DELETE" {
-		body = w.value()
+		contentType, body = w.anyValue()
 	}
-	st, answer := w.env.send(kill, method, path, w.owner, body, ifMatch)
+	st, answer := w.env.sendAs(kill, method, path, w.owner, contentType, body, ifMatch)
 	if m.exists && !m.expires.IsZero() && !time.Now().Add(50*time.Millisecond).Before(m.expires) {
 		// The item expired while the request ran (a slow one, under
 		// faults): either answer is true. Learn which from a GET.
@@ -679,7 +739,7 @@ func (w *worker) resync(i int) {
 	for range 20 {
 		st, answer := w.env.send(0, "GET", w.itemPath(i), w.owner, "", "")
 		switch st {
-		case 200:
+		case 200, 302: // 302: a large value
 			w.items[i] = model{known: true, exists: true, etag: answer[strings.LastIndexByte(answer, 0)+1:], expires: expiresIn(answer)}
 			w.items[i].settle()
 			return
@@ -704,6 +764,9 @@ func (w *worker) checkModel() {
 			continue // it expired while the GET ran: either answer is true
 		}
 		etag := answer[strings.LastIndexByte(answer, 0)+1:]
+		if st == 302 { // a large value
+			st = 200
+		}
 		if st != 200 && st != 404 || (st == 200) != m.exists || m.exists && etag != m.etag {
 			w.t.Errorf("worker %d item %d: GET answers %d %s, the answers so far said exists=%v etag %s", w.id, i, st, etag, m.exists, m.etag)
 		}

@@ -42,6 +42,8 @@ type Store struct {
 	policySettle, policyWindow time.Duration
 	// objects is the bucket of large values; nil where none is configured.
 	objects Objects
+	// uploadLapse is how long a reservation waits for its commit.
+	uploadLapse time.Duration
 	// now is the store's clock: every instant it stores or compares
 	// (audit dates, expiry, the quiet period, cache lifetimes, a policy
 	// change's times) is read from it. Only the export deadline, which the
@@ -80,7 +82,8 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // New returns a Store over client.
 func New(client Client, tables Tables, opts ...Option) *Store {
 	s := &Store{client: client, tables: tables, recomputeQuiet: config.DefaultRecomputeQuiet,
-		policySettle: DefaultPolicySettle, policyWindow: DefaultPolicyWindow, now: time.Now}
+		policySettle: DefaultPolicySettle, policyWindow: DefaultPolicyWindow, now: time.Now,
+		uploadLapse: uds.UploadWindow + uds.UploadGrace}
 	s.limits.ttl, s.policies.ttl = DefaultLimitsTTL, DefaultLimitsTTL
 	for _, o := range opts {
 		o(s)

@@ -39,6 +39,11 @@ func reservationKey(app, id string) uds.Key {
 	return uds.Key{App: app, Namespace: uploadNamespace, ID: id}
 }
 
+// WithUploadLapse sets how long an upload's reservation waits for its
+// commit (uds.UploadWindow + uds.UploadGrace unless set): tests let
+// reservations lapse while they run.
+func WithUploadLapse(d time.Duration) Option { return func(s *Store) { s.uploadLapse = d } }
+
 // ReserveUpload reserves the bytes of a large value (w.Binary's content
 // type and size) and one item in the uploader's quota, until the upload
 // lapses: a *uds.QuotaError if they do not fit. In an owner-write
@@ -65,7 +70,7 @@ func (s *Store) ReserveUpload(ctx context.Context, w uds.Write) (uds.Upload, err
 		return uds.Upload{}, err
 	}
 	now := s.writeTime()
-	up := uds.Upload{ID: id, Lapses: now.Add(uds.UploadWindow + uds.UploadGrace)}
+	up := uds.Upload{ID: id, Lapses: now.Add(s.uploadLapse)}
 	res := reservationItem(&value, v, now, up)
 	op := "reserve an upload to " + w.DataKey()
 	for attempt := 0; attempt < 2; attempt++ {
