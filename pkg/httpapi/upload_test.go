@@ -140,6 +140,25 @@ func TestLargeValues(t *testing.T) {
 			t.Fatalf("usage %d bytes %d items after the delete", used, items)
 		}
 	})
+	t.Run("an expired value's object goes when the item is reclaimed", func(t *testing.T) {
+		r := e.do("POST", base+"/videos/short?upload", `{"size": 4, "contentType": "video/mp4", "ttl": 60}`).expect(t, http.StatusCreated)
+		fields := map[string]string{}
+		for k, v := range r.body["fields"].(map[string]any) {
+			fields[k] = v.(string)
+		}
+		blobtest.Post(t, blob.Upload{URL: r.body["url"].(string), Fields: fields}, []byte("four")).Body.Close()
+		id := r.body["uploadId"].(string)
+		c := e.commit(base+"/videos/short", id).expect(t, http.StatusCreated)
+		if c.body["expiresAt"] == nil {
+			t.Fatalf("commit answered %s, without the upload's expiry", c.raw)
+		}
+		e.clock.Advance(61 * time.Second)
+		e.send("GET", base+"/videos/short", nil).expect(t, http.StatusNotFound)
+		e.send("POST", base+"/videos/short", []byte("next"), "Content-Type", "video/mp4").expect(t, http.StatusCreated)
+		if !e.objectGone(id) {
+			t.Fatal("the expired value's object is still in the bucket")
+		}
+	})
 	t.Run("a delete removes the object", func(t *testing.T) {
 		id := e.upload(path, 4, "video/mp4", []byte("four"))
 		e.commit(path, id).expect(t, http.StatusCreated)
@@ -257,4 +276,28 @@ func TestUploadCommittedByTheBucketEvent(t *testing.T) {
 	if num(t, drift["bytes"]) != 0 || num(t, drift["items"]) != 0 {
 		t.Fatalf("drift after racing commits: %s", r.raw)
 	}
+}
+
+func TestUploadAccessModes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.do("PUT", admin+"/apps/"+app+"/namespaces/owned", `{"access": "owner-write"}`).expect(t, http.StatusOK)
+	e.setPolicy(t, "mine", `{"access": "private"}`)
+	t.Run("owner-write: only the creator uploads over an item", func(t *testing.T) {
+		path := base + "/owned/doc"
+		e.send("POST", path, []byte("v1"), "Content-Type", "text/plain", "X-Uds-Subject", "alice").expect(t, http.StatusCreated)
+		e.do("POST", path+"?upload", `{"size": 2, "contentType": "text/plain"}`, "X-Uds-Subject", "bob").expect(t, http.StatusForbidden)
+		id := e.upload(path, 2, "text/plain", []byte("v2"), "X-Uds-Subject", "alice")
+		if r := e.commit(path, id, "X-Uds-Subject", "alice").expect(t, http.StatusOK); num(t, r.body["version"]) != 2 {
+			t.Fatalf("commit answered %s", r.raw)
+		}
+	})
+	t.Run("private: the upload lands in the uploader's key space", func(t *testing.T) {
+		path := base + "/mine/notes"
+		id := e.upload(path, 5, "text/plain", []byte("notes"), "X-Uds-Subject", "carol")
+		e.commit(path, id, "X-Uds-Subject", "dave").expect(t, http.StatusNotFound)
+		e.commit(path, id, "X-Uds-Subject", "carol").expect(t, http.StatusCreated)
+		e.send("GET", path, nil, "X-Uds-Subject", "dave").expect(t, http.StatusNotFound)
+		e.send("GET", path, nil, "X-Uds-Subject", "carol").expect(t, http.StatusFound)
+	})
 }
