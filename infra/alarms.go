@@ -105,6 +105,11 @@ func (s *UdsStack) defineAlarms(props *UdsStackProps) {
 					" or more requests over their rate limits in 5 minutes (see the README's runbook)")
 		}
 	}
+	// A commit the bucket's event could not make is retried by Lambda, and
+	// the client's own commit may still make it; one failing at all is
+	// news (the function's errors alarm counts it too, among others).
+	s.alarm("UploadCommitFailuresAlarm", udsMetric("UploadCommitFailures", fnExpiry, "Sum", "", alarmPeriod), 1,
+		"The UDS expiry function failed to commit an upload from the bucket's event")
 	for _, t := range schema.Tables {
 		table := s.Tables[t.ID]
 		s.alarm(t.ID+"ThrottlesAlarm",

@@ -347,7 +347,7 @@ func TestDefaultStack(t *testing.T) {
 			"AWS::Lambda::Permission":         len(wantRoutes) + 1, // and S3's, for upload events
 			"AWS::Lambda::EventInvokeConfig":  1,                   // the expiry function's upload events
 			"AWS::Logs::LogGroup":             len(functionSpecs) + 1,
-			"AWS::CloudWatch::Alarm":          1 + 2*len(functionSpecs) + 2*len(schema.Tables) + 2 + 2*len(apiFunctions),
+			"AWS::CloudWatch::Alarm":          1 + 2*len(functionSpecs) + 2*len(schema.Tables) + 2 + 2*len(apiFunctions) + 1,
 			"AWS::CloudWatch::Dashboard":      1,
 			"AWS::Lambda::EventSourceMapping": 3, // data, list and history
 			"AWS::SQS::Queue":                 1,
@@ -518,6 +518,7 @@ func TestDefaultStack(t *testing.T) {
 			"UDS/Latency":                                len(apiFunctions),
 			"UDS/Requests":                               len(apiFunctions),
 			"UDS/ServerErrors":                           len(apiFunctions),
+			"UDS/UploadCommitFailures":                   1,
 		})
 	})
 

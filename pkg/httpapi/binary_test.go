@@ -122,6 +122,13 @@ func TestBinaryRoundTrip(t *testing.T) {
 			t.Fatalf("usage %d bytes %d items, want %d and 1", used, items, want)
 		}
 	})
+	t.Run("curl's default form type is a JSON write", func(t *testing.T) {
+		r := e.send("POST", base+"/avatars/form", []byte(`{"data": {"a": 1}}`), "Content-Type", "application/x-www-form-urlencoded").expect(t, http.StatusCreated)
+		if body := decodeJSON(t, r.raw); body["data"] == nil || body["contentType"] != nil {
+			t.Fatalf("a form-typed JSON write answered %s", r.raw)
+		}
+		e.send("POST", base+"/avatars/form2", []byte("a=1"), "Content-Type", "application/x-www-form-urlencoded").expect(t, http.StatusBadRequest)
+	})
 	t.Run("delete releases it", func(t *testing.T) {
 		e.do("DELETE", path, "").expect(t, http.StatusNoContent)
 		if used, items := e.quota(app, "alice"); used != 0 || items != 0 {

@@ -125,3 +125,28 @@ func FuzzBinaryWrite(f *testing.F) {
 		checkExpiry(t, ttlJSON, atJSON, w.ExpiresAt, fuzzNow)
 	})
 }
+
+// FuzzCommitBody parses commits: what it accepts is {"uploadId": id} with
+// an ID of the form uploads get.
+func FuzzCommitBody(f *testing.F) {
+	for _, s := range []string{
+		`{"uploadId":"0123456789abcdef0123456789abcdef"}`, `{"uploadId":"0123456789ABCDEF0123456789abcdef"}`, `{"uploadId":"x"}`,
+		`{"uploadId":null}`, `{}`, `{"uploadId":"0123456789abcdef0123456789abcdef","x":1}`, `{"UploadId":"0123456789abcdef0123456789abcdef"}`,
+		`{"uploadId":"0123456789abcdef0123456789abcde\u0066"}`, `[]`, ``, `{"uploadId":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		id, err := parseCommit(body)
+		if err != nil {
+			checkRefusal(t, body, err)
+			checkInvalidField(t, err, "body", "uploadId")
+			return
+		}
+		m := objectMembers(t, body, "uploadId")
+		var sent string
+		if json.Unmarshal(m["uploadId"], &sent) != nil || sent != id || !uds.ValidUploadID(id) {
+			t.Fatalf("uploadId %s read as %q", m["uploadId"], id)
+		}
+	})
+}

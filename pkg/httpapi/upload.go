@@ -137,6 +137,18 @@ type commitBody struct {
 	UploadID *string `json:"uploadId"`
 }
 
+// parseCommit reads a commit's body: the upload it commits.
+func parseCommit(body []byte) (string, error) {
+	var b commitBody
+	if err := decodeBody(body, &b, `{"uploadId": "..."}`); err != nil {
+		return "", err
+	}
+	if b.UploadID == nil || !uds.ValidUploadID(*b.UploadID) {
+		return "", uds.Invalid("uploadId", "is required: the uploadId that POST {item}?upload answered")
+	}
+	return *b.UploadID, nil
+}
+
 // commitUpload serves POST {item}?commit: 201 with the item created, 200
 // with the item replaced or committed already.
 func (a *API) commitUpload(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope) {
@@ -145,17 +157,14 @@ func (a *API) commitUpload(w http.ResponseWriter, r *http.Request, key uds.Key, 
 	if err == nil {
 		body, err = readBody(r)
 	}
-	var b commitBody
+	var id string
 	if err == nil {
-		err = decodeBody(body, &b, `{"uploadId": "..."}`)
-	}
-	if err == nil && (b.UploadID == nil || !uds.ValidUploadID(*b.UploadID)) {
-		err = uds.Invalid("uploadId", "is required: the uploadId that POST {item}?upload answered")
+		id, err = parseCommit(body)
 	}
 	var it uds.Item
 	var created bool
 	if err == nil {
-		it, created, err = a.store.CommitUpload(r.Context(), sc.key.App, *b.UploadID, &sc.key)
+		it, created, err = a.store.CommitUpload(r.Context(), sc.key.App, id, &sc.key)
 		if errors.Is(err, uds.ErrNotFound) {
 			err = errNoUpload
 		}

@@ -41,9 +41,12 @@ type Binary struct {
 // Large reports whether the value lives in the bucket.
 func (b *Binary) Large() bool { return b.Object != "" }
 
-// IsJSONType reports whether a request's Content-Type announces JSON: none
-// at all (as before binary values existed), application/json, or any
-// +json type.
+// IsJSONType reports whether a write's Content-Type announces a JSON
+// body: none at all (as before binary values existed), application/json,
+// any +json type, or application/x-www-form-urlencoded. That last is what
+// curl -d sends unless told otherwise, and so what JSON writes came with
+// before bytes could be stored: UDS never took forms, and storing those
+// bodies as bytes would silently change what such a client writes.
 func IsJSONType(contentType string) bool {
 	if strings.TrimSpace(contentType) == "" {
 		return true
@@ -52,8 +55,11 @@ func IsJSONType(contentType string) bool {
 	if err != nil {
 		return false
 	}
-	return t == "application/json" || strings.HasSuffix(t, "+json")
+	return t == "application/json" || strings.HasSuffix(t, "+json") || t == formType
 }
+
+// formType is curl -d's default Content-Type (IsJSONType).
+const formType = "application/x-www-form-urlencoded"
 
 // ParseContentType checks the declared type of a binary value and returns
 // it as it will be stored and answered: a well-formed media type (RFC 9110)
@@ -75,8 +81,8 @@ func ParseContentType(field, contentType string) (string, error) {
 	if err != nil || !strings.Contains(t, "/") || strings.HasSuffix(t, "/") || strings.HasPrefix(t, "/") {
 		return "", Invalid(field, "is not a media type of the form type/subtype")
 	}
-	if t == "application/json" || strings.HasSuffix(t, "+json") {
-		return "", Invalid(field, "is JSON; send JSON as {\"data\": ...} with Content-Type application/json")
+	if IsJSONType(t) {
+		return "", Invalid(field, "is %s, which announces a JSON write; send bytes with the media type they are, such as image/png or application/octet-stream", t)
 	}
 	return mime.FormatMediaType(t, params), nil
 }
@@ -117,8 +123,8 @@ func ParseBinaryType(field, s string) (string, error) {
 	if _, _, err := mime.ParseMediaType(t); err != nil && sub != "*" {
 		return "", Invalid(field, `must be a media type such as "image/png", or a whole type such as "image/*", got %q`, Truncate(s, 64))
 	}
-	if t == "application/json" || strings.HasSuffix(t, "+json") {
-		return "", Invalid(field, "names JSON, which is never a binary value")
+	if IsJSONType(t) {
+		return "", Invalid(field, "names %s, which announces a JSON write, never a binary value", t)
 	}
 	return t, nil
 }
