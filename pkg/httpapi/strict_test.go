@@ -37,7 +37,7 @@ func TestBodiesAndQueriesMeanOneThing(t *testing.T) {
 		{"list parameter in another case", "GET", base + "/kv/a/list?SORTORDER=desc", "", "Invalid query", `did you mean "sortOrder"?`},
 		{"parameter on an item update", "PUT", base + "/kv/a?version=3", `{"data":1}`, "Invalid query", `takes no query parameters`},
 		{"misspelt item parameter", "GET", base + "/kv/a?verison=3", "", "Invalid query", `did you mean "version"?`},
-		{"another method's item parameter", "POST", base + "/kv/a?version=3", "", "Invalid query", `(this route takes restore)`},
+		{"another method's item parameter", "POST", base + "/kv/a?version=3", "", "Invalid query", `(this route takes restore, upload, commit)`},
 		{"misspelt admin parameter", "GET", admin + "/apps/" + app + "/users?cursr=x", "", "Invalid query", `did you mean "cursor"?`},
 		{"unrelated parameter", "GET", base + "/kv/a/list?zebra=1", "", "Invalid query", `takes startKey, endKey, limit, sortOrder, cursor`},
 	} {
