@@ -17,7 +17,7 @@ import (
 const envBucket = "UDS_BUCKET"
 
 // The bucket's layout as the functions use it: every object is an upload,
-// keyed uploads/{uploadId}, and carries the pending tag from the upload's
+// keyed uploads/{applicationUuid}/{uploadId}, and carries the pending tag from the upload's
 // presigned POST until its commit removes the tag.
 const (
 	uploadsPrefix   = "uploads/"

@@ -3,6 +3,7 @@ package lambdahost_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -160,7 +161,7 @@ func checkObserved(t *testing.T, function string, ev events.APIGatewayV2HTTPRequ
 	if line.Msg != "request" || line.Level != wantLevel || line.Status != status ||
 		!(strings.HasPrefix(line.Route, ev.RequestContext.HTTP.Method+" ") || line.Route == "unmatched" && line.Method == ev.RequestContext.HTTP.Method) ||
 		line.Route == "" || line.LatencyMs <= 0 || line.DynamoDBCalls == nil || line.APIRequestID != ev.RequestContext.RequestID ||
-		line.BytesIn != len(ev.Body) || (status != 204 && ev.RequestContext.HTTP.Method != "HEAD" && line.BytesOut == 0) {
+		line.BytesIn != bodyBytes(t, ev) || (status != 204 && ev.RequestContext.HTTP.Method != "HEAD" && line.BytesOut == 0) {
 		t.Errorf("request line %s", lines[0])
 	}
 	if jwt := ev.RequestContext.Authorizer; jwt != nil && jwt.JWT != nil && line.Subject != jwt.JWT.Claims["sub"] {
@@ -181,4 +182,18 @@ func checkObserved(t *testing.T, function string, ev events.APIGatewayV2HTTPRequ
 	if rec.Function != function || rec.Route != line.Route || rec.StatusClass != strconv.Itoa(status/100)+"xx" || rec.Requests != 1 {
 		t.Errorf("EMF record %s", records[0])
 	}
+}
+
+// bodyBytes is the length of an event's body as the function reads it:
+// API Gateway sends a binary body base64 encoded.
+func bodyBytes(t *testing.T, ev events.APIGatewayV2HTTPRequest) int {
+	t.Helper()
+	if !ev.IsBase64Encoded {
+		return len(ev.Body)
+	}
+	b, err := base64.StdEncoding.DecodeString(ev.Body)
+	if err != nil {
+		t.Fatalf("a body marked base64 that is not: %v", err)
+	}
+	return len(b)
 }
