@@ -1,0 +1,167 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"mime/multipart"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// form is the multipart/form-data body of a presigned S3 POST: every
+// field, then the file as the field "file", which S3 requires last. The
+// parts around the file are written ahead, by mime/multipart itself, so
+// the body's length is known before the file is read, and the file is
+// read as the body is sent, never held whole.
+type form struct {
+	// head is the fields and the file part's header; tail the closing
+	// boundary.
+	head, tail  []byte
+	contentType string
+}
+
+func newForm(fields map[string]string) (form, error) {
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		if err := w.WriteField(name, fields[name]); err != nil {
+			return form{}, err
+		}
+	}
+	if _, err := w.CreateFormFile("file", "value"); err != nil {
+		return form{}, err
+	}
+	head := bytes.Clone(buf.Bytes())
+	buf.Reset()
+	// The closing boundary does not depend on what the file part holds.
+	if err := w.Close(); err != nil {
+		return form{}, err
+	}
+	return form{head: head, tail: bytes.Clone(buf.Bytes()), contentType: w.FormDataContentType()}, nil
+}
+
+// length is the body's length with a file of size bytes.
+func (f form) length(size int64) int64 { return int64(len(f.head)) + size + int64(len(f.tail)) }
+
+// body is the form with file's bytes.
+func (f form) body(file io.Reader) io.Reader {
+	return io.MultiReader(bytes.NewReader(f.head), file, bytes.NewReader(f.tail))
+}
+
+// exactReader reads size bytes of r, and no more; r ending earlier is an
+// error.
+type exactReader struct {
+	r          io.Reader
+	size, read int64
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	if e.read == e.size {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), e.size-e.read)]
+	n, err := e.r.Read(p)
+	e.read += int64(n)
+	if errors.Is(err, io.EOF) && e.read < e.size {
+		return n, fmt.Errorf("it ended after %d of the %d bytes announced: %w", e.read, e.size, io.ErrUnexpectedEOF)
+	}
+	return n, err
+}
+
+// countingReader counts the bytes read from r for progress and for the
+// idle watch, and keeps r's failure, which is the caller's reader's.
+type countingReader struct {
+	r           io.Reader
+	done, total int64
+	touch       func()
+	report      func(done, total int64)
+	err         error
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 {
+		c.done += int64(n)
+		c.touch()
+		c.report(c.done, c.total)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		c.err = fmt.Errorf("%w: %w", errReader, err)
+	}
+	return n, err
+}
+
+// countingWriter counts the bytes written to w for progress and for the
+// idle watch (touch, when not nil), and keeps w's failure.
+type countingWriter struct {
+	w           io.Writer
+	done, total int64
+	touch       func()
+	report      func(done, total int64)
+	err         error
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if n > 0 {
+		c.done += int64(n)
+		if c.touch != nil {
+			c.touch()
+		}
+		c.report(c.done, c.total)
+	}
+	c.err = err
+	return n, err
+}
+
+// errStalled is the failure of a transfer in which no byte moved for the
+// client's idle bound.
+var errStalled = errors.New("no byte moved")
+
+// watchIdle derives a context of ctx for one transfer, which ends when
+// touch has not been called for c.idle (never, when c.idle is 0); stop ends
+// the watch.
+func (c *Client) watchIdle(ctx context.Context) (watched context.Context, touch, stop func()) {
+	if c.idle <= 0 {
+		return ctx, func() {}, func() {}
+	}
+	watched, cancel := context.WithCancelCause(ctx)
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(max(c.idle/4, time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				if now.Sub(time.Unix(0, last.Load())) > c.idle {
+					cancel(fmt.Errorf("%w for %v", errStalled, c.idle))
+					return
+				}
+			}
+		}
+	}()
+	touch = func() { last.Store(time.Now().UnixNano()) }
+	stop = func() {
+		close(done)
+		cancel(nil)
+	}
+	return watched, touch, stop
+}
+
+// stalled is err, or the idle watch's failure where that ended the
+// transfer.
+func stalled(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
+		return cause
+	}
+	return err
+}
