@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -232,5 +235,163 @@ func TestGetBytesOfJSON(t *testing.T) {
 	it, err := c.GetBytes(ctx, k, &buf)
 	if err != nil || buf.String() != `{"a":"<b>"}` || it.ETag != created.ETag || it.ClassName != "Doc" || it.IsBinary() {
 		t.Errorf("GetBytes of JSON: %+v and %q, %v", it, buf.String(), err)
+	}
+}
+
+// recorder is a transport that keeps the requests it sends to other
+// hosts than the API's: the transfers to and from S3.
+type recorder struct {
+	api string // the API's host
+	mu  sync.Mutex
+	s3  []*http.Request
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host != r.api {
+		r.mu.Lock()
+		r.s3 = append(r.s3, req)
+		r.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// skipWithoutBucket skips a test of large values where the API under test
+// has no bucket for them.
+func skipWithoutBucket(t *testing.T, err error) {
+	t.Helper()
+	if errors.Is(err, client.ErrNotImplemented) {
+		t.Skipf("the API under test keeps no large values (%v): apitest.ServerOver needs a bucket (blobtest.New) for the store (store.WithObjects) and the API (httpapi.Config.Bucket)", err)
+	}
+}
+
+// TestLargeValues stores values past MaxInlineBytes through uploads to
+// the test's S3 engine and reads them back through the API's redirect.
+func TestLargeValues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	endpoint := apitest.Server(t, 10*time.Second)
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport := &recorder{api: u.Host}
+	c := newClient(t, endpoint, client.WithSubject("ann"), client.WithToken("a-token"),
+		client.WithHTTPClient(&http.Client{Transport: transport, Timeout: time.Minute}))
+	k := client.Key{App: app, Namespace: "videos", ID: "u1"}
+	first := value(client.MaxInlineBytes + 1)
+	var put progressLog
+	it, err := c.PutBytes(ctx, k, bytes.NewReader(first), int64(len(first)), "video/mp4", client.ClassName("Clip"), client.TTL(time.Hour), put.option())
+	skipWithoutBucket(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !it.Large || it.Size != int64(len(first)) || it.ContentType != "video/mp4" || it.ClassName != "Clip" || it.Version != 1 || it.ETag == "" ||
+		it.CreatedBySubject != "ann" || it.ExpiresAt.Before(time.Now().Add(59*time.Minute)) {
+		t.Fatalf("uploaded %+v", it)
+	}
+	if put.last() != [2]int64{int64(len(first)), int64(len(first))} {
+		t.Errorf("progress of the upload ended at %v", put.last())
+	}
+	if got, err := c.Get(ctx, k); err != nil || !got.Large || !got.IsBinary() || got.Bytes != nil || got.ETag != it.ETag || got.ClassName != "Clip" || got.Version != 1 {
+		t.Errorf("Get of a large value: %+v, %v", got, err)
+	}
+	var buf bytes.Buffer
+	var read progressLog
+	meta, err := c.GetBytes(ctx, k, &buf, read.option())
+	if err != nil || !bytes.Equal(buf.Bytes(), first) || !meta.Large || meta.Size != int64(len(first)) || meta.ContentType != "video/mp4" ||
+		meta.ETag != it.ETag || meta.ClassName != "Clip" || meta.Version != 1 {
+		t.Errorf("GetBytes: %+v and %d bytes, %v", meta, buf.Len(), err)
+	}
+	if read.last() != [2]int64{int64(len(first)), int64(len(first))} {
+		t.Errorf("progress of the download ended at %v", read.last())
+	}
+	transport.mu.Lock()
+	if len(transport.s3) != 2 {
+		t.Errorf("%d requests to S3, want the upload and the download", len(transport.s3))
+	}
+	for _, req := range transport.s3 {
+		for _, h := range []string{"Authorization", "X-Uds-Subject", "X-Amz-Date", "X-Amz-Security-Token"} {
+			if req.Header.Get(h) != "" {
+				t.Errorf("%s %s carried the API's %s", req.Method, req.URL.Path, h)
+			}
+		}
+	}
+	transport.mu.Unlock()
+
+	// A larger value replaces it, streamed from a reader that cannot be
+	// held whole or moved back; then a small value replaces that.
+	const size = 3<<20 + 5
+	second := value(size)
+	replaced, err := c.PutBytes(ctx, k, io.MultiReader(bytes.NewReader(second)), size, "video/webm")
+	if err != nil || !replaced.Large || replaced.Version != 2 || replaced.Size != size || replaced.ContentType != "video/webm" {
+		t.Fatalf("replaced by a larger value: %+v, %v", replaced, err)
+	}
+	buf.Reset()
+	if meta, err := c.GetBytes(ctx, k, &buf); err != nil || !bytes.Equal(buf.Bytes(), second) || meta.Version != 2 {
+		t.Errorf("GetBytes of the replacement: %+v and %d bytes, %v", meta, buf.Len(), err)
+	}
+	small, err := c.PutBytes(ctx, k, strings.NewReader("small"), 5, "text/plain")
+	if err != nil || small.Large || small.Version != 3 {
+		t.Fatalf("replaced by a small value: %+v, %v", small, err)
+	}
+	if got, err := c.Get(ctx, k); err != nil || string(got.Bytes) != "small" || got.Large {
+		t.Errorf("Get after a small value replaced the large one: %+v, %v", got, err)
+	}
+
+	// A list item, listed with its fields.
+	listed := client.Key{App: app, Namespace: "videos", ID: "u1-clips", SortKey: "2024/01 a"}
+	if _, err := c.PutBytes(ctx, listed, bytes.NewReader(first), int64(len(first)), "video/mp4"); err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.ListPage(ctx, client.Key{App: app, Namespace: "videos", ID: "u1-clips"}, client.ListQuery{}, "")
+	if err != nil || len(page.Items) != 1 || !page.Items[0].Large || page.Items[0].Size != int64(len(first)) || page.Items[0].ContentType != "video/mp4" || page.Items[0].Bytes != nil {
+		t.Errorf("listed %+v, %v", page.Items, err)
+	}
+}
+
+// TestLargeValueRefusals checks that an upload the API refuses sends
+// nothing to S3.
+func TestLargeValueRefusals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	endpoint := apitest.Server(t, 10*time.Second)
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport := &recorder{api: u.Host}
+	c := newClient(t, endpoint, client.WithSubject("ben"), client.WithHTTPClient(&http.Client{Transport: transport}))
+	admin := newClient(t, endpoint)
+	big := value(client.MaxInlineBytes + 10)
+	_, err = c.PutBytes(ctx, client.Key{App: app, Namespace: "probe", ID: "x"}, bytes.NewReader(big), int64(len(big)), "image/png")
+	skipWithoutBucket(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.SetAppLimits(ctx, app, client.Limits{LimitBytes: 2 * client.MaxInlineBytes}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.SetPolicy(ctx, app, "typed", client.Policy{Access: "shared", Schema: json.RawMessage(`{"type":"object"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		key  client.Key
+		want error
+	}{
+		{"over the quota", client.Key{App: app, Namespace: "n", ID: "over"}, client.ErrQuotaExceeded},
+		{"a namespace that takes JSON only", client.Key{App: app, Namespace: "typed", ID: "x"}, client.ErrSchema},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			transport.mu.Lock()
+			transport.s3 = nil
+			transport.mu.Unlock()
+			_, err := c.PutBytes(ctx, tc.key, bytes.NewReader(big), int64(len(big)), "image/png")
+			transport.mu.Lock()
+			defer transport.mu.Unlock()
+			if !errors.Is(err, tc.want) || len(transport.s3) != 0 {
+				t.Errorf("%v after %d requests to S3, want %v before any", err, len(transport.s3), tc.want)
+			}
+		})
 	}
 }
