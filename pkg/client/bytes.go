@@ -31,7 +31,9 @@ const MaxBytes = 5 << 30
 
 // Progress has PutBytes and GetBytes tell f how many of a value's bytes
 // have moved (done) of how many there are (total; -1 where the answer
-// does not say). A transfer sent again starts again from 0.
+// does not say). A transfer sent again starts again from 0. f is called
+// one call at a time, until the call it was given to returns, but not
+// always from the caller's goroutine.
 func Progress(f func(done, total int64)) CallOption {
 	return func(o *callOptions) { o.progress = f }
 }
@@ -232,6 +234,7 @@ func (c *Client) postForm(ctx context.Context, url string, form form, r io.Reade
 	defer stop()
 	o.report(0, size)
 	file := &countingReader{r: &exactReader{r: r, size: size}, total: size, touch: touch, report: o.report}
+	defer file.close()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, form.body(file))
 	if err != nil {
 		return err
@@ -241,8 +244,8 @@ func (c *Client) postForm(ctx context.Context, url string, form form, r io.Reade
 	req.Header.Set("User-Agent", c.userAgent)
 	res, err := c.transfer.Do(req)
 	if err != nil {
-		if file.err != nil {
-			return file.err
+		if ferr := file.failure(); ferr != nil {
+			return ferr
 		}
 		return stalled(ctx, err)
 	}

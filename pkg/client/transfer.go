@@ -9,6 +9,7 @@ import (
 	"maps"
 	"mime/multipart"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -74,16 +75,43 @@ func (e *exactReader) Read(p []byte) (int, error) {
 }
 
 // countingReader counts the bytes read from r for progress and for the
-// idle watch, and keeps r's failure, which is the caller's reader's.
+// idle watch, and keeps r's failure, which is the caller's reader's. Once
+// closed it reads no more: an HTTP transport may go on reading a request's
+// body in a goroutine of its own after the request failed, and r is then
+// moved back for the next attempt, or is the caller's again.
 type countingReader struct {
 	r           io.Reader
 	done, total int64
 	touch       func()
 	report      func(done, total int64)
+	mu          sync.Mutex
+	closed      bool
 	err         error
 }
 
+// errClosed is what a closed countingReader reads.
+var errClosed = errors.New("the upload's attempt has ended")
+
+// close ends the reads, once any under way has returned.
+func (c *countingReader) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+}
+
+// failure is the reader's failure, if it failed.
+func (c *countingReader) failure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
 func (c *countingReader) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, errClosed
+	}
 	n, err := c.r.Read(p)
 	if n > 0 {
 		c.done += int64(n)
