@@ -233,7 +233,7 @@ func (c *Client) postForm(ctx context.Context, url string, form form, r io.Reade
 	ctx, touch, stop := c.watchIdle(ctx)
 	defer stop()
 	o.report(0, size)
-	file := &countingReader{r: &exactReader{r: r, size: size}, total: size, touch: touch, report: o.report}
+	file := &countingReader{r: &exactReader{r: r, size: size}, meter: meter{total: size, touch: touch, report: o.report}}
 	defer file.close()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, form.body(file))
 	if err != nil {
@@ -344,7 +344,7 @@ func (c *Client) download(ctx context.Context, location string, w io.Writer, it 
 // once bytes reached w, or of w itself, is a *deliveredError.
 func deliver(w io.Writer, body io.Reader, total int64, touch func(), o callOptions) (int64, error) {
 	o.report(0, total)
-	cw := &countingWriter{w: w, total: total, touch: touch, report: o.report}
+	cw := &countingWriter{w: w, meter: meter{total: total, touch: touch, report: o.report}}
 	n, err := io.Copy(cw, body)
 	if err != nil && (n > 0 || cw.err != nil) {
 		return n, &deliveredError{fmt.Errorf("after %d bytes written: %w", n, err)}

@@ -255,6 +255,22 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(req)
 }
 
+// recordedClient serves the API and returns a client of it as subject,
+// with a bearer token (which the API under test ignores), whose transfers
+// to and from S3 transport records, and the API's URL.
+func recordedClient(t *testing.T, subject string) (*client.Client, *recorder, string) {
+	t.Helper()
+	endpoint := apitest.Server(t, 10*time.Second)
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport := &recorder{api: u.Host}
+	c := newClient(t, endpoint, client.WithSubject(subject), client.WithToken("a-token"),
+		client.WithHTTPClient(&http.Client{Transport: transport, Timeout: time.Minute}))
+	return c, transport, endpoint
+}
+
 // skipWithoutBucket skips a test of large values where the API under test
 // has no bucket for them.
 func skipWithoutBucket(t *testing.T, err error) {
@@ -269,14 +285,7 @@ func skipWithoutBucket(t *testing.T, err error) {
 func TestLargeValues(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	endpoint := apitest.Server(t, 10*time.Second)
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport := &recorder{api: u.Host}
-	c := newClient(t, endpoint, client.WithSubject("ann"), client.WithToken("a-token"),
-		client.WithHTTPClient(&http.Client{Transport: transport, Timeout: time.Minute}))
+	c, transport, _ := recordedClient(t, "ann")
 	k := client.Key{App: app, Namespace: "videos", ID: "u1"}
 	first := value(client.MaxInlineBytes + 1)
 	var put progressLog
@@ -354,16 +363,10 @@ func TestLargeValues(t *testing.T) {
 func TestLargeValueRefusals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	endpoint := apitest.Server(t, 10*time.Second)
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport := &recorder{api: u.Host}
-	c := newClient(t, endpoint, client.WithSubject("ben"), client.WithHTTPClient(&http.Client{Transport: transport}))
+	c, transport, endpoint := recordedClient(t, "ben")
 	admin := newClient(t, endpoint)
 	big := value(client.MaxInlineBytes + 10)
-	_, err = c.PutBytes(ctx, client.Key{App: app, Namespace: "probe", ID: "x"}, bytes.NewReader(big), int64(len(big)), "image/png")
+	_, err := c.PutBytes(ctx, client.Key{App: app, Namespace: "probe", ID: "x"}, bytes.NewReader(big), int64(len(big)), "image/png")
 	skipWithoutBucket(t, err)
 	if err != nil {
 		t.Fatal(err)

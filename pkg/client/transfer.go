@@ -74,19 +74,36 @@ func (e *exactReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// countingReader counts the bytes read from r for progress and for the
-// idle watch, and keeps r's failure, which is the caller's reader's. Once
-// closed it reads no more: an HTTP transport may go on reading a request's
-// body in a goroutine of its own after the request failed, and r is then
-// moved back for the next attempt, or is the caller's again.
-type countingReader struct {
-	r           io.Reader
+// meter counts the bytes a transfer moved, for progress (report) and for
+// the idle watch (touch, when not nil).
+type meter struct {
 	done, total int64
 	touch       func()
 	report      func(done, total int64)
-	mu          sync.Mutex
-	closed      bool
-	err         error
+}
+
+func (m *meter) moved(n int) {
+	if n == 0 {
+		return
+	}
+	m.done += int64(n)
+	if m.touch != nil {
+		m.touch()
+	}
+	m.report(m.done, m.total)
+}
+
+// countingReader meters the bytes read from r, and keeps r's failure,
+// which is the caller's reader's. Once closed it reads no more: an HTTP
+// transport may go on reading a request's body in a goroutine of its own
+// after the request failed, and r is then moved back for the next
+// attempt, or is the caller's again.
+type countingReader struct {
+	meter
+	r      io.Reader
+	mu     sync.Mutex
+	closed bool
+	err    error
 }
 
 // errClosed is what a closed countingReader reads.
@@ -113,36 +130,23 @@ func (c *countingReader) Read(p []byte) (int, error) {
 		return 0, errClosed
 	}
 	n, err := c.r.Read(p)
-	if n > 0 {
-		c.done += int64(n)
-		c.touch()
-		c.report(c.done, c.total)
-	}
+	c.moved(n)
 	if err != nil && !errors.Is(err, io.EOF) {
 		c.err = fmt.Errorf("%w: %w", errReader, err)
 	}
 	return n, err
 }
 
-// countingWriter counts the bytes written to w for progress and for the
-// idle watch (touch, when not nil), and keeps w's failure.
+// countingWriter meters the bytes written to w, and keeps w's failure.
 type countingWriter struct {
-	w           io.Writer
-	done, total int64
-	touch       func()
-	report      func(done, total int64)
-	err         error
+	meter
+	w   io.Writer
+	err error
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
-	if n > 0 {
-		c.done += int64(n)
-		if c.touch != nil {
-			c.touch()
-		}
-		c.report(c.done, c.total)
-	}
+	c.moved(n)
 	c.err = err
 	return n, err
 }
