@@ -17,14 +17,24 @@ import (
 // commands are the subcommands by name.
 var commands = map[string]command{
 	"get": {args: "APP NAMESPACE ID [SORTKEY]", short: "read an item (a list item with SORTKEY), or a kept version of it", min: 3, max: 4,
+		long: `The item is written as JSON, a value of bytes in it as dataBase64 (a large one, kept in S3,
+only as "large": true). --out writes the value itself, bytes as they are and JSON as its
+text, to a file (and the item's fields, without the value, to standard output) or to
+standard output (-); a large value is read from S3, with a progress bar on a terminal.`,
 		flags: func(fs *flag.FlagSet) {
 			fs.String("if-none-match", "", "answer nothing (exit 0, no output) if the item is still at this ETag")
 			fs.Int64("version", 0, "read this version of the item, current or kept (see uds history)")
+			fs.String("out", "", "write the item's value to this file, or - for standard output")
 		},
 		run: get},
 	"create": {args: "APP NAMESPACE ID [SORTKEY]", short: "create an item; its data from --data or standard input", min: 3, max: 4,
 		flags: writeFlags(false), run: write(false)},
-	"put": {args: "APP NAMESPACE ID [SORTKEY]", short: "replace an item's data; its data from --data or standard input", min: 3, max: 4,
+	"put": {args: "APP NAMESPACE ID [SORTKEY]", short: "replace an item's data from --data or standard input, or store a file's bytes (--file)", min: 3, max: 4,
+		long: `With --file the item's value is the file's bytes, of the type --content-type names (by
+default the one its extension names, else application/octet-stream), and put creates
+the item or replaces its value. Up to 350 KiB they go in one request; larger files, up
+to 5 GB, are uploaded to S3, with a progress bar on a terminal (--if-match applies only
+to the first).`,
 		flags: writeFlags(true), run: write(true)},
 	"history": {args: "APP NAMESPACE ID [SORTKEY]", short: "an item's versions, newest first (current, kept, delete markers), as NDJSON, every page",
 		min: 3, max: 4, run: history},
@@ -145,6 +155,8 @@ func get(e *env, args []string) error {
 	switch {
 	case e.given("version") && tag != "":
 		return usageError("--version and --if-none-match exclude each other: a version, once written, does not change")
+	case e.flag("out") != "":
+		return getValue(e, key(args), e.flag("out"))
 	case e.given("version"):
 		it, err = e.c.GetVersion(e.ctx, key(args), e.version())
 	case tag != "":
@@ -169,35 +181,30 @@ func writeFlags(update bool) func(fs *flag.FlagSet) {
 		fs.String("expires-at", "", "expire the item at this RFC 3339 instant")
 		if update {
 			fs.String("if-match", "", "write only if the item is at this ETag")
+			fs.String("file", "", "store this file's bytes as the item's value (not with --data)")
+			fs.String("content-type", "", "the type of --file's bytes (default: by its extension, else application/octet-stream)")
 		}
 	}
 }
 
 func write(update bool) func(e *env, args []string) error {
 	return func(e *env, args []string) error {
+		opts, err := e.writeOptions()
+		if err != nil {
+			return err
+		}
+		if update && e.given("file") {
+			return putFile(e, key(args), opts)
+		}
+		if update && e.given("content-type") {
+			return usageError("--content-type goes with --file")
+		}
 		data, err := e.readData(e.flag("data"))
 		if err != nil {
 			return err
 		}
-		var opts []client.CallOption
-		if cn := e.flag("class"); cn != "" {
-			opts = append(opts, client.ClassName(cn))
-		}
-		if ttl, _ := strconv.Atoi(e.flag("ttl")); ttl > 0 {
-			opts = append(opts, client.TTL(time.Duration(ttl)*time.Second))
-		}
-		if at := e.flag("expires-at"); at != "" {
-			t, err := time.Parse(time.RFC3339Nano, at)
-			if err != nil {
-				return usageError("--expires-at %q is not an RFC 3339 instant", at)
-			}
-			opts = append(opts, client.ExpiresAt(t))
-		}
 		var it client.Item
 		if update {
-			if tag := e.flag("if-match"); tag != "" {
-				opts = append(opts, client.IfMatch(tag))
-			}
 			it, err = e.c.Update(e.ctx, key(args), data, opts...)
 		} else {
 			it, err = e.c.Create(e.ctx, key(args), data, opts...)
@@ -207,6 +214,30 @@ func write(update bool) func(e *env, args []string) error {
 		}
 		return e.writeJSON(it)
 	}
+}
+
+// writeOptions are the options of a write its flags give.
+func (e *env) writeOptions() ([]client.CallOption, error) {
+	var opts []client.CallOption
+	if cn := e.flag("class"); cn != "" {
+		opts = append(opts, client.ClassName(cn))
+	}
+	if ttl, _ := strconv.Atoi(e.flag("ttl")); ttl > 0 {
+		opts = append(opts, client.TTL(time.Duration(ttl)*time.Second))
+	}
+	if at := e.flag("expires-at"); at != "" {
+		t, err := time.Parse(time.RFC3339Nano, at)
+		if err != nil {
+			return nil, usageError("--expires-at %q is not an RFC 3339 instant", at)
+		}
+		opts = append(opts, client.ExpiresAt(t))
+	}
+	if e.flags.Lookup("if-match") != nil {
+		if tag := e.flag("if-match"); tag != "" {
+			opts = append(opts, client.IfMatch(tag))
+		}
+	}
+	return opts, nil
 }
 
 // readData reads a write's data: the flag's JSON, @FILE, or standard input.

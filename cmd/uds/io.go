@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/udsproject/uds/pkg/client"
@@ -139,6 +140,37 @@ func (p *progress) count(verb, what string, n int) {
 	p.last = time.Now()
 	p.line(fmt.Sprintf("%s %d %s", verb, n, what))
 }
+
+// bigTransfer is the size from which a transfer of a value's bytes shows a
+// progress bar: smaller ones take a moment.
+const bigTransfer = 1 << 20
+
+// barWidth is the progress bar's width in characters.
+const barWidth = 30
+
+// transfer is the option that shows a progress bar of a value's bytes
+// (verb "sent" or "received") on a terminal, for values of more than
+// bigTransfer bytes.
+func (p *progress) transfer(verb string) client.CallOption {
+	start := time.Now()
+	return client.Progress(func(done, total int64) { p.bar(verb, start, done, total) })
+}
+
+// bar shows done of total bytes moved since start, at most a few times a
+// second and at the end.
+func (p *progress) bar(verb string, start time.Time, done, total int64) {
+	if !p.terminal || total <= bigTransfer || (done < total && time.Since(p.last) < 200*time.Millisecond) {
+		return
+	}
+	p.last = time.Now()
+	filled := int(int64(barWidth) * done / total)
+	rate := float64(done) / max(time.Since(start).Seconds(), 1e-3)
+	p.line(fmt.Sprintf("%s %s of %s [%s%s] %3d%% %s/s", verb, mib(float64(done)), mib(float64(total)),
+		strings.Repeat("#", filled), strings.Repeat("-", barWidth-filled), 100*done/total, mib(rate)))
+}
+
+// mib writes a number of bytes in MiB.
+func mib(n float64) string { return fmt.Sprintf("%.1f MiB", n/(1<<20)) }
 
 // final reports what long work came to.
 func (p *progress) final(s string) {

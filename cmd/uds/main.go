@@ -1,4 +1,4 @@
-// Command uds is the UDS command line: items, lists, quotas, rate limits and admin calls,
+// Command uds is the UDS command line: items (JSON, or a file's bytes), lists, quotas, rate limits and admin calls,
 // and an app's export and import, over the Go client (pkg/client).
 //
 //	uds [--endpoint URL] [--token JWT | --sigv4] COMMAND [ARGS]

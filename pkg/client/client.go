@@ -22,8 +22,17 @@ const basePath = "/rest/api/v1"
 
 // Client calls one UDS deployment. It is safe for concurrent use.
 type Client struct {
-	base       string
-	http       *http.Client
+	base string
+	// http sends API requests; it follows no redirect, since the one the
+	// API answers (302 to a large value's bytes in S3) must not carry the
+	// API's credentials.
+	http *http.Client
+	// transfer moves large values to and from S3: http without a time
+	// limit on the whole exchange, which a file of gigabytes may take;
+	// idle bounds a transfer instead, as the time in which no byte moves
+	// (http's Timeout; 0: no bound).
+	transfer   *http.Client
+	idle       time.Duration
 	token      string
 	subject    string
 	userAgent  string
@@ -42,6 +51,9 @@ type Option func(*Client)
 func WithToken(token string) Option { return func(c *Client) { c.token = token } }
 
 // WithHTTPClient sends requests through hc instead of a default client.
+// Redirects are not followed whatever hc says, and hc's Timeout bounds an
+// API request, but a transfer of a large value to or from S3 only in the
+// time no byte moves (see PutBytes).
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
 
 // WithSubject names the caller to a local server that trusts the
@@ -94,6 +106,11 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	api := *c.http
+	api.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	transfer := api
+	transfer.Timeout = 0
+	c.http, c.transfer, c.idle = &api, &transfer, api.Timeout
 	return c, nil
 }
 
@@ -126,8 +143,11 @@ type request struct {
 	path   string     // below basePath, already escaped
 	query  url.Values // a parameter with an empty value goes as its name alone
 	body   []byte     // JSON, or nil
-	header http.Header
-	retry  retry
+	// contentType is the body's type where it is not JSON (a binary
+	// value's bytes).
+	contentType string
+	header      http.Header
+	retry       retry
 }
 
 // response is an answer with a status the caller expects.
@@ -141,14 +161,26 @@ type response struct {
 // status is one of ok; any other status is an *APIError, which says how
 // many times the request was sent.
 func (c *Client) do(ctx context.Context, r request, ok ...int) (response, error) {
+	var res response
+	err := c.exchange(ctx, r, func(answer *http.Response) error {
+		b, err := io.ReadAll(answer.Body)
+		res = response{status: answer.StatusCode, header: answer.Header, body: b}
+		return err
+	}, ok...)
+	return res, err
+}
+
+// exchange sends r as do does, and hands an answer of a status in ok to
+// take, which reads its body (exchange closes it). An error of take counts
+// as a failure of the attempt, retried as a lost connection is, unless it
+// is a *deliveredError: part of the answer has gone where it cannot be
+// taken back.
+func (c *Client) exchange(ctx context.Context, r request, take func(*http.Response) error, ok ...int) error {
 	var waited time.Duration
 	for attempt := 0; ; attempt++ {
-		res, err := c.send(ctx, r)
-		if err == nil && !contains(ok, res.status) {
-			err = newAPIError(res.status, res.header, res.body)
-		}
+		err := c.attempt(ctx, r, take, ok)
 		if err == nil {
-			return res, nil
+			return nil
 		}
 		var apiErr *APIError
 		if errors.As(err, &apiErr) {
@@ -156,16 +188,42 @@ func (c *Client) do(ctx context.Context, r request, ok ...int) (response, error)
 		}
 		wait, retryable := c.retryable(r, err, attempt, waited)
 		if !retryable {
-			return res, err
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return res, errors.Join(err, ctx.Err())
+			return errors.Join(err, ctx.Err())
 		case <-time.After(wait):
 		}
 		waited += wait
 	}
 }
+
+// attempt sends r once and hands an answer of a status in ok to take; any
+// other status is an *APIError.
+func (c *Client) attempt(ctx context.Context, r request, take func(*http.Response) error, ok []int) error {
+	res, err := c.send(ctx, r)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if !contains(ok, res.StatusCode) {
+		body, err := io.ReadAll(res.Body)
+		if err != nil {
+			return err
+		}
+		return newAPIError(res.StatusCode, res.Header, body)
+	}
+	return take(res)
+}
+
+// deliveredError is a failure after part of an answer went to the
+// caller (a value's bytes written to its writer): sending the request
+// again would deliver them twice.
+type deliveredError struct{ err error }
+
+func (e *deliveredError) Error() string { return e.err.Error() }
+func (e *deliveredError) Unwrap() error { return e.err }
 
 // retryable reports whether a failed attempt may be sent again, after
 // the pauses so far (waited), and after how long.
@@ -174,7 +232,10 @@ func (c *Client) retryable(r request, err error, attempt int, waited time.Durati
 		return 0, false
 	}
 	var apiErr *APIError
+	var delivered *deliveredError
 	switch {
+	case errors.As(err, &delivered):
+		return 0, false
 	case errors.As(err, &apiErr):
 		switch apiErr.Status {
 		case http.StatusTooManyRequests:
@@ -245,8 +306,8 @@ func notSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// send makes one attempt.
-func (c *Client) send(ctx context.Context, r request) (response, error) {
+// send makes one attempt and returns the answer, its body unread.
+func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	u := c.base + basePath + r.path
 	if len(r.query) > 0 {
 		u += "?" + encodeQuery(r.query)
@@ -257,14 +318,17 @@ func (c *Client) send(ctx context.Context, r request) (response, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, u, body)
 	if err != nil {
-		return response{}, err
+		return nil, err
 	}
+	req.Header.Set("Accept", "application/json")
 	for k, v := range r.header {
 		req.Header[k] = v
 	}
-	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
-	if r.body != nil {
+	switch {
+	case r.contentType != "":
+		req.Header.Set("Content-Type", r.contentType)
+	case r.body != nil:
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.subject != "" {
@@ -273,21 +337,12 @@ func (c *Client) send(ctx context.Context, r request) (response, error) {
 	switch {
 	case c.signer != nil:
 		if err := c.signer.sign(ctx, req, r.body); err != nil {
-			return response{}, err
+			return nil, err
 		}
 	case c.token != "":
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	res, err := c.http.Do(req)
-	if err != nil {
-		return response{}, err
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		return response{}, err
-	}
-	return response{status: res.StatusCode, header: res.Header, body: b}, nil
+	return c.http.Do(req)
 }
 
 // encodeQuery is q as url.Values.Encode writes it (sorted by name), but

@@ -548,6 +548,15 @@ func TestRetries(t *testing.T) {
 		{"GET gives up", 503, 100, func(c *client.Client) error { _, err := c.Get(ctx, key); return err }, 5, false},
 		{"GET not after a 500", 500, 1, func(c *client.Client) error { _, err := c.Get(ctx, key); return err }, 1, false},
 		{"GET of a version after a 503", 503, 1, func(c *client.Client) error { _, err := c.GetVersion(ctx, key, 1); return err }, 2, true},
+		{"GetBytes after two 503s", 503, 2, func(c *client.Client) error { _, err := c.GetBytes(ctx, key, io.Discard); return err }, 3, true},
+		{"PutBytes with If-Match after a 502", 502, 1, func(c *client.Client) error {
+			_, err := c.PutBytes(ctx, key, strings.NewReader("abc"), 3, "text/plain", client.IfMatch(`"1-abc"`))
+			return err
+		}, 2, true},
+		{"PutBytes without If-Match not after a 502", 502, 1, func(c *client.Client) error {
+			_, err := c.PutBytes(ctx, key, strings.NewReader("abc"), 3, "text/plain")
+			return err
+		}, 1, false},
 		{"restore with If-Match after a 502", 502, 1, func(c *client.Client) error { _, err := c.Restore(ctx, key, 1, client.IfMatch(`"1-abc"`)); return err }, 2, true},
 		{"restore without If-Match after a 429", 429, 1, func(c *client.Client) error { _, err := c.Restore(ctx, key, 1); return err }, 2, true},
 		{"restore without If-Match not after a 502", 502, 1, func(c *client.Client) error { _, err := c.Restore(ctx, key, 1); return err }, 1, false},

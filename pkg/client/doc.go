@@ -1,6 +1,6 @@
 // Package client is the Go client of the UDS API: key-value items and list
-// items with their ETags and version history, list pages and whole-range
-// iterators, queries by a namespace's declared indexes, delete-all,
+// items with their ETags and version history, values of bytes up to 5 GB,
+// list pages and whole-range iterators, queries by a namespace's declared indexes, delete-all,
 // batches, the caller's quota, every admin route, and an app's export and
 // import.
 //
@@ -16,6 +16,19 @@
 //	}
 //	// Update only if nobody changed it since it was read:
 //	it, err = c.Update(ctx, key, map[string]any{"theme": "light"}, client.IfMatch(it.ETag))
+//
+// An item's value may be bytes of any content type rather than JSON, up
+// to MaxBytes (5 GB). PutBytes sends up to MaxInlineBytes (350 KiB) in one
+// request and streams larger ones straight to S3; GetBytes streams the
+// value to a writer, from S3 for a large one:
+//
+//	f, err := os.Open("avatar.png")
+//	st, err := f.Stat()
+//	it, err := c.PutBytes(ctx, key, f, st.Size(), "image/png", client.Progress(func(done, total int64) { ... }))
+//	meta, err := c.GetBytes(ctx, key, w) // meta.ContentType, meta.Size, meta.ETag...
+//
+// List pages, batch reads and exports show such a value as ContentType,
+// Size and, for a small one, its Bytes.
 //
 // In a namespace whose policy keeps history, an item's replaced versions
 // are listed, read back and restored (also after a delete):

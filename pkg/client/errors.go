@@ -27,6 +27,7 @@ var (
 	ErrUnavailable        = errors.New("service unavailable")      // 502, 503, 504
 	ErrNotModified        = errors.New("not modified")             // 304 on a read with IfNoneMatch
 	ErrServer             = errors.New("internal server error")    // 500
+	ErrNotImplemented     = errors.New("not implemented")          // 501: large values on a deployment without a bucket for them
 	errUnexpected         = errors.New("unexpected answer status") // anything else
 )
 
@@ -132,6 +133,8 @@ func (e *APIError) kind() error {
 		return ErrUnavailable
 	case http.StatusInternalServerError:
 		return ErrServer
+	case http.StatusNotImplemented:
+		return ErrNotImplemented
 	}
 	return errUnexpected
 }

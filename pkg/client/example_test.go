@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
 
 	"github.com/udsproject/uds/pkg/client"
 )
@@ -72,4 +73,47 @@ func ExampleClient_Export() {
 		n++
 	}
 	fmt.Println(n, "records")
+}
+
+func ExampleClient_PutBytes() {
+	ctx := context.Background()
+	c, _ := client.New("http://127.0.0.1:8080")
+	f, err := os.Open("holiday.mp4")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Up to 350 KiB in one request; larger files stream to S3 (a file can
+	// be sent again after a failure: it is an io.Seeker).
+	key := client.Key{App: exampleApp, Namespace: "videos", ID: "user123"}
+	it, err := c.PutBytes(ctx, key, f, st.Size(), "video/mp4", client.Progress(func(done, total int64) {
+		fmt.Fprintf(os.Stderr, "\r%d of %d bytes", done, total)
+	}))
+	if errors.Is(err, client.ErrQuotaExceeded) {
+		fmt.Println("no room for it")
+		return
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(it.Size, it.ContentType, it.Large)
+}
+
+func ExampleClient_GetBytes() {
+	ctx := context.Background()
+	c, _ := client.New("http://127.0.0.1:8080")
+	out, err := os.Create("holiday.mp4")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer out.Close()
+	it, err := c.GetBytes(ctx, client.Key{App: exampleApp, Namespace: "videos", ID: "user123"}, out)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(it.Size, it.ContentType, it.ETag)
 }

@@ -14,8 +14,10 @@ import (
 // Record is one item of an export, or a version its namespace's history
 // kept (KeptAt set; a delete marker has Deleted and no Data), as the
 // server writes it; import takes it back. Fields keep the server's text
-// (dates included), so a record decoded and encoded again gives the same
-// bytes.
+// (dates and base64 included), so a record decoded and encoded again
+// gives the same bytes. A value of bytes has ContentType and Size in place
+// of Data, and DataBase64 (a small one) or Large (one kept in S3, which an
+// import does not take: upload it again with PutBytes).
 type Record struct {
 	Namespace        string          `json:"namespace"`
 	ID               string          `json:"id"`
@@ -23,6 +25,10 @@ type Record struct {
 	Private          bool            `json:"private,omitempty"`
 	Owner            string          `json:"owner"`
 	Data             json.RawMessage `json:"data,omitempty"`
+	ContentType      string          `json:"contentType,omitempty"`
+	Size             *int64          `json:"size,omitempty"`
+	Large            bool            `json:"large,omitempty"`
+	DataBase64       *string         `json:"dataBase64,omitempty"`
 	ClassName        string          `json:"className,omitempty"`
 	CreatedDate      string          `json:"createdDate,omitempty"`
 	CreatedBySubject string          `json:"createdBySubject"`

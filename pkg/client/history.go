@@ -64,7 +64,7 @@ func versionQuery(name string, version int64) url.Values {
 // expired, or a delete marker).
 func (c *Client) GetVersion(ctx context.Context, k Key, version int64) (Item, error) {
 	r := request{method: http.MethodGet, path: k.path(), query: versionQuery("version", version), retry: always}
-	return c.item(ctx, r, http.StatusOK)
+	return c.read(ctx, k, r)
 }
 
 // Restore writes version of k (its data and className) as the item's new

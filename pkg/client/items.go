@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -29,25 +30,46 @@ func (k Key) path() string {
 
 // Item is a stored item as the API returns it, with its ETag (which the
 // API sends as a header; encoded as "etag").
+//
+// Its value is JSON (Data) or bytes: then ContentType names their type
+// and Size counts them, and Bytes holds them where the answer carried
+// them (list pages, batch reads and Get answer a small value's bytes;
+// write answers and GetBytes do not). A large value (over MaxInlineBytes,
+// kept in S3) is read with GetBytes.
 type Item struct {
-	ApplicationUUID  string          `json:"applicationUuid"`
-	Namespace        string          `json:"namespace"`
-	ID               string          `json:"id"`
-	SortKey          string          `json:"sortKey,omitempty"`
-	Data             json.RawMessage `json:"data"`
-	ClassName        string          `json:"className,omitempty"`
-	CreatedDate      time.Time       `json:"createdDate,omitzero"`
-	CreatedBySubject string          `json:"createdBySubject,omitempty"`
-	UpdatedDate      time.Time       `json:"updatedDate,omitzero"`
-	UpdatedBySubject string          `json:"updatedBySubject,omitempty"`
-	Version          int64           `json:"version"`
-	ExpiresAt        time.Time       `json:"expiresAt,omitzero"`
+	ApplicationUUID string          `json:"applicationUuid"`
+	Namespace       string          `json:"namespace"`
+	ID              string          `json:"id"`
+	SortKey         string          `json:"sortKey,omitempty"`
+	Data            json.RawMessage `json:"data,omitempty"`
+	ContentType     string          `json:"contentType,omitempty"`
+	// Size is omitted from the JSON when it is 0, an empty value's.
+	Size  int64 `json:"size,omitempty"`
+	Large bool  `json:"large,omitempty"`
+	// Bytes is the API's dataBase64, decoded; encoded back as it came
+	// (empty, for an empty value, is not left out).
+	Bytes            []byte    `json:"dataBase64,omitzero"`
+	ClassName        string    `json:"className,omitempty"`
+	CreatedDate      time.Time `json:"createdDate,omitzero"`
+	CreatedBySubject string    `json:"createdBySubject,omitempty"`
+	UpdatedDate      time.Time `json:"updatedDate,omitzero"`
+	UpdatedBySubject string    `json:"updatedBySubject,omitempty"`
+	Version          int64     `json:"version"`
+	ExpiresAt        time.Time `json:"expiresAt,omitzero"`
 	// ETag is the item's revision, for IfMatch and IfNoneMatch.
 	ETag string `json:"etag,omitempty"`
 }
 
 // Decode unmarshals the item's data into v.
-func (it Item) Decode(v any) error { return json.Unmarshal(it.Data, v) }
+func (it Item) Decode(v any) error {
+	if it.IsBinary() {
+		return fmt.Errorf("the item's value is bytes of type %q, not JSON", it.ContentType)
+	}
+	return json.Unmarshal(it.Data, v)
+}
+
+// IsBinary reports whether the item's value is bytes rather than JSON.
+func (it Item) IsBinary() bool { return it.ContentType != "" || it.Large }
 
 // CallOption adjusts one call: preconditions on item routes, and what a
 // write stores beside its data.
@@ -58,6 +80,7 @@ type callOptions struct {
 	className            *string
 	ttl                  time.Duration
 	expiresAt            time.Time
+	progress             func(done, total int64)
 }
 
 // IfMatch makes an update or delete conditional on the item being at the
@@ -103,19 +126,25 @@ func (o callOptions) writeBody(data any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := struct {
+	ttl, expiresAt := o.expiry()
+	return jsonBody(struct {
 		Data      json.RawMessage `json:"data"`
 		ClassName *string         `json:"className,omitempty"`
 		TTL       int64           `json:"ttl,omitempty"`
 		ExpiresAt string          `json:"expiresAt,omitempty"`
-	}{Data: raw, ClassName: o.className}
+	}{Data: raw, ClassName: o.className, TTL: ttl, ExpiresAt: expiresAt})
+}
+
+// expiry is the TTL and ExpiresAt options as a write sends them: whole
+// seconds (rounded up; 0 for none) and RFC 3339 ("" for none).
+func (o callOptions) expiry() (ttl int64, expiresAt string) {
 	if o.ttl > 0 {
-		b.TTL = int64((o.ttl + time.Second - 1) / time.Second)
+		ttl = int64((o.ttl + time.Second - 1) / time.Second)
 	}
 	if !o.expiresAt.IsZero() {
-		b.ExpiresAt = o.expiresAt.UTC().Format(time.RFC3339Nano)
+		expiresAt = o.expiresAt.UTC().Format(time.RFC3339Nano)
 	}
-	return jsonBody(b)
+	return ttl, expiresAt
 }
 
 // marshalData encodes data, taking json.RawMessage and []byte as JSON
@@ -131,9 +160,38 @@ func marshalData(data any) (json.RawMessage, error) {
 }
 
 // Get reads an item. With IfNoneMatch it may fail with ErrNotModified.
+// An item of bytes comes with its metadata and, if it is small, its
+// bytes; of a large one (Large), GetBytes reads the bytes.
 func (c *Client) Get(ctx context.Context, k Key, opts ...CallOption) (Item, error) {
 	o := collect(opts)
-	return c.item(ctx, request{method: http.MethodGet, path: k.path(), header: o.header(), retry: always}, http.StatusOK)
+	return c.read(ctx, k, request{method: http.MethodGet, path: k.path(), header: o.header(), retry: always})
+}
+
+// read reads an item, whose value the API answers as JSON or, for bytes,
+// as the body with the item's fields in headers (a large value's as a
+// redirect to S3, not followed).
+func (c *Client) read(ctx context.Context, k Key, r request) (Item, error) {
+	res, err := c.do(ctx, r, http.StatusOK, http.StatusFound)
+	if err != nil {
+		return Item{}, err
+	}
+	if res.status == http.StatusOK && !bytesInBody(res.header) {
+		var it Item
+		if err := json.Unmarshal(res.body, &it); err != nil {
+			return Item{}, fmt.Errorf("%s %s answered %d with a body that is not the expected JSON: %w", r.method, r.path, res.status, err)
+		}
+		it.ETag = res.header.Get("ETag")
+		return it, nil
+	}
+	it := itemFromHeaders(k, res.header)
+	if res.status == http.StatusFound {
+		// The redirect says neither the value's type nor its size:
+		// the download, which GetBytes makes, does.
+		it.Large, it.ContentType = true, ""
+		return it, nil
+	}
+	it.Bytes, it.Size = res.body, int64(len(res.body))
+	return it, nil
 }
 
 // Create stores a new item: ErrConflict if the key is taken, ErrQuotaExceeded
