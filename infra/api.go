@@ -251,7 +251,7 @@ func corsOptions(origins []string) *awsapigatewayv2.CorsPreflightOptions {
 		ExposeHeaders: jsii.Strings(
 			"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy",
 			"Uds-Version", "Uds-Created-Date", "Uds-Created-By-Subject", "Uds-Updated-Date", "Uds-Updated-By-Subject",
-			"Uds-Expires-At", "Uds-Class-Name", "Content-Range", "Accept-Ranges",
+			"Uds-Expires-At", "Uds-Class-Name", "Uds-Content-Type", "Uds-Size", "Content-Range", "Accept-Ranges",
 		),
 		MaxAge: awscdk.Duration_Hours(jsii.Number(1)),
 	}

@@ -1448,7 +1448,7 @@ func TestContextConfiguration(t *testing.T) {
 		checkEqual(t, "ExposeHeaders", cors["ExposeHeaders"], []any{
 			"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy",
 			"Uds-Version", "Uds-Created-Date", "Uds-Created-By-Subject", "Uds-Updated-Date", "Uds-Updated-By-Subject",
-			"Uds-Expires-At", "Uds-Class-Name", "Content-Range", "Accept-Ranges",
+			"Uds-Expires-At", "Uds-Class-Name", "Uds-Content-Type", "Uds-Size", "Content-Range", "Accept-Ranges",
 		})
 		headers := strings.Join(asStrings(cors["AllowHeaders"]), ",")
 		for _, h := range []string{"Authorization", "Content-Type", "If-Match", "If-None-Match", "Uds-Class-Name", "Uds-Ttl", "Uds-Expires-At", "Range"} {

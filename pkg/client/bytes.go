@@ -278,7 +278,7 @@ func (c *Client) GetBytes(ctx context.Context, k Key, w io.Writer, opts ...CallO
 		it = itemFromHeaders(k, res.Header)
 		switch {
 		case res.StatusCode == http.StatusFound:
-			it.Large = true
+			largeFromHeaders(&it, res.Header)
 			return c.download(ctx, res.Header.Get("Location"), w, &it, o)
 		case !bytesInBody(res.Header):
 			body, err := io.ReadAll(res.Body)
@@ -384,6 +384,13 @@ func itemFromHeaders(k Key, h http.Header) Item {
 		}
 	}
 	return it
+}
+
+// largeFromHeaders reads what the 302 to a large value says of it: its type
+// and size, in headers of their own (the answer has no body to type).
+func largeFromHeaders(it *Item, h http.Header) {
+	it.Large, it.ContentType = true, h.Get("Uds-Content-Type")
+	it.Size, _ = strconv.ParseInt(h.Get("Uds-Size"), 10, 64)
 }
 
 // headerText reads a header that carries text the API percent-encodes

@@ -185,9 +185,7 @@ func (c *Client) read(ctx context.Context, k Key, r request) (Item, error) {
 	}
 	it := itemFromHeaders(k, res.header)
 	if res.status == http.StatusFound {
-		// The redirect says neither the value's type nor its size:
-		// the download, which GetBytes makes, does.
-		it.Large, it.ContentType = true, ""
+		largeFromHeaders(&it, res.header)
 		return it, nil
 	}
 	it.Bytes, it.Size = res.body, int64(len(res.body))

@@ -21,14 +21,18 @@ import (
 // expiresAt) comes in headers, and a GET answers the item's fields in
 // headers too, since the body is the value.
 const (
-	HeaderClassName      = "Uds-Class-Name"
-	HeaderTTL            = "Uds-Ttl"
-	HeaderExpiresAt      = "Uds-Expires-At"
-	HeaderVersion        = "Uds-Version"
-	HeaderCreatedDate    = "Uds-Created-Date"
-	HeaderCreatedBy      = "Uds-Created-By-Subject"
-	HeaderUpdatedDate    = "Uds-Updated-Date"
-	HeaderUpdatedBy      = "Uds-Updated-By-Subject"
+	HeaderClassName   = "Uds-Class-Name"
+	HeaderTTL         = "Uds-Ttl"
+	HeaderExpiresAt   = "Uds-Expires-At"
+	HeaderVersion     = "Uds-Version"
+	HeaderCreatedDate = "Uds-Created-Date"
+	HeaderCreatedBy   = "Uds-Created-By-Subject"
+	HeaderUpdatedDate = "Uds-Updated-Date"
+	HeaderUpdatedBy   = "Uds-Updated-By-Subject"
+	// HeaderValueType and HeaderSize say a large value's type and size on
+	// the 302 to its bytes, which carries no body of its own.
+	HeaderValueType      = "Uds-Content-Type"
+	HeaderSize           = "Uds-Size"
 	headerContentType    = "Content-Type"
 	headerContentRange   = "Content-Range"
 	binaryBodyTooLargeFY = "the value has more than %d bytes (350 KiB), the most one request stores; send larger values (up to 5 GB) with POST {item}?upload, which answers a URL to upload them to"

@@ -205,6 +205,8 @@ func (a *API) answerLarge(w http.ResponseWriter, r *http.Request, it *uds.Item) 
 			return
 		}
 		h.Set("Location", url)
+		h.Set(HeaderValueType, it.Binary.ContentType)
+		h.Set(HeaderSize, strconv.FormatInt(it.Binary.Size, 10))
 		h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(downloadLife/time.Second)-30))
 		w.WriteHeader(http.StatusFound)
 		return

@@ -81,7 +81,8 @@ func TestLargeValues(t *testing.T) {
 	t.Run("get redirects to the bucket", func(t *testing.T) {
 		for _, method := range []string{"GET", "HEAD"} {
 			r := e.send(method, path, nil).expect(t, http.StatusFound)
-			if r.header.Get("ETag") != etag || r.header.Get("Uds-Version") != "1" || r.header.Get("Uds-Created-By-Subject") != "alice" {
+			if r.header.Get("ETag") != etag || r.header.Get("Uds-Version") != "1" || r.header.Get("Uds-Created-By-Subject") != "alice" ||
+				r.header.Get("Uds-Content-Type") != "video/mp4" || r.header.Get("Uds-Size") != strconv.Itoa(size) {
 				t.Fatalf("%s headers %v", method, r.header)
 			}
 			if method == "HEAD" {

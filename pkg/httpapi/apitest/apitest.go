@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udsproject/uds/pkg/blob"
+	"github.com/udsproject/uds/pkg/blob/blobtest"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
@@ -38,11 +40,12 @@ func ServerOver(t testing.TB, deleteAllBudget time.Duration) (string, store.Tabl
 	tables := storetest.NewTables(t)
 	// A change into or out of private settles in a moment: the clients'
 	// tests do not race writes against one (pkg/httpapi's tests do).
+	objects := blob.Objects{Bucket: blobtest.New(t)}
 	st := store.New(storetest.Client(t), tables, store.WithRecomputeQuiet(0), store.WithLimitsTTL(0),
-		store.WithPolicySettle(100*time.Millisecond))
+		store.WithPolicySettle(100*time.Millisecond), store.WithObjects(objects))
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("api tests"), DeleteAllBudget: deleteAllBudget,
-		RequestBudget: Budget, Logger: Logger(t),
+		RequestBudget: Budget, Logger: Logger(t), Bucket: objects,
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
