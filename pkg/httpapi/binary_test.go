@@ -167,6 +167,29 @@ func TestBinaryListItemsAndPages(t *testing.T) {
 	if used, items := e.quota(app, "anonymous"); used != 0 || items != 0 {
 		t.Fatalf("usage %d bytes %d items after delete-all", used, items)
 	}
+	t.Run("pages of large inline values fit a function's answer", func(t *testing.T) {
+		big := bytes.Repeat([]byte{0xfe}, uds.MaxInlineBytes)
+		const n = 16 // 5.6 MB of bytes, 7.5 MB in base64: more than one answer holds
+		for i := range n {
+			e.send("POST", base+"/clips/big/"+strconv.Itoa(100+i), big, "Content-Type", "audio/ogg").expect(t, http.StatusCreated)
+		}
+		seen, pages := 0, 0
+		for cursor := ""; pages == 0 || cursor != ""; pages++ {
+			q := ""
+			if cursor != "" {
+				q = "?cursor=" + cursor
+			}
+			page := e.do("GET", base+"/clips/big/list"+q, "").expect(t, http.StatusOK)
+			if len(page.raw) > 5_000_000 {
+				t.Fatalf("a page of %d bytes: past the payload budget", len(page.raw))
+			}
+			seen += len(page.body["list"].([]any))
+			cursor, _ = page.body["cursor"].(string)
+		}
+		if seen != n || pages < 2 {
+			t.Fatalf("%d items in %d pages, want %d in two or more", seen, pages, n)
+		}
+	})
 }
 
 func TestBinaryRefusals(t *testing.T) {

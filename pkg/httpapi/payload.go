@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/base64"
 	"unicode/utf8"
 
 	"github.com/udsproject/uds/pkg/uds"
@@ -29,11 +30,20 @@ const itemFieldBytes = 260
 //
 // A value kept compressed goes out in a gzip answer, which Lambda carries
 // base64 encoded: it adds four thirds of its compressed size.
+// binaryFieldBytes is what a binary value's members add beside its bytes
+// and type: their names, quotes and the size.
+const binaryFieldBytes = 64
+
 func itemPayloadBytes(it *uds.Item) int {
 	n := itemFieldBytes
-	if it.Compressed != nil {
+	switch {
+	case it.Compressed != nil:
 		n += (it.Compressed.CompressedSize() + 2) / 3 * 4
-	} else {
+	case it.Binary != nil:
+		// contentType, size and dataBase64 (or large), all ASCII but
+		// the type, in place of data.
+		n += base64.StdEncoding.EncodedLen(len(it.Binary.Bytes)) + stringPayloadBytes(it.Binary.ContentType) + binaryFieldBytes
+	default:
 		n += rawPayloadBytes(it.Data)
 	}
 	for _, s := range [...]string{it.App, it.Namespace, it.ID, it.SortKey, it.ClassName, it.CreatedBy, it.UpdatedBy} {

@@ -1,6 +1,7 @@
 package uds
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -40,10 +41,11 @@ type Item struct {
 }
 
 // DataLen is the length of the value's JSON, whether it is held as Data
-// or still compressed, or of a binary value's bytes.
+// or still compressed; for a binary value, of what a page carries of it:
+// its bytes in base64 (none for a large value) and its content type.
 func (it *Item) DataLen() int {
 	if it.Binary != nil {
-		return int(it.Binary.Size)
+		return base64.StdEncoding.EncodedLen(len(it.Binary.Bytes)) + len(it.Binary.ContentType)
 	}
 	if it.Compressed != nil {
 		return it.Compressed.Size()
