@@ -151,8 +151,12 @@ func TestLatenciesAt(t *testing.T) {
 
 // The whole benchmark, briefly, against the engine of make test: two
 // servers, a second per caller. A caller at half its limit is never
-// refused, one at three times it is, the limiter's writes are counted,
-// and every server is stopped.
+// refused, one at six times it is, the limiter's writes are counted, and
+// every server is stopped. The limit holds over the time the requests
+// really take to arrive: on a machine busy with the rest of make test
+// that is more than the second they are sent in (R × t + B grows with
+// it), so the caller over its limit sends six times it, which only a
+// machine slowed past five seconds would take in whole.
 func TestRunBriefly(t *testing.T) {
 	endpoint := os.Getenv(config.EnvDynamoDBEndpoint)
 	if endpoint == "" || testing.Short() {
@@ -163,12 +167,12 @@ func TestRunBriefly(t *testing.T) {
 		t.Fatalf("building uds-local: %v\n%s", err, out)
 	}
 	var report bytes.Buffer
-	o := options{udsLocal: bin, servers: 2, rate: uds.Rate{PerSecond: 100, Burst: 100}, duration: time.Second, over: 3, steady: []float64{0.5}}
+	o := options{udsLocal: bin, servers: 2, rate: uds.Rate{PerSecond: 100, Burst: 100}, duration: time.Second, over: 6, steady: []float64{0.5}}
 	if err := run(context.Background(), o, endpoint, &report); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| 3× its limit | 300 | ",
+		"| 6× its limit | 600 | ",
 		"| 50% of its limit | 50 | 50 | 0 | 0 |",
 		"| not limited (override -1), at 50% of the limit | 50 | 50 | 0 | 0 | — |",
 		"- met: 50% of its limit: 0 refused",
@@ -178,8 +182,8 @@ func TestRunBriefly(t *testing.T) {
 			t.Errorf("the report has no %q:\n%s", want, &report)
 		}
 	}
-	if strings.Contains(report.String(), "| 3× its limit | 300 | 300 |") {
-		t.Errorf("three times the limit, all answered:\n%s", &report)
+	if strings.Contains(report.String(), "| 6× its limit | 600 | 600 |") {
+		t.Errorf("six times the limit, all answered:\n%s", &report)
 	}
 	if strings.Contains(report.String(), "| 50% of its limit | 0 |") {
 		t.Errorf("no lease counted:\n%s", &report)
