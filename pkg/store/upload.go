@@ -200,8 +200,13 @@ func (s *Store) committed(ctx context.Context, name string, key *uds.Key) (uds.I
 // an item holds.
 func (s *Store) checkUpload(ctx context.Context, rk uds.Key, res map[string]types.AttributeValue, target uds.Key, name string) (uds.Write, error) {
 	size, contentType, err := s.objects.Stat(ctx, name)
-	if err != nil {
+	switch {
+	case errors.Is(err, uds.ErrUploadPending):
 		return uds.Write{}, err
+	case err != nil:
+		// S3 not answering, or answering 5xx, is a 503 the commit may be
+		// sent again after, as DynamoDB's is.
+		return uds.Write{}, failed("read the object "+name, err)
 	}
 	declaredSize, declaredType := num(res, schema.AttrObjectSize), str(res, schema.AttrContentType)
 	var mismatch string
