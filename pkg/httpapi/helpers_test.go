@@ -129,8 +129,17 @@ func (e *env) do(method, path, body string, headers ...string) response {
 // redirect.
 func (e *env) send(method, path string, body []byte, headers ...string) response {
 	e.t.Helper()
-	return e.roundTrip(http.DefaultTransport, method, path, body, headers...)
+	return e.roundTrip(testTransport, method, path, body, headers...)
 }
+
+// testTransport carries the tests' requests. It is not
+// http.DefaultTransport: every httptest.Server closes that one's idle
+// connections when it closes, and a request of a test running beside it
+// that had just taken one fails (a POST or PUT is not sent again).
+var testTransport = http.DefaultTransport.(*http.Transport).Clone()
+
+// testClient is a client of testTransport that follows redirects.
+var testClient = &http.Client{Transport: testTransport}
 
 // roundTrip sends a request through rt and returns the answer undecoded.
 func (e *env) roundTrip(rt http.RoundTripper, method, path string, body []byte, headers ...string) response {

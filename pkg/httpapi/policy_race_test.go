@@ -63,7 +63,7 @@ func TestPolicyChangesRacingWriters(t *testing.T) {
 		if subject != "" {
 			req.Header.Set(httpapi.SubjectHeader, subject)
 		}
-		res, err := http.DefaultClient.Do(req)
+		res, err := testClient.Do(req)
 		if err != nil {
 			t.Errorf("%s %s: %v", method, path, err)
 			return 0, nil, ""

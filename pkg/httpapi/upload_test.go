@@ -88,7 +88,7 @@ func TestLargeValues(t *testing.T) {
 			if method == "HEAD" {
 				continue
 			}
-			res, err := http.Get(r.header.Get("Location"))
+			res, err := testClient.Get(r.header.Get("Location"))
 			if err != nil {
 				t.Fatal(err)
 			}

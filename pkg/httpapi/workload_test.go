@@ -332,7 +332,8 @@ func (e *workloadEnv) sendAs(kill time.Duration, method, path, subject, contentT
 // noRedirects is the workers' client: a GET of a large value answers 302
 // with the item's ETag, which the model checks, rather than the bucket's
 // answer.
-var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+var noRedirects = &http.Client{Transport: testTransport,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // answered sends a request of the workload's setup or checks, which run
 // without faults, until it is answered with more than a 503 with

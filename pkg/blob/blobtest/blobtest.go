@@ -46,6 +46,12 @@ func New(t testing.TB) *blob.Bucket {
 	return b
 }
 
+// client sends the uploads. It is not http.DefaultClient: every
+// httptest.Server closes http.DefaultTransport's idle connections when it
+// closes, and a POST of a test running beside it that had just taken one
+// would fail (a POST is not sent again).
+var client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
 // Post sends body to an upload as a client does: a multipart/form-data
 // POST of every field of up.Fields, then the bytes as the field "file",
 // which S3 requires last. The caller closes the answer's body.
@@ -68,7 +74,7 @@ func Post(t testing.TB, up blob.Upload, body []byte) *http.Response {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := http.Post(up.URL, w.FormDataContentType(), &form)
+	res, err := client.Post(up.URL, w.FormDataContentType(), &form)
 	if err != nil {
 		t.Fatal(err)
 	}
