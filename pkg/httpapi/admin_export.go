@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -242,13 +241,9 @@ func (a *API) importRecords(w http.ResponseWriter, r *http.Request, p params) {
 
 // readRecords reads an import body and parses its records (parseRecords).
 func readRecords(r *http.Request, app string) ([]uds.Record, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxImportBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return nil, &uds.TooLargeError{Reason: fmt.Sprintf("an import request holds at most %d bytes; send the records in smaller requests", maxImportBodyBytes)}
-	}
+	body, err := readBody(r, maxImportBodyBytes, fmt.Sprintf("an import request holds at most %d bytes; send the records in smaller requests", maxImportBodyBytes))
 	if err != nil {
-		return nil, uds.Invalid("body", "could not be read")
+		return nil, err
 	}
 	return parseRecords(body, app)
 }

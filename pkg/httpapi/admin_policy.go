@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -175,13 +173,9 @@ const maxPolicyBody = 4 * policy.MaxSchemaBytes
 
 // readPolicy reads and parses a policy body (parsePolicy).
 func (a *API) readPolicy(r *http.Request) (uds.Policy, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxPolicyBody))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		return uds.Policy{}, &uds.TooLargeError{Reason: "a policy body takes at most 256 KB, and its schema at most 64 KB"}
-	case err != nil:
-		return uds.Policy{}, uds.Invalid("body", "could not be read")
+	body, err := readBody(r, maxPolicyBody, "a policy body takes at most 256 KB, and its schema at most 64 KB")
+	if err != nil {
+		return uds.Policy{}, err
 	}
 	return parsePolicy(body, a.schemas)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -80,14 +79,9 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBatchBodyBytes))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		a.fail(w, r, &uds.TooLargeError{Reason: "a batch request takes at most 6 MB"}, nil)
-		return
-	case err != nil:
-		a.fail(w, r, uds.Invalid("body", "could not be read"), nil)
+	body, err := readBody(r, maxBatchBodyBytes, "a batch request takes at most 6 MB")
+	if err != nil {
+		a.fail(w, r, err, nil)
 		return
 	}
 	b, err := decodeBatch(body)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -50,17 +49,9 @@ func readBinaryWrite(r *http.Request, w *uds.Write, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, uds.MaxInlineBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return &uds.TooLargeError{Reason: fmt.Sprintf(binaryBodyTooLargeFY, uds.MaxInlineBytes)}
-	}
+	body, err := readBody(r, uds.MaxInlineBytes, fmt.Sprintf(binaryBodyTooLargeFY, uds.MaxInlineBytes))
 	if err != nil {
-		var coding *encodingError
-		if errors.As(err, &coding) {
-			return err
-		}
-		return uds.Invalid("body", "could not be read")
+		return err
 	}
 	w.Binary = &uds.Binary{ContentType: contentType, Bytes: body, Size: int64(len(body))}
 	if name := r.Header.Values(HeaderClassName); len(name) > 0 {

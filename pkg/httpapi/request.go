@@ -38,16 +38,27 @@ type writeBody struct {
 	ExpiresAt json.RawMessage `json:"expiresAt"`
 }
 
+// readBody reads a request body of at most limit bytes: past it a
+// *uds.TooLargeError with tooLarge as its reason, and any other failure
+// (a gzip stream that breaks off, a connection cut) a 400.
+func readBody(r *http.Request, limit int64, tooLarge string) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, &uds.TooLargeError{Reason: tooLarge}
+	case err != nil:
+		return nil, uds.Invalid("body", "could not be read")
+	}
+	return body, nil
+}
+
 // readWrite parses and validates a POST or PUT body into w; expiries are
 // taken against now.
 func readWrite(r *http.Request, w *uds.Write, now time.Time) error {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return &uds.TooLargeError{Reason: "the request body exceeds 2 MiB; data may hold at most 1 MiB of JSON"}
-	}
+	body, err := readBody(r, maxBodyBytes, "the request body exceeds 2 MiB; data may hold at most 1 MiB of JSON")
 	if err != nil {
-		return uds.Invalid("body", "could not be read")
+		return err
 	}
 	return parseWrite(body, w, now)
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/udsproject/uds/pkg/store"
@@ -99,7 +99,7 @@ func (a *API) reserveUpload(w http.ResponseWriter, r *http.Request, key uds.Key,
 	err := a.refuseWithoutBucket()
 	var body []byte
 	if err == nil {
-		body, err = readBody(r)
+		body, err = readUploadBody(r)
 	}
 	if err == nil {
 		err = parseUpload(body, &write, now)
@@ -155,7 +155,7 @@ func (a *API) commitUpload(w http.ResponseWriter, r *http.Request, key uds.Key, 
 	err := a.refuseWithoutBucket()
 	var body []byte
 	if err == nil {
-		body, err = readBody(r)
+		body, err = readUploadBody(r)
 	}
 	var id string
 	if err == nil {
@@ -232,21 +232,11 @@ func (a *API) answerLarge(w http.ResponseWriter, r *http.Request, it *uds.Item) 
 	answerBinary(w, r, &inline)
 }
 
-// readBody reads a small JSON body of an upload route.
-func readBody(r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 64<<10))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		return nil, &uds.TooLargeError{Reason: "the body exceeds 64 KiB: it declares an upload, the bytes go to the upload's url"}
-	case err != nil:
-		var coding *encodingError
-		if errors.As(err, &coding) {
-			return nil, err
-		}
-		return nil, uds.Invalid("body", "could not be read")
-	case len(strings.TrimSpace(string(body))) == 0:
+// readUploadBody reads the small JSON body of an upload route.
+func readUploadBody(r *http.Request) ([]byte, error) {
+	body, err := readBody(r, 64<<10, "the body exceeds 64 KiB: it declares an upload, the bytes go to the upload's url")
+	if err == nil && len(bytes.TrimSpace(body)) == 0 {
 		return nil, uds.Invalid("body", "is empty")
 	}
-	return body, nil
+	return body, err
 }

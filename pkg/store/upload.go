@@ -144,27 +144,26 @@ func (s *Store) CommitUpload(ctx context.Context, app, id string, key *uds.Key) 
 	rk := reservationKey(app, id)
 	name := uds.ObjectName(app, id)
 	op := "commit upload " + name
+	res, err := s.readMeta(ctx, rk, true)
+	if err != nil || res == nil {
+		return s.committed(ctx, name, key, err)
+	}
+	target, ok := keyOf(map[string]types.AttributeValue{
+		schema.AttrDataKey: res[schema.AttrUploadItem], schema.AttrSortKey: res[schema.AttrUploadSortKey]})
+	if !ok || key != nil && (target.DataKey() != key.DataKey() || target.SortKey != key.SortKey) {
+		return uds.Item{}, false, uds.ErrNotFound
+	}
+	if expired(res, s.now()) {
+		s.reclaim(ctx, app, []listEntry{{key: rk, state: res}})
+		return uds.Item{}, false, uds.ErrNotFound
+	}
+	// The reservation never changes, so the object is checked once,
+	// however often the transaction races other writers of the item.
+	w, err := s.checkUpload(ctx, rk, res, target, name)
+	if err != nil {
+		return uds.Item{}, false, err
+	}
 	for range maxWriteAttempts {
-		res, err := s.readMeta(ctx, rk, true)
-		if err != nil {
-			return uds.Item{}, false, err
-		}
-		if res == nil {
-			return s.committed(ctx, name, key)
-		}
-		target, ok := keyOf(map[string]types.AttributeValue{
-			schema.AttrDataKey: res[schema.AttrUploadItem], schema.AttrSortKey: res[schema.AttrUploadSortKey]})
-		if !ok || key != nil && (target.DataKey() != key.DataKey() || target.SortKey != key.SortKey) {
-			return uds.Item{}, false, uds.ErrNotFound
-		}
-		if expired(res, s.now()) {
-			s.reclaim(ctx, app, []listEntry{{key: rk, state: res}})
-			return uds.Item{}, false, uds.ErrNotFound
-		}
-		w, err := s.checkUpload(ctx, rk, res, target, name)
-		if err != nil {
-			return uds.Item{}, false, err
-		}
 		it, created, outcome, err := s.commitOnce(ctx, op, rk, res, w)
 		switch {
 		case err != nil:
@@ -172,14 +171,22 @@ func (s *Store) CommitUpload(ctx context.Context, app, id string, key *uds.Key) 
 		case outcome == written:
 			return it, created, nil
 		}
-		// The item or the reservation changed since they were read.
+		// The item changed since it was read, or the reservation is gone:
+		// the other commit (the bucket's event, or the client's) made it.
+		if still, err := s.readMeta(ctx, rk, false); err != nil || still == nil {
+			return s.committed(ctx, name, key, err)
+		}
 	}
 	return uds.Item{}, false, &uds.UnavailableError{Op: op, Err: errContended}
 }
 
 // committed answers a commit whose reservation is gone: the item, if it
-// holds the upload's object.
-func (s *Store) committed(ctx context.Context, name string, key *uds.Key) (uds.Item, bool, error) {
+// holds the upload's object. err is the reading of the reservation, which
+// it passes on.
+func (s *Store) committed(ctx context.Context, name string, key *uds.Key, err error) (uds.Item, bool, error) {
+	if err != nil {
+		return uds.Item{}, false, err
+	}
 	if key == nil {
 		return uds.Item{}, false, uds.ErrNotFound
 	}
