@@ -22,19 +22,25 @@ import (
 func (e *env) upload(path string, size int, contentType string, body []byte, headers ...string) string {
 	e.t.Helper()
 	r := e.do("POST", path+"?upload", `{"size": `+strconv.Itoa(size)+`, "contentType": "`+contentType+`"}`, headers...).expect(e.t, http.StatusCreated)
-	fields := map[string]string{}
-	for k, v := range r.body["fields"].(map[string]any) {
-		fields[k] = v.(string)
-	}
+	up := presignedPost(r)
 	if !strings.HasSuffix(r.body["commit"].(string), "?commit") || r.body["lapsesAt"] == nil {
 		e.t.Fatalf("upload answer %s", r.raw)
 	}
-	res := blobtest.Post(e.t, blob.Upload{URL: r.body["url"].(string), Fields: fields}, body)
+	res := blobtest.Post(e.t, up, body)
 	res.Body.Close()
 	if res.StatusCode/100 != 2 {
 		e.t.Fatalf("the S3 POST answered %d", res.StatusCode)
 	}
 	return r.body["uploadId"].(string)
+}
+
+// presignedPost is the S3 POST an upload's answer names.
+func presignedPost(r response) blob.Upload {
+	up := blob.Upload{URL: r.body["url"].(string), Fields: map[string]string{}}
+	for k, v := range r.body["fields"].(map[string]any) {
+		up.Fields[k] = v.(string)
+	}
+	return up
 }
 
 func (e *env) commit(path, id string, headers ...string) response {
@@ -143,11 +149,7 @@ func TestLargeValues(t *testing.T) {
 	})
 	t.Run("an expired value's object goes when the item is reclaimed", func(t *testing.T) {
 		r := e.do("POST", base+"/videos/short?upload", `{"size": 4, "contentType": "video/mp4", "ttl": 60}`).expect(t, http.StatusCreated)
-		fields := map[string]string{}
-		for k, v := range r.body["fields"].(map[string]any) {
-			fields[k] = v.(string)
-		}
-		blobtest.Post(t, blob.Upload{URL: r.body["url"].(string), Fields: fields}, []byte("four")).Body.Close()
+		blobtest.Post(t, presignedPost(r), []byte("four")).Body.Close()
 		id := r.body["uploadId"].(string)
 		c := e.commit(base+"/videos/short", id).expect(t, http.StatusCreated)
 		if c.body["expiresAt"] == nil {
@@ -187,12 +189,9 @@ func TestUploadRefusals(t *testing.T) {
 	})
 	t.Run("an object of another type is discarded", func(t *testing.T) {
 		r := e.do("POST", path+"?upload", `{"size": 3, "contentType": "application/pdf"}`).expect(t, http.StatusCreated)
-		fields := map[string]string{}
-		for k, v := range r.body["fields"].(map[string]any) {
-			fields[k] = v.(string)
-		}
-		fields["Content-Type"] = "text/html"
-		blobtest.Post(t, blob.Upload{URL: r.body["url"].(string), Fields: fields}, []byte("<p>")).Body.Close()
+		up := presignedPost(r)
+		up.Fields["Content-Type"] = "text/html"
+		blobtest.Post(t, up, []byte("<p>")).Body.Close()
 		e.commit(path, r.body["uploadId"].(string)).expect(t, http.StatusUnprocessableEntity)
 	})
 	t.Run("a commit before the object arrived", func(t *testing.T) {
