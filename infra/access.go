@@ -201,8 +201,13 @@ var functionAccess = map[string][]tableAccess{
 		{Table: schema.Usage, Index: schema.IndexByAppShard, Actions: []string{"dynamodb:Query"}},
 		// Quota views read usage and the app default in one BatchGetItem;
 		// the app limits and rate limits views read the app alone; limit
-		// and rate limit changes update.
-		{Table: schema.Apps, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}},
+		// and rate limit changes update. The registry updates an app's
+		// record and puts or deletes its name's claim in one
+		// transaction, looks a name up by its claim, and lists
+		// registered apps with a Query of the byName index.
+		{Table: schema.Apps, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem",
+			"dynamodb:PutItem", "dynamodb:DeleteItem"}},
+		{Table: schema.Apps, Index: schema.IndexByName, Actions: []string{"dynamodb:Query"}},
 		// Recompute and export read an owner's items through the owner
 		// index of both data tables. Recompute, and an import whose key
 		// holds an expired item, remove expired items (a transaction

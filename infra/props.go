@@ -49,6 +49,7 @@ const (
 	ctxRateLimitedAlarm    = "rateLimitedAlarm"
 	ctxBucketName          = "bucketName"
 	ctxImportBucket        = "importExistingBucket"
+	ctxCreatedContentApp   = "createdContentApp"
 )
 
 // Defaults for the context values above.
@@ -136,6 +137,9 @@ type UdsStackProps struct {
 	// ImportBucket references the bucket named BucketName, kept by an
 	// earlier stack, instead of creating it.
 	ImportBucket bool
+	// CreatedContentApp is the app that seed 000's reserved name "hmh"
+	// stands for (UDS_CREATED_CONTENT_APP); empty, none.
+	CreatedContentApp string
 }
 
 // RouteThrottle is API Gateway's throttle of one route: requests a
@@ -189,6 +193,7 @@ func PropsFromContext(node constructs.Node) (*UdsStackProps, error) {
 		RateLimitedAlarm:     c.positive(ctxRateLimitedAlarm),
 		BucketName:           c.string(ctxBucketName, ""),
 		ImportBucket:         c.bool(ctxImportBucket, false),
+		CreatedContentApp:    c.string(ctxCreatedContentApp, ""),
 	}
 	p.StackName = jsii.String(c.string(ctxStackName, defaultStackName))
 	p.Description = jsii.String("UDS, the Universal Data Store: DynamoDB tables, an S3 bucket for large values, Lambda functions and the HTTP API.")
@@ -263,6 +268,11 @@ func (p *UdsStackProps) Validate() error {
 	}
 	errs = append(errs, validRouteThrottles(p.RouteThrottles)...)
 	errs = append(errs, p.validBucketName()...)
+	if p.CreatedContentApp != "" {
+		if _, err := uds.ParseApp(p.CreatedContentApp); err != nil {
+			errs = append(errs, fmt.Errorf("context %s: %w", ctxCreatedContentApp, err))
+		}
+	}
 	switch p.LogLevel {
 	case "DEBUG", "INFO", "WARN", "ERROR":
 	default:

@@ -290,6 +290,12 @@ func functionEnvironment(f functionSpec, props *UdsStackProps, bucket *string) *
 	} else {
 		env[config.EnvCursorSecret] = awscdk.Aws_STACK_ID()
 	}
+	// The registry reserves the created-content app's name; only the
+	// admin routes register names.
+	if f.Name == fnAdmin && props.CreatedContentApp != "" {
+		app, _ := uds.ParseApp(props.CreatedContentApp)
+		env[config.EnvCreatedContentApp] = jsii.String(app)
+	}
 	if f.Name == fnList {
 		env[config.EnvDeleteAllBudget] = jsii.String(listDeleteAllBudget.String())
 	}

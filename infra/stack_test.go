@@ -258,7 +258,8 @@ var wantAccess = map[string]map[string][]string{
 	fnAdmin: {
 		"UsageTable":                  {"GetItem", "UpdateItem", "Query", "BatchGetItem"},
 		"UsageTable/index/byAppShard": {"Query"},
-		"AppsTable":                   {"GetItem", "UpdateItem", "BatchGetItem"},
+		"AppsTable":                   {"GetItem", "UpdateItem", "BatchGetItem", "PutItem", "DeleteItem"},
+		"AppsTable/index/byName":      {"Query"},
 		"DataTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan"},
 		"ListTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan"},
 		"DataTable/index/byOwner":     {"Query"},
@@ -1193,6 +1194,26 @@ func TestHistoryTable(t *testing.T) {
 	})
 }
 
+// TestAppsTable writes the apps table's registry index out as the store
+// uses it, independently of pkg/schema: sparse (only registered apps carry
+// its keys), one partition listed by folded name, projecting what a
+// listing shows.
+func TestAppsTable(t *testing.T) {
+	s := synth(t, public())
+	p := s.resources[s.logicalID(t, s.stack.Tables[schema.Apps.ID])].Properties
+	checkEqual(t, "KeySchema", p["KeySchema"], []any{map[string]any{"AttributeName": "app", "KeyType": "HASH"}})
+	checkEqual(t, "GlobalSecondaryIndexes", p["GlobalSecondaryIndexes"], []any{map[string]any{
+		"IndexName": "byName",
+		"KeySchema": []any{
+			map[string]any{"AttributeName": "registry", "KeyType": "HASH"},
+			map[string]any{"AttributeName": "appNameKey", "KeyType": "RANGE"},
+		},
+		"Projection": map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": []any{
+			"appName", "appDescription", "registeredDate", "registryUpdated", "limitBytes", "limitItems",
+		}},
+	}})
+}
+
 // TestIndexTable writes the index table out as the store uses it,
 // independently of pkg/schema, so that a change there has to be made
 // deliberately here as well. It is the one table whose sort key is
@@ -1395,6 +1416,7 @@ func TestContextConfiguration(t *testing.T) {
 		ctxPublicDataRoutes:   "true",
 		ctxRatePerCaller:      "10/20",
 		ctxRatePerApp:         " 500/1000 ",
+		ctxCreatedContentApp:  "D53065BD-F932-4841-83FB-849717D8DF0F",
 	}
 	for _, table := range schema.Tables {
 		context[tableContextKey(table)] = "staging-" + table.DefaultName
@@ -1440,6 +1462,18 @@ func TestContextConfiguration(t *testing.T) {
 				want = []any{"10/20", "500/1000"}
 			}
 			checkEqual(t, f.Name+" rate limits", []any{env[config.EnvRatePerCaller], env[config.EnvRatePerApp]}, want)
+		}
+	})
+	// Only the admin function registers names, so only it reserves the
+	// created-content app's, in lower case as keys hold app ids.
+	t.Run("created-content app", func(t *testing.T) {
+		for _, f := range functionSpecs {
+			env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+			var want any
+			if f.Name == fnAdmin {
+				want = "d53065bd-f932-4841-83fb-849717d8df0f"
+			}
+			checkEqual(t, f.Name+" "+config.EnvCreatedContentApp, env[config.EnvCreatedContentApp], want)
 		}
 	})
 	t.Run("cors", func(t *testing.T) {
@@ -1596,6 +1630,7 @@ func TestPropsFromContextErrors(t *testing.T) {
 		{"shared table name", map[string]any{"tableApps": "data_store"}, []string{"would share the name"}},
 		{"bad log level", map[string]any{ctxLogLevel: "verbose"}, []string{ctxLogLevel}},
 		{"rate without burst", map[string]any{ctxRatePerCaller: "10"}, []string{ctxRatePerCaller + `: want R/B`}},
+		{"created-content app not a UUID", map[string]any{ctxCreatedContentApp: "hmh"}, []string{ctxCreatedContentApp + `: invalid applicationUuid`}},
 		{"rate of zero", map[string]any{ctxRatePerApp: "0/10"}, []string{ctxRatePerApp + `: want R/B`}},
 		{"unlimited rate", map[string]any{ctxRatePerApp: "-1/0"}, []string{ctxRatePerApp + `: want R/B`}},
 		{"rate as a number", map[string]any{ctxRatePerCaller: 10.0}, []string{ctxRatePerCaller + `: want R/B`}},

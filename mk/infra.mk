@@ -49,6 +49,8 @@
 #                                                earlier stack); point its
 #                                                event at the new expiry
 #                                                function by hand
+#   CREATED_CONTENT_APP    createdContentApp     the app seed 000's reserved
+#                                                name hmh stands for (none)
 #   JWT_ISSUER             jwtIssuer             with JWT_AUDIENCE (comma-
 #   JWT_AUDIENCE           jwtAudience           separated): JWT authorizer on
 #                                                the data routes
@@ -105,6 +107,7 @@ CDK_CONTEXT_VARS := \
 	TABLE_NAMESPACES=tableNamespaces TABLE_HISTORY=tableHistory TABLE_INDEX=tableIndex \
 	IMPORT_EXISTING_TABLES=importExistingTables \
 	BUCKET_NAME=bucketName IMPORT_EXISTING_BUCKET=importExistingBucket \
+	CREATED_CONTENT_APP=createdContentApp \
 	JWT_ISSUER=jwtIssuer JWT_AUDIENCE=jwtAudience JWT_SUBJECT_CLAIM=jwtSubjectClaim \
 	CURSOR_SECRET=cursorSecret \
 	DEFAULT_LIMIT_BYTES=defaultLimitBytes DEFAULT_LIMIT_ITEMS=defaultLimitItems \
