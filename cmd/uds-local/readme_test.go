@@ -25,7 +25,7 @@ import (
 
 // readmeSections are the README sections whose sh blocks are examples to
 // run against make run's server, in this order, in one shell.
-var readmeSections = []string{"The API by example", "The command line and the Go client", "Namespace policies", "Version history", "Queries by index", "Binary values and files", "Rate limits"}
+var readmeSections = []string{"The API by example", "The command line and the Go client", "Namespace policies", "Version history", "Queries by index", "Binary values and files", "Rate limits", "Seed 000's data families"}
 
 // readmeAddr is the server the README's examples name; the test's server
 // listens on a free port instead.
