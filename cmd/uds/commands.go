@@ -336,29 +336,9 @@ func quota(e *env, args []string) error {
 	return e.writeJSON(q)
 }
 
-func users(e *env, args []string) error {
-	for u, err := range e.c.AppUsers(e.ctx, args[0]) {
-		if err != nil {
-			return err
-		}
-		if err := e.writeJSON(u); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func users(e *env, args []string) error { return writeEach(e, e.c.AppUsers(e.ctx, args[0])) }
 
-func apps(e *env, args []string) error {
-	for a, err := range e.c.UserApps(e.ctx, args[0]) {
-		if err != nil {
-			return err
-		}
-		if err := e.writeJSON(a); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func apps(e *env, args []string) error { return writeEach(e, e.c.UserApps(e.ctx, args[0])) }
 
 func setQuota(e *env, args []string) error {
 	bytes, _ := strconv.ParseInt(e.flag("bytes"), 10, 64)

@@ -2,17 +2,7 @@ package main
 
 // The app registry (admin): names for apps, by which operators find them.
 
-func registry(e *env, _ []string) error {
-	for a, err := range e.c.Apps(e.ctx) {
-		if err != nil {
-			return err
-		}
-		if err := e.writeJSON(a); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func registry(e *env, _ []string) error { return writeEach(e, e.c.Apps(e.ctx)) }
 
 func showApp(e *env, args []string) error {
 	a, err := e.c.App(e.ctx, args[0])
