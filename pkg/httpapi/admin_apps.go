@@ -53,13 +53,18 @@ const maxRegistrationBody = 16 << 10
 // describes it.
 const registrationShape = `{"name": "...", "description": "..."}`
 
-// readRegistration reads and checks a registration body: name required,
-// description optional (absent or null: none).
+// readRegistration reads a registration body and parses it.
 func readRegistration(r *http.Request) (name, description string, err error) {
 	body, err := readBody(r, maxRegistrationBody, "a registration body takes at most 16 KiB: a name of up to 100 characters and a description of up to 1000 bytes")
 	if err != nil {
 		return "", "", err
 	}
+	return parseRegistration(body)
+}
+
+// parseRegistration checks a registration body: name required,
+// description optional (absent or null: none).
+func parseRegistration(body []byte) (name, description string, err error) {
 	var b struct {
 		Name        *string `json:"name"`
 		Description *string `json:"description"`
