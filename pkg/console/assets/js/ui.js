@@ -81,9 +81,11 @@ export function notice(area, text) {
   replace(area, h("p", { role: "status", class: "ok" }, text));
 }
 
-// busy runs work with button disabled and its errors shown in area.
+// busy runs work with button disabled and its errors shown in area, which
+// it empties first: what an earlier action said no longer stands.
 export async function busy(button, area, work) {
   if (button) button.disabled = true;
+  replace(area);
   try {
     return await work();
   } catch (e) {
