@@ -100,6 +100,9 @@ func createTables(ctx context.Context, client *dynamodb.Client, cfg config.Confi
 	if err := store.CreateTables(ctx, client, cfg.Tables); err != nil {
 		return fmt.Errorf("creating the tables at %s: %w", cfg.Endpoint, err)
 	}
+	if err := store.UpgradeTables(ctx, client, cfg.Tables); err != nil {
+		return fmt.Errorf("upgrading the tables at %s: %w", cfg.Endpoint, err)
+	}
 	return nil
 }
 

@@ -64,6 +64,11 @@ const (
 	DefaultS3ListenAddr = "127.0.0.1:8081"
 )
 
+// EnvCreatedContentApp names the deployment's created-content app: the app
+// that seed 000's reserved name "hmh" (data.user.*) stands for, and the
+// only one that may register that name (unset: none).
+const EnvCreatedContentApp = "UDS_CREATED_CONTENT_APP"
+
 // Config is everything the functions and the local server read from the
 // environment.
 type Config struct {
@@ -112,6 +117,9 @@ type Config struct {
 	// S3Endpoint overrides the S3 endpoint (an S3-compatible engine, the
 	// local server's own).
 	S3Endpoint string
+	// CreatedContentApp is the created-content app's id, lower case, or
+	// empty (EnvCreatedContentApp).
+	CreatedContentApp string
 	// S3ListenAddr is the local server's S3 engine's address (host:port);
 	// the functions ignore it.
 	S3ListenAddr string
@@ -154,6 +162,11 @@ func FromEnv() (Config, error) {
 	c.CursorSecret = []byte(secret)
 
 	var err error
+	if app := os.Getenv(EnvCreatedContentApp); app != "" {
+		if c.CreatedContentApp, err = uds.ParseApp(app); err != nil {
+			return c, fmt.Errorf("%s: %w", EnvCreatedContentApp, err)
+		}
+	}
 	if c.DefaultLimitBytes, err = envInt(EnvDefaultLimitBytes); err != nil {
 		return c, err
 	}

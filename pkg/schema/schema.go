@@ -132,7 +132,25 @@ const (
 	// the total it stored, and the expiry function does not release them
 	// again.
 	AttrRecomputedAt = "recomputedAt"
+	// The registry (package store's registry.go): an app's record holds
+	// its name as registered, its description and when it was registered
+	// and last changed (RFC 3339), and, while registered, AttrRegistry
+	// (the constant RegistryPartition) and AttrAppNameKey (the folded
+	// name), the keys of the byName index. A claim item, keyed "name#"
+	// and the folded name, holds the name for its app (AttrClaimedBy), so
+	// that no two apps share one.
+	AttrAppName        = "appName"
+	AttrAppDescription = "appDescription"
+	AttrRegistered     = "registeredDate"
+	AttrRegistryUpdate = "registryUpdated"
+	AttrRegistry       = "registry"
+	AttrAppNameKey     = "appNameKey"
+	AttrClaimedBy      = "claimedBy"
 )
+
+// RegistryPartition is the byName index's one partition: registrations
+// change rarely and are listed whole, by name.
+const RegistryPartition = "apps"
 
 // Attribute names of the namespaces table (namespace policies; the
 // updatedDate attribute is shared with the data tables).
@@ -222,6 +240,7 @@ const HeadVersion = -1
 const (
 	IndexByOwner    = "byOwner"
 	IndexByAppShard = "byAppShard"
+	IndexByName     = "byName"
 )
 
 // AppShards is the number of write shards of the usage table's app index.
@@ -316,12 +335,21 @@ var Usage = Table{
 	}},
 }
 
-// Apps holds each application's default per-user limits (seed 000's apps).
+// Apps holds each application's default per-user limits and rate limits,
+// and its registration (seed 000's apps). Only registered apps are in the
+// sparse byName index, which lists them by name.
 var Apps = Table{
 	ID:          "AppsTable",
 	DefaultName: "apps",
 	EnvVar:      "UDS_TABLE_APPS",
 	Hash:        KeyAttr{AttrApp, String},
+	Indexes: []Index{{
+		Name:  IndexByName,
+		Hash:  KeyAttr{AttrRegistry, String},
+		Range: &KeyAttr{AttrAppNameKey, String},
+		NonKeyAttributes: []string{AttrAppName, AttrAppDescription, AttrRegistered, AttrRegistryUpdate,
+			AttrLimitBytes, AttrLimitItems},
+	}},
 }
 
 // Namespaces holds the policies of namespaces (access mode and JSON

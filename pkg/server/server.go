@@ -57,6 +57,7 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 		store.WithLimitsTTL(cfg.LimitsCacheTTL),
 		store.WithRecomputeQuiet(cfg.RecomputeQuiet),
 		store.WithPolicySettle(store.PolicySettle(cfg.LimitsCacheTTL, budget)),
+		store.WithCreatedContentApp(cfg.CreatedContentApp),
 	}
 	// Without a bucket, large values are refused (501) and the rest works.
 	var objects httpapi.Bucket

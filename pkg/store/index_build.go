@@ -291,7 +291,7 @@ func (s *Store) PendingIndexBuilds(ctx context.Context) ([]uds.NamespacePolicy, 
 			return nil, failed("list index builds", err)
 		}
 		for _, av := range page.Items {
-			out = append(out, uds.NamespacePolicy{App: str(av, schema.AttrApp), Namespace: str(av, schema.AttrNamespace), Policy: decodePolicy(av)})
+			out = append(out, uds.NamespacePolicy{App: str(av, schema.AttrApp), Namespace: str(av, schema.AttrNamespace), Policy: decodePolicy(str(av, schema.AttrApp), av)})
 		}
 		if page.LastEvaluatedKey == nil {
 			return out, nil

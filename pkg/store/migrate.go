@@ -44,12 +44,14 @@ func OwnerIndexState(ctx context.Context, c IndexAdmin, table string) (IndexStat
 	if err != nil {
 		return "", failed("describe "+table, err)
 	}
-	return ownerIndexState(out.Table), nil
+	return indexState(out.Table, schema.IndexByOwner), nil
 }
 
-func ownerIndexState(t *types.TableDescription) IndexState {
+// indexState reports whether a table has the named index, and whether the
+// index is ready to be queried.
+func indexState(t *types.TableDescription, index string) IndexState {
 	for _, gsi := range t.GlobalSecondaryIndexes {
-		if aws.ToString(gsi.IndexName) != schema.IndexByOwner {
+		if aws.ToString(gsi.IndexName) != index {
 			continue
 		}
 		if gsi.IndexStatus == types.IndexStatusActive && !aws.ToBool(gsi.Backfilling) {
@@ -62,35 +64,45 @@ func ownerIndexState(t *types.TableDescription) IndexState {
 
 // AddOwnerIndex adds the owner index, as the schema defines it, to a data
 // table that lacks it (unless dryRun), and reports whether it was missing.
-// A table with provisioned capacity gives the index the table's own.
 func AddOwnerIndex(ctx context.Context, c IndexAdmin, table string, t schema.Table, dryRun bool) (bool, error) {
 	out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
 		return false, failed("describe "+table, err)
 	}
-	if ownerIndexState(out.Table) != IndexMissing || dryRun {
-		return ownerIndexState(out.Table) == IndexMissing, nil
+	missing := indexState(out.Table, schema.IndexByOwner) == IndexMissing
+	if !missing || dryRun {
+		return missing, nil
 	}
+	if err := addIndex(ctx, c, out.Table, t, schema.IndexByOwner); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// addIndex adds the named index, as the schema defines it, to an existing
+// table. A table with provisioned capacity gives the index the table's own.
+func addIndex(ctx context.Context, c IndexAdmin, table *types.TableDescription, t schema.Table, index string) error {
+	name := aws.ToString(table.TableName)
 	// The index as CreateTables would define it.
-	def := createTableInput(t, table)
+	def := createTableInput(t, name)
 	create := &types.CreateGlobalSecondaryIndexAction{}
 	for _, gsi := range def.GlobalSecondaryIndexes {
-		if aws.ToString(gsi.IndexName) == schema.IndexByOwner {
+		if aws.ToString(gsi.IndexName) == index {
 			create.IndexName, create.KeySchema, create.Projection = gsi.IndexName, gsi.KeySchema, gsi.Projection
 		}
 	}
-	if p := out.Table.ProvisionedThroughput; p != nil && aws.ToInt64(p.ReadCapacityUnits) > 0 {
+	if p := table.ProvisionedThroughput; p != nil && aws.ToInt64(p.ReadCapacityUnits) > 0 {
 		create.ProvisionedThroughput = &types.ProvisionedThroughput{ReadCapacityUnits: p.ReadCapacityUnits, WriteCapacityUnits: p.WriteCapacityUnits}
 	}
-	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{
-		TableName:                   aws.String(table),
+	_, err := c.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+		TableName:                   aws.String(name),
 		AttributeDefinitions:        def.AttributeDefinitions,
 		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: create}},
 	})
 	if err != nil {
-		return false, failed("add the owner index to "+table, err)
+		return failed("add the index "+index+" to "+name, err)
 	}
-	return true, nil
+	return nil
 }
 
 // ScanPosition is where a segment of a scan stopped: the last key read, as

@@ -58,7 +58,7 @@ func (s *Store) readPolicy(ctx context.Context, app, namespace string, consisten
 	if err != nil {
 		return uds.Policy{}, failed("read the policy of "+app+"/"+namespace, err)
 	}
-	return decodePolicy(out.Item), nil
+	return decodePolicy(app, out.Item), nil
 }
 
 func policyKey(app, namespace string) map[string]types.AttributeValue {
@@ -68,8 +68,10 @@ func policyKey(app, namespace string) map[string]types.AttributeValue {
 	}
 }
 
-func decodePolicy(av map[string]types.AttributeValue) uds.Policy {
-	p := uds.Policy{Access: uds.Access(str(av, schema.AttrAccess)), Version: num(av, schema.AttrPolicyVersion)}
+// decodePolicy reads a namespace's policy record (nil: none) in app. An
+// access mode left unset, in effect or pending, is the app's default.
+func decodePolicy(app string, av map[string]types.AttributeValue) uds.Policy {
+	p := uds.Policy{Access: orDefaultAccess(app, str(av, schema.AttrAccess)), Version: num(av, schema.AttrPolicyVersion)}
 	if doc := str(av, schema.AttrJSONSchema); doc != "" {
 		p.Schema = json.RawMessage(doc)
 	}
@@ -83,7 +85,7 @@ func decodePolicy(av map[string]types.AttributeValue) uds.Policy {
 	}
 	if _, pending := av[schema.AttrSettlesAt]; pending {
 		c := &uds.PolicyChange{
-			Access:    uds.Access(str(av, schema.AttrPendingAccess)),
+			Access:    orDefaultAccess(app, str(av, schema.AttrPendingAccess)),
 			Since:     time.UnixMilli(num(av, schema.AttrPendingSince)).UTC(),
 			SettlesAt: time.UnixMilli(num(av, schema.AttrSettlesAt)).UTC(),
 			LapsesAt:  time.UnixMilli(num(av, schema.AttrLapsesAt)).UTC(),
@@ -94,6 +96,15 @@ func decodePolicy(av map[string]types.AttributeValue) uds.Policy {
 		p.Pending = c
 	}
 	return p
+}
+
+// orDefaultAccess is the access mode stored, or the app's default where
+// none is.
+func orDefaultAccess(app, stored string) uds.Access {
+	if stored == "" {
+		return uds.DefaultAccess(app)
+	}
+	return uds.Access(stored)
 }
 
 // scanSegments is how many parallel segments each data table's scan for a
@@ -207,7 +218,7 @@ func (s *Store) Policies(ctx context.Context, app, after string, limit int) (pag
 			return nil, false, failed("list the policies of "+app, err)
 		}
 		for _, it := range out.Items {
-			page = append(page, uds.NamespacePolicy{App: app, Namespace: str(it, schema.AttrNamespace), Policy: decodePolicy(it)})
+			page = append(page, uds.NamespacePolicy{App: app, Namespace: str(it, schema.AttrNamespace), Policy: decodePolicy(app, it)})
 		}
 		if len(page) > limit {
 			return page[:limit], true, nil

@@ -95,6 +95,11 @@ func PolicySettle(cacheTTL, requestBudget time.Duration) time.Duration {
 // and a write.
 func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Policy) (uds.Policy, error) {
 	op := "set the policy of " + app + "/" + namespace
+	if p.Access == "" {
+		// The zero Policy restores the app's default mode, which is the
+		// mode a policy read back without one shows.
+		p.Access = uds.DefaultAccess(app)
+	}
 	if !p.History.On() {
 		// A history that keeps nothing is stored, and read back, as none.
 		p.History = uds.History{}

@@ -44,6 +44,9 @@ type Store struct {
 	objects Objects
 	// uploadLapse is how long a reservation waits for its commit.
 	uploadLapse time.Duration
+	// createdContentApp holds the reserved name uds.CreatedContentName
+	// in the registry; empty where the deployment names none.
+	createdContentApp string
 	// now is the store's clock: every instant it stores or compares
 	// (audit dates, expiry, the quiet period, cache lifetimes, a policy
 	// change's times) is read from it. Only the export deadline, which the

@@ -32,6 +32,40 @@ func CreateTables(ctx context.Context, client TableAdmin, names Tables) error {
 	return nil
 }
 
+// UpgradeTables adds to existing tables the indexes a later release added
+// to the schema (the apps table's byName), so that the local server's kept
+// data (make run) serves them. The owner index of a seed deployment's data
+// tables is the migration's to add (AddOwnerIndex), with its backfill.
+func UpgradeTables(ctx context.Context, client IndexAdmin, names Tables) error {
+	for _, t := range schema.Tables {
+		if t.ID == schema.Data.ID || t.ID == schema.List.ID {
+			continue
+		}
+		if err := addMissingIndexes(ctx, client, names.Name(t), t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addMissingIndexes adds the schema's indexes that an existing table
+// lacks, one UpdateTable each.
+func addMissingIndexes(ctx context.Context, c IndexAdmin, name string, t schema.Table) error {
+	for _, ix := range t.Indexes {
+		out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		if err != nil {
+			return fmt.Errorf("describe table %s: %w", name, err)
+		}
+		if indexState(out.Table, ix.Name) != IndexMissing {
+			continue
+		}
+		if err := addIndex(ctx, c, out.Table, t, ix.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func createTableInput(t schema.Table, name string) *dynamodb.CreateTableInput {
 	attrs := map[string]types.ScalarAttributeType{}
 	keySchema := func(hash schema.KeyAttr, rng *schema.KeyAttr) []types.KeySchemaElement {

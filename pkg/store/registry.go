@@ -1,0 +1,276 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// The registry gives apps names. An app's registration lives on its record
+// in the apps table, beside its limits; a claim item per folded name keeps
+// names unique, written in the same transaction as the record, so that two
+// apps registering one name at once cannot both get it. Only registered
+// records carry the keys of the sparse byName index, which lists them by
+// name; the apps table's other items (rate buckets, release markers,
+// claims) never appear there.
+
+// WithCreatedContentApp reserves uds.CreatedContentName for app: no other
+// app may register it.
+func WithCreatedContentApp(app string) Option { return func(s *Store) { s.createdContentApp = app } }
+
+// claimPrefix starts the key of a name's claim in the apps table. No app
+// id (a UUID) and no other item of the table starts so.
+const claimPrefix = "name#"
+
+func appKey(app string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{schema.AttrApp: &types.AttributeValueMemberS{Value: app}}
+}
+
+// RegisterApp registers app under name with a description ("" for none),
+// or changes its registration; it returns the registration. A name another
+// app holds, compared case-insensitively, is a *uds.NameTakenError, as is
+// the reserved uds.CreatedContentName for an app that is not the
+// deployment's created-content app. Name and description must have been
+// checked by the caller (uds.ParseAppName, uds.ParseAppDescription).
+func (s *Store) RegisterApp(ctx context.Context, app, name, description string) (uds.AppRegistration, error) {
+	op := "register app " + app
+	folded := uds.FoldAppName(name)
+	if folded == uds.CreatedContentName && s.createdContentApp != "" && app != s.createdContentApp {
+		return uds.AppRegistration{}, &uds.NameTakenError{Name: name, App: s.createdContentApp, Reserved: true}
+	}
+	for range maxWriteAttempts {
+		current, err := s.readRegistration(ctx, app)
+		if err != nil {
+			return uds.AppRegistration{}, err
+		}
+		registered := current.Name != ""
+		if registered && current.Name == name && current.Description == description {
+			return current, nil
+		}
+		now := s.writeTime()
+		stamp := &types.AttributeValueMemberS{Value: FormatTime(now)}
+		appS := &types.AttributeValueMemberS{Value: app}
+		claim := types.TransactWriteItem{Put: &types.Put{
+			TableName: aws.String(s.tables.Apps),
+			Item: map[string]types.AttributeValue{
+				schema.AttrApp:       &types.AttributeValueMemberS{Value: claimPrefix + folded},
+				schema.AttrClaimedBy: appS,
+			},
+			ConditionExpression:                 aws.String("attribute_not_exists(#app) OR #by = :app"),
+			ExpressionAttributeNames:            map[string]string{"#app": schema.AttrApp, "#by": schema.AttrClaimedBy},
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":app": appS},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}}
+		record := &types.Update{
+			TableName: aws.String(s.tables.Apps),
+			Key:       appKey(app),
+			UpdateExpression: aws.String("SET #n = :n, #r = :r, #k = :k, #u = :now, #reg = if_not_exists(#reg, :now)" +
+				descriptionUpdate(description)),
+			ExpressionAttributeNames: map[string]string{"#n": schema.AttrAppName, "#r": schema.AttrRegistry,
+				"#k": schema.AttrAppNameKey, "#u": schema.AttrRegistryUpdate, "#reg": schema.AttrRegistered,
+				"#d": schema.AttrAppDescription},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":n": &types.AttributeValueMemberS{Value: name}, ":r": &types.AttributeValueMemberS{Value: schema.RegistryPartition},
+				":k": &types.AttributeValueMemberS{Value: folded}, ":now": stamp,
+			},
+		}
+		if description != "" {
+			record.ExpressionAttributeValues[":d"] = &types.AttributeValueMemberS{Value: description}
+		}
+		// The record must still be as read, so that a concurrent rename's
+		// claim is the one released below, not left behind.
+		sameRegistration(record, current)
+		actions := []types.TransactWriteItem{claim, {Update: record}}
+		if registered && uds.FoldAppName(current.Name) != folded {
+			actions = append(actions, releaseClaim(s.tables.Apps, app, current.Name))
+		}
+		refused, err := s.transact(ctx, op, actions...)
+		switch {
+		case err != nil:
+			return uds.AppRegistration{}, err
+		case refused == nil:
+			reg := uds.AppRegistration{App: app, Name: name, Description: description, Created: current.Created,
+				Updated: now, Limits: current.Limits}
+			if !registered {
+				reg.Created = now
+			}
+			return reg, nil
+		case refused.conditionFailed(0):
+			if holder := str(refused.item(0), schema.AttrClaimedBy); holder != "" {
+				return uds.AppRegistration{}, &uds.NameTakenError{Name: name, App: holder}
+			}
+		case !refused.anyConditionFailed():
+			return uds.AppRegistration{}, failed(op, errUnexpectedCancel(refused))
+		}
+		// The registration changed meanwhile: decide again.
+	}
+	return uds.AppRegistration{}, &uds.UnavailableError{Op: op, Err: errContended}
+}
+
+// descriptionUpdate sets the description, or removes it when empty.
+func descriptionUpdate(description string) string {
+	if description == "" {
+		return " REMOVE #d"
+	}
+	return ", #d = :d"
+}
+
+// sameRegistration conditions an update of an app's record on its
+// registration's name key being the one current was read with.
+func sameRegistration(u *types.Update, current uds.AppRegistration) {
+	u.ExpressionAttributeNames["#k"] = schema.AttrAppNameKey
+	if current.Name == "" {
+		u.ConditionExpression = aws.String("attribute_not_exists(#k)")
+		return
+	}
+	u.ConditionExpression = aws.String("#k = :was")
+	u.ExpressionAttributeValues[":was"] = &types.AttributeValueMemberS{Value: uds.FoldAppName(current.Name)}
+}
+
+// releaseClaim deletes the claim of name, if app holds it.
+func releaseClaim(table, app, name string) types.TransactWriteItem {
+	return types.TransactWriteItem{Delete: &types.Delete{
+		TableName:                 aws.String(table),
+		Key:                       appKey(claimPrefix + uds.FoldAppName(name)),
+		ConditionExpression:       aws.String("attribute_not_exists(#app) OR #by = :app"),
+		ExpressionAttributeNames:  map[string]string{"#app": schema.AttrApp, "#by": schema.AttrClaimedBy},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":app": &types.AttributeValueMemberS{Value: app}},
+	}}
+}
+
+// App returns an app's registration, or uds.ErrNotFound when the app is
+// not registered.
+func (s *Store) App(ctx context.Context, app string) (uds.AppRegistration, error) {
+	reg, err := s.readRegistration(ctx, app)
+	if err == nil && reg.Name == "" {
+		return uds.AppRegistration{}, uds.ErrNotFound
+	}
+	return reg, err
+}
+
+// readRegistration reads an app's record strongly consistent: its
+// registration (no Name when it has none) and its default limits.
+func (s *Store) readRegistration(ctx context.Context, app string) (uds.AppRegistration, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.tables.Apps),
+		Key:            appKey(app),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return uds.AppRegistration{}, failed("read the registration of app "+app, err)
+	}
+	reg := decodeRegistration(out.Item)
+	reg.App = app
+	return reg, nil
+}
+
+func decodeRegistration(av map[string]types.AttributeValue) uds.AppRegistration {
+	reg := uds.AppRegistration{App: str(av, schema.AttrApp), Limits: limitsOf(av)}
+	if _, registered := av[schema.AttrAppNameKey]; !registered {
+		return reg
+	}
+	reg.Name, reg.Description = str(av, schema.AttrAppName), str(av, schema.AttrAppDescription)
+	reg.Created, _ = time.Parse(timeLayout, str(av, schema.AttrRegistered))
+	reg.Updated, _ = time.Parse(timeLayout, str(av, schema.AttrRegistryUpdate))
+	return reg
+}
+
+// UnregisterApp removes an app's name and description, and frees the
+// name. The app's data, limits, rate limits and policies stay; an app
+// that is not registered is left as it is.
+func (s *Store) UnregisterApp(ctx context.Context, app string) error {
+	op := "unregister app " + app
+	for range maxWriteAttempts {
+		current, err := s.readRegistration(ctx, app)
+		if err != nil || current.Name == "" {
+			return err
+		}
+		record := &types.Update{
+			TableName:                 aws.String(s.tables.Apps),
+			Key:                       appKey(app),
+			UpdateExpression:          aws.String("REMOVE #n, #d, #r, #k, #u, #reg"),
+			ExpressionAttributeNames:  map[string]string{"#n": schema.AttrAppName, "#d": schema.AttrAppDescription, "#r": schema.AttrRegistry, "#u": schema.AttrRegistryUpdate, "#reg": schema.AttrRegistered},
+			ExpressionAttributeValues: map[string]types.AttributeValue{},
+		}
+		sameRegistration(record, current)
+		refused, err := s.transact(ctx, op, types.TransactWriteItem{Update: record}, releaseClaim(s.tables.Apps, app, current.Name))
+		switch {
+		case err != nil:
+			return err
+		case refused == nil:
+			return nil
+		case !refused.anyConditionFailed():
+			return failed(op, errUnexpectedCancel(refused))
+		}
+	}
+	return &uds.UnavailableError{Op: op, Err: errContended}
+}
+
+// AppByName returns the registration of the app named name, compared
+// case-insensitively, or uds.ErrNotFound. It reads the name's claim, then
+// the app's record, both strongly consistent.
+func (s *Store) AppByName(ctx context.Context, name string) (uds.AppRegistration, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.tables.Apps),
+		Key:            appKey(claimPrefix + uds.FoldAppName(name)),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return uds.AppRegistration{}, failed("look up app name "+name, err)
+	}
+	holder := str(out.Item, schema.AttrClaimedBy)
+	if holder == "" {
+		return uds.AppRegistration{}, uds.ErrNotFound
+	}
+	reg, err := s.App(ctx, holder)
+	if err == nil && uds.FoldAppName(reg.Name) != uds.FoldAppName(name) {
+		// The app was renamed between the two reads.
+		return uds.AppRegistration{}, uds.ErrNotFound
+	}
+	return reg, err
+}
+
+// Apps lists registered apps by name (case-insensitively), after the
+// registration given (the zero one: from the start), at most limit; more
+// reports whether others follow. It queries the byName index, which
+// DynamoDB keeps eventually consistent: a registration shows in the list
+// within a second or so of its write.
+func (s *Store) Apps(ctx context.Context, after uds.AppRegistration, limit int) (page []uds.AppRegistration, more bool, err error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.tables.Apps),
+		IndexName:                 aws.String(schema.IndexByName),
+		KeyConditionExpression:    aws.String("#r = :r"),
+		ExpressionAttributeNames:  map[string]string{"#r": schema.AttrRegistry},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":r": &types.AttributeValueMemberS{Value: schema.RegistryPartition}},
+		Limit:                     aws.Int32(int32(limit + 1)),
+	}
+	if after.App != "" {
+		in.ExclusiveStartKey = map[string]types.AttributeValue{
+			schema.AttrApp:        &types.AttributeValueMemberS{Value: after.App},
+			schema.AttrRegistry:   &types.AttributeValueMemberS{Value: schema.RegistryPartition},
+			schema.AttrAppNameKey: &types.AttributeValueMemberS{Value: uds.FoldAppName(after.Name)},
+		}
+	}
+	for {
+		out, err := s.client.Query(ctx, in)
+		if err != nil {
+			return nil, false, failed("list registered apps", err)
+		}
+		for _, it := range out.Items {
+			page = append(page, decodeRegistration(it))
+		}
+		if len(page) > limit {
+			return page[:limit], true, nil
+		}
+		if out.LastEvaluatedKey == nil {
+			return page, false, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
