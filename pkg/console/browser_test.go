@@ -258,7 +258,27 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	t.Run("apps", func(t *testing.T) {
 		b.t = t
+		_, err := admin.RegisterApp(ctx, app, "Fitness", "Workouts and goals")
+		must(t, err)
 		b.open("#/apps")
+		// The registered app, its description and default limits, and its
+		// users, items and bytes summed over the users listing.
+		b.until(`document.querySelector("#apps-table tbody tr td:nth-child(6)")?.innerText === "3"`)
+		var items, bytes int64
+		for u, err := range admin.AppUsers(ctx, app) {
+			must(t, err)
+			items += u.Items
+			bytes += u.Bytes
+		}
+		row := eval[[]string](b, `[...document.querySelectorAll("#apps-table tbody tr:first-child td")].map((td) => td.innerText)`)
+		want := []string{"Fitness", app, "Workouts and goals", "10", "4.9 KiB", "3", strconv.FormatInt(items, 10), fmt.Sprintf("%.1f KiB", float64(bytes)/1024)}
+		if fmt.Sprint(row) != fmt.Sprint(want) {
+			t.Errorf("the app's row %q, want %q", row, want)
+		}
+		b.fill(`input[name="name"]`, "fitness")
+		b.press("Find")
+		b.until(`document.querySelector("#found")?.innerText.includes("Workouts and goals")`)
+		// An app by its id, registered or not.
 		b.fill(`input[name="app"]`, strings.ToUpper(app))
 		b.press("Open")
 		b.ready()

@@ -93,7 +93,7 @@ export async function appsPage(view) {
   });
 
   const nameInput = h("input", { name: "name", required: true, autocomplete: "off" });
-  const found = h("div", { "aria-live": "polite" });
+  const found = h("div", { "aria-live": "polite", id: "found" });
   const find = onSubmit(h("form", { class: "inline", "aria-label": "Find a registered app by name" },
     field("App name", nameInput), h("button", null, "Find")), (button) => busy(button, found, async () => {
     const { body } = await call("GET", "/admin/apps", { query: { name: nameInput.value.trim() } });
