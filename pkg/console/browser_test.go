@@ -330,6 +330,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		if order(got) != "alice,bob,carol" {
 			t.Errorf("closest to a limit first: %s", order(got))
 		}
+		b.shot("users")
 		b.clickOn(`[data-sort="user"]`)
 		if got := order(rows()); got != "alice,bob,carol" {
 			t.Errorf("by user: %s", got)
@@ -338,7 +339,6 @@ func TestConsoleInBrowser(t *testing.T) {
 		if got := order(rows()); got != "carol,bob,alice" {
 			t.Errorf("by user, descending: %s", got)
 		}
-		b.shot("users")
 
 		// carol's own limit, then cleared.
 		b.clickOn(`tr[data-user="carol"] button`)

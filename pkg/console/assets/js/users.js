@@ -88,7 +88,7 @@ export async function usersPage(view, app) {
       }
     };
     await Promise.all([worker(), worker(), worker(), worker()]);
-    notice(status, `${rows.length} users`);
+    replace(status);
     render();
   });
   more.addEventListener("click", load);
