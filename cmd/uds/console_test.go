@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,62 +11,43 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/udsproject/uds/pkg/httpapi/apitest"
 )
 
-// lockedWriter takes the command's output while the test reads it.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-var consoleLine = regexp.MustCompile(`UDS console on (http://127\.0\.0\.1:\d+)/console/ for \S+ \(([^)]*)\)`)
+var consoleLine = regexp.MustCompile(`^UDS console on (http://127\.0\.0\.1:\d+)/console/ for \S+ \(([^)]*)\)`)
 
 // startConsole runs `uds console` with args until the test ends and
 // returns the console's base URL and how it said it authenticates.
 func startConsole(t *testing.T, args ...string) (string, string) {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
-	var stdout, stderr lockedWriter
+	out, stdout := io.Pipe()
+	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, append([]string{"console", "--port", "0", "--no-open"}, args...), strings.NewReader(""), &stdout, &stderr)
+		code := run(ctx, append([]string{"console", "--port", "0", "--no-open"}, args...), strings.NewReader(""), stdout, &stderr)
+		stdout.Close()
+		done <- code
 	}()
 	t.Cleanup(func() {
 		stop()
 		if code := <-done; code != 0 {
-			t.Errorf("uds console exited %d: %s", code, stderr.String())
+			t.Errorf("uds console exited %d: %s", code, &stderr)
 		}
 	})
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := consoleLine.FindStringSubmatch(stdout.String()); m != nil {
-			return m[1], m[2]
-		}
-		select {
-		case code := <-done:
-			done <- code
-			t.Fatalf("uds console exited %d: %s%s", code, stdout.String(), stderr.String())
-		default:
-		}
+	// The first line names the console; nothing else is printed.
+	line, err := bufio.NewReader(out).ReadString('\n')
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	m := consoleLine.FindStringSubmatch(line)
+	if m == nil {
+		stop()
+		code := <-done
+		done <- code
+		t.Fatalf("uds console printed %q (%v), exit %d: %s", line, err, code, &stderr)
 	}
-	t.Fatalf("uds console printed no URL: %s%s", stdout.String(), stderr.String())
-	return "", ""
+	return m[1], m[2]
 }
 
 // seen is what the API behind the console received.

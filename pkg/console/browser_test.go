@@ -515,35 +515,30 @@ func TestConsoleInBrowser(t *testing.T) {
 			_, err := dave.Create(ctx, client.Key{App: app, Namespace: "activities", ID: "dave", SortKey: fmt.Sprintf("2024-01-0%d", i)}, map[string]any{"n": i})
 			must(t, err)
 		}
-		keys := func() string {
-			return strings.Join(eval[[]string](b, `[...document.querySelectorAll("#list-table tbody tr td:first-child")].map((td) => td.innerText)`), ",")
+		// shows waits for the list's status to begin with status, and
+		// checks the page's sort keys.
+		shows := func(status, want string) {
+			t.Helper()
+			b.until(fmt.Sprintf(`document.querySelector("#list-status").innerText.startsWith(%q)`, status))
+			if got := strings.Join(eval[[]string](b, `[...document.querySelectorAll("#list-table tbody tr td:first-child")].map((td) => td.innerText)`), ","); got != want {
+				t.Errorf("%s: %s, want %s", status, got, want)
+			}
 		}
 		b.open("#/apps/" + app + "/data?ns=activities&id=dave&list=1")
 		b.fill(`input[name="limit"]`, "2")
 		b.press("Show")
-		b.until(`document.querySelector("#list-status").innerText.startsWith("Page 1")`)
-		if got := keys(); got != "2024-01-01,2024-01-02" {
-			t.Errorf("page 1: %s", got)
-		}
+		shows("Page 1;", "2024-01-01,2024-01-02")
 		b.clickOn("#next-page")
-		b.until(`document.querySelector("#list-status").innerText.startsWith("Page 2")`)
-		if got := keys(); got != "2024-01-03,2024-01-04" {
-			t.Errorf("page 2: %s", got)
-		}
+		shows("Page 2;", "2024-01-03,2024-01-04")
 		b.shot("list")
+		// Descending, from 2024-01-02 (inclusive) to 2024-01-05 (exclusive).
 		b.do(chromedp.SetValue(chromedp.CSS(`select[name="sortOrder"]`), "DESC"))
 		b.fill(`input[name="startKey"]`, "2024-01-02")
 		b.fill(`input[name="endKey"]`, "2024-01-05")
 		b.press("Show")
-		b.until(`document.querySelector("#list-status").innerText.startsWith("Page 1;")`)
-		if got := keys(); got != "2024-01-04,2024-01-03" {
-			t.Errorf("descending, a page of two, from 2024-01-02 to 2024-01-05: %s", got)
-		}
+		shows("Page 1;", "2024-01-04,2024-01-03")
 		b.clickOn("#next-page")
-		b.until(`document.querySelector("#list-status").innerText.startsWith("Page 2, the last")`)
-		if got := keys(); got != "2024-01-02" {
-			t.Errorf("descending, page 2: %s", got)
-		}
+		shows("Page 2, the last", "2024-01-02")
 	})
 
 	t.Run("export and import", func(t *testing.T) {
