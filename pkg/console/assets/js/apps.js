@@ -8,6 +8,8 @@ import { h, replace, field, onSubmit, busy, bytes, count, table, heading, showEr
 
 const recentKey = "uds.recentApps";
 
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 function recent() {
   try {
     const list = JSON.parse(localStorage.getItem(recentKey) ?? "[]");
@@ -17,14 +19,14 @@ function recent() {
   }
 }
 
-// remember keeps app first among the recently opened, at most ten.
+// remember keeps app first among the recently opened, at most ten; what
+// is not an application id (the API refuses it) is not kept.
 export function remember(app) {
+  if (!uuid.test(app)) return;
   localStorage.setItem(recentKey, JSON.stringify([app, ...recent().filter((a) => a !== app)].slice(0, 10)));
 }
 
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-export function appLink(app, label) {
+function appLink(app, label) {
   return h("a", { href: `#/apps/${encodeURIComponent(app)}/users` }, label ?? app);
 }
 

@@ -61,7 +61,7 @@ function value(got, key) {
   if (got.item.data !== undefined) return h("pre", { class: "json", id: "item-data" }, pretty(got.item.data));
   const name = (key.sk || key.id).replace(/[^\w.-]+/g, "_");
   return h("p", { id: "item-binary" }, `A binary value: ${got.item.contentType}, ${bytes(got.item.size)}. `,
-    got.blob ? download(got.blob, name, `Download ${name}`) : null);
+    got.blob ? download(got.blob, name) : null);
 }
 
 export async function dataPage(view, app, query) {

@@ -10,7 +10,7 @@ import { h, replace, field, onSubmit, busy, bytes, count, table, heading, notice
 
 const base = (app) => path("admin", "apps", app, "namespaces");
 
-export function policyLink(app, ns) {
+function policyLink(app, ns) {
   return h("a", { href: `#/apps/${encodeURIComponent(app)}/namespaces/${encodeURIComponent(ns)}` }, ns);
 }
 

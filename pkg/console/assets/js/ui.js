@@ -35,7 +35,7 @@ export function replace(el, ...children) {
 let ids = 0;
 
 // uid is a fresh id for a label's for= and aria-describedby.
-export function uid(prefix) {
+function uid(prefix) {
   ids += 1;
   return `${prefix}-${ids}`;
 }
@@ -166,11 +166,9 @@ export function confirm(text, action = "Confirm") {
   });
 }
 
-// download offers a blob as a file, through a link the page keeps (so the
-// person can save it again) and a click on it.
-export function download(blob, name, label) {
-  const link = h("a", { href: URL.createObjectURL(blob), download: name, class: "download" }, label ?? `Download ${name}`);
-  return link;
+// download is a link that saves blob as a file named name.
+export function download(blob, name) {
+  return h("a", { href: URL.createObjectURL(blob), download: name, class: "download" }, `Download ${name}`);
 }
 
 // heading is a page's h1, focused when the page is shown so that a screen

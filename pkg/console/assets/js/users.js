@@ -28,6 +28,9 @@ function bar(label, used, limit, format) {
     h("span", null, text));
 }
 
+// columns are the table's sortable columns. Items and bytes sort by the
+// share of the limit used; users without a limit there sort by their use,
+// below every user with one.
 const columns = [
   { key: "user", label: "User", value: (r) => r.user, text: true },
   { key: "items", label: "Items", value: (r) => share(r.usedItems, r.limitItems) || r.usedItems / 1e12 },
