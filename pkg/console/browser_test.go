@@ -597,4 +597,18 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.open("#/apps/" + app + "/namespaces")
 		b.alert("main", "Network error")
 	})
+
+	t.Run("behind uds console", func(t *testing.T) {
+		b.t = t
+		// Where the API does not take the caller from the header, the
+		// page has no caller field.
+		proxied := httptest.NewServer(console.Mount(httputil.NewSingleHostReverseProxy(api), console.Config{}))
+		defer proxied.Close()
+		b.do(chromedp.Navigate(proxied.URL + console.Path + "#/apps/" + app + "/users"))
+		b.ready()
+		if shown := eval[bool](b, `getComputedStyle(document.querySelector("#caller-form")).display !== "none"`); shown {
+			t.Error("the caller field is shown")
+		}
+		b.shot("proxied")
+	})
 }
