@@ -23,7 +23,7 @@ ENGINE := scripts/with-dynamodb.sh
 UDS_LISTEN_ADDR ?= 127.0.0.1:8080
 export UDS_LISTEN_ADDR
 
-.PHONY: all run reset test test-go test-bench soak migrate bench capacity build build-zips engine engine-up engine-down clean uds
+.PHONY: all run reset test test-go test-console test-bench soak migrate bench capacity build build-zips engine engine-up engine-down clean uds
 
 all: test
 
@@ -86,13 +86,14 @@ reset: engine-down
 	fi
 	rm -rf .data/dynamodb .data/s3
 
-# make test runs four parts: the OpenAPI lint, the Go tests, every
-# benchmark once, and the CDK tests. Each part runs and reports even when
-# an earlier one failed (a Go failure does not hide the CDK results); the
-# target fails at the end, naming the parts that failed.
+# make test runs five parts: the OpenAPI lint, the Go tests, the console's
+# tests in a browser, every benchmark once, and the CDK tests. Each part
+# runs and reports even when an earlier one failed (a Go failure does not
+# hide the CDK results); the target fails at the end, naming the parts that
+# failed.
 test: engine
 	@failed=; \
-	for part in lint-openapi test-go test-bench test-infra; do \
+	for part in lint-openapi test-go test-console test-bench test-infra; do \
 	  $(MAKE) --no-print-directory $$part || failed="$$failed $$part"; \
 	done; \
 	if [[ -n "$$failed" ]]; then echo "make test failed:$$failed" >&2; exit 1; fi
@@ -105,7 +106,18 @@ test: engine
 TEST_PARALLEL ?= 4
 
 test-go: engine
-	$(ENGINE) -- go test -race -count=1 -parallel $(TEST_PARALLEL) ./...
+	$(ENGINE) -- go test -race -count=1 -parallel $(TEST_PARALLEL) $$(go list ./... | grep -v '/pkg/console$$')
+
+# The console's tests (pkg/console, left out of test-go): its handler's, and
+# the browser tests, which drive Chromium headless through every page
+# against the API on the engine. scripts/chromium.sh finds Chromium, or
+# installs Debian's package as root, or fails saying how. A screenshot of
+# each page at 1280 and 390 px wide goes to CONSOLE_SCREENSHOTS.
+CONSOLE_SCREENSHOTS ?= $(CURDIR)/build/console-screenshots
+
+test-console: engine
+	@chromium=$$(scripts/chromium.sh) && \
+	  CHROMIUM="$$chromium" CONSOLE_SCREENSHOTS="$(CONSOLE_SCREENSHOTS)" $(ENGINE) -- go test -race -count=1 ./pkg/console/
 
 # Every benchmark once, so a broken one fails make test instead of waiting
 # for make bench. -short trims setups too heavy for one run (the benchmarks

@@ -1,11 +1,11 @@
-// Command uds-local serves every UDS route group over plain HTTP for local
-// development, against the DynamoDB endpoint in UDS_DYNAMODB_ENDPOINT
-// (`make run` starts DynamoDB Local and sets it). It creates missing tables
-// at start and stops cleanly on Ctrl-C or SIGTERM. Unless UDS_BUCKET or
-// UDS_S3_ENDPOINT names another, it serves its own S3 engine for large
-// values on UDS_S3_LISTEN_ADDR, bucket uds-local, with the objects under
-// the directory -s3-data names (make run: .data/s3, beside DynamoDB
-// Local's .data/dynamodb) or in memory.
+// Command uds-local serves every UDS route group, and the console under
+// /console/, over plain HTTP for local development, against the DynamoDB
+// endpoint in UDS_DYNAMODB_ENDPOINT (`make run` starts DynamoDB Local and
+// sets it). It creates missing tables at start and stops cleanly on Ctrl-C
+// or SIGTERM. Unless UDS_BUCKET or UDS_S3_ENDPOINT names another, it serves
+// its own S3 engine for large values on UDS_S3_LISTEN_ADDR, bucket
+// uds-local, with the objects under the directory -s3-data names (make run:
+// .data/s3, beside DynamoDB Local's .data/dynamodb) or in memory.
 //
 // Everything it prints is a log line of one logger, at UDS_LOG_LEVEL: the
 // startup line, a line per request, sweeps and failures. EMF records, which
@@ -34,6 +34,7 @@ import (
 
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/console"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/server"
 	"github.com/udsproject/uds/pkg/store"
@@ -171,11 +172,14 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 		buildIndexes(sweepCtx, store.New(client, cfg.Tables), logger)
 	}()
 	logger.Info("UDS listening", slog.String("url", "http://"+reachable(ln.Addr())+httpapi.BasePath),
-		slog.String("dynamodb", cfg.Endpoint), slog.String("bucket", bucketAttr(cfg)), slog.String("identity", identity))
+		slog.String("console", "http://"+reachable(ln.Addr())+console.Path), slog.String("dynamodb", cfg.Endpoint), slog.String("bucket", bucketAttr(cfg)), slog.String("identity", identity))
 	if trusted && !loopback(ln.Addr()) {
 		logger.Warn("anyone who reaches this address can act as any caller: " + config.EnvTrustSubjectHeader + "=1 on a non-loopback address")
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	// The console beside the API: the page offers its caller field where
+	// the server takes the caller from the header.
+	handler := console.Mount(api, console.Config{SubjectHeader: trusted})
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/console"
+	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
@@ -112,7 +114,7 @@ func TestReachable(t *testing.T) {
 // person reading the output gets the request line, and the EMF record only
 // when asked for. Stopping ends run without an error.
 func TestEMFOnlyWhenAsked(t *testing.T) {
-	listening := regexp.MustCompile(`msg="UDS listening" url=(\S+)`)
+	listening := regexp.MustCompile(`msg="UDS listening" url=(\S+) console=(\S+)`)
 	for _, tc := range []struct {
 		name string
 		emf  bool
@@ -145,6 +147,16 @@ func TestEMFOnlyWhenAsked(t *testing.T) {
 				t.Fatal(err)
 			}
 			res.Body.Close()
+			// The console beside the API, where the start line says.
+			page := listening.FindStringSubmatch(out.String())[2]
+			res, err = http.Get(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/html; charset=utf-8" || page != strings.TrimSuffix(url, httpapi.BasePath)+console.Path {
+				t.Errorf("the console at %s: %d %s", page, res.StatusCode, res.Header.Get("Content-Type"))
+			}
 			stop()
 			if err := <-done; err != nil {
 				t.Fatalf("run: %v", err)

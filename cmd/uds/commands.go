@@ -158,6 +158,8 @@ still building fails (409 Index not ready): uds build-indexes builds it.`,
 		run: query},
 	"strays":    {args: "APP NAMESPACE", short: "the namespace's items no data route reaches (in the key space its policy does not use), as NDJSON records (admin)", min: 2, max: 2, run: strays},
 	"rm-strays": {args: "APP NAMESPACE", short: "remove the namespace's strays, releasing their usage (admin)", min: 2, max: 2, run: removeStrays},
+	"console": {short: "serve the console page on localhost, its calls carried to --endpoint with this machine's credentials",
+		long: consoleLong, flags: consoleFlags, run: runConsole},
 }
 
 // key builds an item key from positional arguments.

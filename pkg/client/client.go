@@ -36,7 +36,7 @@ type Client struct {
 	token      string
 	subject    string
 	userAgent  string
-	signer     *sigV4
+	signer     *Signer
 	maxRetries int
 	backoff    time.Duration
 	// maxWait bounds the pauses between one call's attempts, in total.
@@ -336,7 +336,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	}
 	switch {
 	case c.signer != nil:
-		if err := c.signer.sign(ctx, req, r.body); err != nil {
+		if err := c.signer.Sign(ctx, req, r.body); err != nil {
 			return nil, err
 		}
 	case c.token != "":

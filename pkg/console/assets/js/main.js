@@ -1,0 +1,105 @@
+// The console's entry: it learns from the server whether to offer the
+// caller field, then shows the page the location's hash names. Routes:
+//   #/apps                              registered apps, opening one by id
+//   #/apps/{app}/users                  usage against limits
+//   #/apps/{app}/namespaces[/{ns}]      policies, rate limits; one policy's editor
+//   #/apps/{app}/data?ns=&id=&sk=&list= items and lists
+//   #/apps/{app}/transfer               export and import
+
+import { config, loadConfig, setCaller } from "./api.js";
+import { h, replace, errorBox } from "./ui.js";
+import { appsPage, remember } from "./apps.js";
+import { usersPage } from "./users.js";
+import { namespacesPage, policyPage } from "./namespaces.js";
+import { dataPage } from "./data.js";
+import { transferPage } from "./transfer.js";
+
+const main = document.getElementById("main");
+
+const sections = [
+  ["users", "Users"],
+  ["namespaces", "Namespaces"],
+  ["data", "Data"],
+  ["transfer", "Export & import"],
+];
+
+// route reads the hash: its path segments (unescaped) and query.
+function route() {
+  const hash = location.hash.replace(/^#/, "") || "/apps";
+  const [p, q] = hash.split("?");
+  const parts = p.split("/").filter(Boolean).map(decodeURIComponent);
+  return { parts, query: new URLSearchParams(q ?? "") };
+}
+
+// nav shows the sections of the app in view, and marks the current one.
+function nav(app, section) {
+  const list = document.getElementById("nav");
+  const link = (href, name, label) =>
+    h("li", null, h("a", { href, "aria-current": section === name ? "page" : null }, label));
+  replace(list, link("#/apps", "apps", "Apps"),
+    app ? sections.map(([name, label]) => link(`#/apps/${encodeURIComponent(app)}/${name}`, name, label)) : null);
+}
+
+async function show() {
+  const { parts, query } = route();
+  const [top, app, section, ...rest] = parts;
+  const view = h("div", { class: "page" });
+  replace(main, view);
+  nav(app, app ? section : "apps");
+  try {
+    if (top !== "apps") {
+      location.hash = "#/apps";
+      return;
+    }
+    if (!app) {
+      await appsPage(view);
+    } else {
+      remember(app);
+      const pageOf = {
+        users: () => usersPage(view, app),
+        namespaces: () => (rest.length ? policyPage(view, app, rest[0]) : namespacesPage(view, app)),
+        data: () => dataPage(view, app, query),
+        transfer: () => transferPage(view, app),
+      }[section];
+      if (!pageOf) {
+        location.hash = `#/apps/${encodeURIComponent(app)}/users`;
+        return;
+      }
+      await pageOf();
+    }
+  } catch (e) {
+    view.prepend(errorBox(e));
+  }
+  if (!main.contains(view)) return; // another hash was shown meanwhile
+  const title = view.querySelector("h1");
+  if (title) {
+    document.title = `${title.textContent} · UDS console`;
+    title.focus({ preventScroll: true });
+  }
+  main.dataset.ready = location.hash;
+}
+
+async function start() {
+  try {
+    await loadConfig();
+  } catch (e) {
+    replace(main, errorBox(e));
+    return;
+  }
+  const form = document.getElementById("caller-form");
+  const input = document.getElementById("caller");
+  if (config.subjectHeader) {
+    form.hidden = false;
+    input.value = localStorage.getItem("uds.caller") ?? "";
+    setCaller(input.value);
+    input.addEventListener("input", () => {
+      setCaller(input.value);
+      localStorage.setItem("uds.caller", input.value.trim());
+    });
+    form.addEventListener("submit", (e) => e.preventDefault());
+  }
+  window.addEventListener("hashchange", show);
+  await show();
+}
+
+start();

@@ -1,0 +1,614 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/chromedp"
+
+	"github.com/udsproject/uds/pkg/client"
+	"github.com/udsproject/uds/pkg/console"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
+)
+
+const (
+	app = "d53065bd-f932-4841-83fb-849717d8df0f"
+	// EnvChromium names the browser to drive (scripts/chromium.sh prints
+	// it); without it, chromium is looked for on the PATH.
+	envChromium = "CHROMIUM"
+	// envScreenshots names the directory the screenshots go to: the test's
+	// own temporary directory is removed when it ends.
+	envScreenshots = "CONSOLE_SCREENSHOTS"
+)
+
+// findChromium finds the browser, or fails the test saying how to install it:
+// a machine without it must not pass the console's tests by skipping them.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv(envChromium); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatalf("chromium is not installed: the console's browser tests drive it. scripts/chromium.sh installs Debian's package " +
+		"(apt-get install -y chromium, as root), and make test-console runs it; or set " + envChromium + " to a Chromium binary")
+	return ""
+}
+
+// screenshots is the directory the screenshots go to: $CONSOLE_SCREENSHOTS,
+// or build/console-screenshots at the module's root.
+func screenshots(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv(envScreenshots)
+	if dir == "" {
+		root, err := filepath.Abs("../..")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(root, "build", "console-screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// browser is one tab of a headless Chromium on the console of srv.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+	dir  string
+}
+
+// newBrowser starts Chromium once for the whole test (its start is the
+// slow part) and opens a tab.
+func newBrowser(t *testing.T, chromium, base string) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		chromedp.WindowSize(1280, 900))
+	alloc, stopAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, stop := chromedp.NewContext(alloc, chromedp.WithErrorf(t.Logf))
+	t.Cleanup(func() {
+		stop()
+		stopAlloc()
+	})
+	// The browser lives as long as the context of its first run: that one
+	// has no time limit, and each step after it has its own.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", chromium, err)
+	}
+	b := &browser{t: t, ctx: ctx, base: base, dir: screenshots(t)}
+	b.do(chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+console.Path+"#/apps"))
+	b.ready()
+	return b
+}
+
+// do runs actions, each step within a minute.
+func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.t.Fatalf("browser: %v\n%s", err, b.page())
+	}
+}
+
+// eval answers a JavaScript expression's value.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluating %s: %v\n%s", expr, err, b.page())
+	}
+	return v
+}
+
+// page is the text the page shows, for failure messages.
+func (b *browser) page() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main")?.innerText ?? ""`))
+	return "the page shows:\n" + text
+}
+
+// until waits for a JavaScript condition to hold.
+func (b *browser) until(cond string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(25*time.Second))); err != nil {
+		b.t.Fatalf("waiting for %s: %v\n%s", cond, err, b.page())
+	}
+}
+
+// ready waits until the page of the location's hash is shown whole.
+func (b *browser) ready() {
+	b.t.Helper()
+	b.until(`location.hash !== "" && document.querySelector("main").dataset.ready === location.hash`)
+}
+
+// open shows the page of hash, as a person following a link would.
+func (b *browser) open(hash string) {
+	b.t.Helper()
+	b.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector("main").dataset.ready = "";
+		location.hash === %[1]q ? window.dispatchEvent(new HashChangeEvent("hashchange")) : (location.hash = %[1]q)`, hash)))
+	b.ready()
+}
+
+// text is an element's text, "" when there is none.
+func (b *browser) text(css string) string {
+	b.t.Helper()
+	return eval[string](b, fmt.Sprintf(`document.querySelector(%q)?.innerText ?? ""`, css))
+}
+
+// fill sets a control's value as typing would, input event included.
+func (b *browser) fill(css, value string) {
+	b.t.Helper()
+	b.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const el = document.querySelector(%q);
+		el.value = %q; el.dispatchEvent(new Event("input", {bubbles: true})); })()`, css, value)))
+}
+
+// press clicks the button (or link) whose text is label.
+func (b *browser) press(label string) {
+	b.t.Helper()
+	b.do(chromedp.Click(fmt.Sprintf(`//*[self::button or self::a][normalize-space()=%q]`, label), chromedp.NodeVisible))
+}
+
+// clickOn clicks the element css names.
+func (b *browser) clickOn(css string) {
+	b.t.Helper()
+	b.do(chromedp.Click(chromedp.CSS(css), chromedp.NodeVisible))
+}
+
+// alert waits until the element css names shows an error (role=alert)
+// that says want.
+func (b *browser) alert(css, want string) {
+	b.t.Helper()
+	b.until(fmt.Sprintf(`[...(document.querySelector(%q)?.querySelectorAll("[role=alert]") ?? [])].some((e) => e.innerText.includes(%q))`, css, want))
+}
+
+// shot saves the page as it stands at 1280 and at 390 px wide.
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	for _, width := range []int64{1280, 390} {
+		b.do(chromedp.EmulateViewport(width, 900))
+		ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		cancel()
+		if err != nil {
+			b.t.Fatalf("screenshot: %v", err)
+		}
+		file := filepath.Join(b.dir, fmt.Sprintf("%s-%d.png", name, width))
+		if err := os.WriteFile(file, png, 0o644); err != nil {
+			b.t.Fatal(err)
+		}
+		// Nothing may be wider than the window: at 390 px a table scrolls
+		// inside its box, the page itself does not.
+		if wide := eval[int](b, `document.documentElement.scrollWidth`); wide > int(width) {
+			b.t.Errorf("%s at %d px: the page is %d px wide", name, width, wide)
+		}
+	}
+	b.do(chromedp.EmulateViewport(1280, 900))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConsoleInBrowser clicks through every page of the console in
+// headless Chromium, against the API on the test engine with the console
+// mounted as the local server mounts it, and checks what the page shows
+// against what the API answers.
+func TestConsoleInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	api, err := url.Parse(apitest.Server(t, apitest.Budget))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(console.Mount(httputil.NewSingleHostReverseProxy(api), console.Config{SubjectHeader: true}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	as := func(subject string) *client.Client {
+		c, err := client.New(api.String(), client.WithSubject(subject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	admin := as("")
+	// Three users of the app, near their limits in different measures.
+	for user, n := range map[string]int{"alice": 8, "bob": 3, "carol": 2} {
+		for i := range n {
+			_, err := as(user).Create(ctx, client.Key{App: app, Namespace: "prefs", ID: fmt.Sprintf("%s-%d", user, i)},
+				map[string]any{"theme": "dark", "n": i})
+			must(t, err)
+		}
+	}
+	_, err = admin.SetAppLimits(ctx, app, client.Limits{LimitItems: 10, LimitBytes: 5000})
+	must(t, err)
+	_, err = admin.SetUserLimits(ctx, app, "bob", client.Limits{LimitItems: 4})
+	must(t, err)
+	b := newBrowser(t, chromium, srv.URL)
+
+	t.Run("apps", func(t *testing.T) {
+		b.t = t
+		_, err := admin.RegisterApp(ctx, app, "Fitness", "Workouts and goals")
+		must(t, err)
+		b.open("#/apps")
+		// The registered app, its description and default limits, and its
+		// users, items and bytes summed over the users listing.
+		b.until(`document.querySelector("#apps-table tbody tr td:nth-child(6)")?.innerText === "3"`)
+		var items, bytes int64
+		for u, err := range admin.AppUsers(ctx, app) {
+			must(t, err)
+			items += u.Items
+			bytes += u.Bytes
+		}
+		row := eval[[]string](b, `[...document.querySelectorAll("#apps-table tbody tr:first-child td")].map((td) => td.innerText)`)
+		want := []string{"Fitness", app, "Workouts and goals", "10", "4.9 KiB", "3", strconv.FormatInt(items, 10), fmt.Sprintf("%.1f KiB", float64(bytes)/1024)}
+		if fmt.Sprint(row) != fmt.Sprint(want) {
+			t.Errorf("the app's row %q, want %q", row, want)
+		}
+		b.fill(`input[name="name"]`, "fitness")
+		b.press("Find")
+		b.until(`document.querySelector("#found")?.innerText.includes("Workouts and goals")`)
+		// An app by its id, registered or not.
+		b.fill(`input[name="app"]`, strings.ToUpper(app))
+		b.press("Open")
+		b.ready()
+		if got := eval[string](b, "location.hash"); got != "#/apps/"+app+"/users" {
+			t.Errorf("opened %s", got)
+		}
+		b.open("#/apps")
+		if got := b.text(".recent"); !strings.Contains(got, app) {
+			t.Errorf("opened recently: %q", got)
+		}
+		b.shot("apps")
+	})
+
+	t.Run("users", func(t *testing.T) {
+		b.t = t
+		b.open("#/apps/" + app + "/users")
+		type bar struct{ Used, Limit int64 }
+		type row struct {
+			User         string
+			Items, Bytes bar
+		}
+		rows := func() []row {
+			return eval[[]row](b, `[...document.querySelectorAll("#users-table tbody tr")].map((tr) => {
+				const m = [...tr.querySelectorAll("meter")].map((x) => ({used: +x.dataset.used, limit: +x.dataset.limit}));
+				return {user: tr.dataset.user, items: m[0], bytes: m[1]};
+			})`)
+		}
+		check := func() []row {
+			t.Helper()
+			got := rows()
+			for _, r := range got {
+				q, err := admin.UserQuota(ctx, app, r.User)
+				must(t, err)
+				if r.Items.Used != q.UsedItems || r.Items.Limit != *q.LimitItems || r.Bytes.Used != q.UsedBytes || r.Bytes.Limit != *q.LimitBytes {
+					t.Errorf("%s's bars %+v, the API's quota %d/%d items, %d/%d bytes", r.User, r, q.UsedItems, *q.LimitItems, q.UsedBytes, *q.LimitBytes)
+				}
+			}
+			return got
+		}
+		got := check()
+		order := func(rs []row) string {
+			var names []string
+			for _, r := range rs {
+				names = append(names, r.User)
+			}
+			return strings.Join(names, ",")
+		}
+		// alice has 8 of 10 items, bob 3 of 4, carol 2 of 10.
+		if order(got) != "alice,bob,carol" {
+			t.Errorf("closest to a limit first: %s", order(got))
+		}
+		b.shot("users")
+		b.clickOn(`[data-sort="user"]`)
+		if got := order(rows()); got != "alice,bob,carol" {
+			t.Errorf("by user: %s", got)
+		}
+		b.clickOn(`[data-sort="user"]`)
+		if got := order(rows()); got != "carol,bob,alice" {
+			t.Errorf("by user, descending: %s", got)
+		}
+
+		// carol's own limit, then cleared.
+		b.clickOn(`tr[data-user="carol"] button`)
+		b.fill(`input[name="limitItems"]`, "3")
+		b.press("Set limits")
+		b.until(`document.querySelector('tr[data-user="carol"] meter')?.dataset.limit === "3"`)
+		check()
+		b.press("Clear override")
+		b.until(`document.querySelector('tr[data-user="carol"] meter')?.dataset.limit === "10"`)
+		check()
+		if q, err := admin.UserQuota(ctx, app, "carol"); err != nil || *q.LimitItems != 10 {
+			t.Errorf("carol's limit after the clear: %v, %v", q.LimitItems, err)
+		}
+		b.press("Recompute usage")
+		b.until(`document.querySelector("[data-drift]") != null`)
+		var drift map[string]int64
+		must(t, json.Unmarshal([]byte(b.text("[data-drift]")), &drift))
+		if drift["items"] != 0 || drift["bytes"] != 0 {
+			t.Errorf("drift %v, want none", drift)
+		}
+		b.shot("user-panel")
+	})
+
+	t.Run("namespaces", func(t *testing.T) {
+		b.t = t
+		_, err := as("alice").Create(ctx, client.Key{App: app, Namespace: "notes", ID: "n1"}, map[string]any{"text": "hi"})
+		must(t, err)
+		_, err = admin.SetPolicy(ctx, app, "journal", client.Policy{Access: "shared", History: &client.HistoryPolicy{Versions: 5}})
+		must(t, err)
+		b.open("#/apps/" + app + "/namespaces")
+		if got := b.text("#namespaces-table"); !strings.Contains(got, "journal") || !strings.Contains(got, "5 versions") {
+			t.Errorf("namespaces: %q", got)
+		}
+		// The app's rate limits.
+		b.fill(`input[name="perCaller-rate"]`, "5")
+		b.fill(`input[name="perCaller-burst"]`, "10")
+		b.press("Set rate limits")
+		b.until(`document.body.innerText.includes("Rate limits set.")`)
+		rl, err := admin.AppRateLimits(ctx, app)
+		must(t, err)
+		if rl.PerCaller == nil || rl.PerCaller.RequestsPerSecond != 5 || rl.PerCaller.Burst != 10 || rl.PerApp != nil {
+			t.Errorf("rate limits %+v", rl)
+		}
+		b.fill(`input[name="perApp-rate"]`, "7")
+		b.press("Set rate limits")
+		b.alert("form[aria-label='Rate limits'] + div", "400 Invalid perApp")
+		b.shot("namespaces")
+		must(t, admin.ClearAppRateLimits(ctx, app))
+
+		// notes holds data: making it private is refused (409).
+		b.open("#/apps/" + app + "/namespaces/notes")
+		b.do(chromedp.SetValue(chromedp.CSS(`select[name="access"]`), "private"))
+		b.press("Save policy")
+		b.alert("#policy-result", "409 Namespace holds data")
+		// The schema's JSON is checked while typing; the API's 400 on save.
+		b.do(chromedp.SetValue(chromedp.CSS(`select[name="access"]`), "shared"), chromedp.SendKeys(chromedp.CSS("#schema"), `{"type": `))
+		b.until(`document.querySelector("#schema-error").textContent.startsWith("Not valid JSON")`)
+		if got := eval[string](b, `document.querySelector("#schema").getAttribute("aria-invalid")`); got != "true" {
+			t.Errorf("aria-invalid %q", got)
+		}
+		b.shot("schema-error")
+		b.do(chromedp.SendKeys(chromedp.CSS("#schema"), `5}`))
+		b.until(`document.querySelector("#schema-error").textContent === ""`)
+		b.press("Save policy")
+		b.alert("#policy-result", "400 Invalid schema")
+		b.fill("#schema", `{"type": "object", "required": ["text"]}`)
+		b.press("Save policy")
+		b.until(`document.querySelector("#policy-result").innerText.includes("Policy saved")`)
+		p, err := admin.Policy(ctx, app, "notes")
+		must(t, err)
+		if string(p.Schema) != `{"type":"object","required":["text"]}` {
+			t.Errorf("schema saved %s", p.Schema)
+		}
+
+		// secret is empty: making it private is announced (202), then
+		// completed by sending it again once it settles.
+		b.open("#/apps/" + app + "/namespaces/secret")
+		b.do(chromedp.SetValue(chromedp.CSS(`select[name="access"]`), "private"))
+		b.press("Save policy")
+		b.until(`document.querySelector("#complete-change") != null`)
+		if got := b.text("#policy-result"); !strings.Contains(got, "202 Change announced") || !strings.Contains(got, "Retry-After: 1 s") {
+			t.Errorf("the announcement: %q", got)
+		}
+		b.shot("policy-202")
+		time.Sleep(1200 * time.Millisecond)
+		b.clickOn("#complete-change")
+		b.until(`document.querySelector("#policy-result").innerText.includes("Policy saved")`)
+		if p, err := admin.Policy(ctx, app, "secret"); err != nil || p.Access != "private" || p.Pending != nil {
+			t.Errorf("secret's policy %+v, %v", p, err)
+		}
+	})
+
+	t.Run("data", func(t *testing.T) {
+		b.t = t
+		// The page acts as alice on prefs; dave, who has no limit of his
+		// own below the app's, stores the rest.
+		alice, dave := as("alice"), as("dave")
+		key := client.Key{App: app, Namespace: "prefs", ID: "alice-1"}
+		b.fill("#caller", "alice")
+		b.open("#/apps/" + app + "/data?ns=prefs&id=alice-1")
+		it, err := alice.Get(ctx, key)
+		must(t, err)
+		if got := b.text("[data-etag]"); got != it.ETag {
+			t.Errorf("ETag shown %q, the API's %q", got, it.ETag)
+		}
+		var shown any
+		must(t, json.Unmarshal([]byte(b.text("#item-data")), &shown))
+		if want := map[string]any{"theme": "dark", "n": 1.0}; fmt.Sprint(shown) != fmt.Sprint(want) {
+			t.Errorf("data shown %v", shown)
+		}
+		b.shot("item")
+		// An edit: the new ETag shown is the API's.
+		b.fill("#item-editor", `{"theme": "light"}`)
+		b.press("Save (If-Match)")
+		b.until(`document.querySelector("#item-result").innerText.startsWith("200 Saved")`)
+		it, err = alice.Get(ctx, key)
+		must(t, err)
+		if got := b.text("[data-etag]"); got != it.ETag || string(it.Data) != `{"theme":"light"}` {
+			t.Errorf("after the edit the page shows %q, the API %q %s", got, it.ETag, it.Data)
+		}
+		// Someone else writes: the page's edit is refused (412) and shows
+		// the newer version.
+		newer, err := as("bob").Update(ctx, key, map[string]any{"theme": "bob's"})
+		must(t, err)
+		b.fill("#item-editor", `{"theme": "mine"}`)
+		b.press("Save (If-Match)")
+		b.alert("#item-result", "412 Precondition failed")
+		b.until(`document.querySelector("#newer") != null`)
+		if got := b.text("#newer h3"); !strings.Contains(got, "version "+strconv.FormatInt(newer.Version, 10)) || !strings.Contains(got, newer.ETag) {
+			t.Errorf("the newer version shown as %q, the API's is %d %s", got, newer.Version, newer.ETag)
+		}
+		b.shot("item-412")
+		// Delete, after the confirmation.
+		b.press("Edit the newer version")
+		b.press("Delete item")
+		b.until(`document.querySelector("#confirm").open`)
+		b.clickOn("#confirm-ok")
+		b.until(`document.querySelector("#item-result").innerText.startsWith("204 Deleted")`)
+		if _, err := alice.Get(ctx, key); !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("after the delete: %v", err)
+		}
+
+		// History: two versions of a journal entry, the first restored.
+		jkey := client.Key{App: app, Namespace: "journal", ID: "day1"}
+		_, err = dave.Create(ctx, jkey, map[string]any{"text": "first draft"})
+		must(t, err)
+		_, err = dave.Update(ctx, jkey, map[string]any{"text": "second draft"})
+		must(t, err)
+		b.open("#/apps/" + app + "/data?ns=journal&id=day1")
+		b.until(`document.querySelectorAll("#history-table tbody tr").length === 2`)
+		b.shot("history")
+		b.clickOn(`tr[data-version="1"] button[aria-label="Restore version 1"]`)
+		b.clickOn("#confirm-ok")
+		b.until(`document.querySelector("#item-result").innerText.includes("Restored version 1 as version 3")`)
+		if it, err := dave.Get(ctx, jkey); err != nil || string(it.Data) != `{"text":"first draft"}` || it.Version != 3 {
+			t.Errorf("after the restore: %+v, %v", it, err)
+		}
+
+		// A binary value: its type and size, and a link to its bytes.
+		png := []byte("\x89PNG\r\n\x1a\n not really an image")
+		_, err = dave.PutBytes(ctx, client.Key{App: app, Namespace: "avatars", ID: "dave"}, bytes.NewReader(png), int64(len(png)), "image/png")
+		must(t, err)
+		b.open("#/apps/" + app + "/data?ns=avatars&id=dave")
+		if got := b.text("#item-binary"); !strings.Contains(got, "image/png, "+strconv.Itoa(len(png))+" B") {
+			t.Errorf("binary value shown as %q", got)
+		}
+		if href := eval[string](b, `document.querySelector("#item-binary a").href`); !strings.HasPrefix(href, "blob:") {
+			t.Errorf("download link %q", href)
+		}
+		b.shot("binary")
+
+		// A list, two items a page, in both orders and within a range.
+		for i := 1; i <= 5; i++ {
+			_, err := dave.Create(ctx, client.Key{App: app, Namespace: "activities", ID: "dave", SortKey: fmt.Sprintf("2024-01-0%d", i)}, map[string]any{"n": i})
+			must(t, err)
+		}
+		// shows waits for the list's status to begin with status, and
+		// checks the page's sort keys.
+		shows := func(status, want string) {
+			t.Helper()
+			b.until(fmt.Sprintf(`document.querySelector("#list-status").innerText.startsWith(%q)`, status))
+			if got := strings.Join(eval[[]string](b, `[...document.querySelectorAll("#list-table tbody tr td:first-child")].map((td) => td.innerText)`), ","); got != want {
+				t.Errorf("%s: %s, want %s", status, got, want)
+			}
+		}
+		b.open("#/apps/" + app + "/data?ns=activities&id=dave&list=1")
+		b.fill(`input[name="limit"]`, "2")
+		b.press("Show")
+		shows("Page 1;", "2024-01-01,2024-01-02")
+		b.clickOn("#next-page")
+		shows("Page 2;", "2024-01-03,2024-01-04")
+		b.shot("list")
+		// Descending, from 2024-01-02 (inclusive) to 2024-01-05 (exclusive).
+		b.do(chromedp.SetValue(chromedp.CSS(`select[name="sortOrder"]`), "DESC"))
+		b.fill(`input[name="startKey"]`, "2024-01-02")
+		b.fill(`input[name="endKey"]`, "2024-01-05")
+		b.press("Show")
+		shows("Page 1;", "2024-01-04,2024-01-03")
+		b.clickOn("#next-page")
+		shows("Page 2, the last", "2024-01-02")
+	})
+
+	t.Run("export and import", func(t *testing.T) {
+		b.t = t
+		b.open("#/apps/" + app + "/transfer")
+		b.press("Export")
+		b.until(`document.querySelector("#export-status [data-records]") != null`)
+		n := 0
+		for _, err := range admin.Export(ctx, app) {
+			must(t, err)
+			n++
+		}
+		if got := eval[string](b, `document.querySelector("#export-status [data-records]").dataset.records`); got != strconv.Itoa(n) {
+			t.Errorf("exported %s records, the API has %d", got, n)
+		}
+		// The file the page exported, downloaded as a person would, and
+		// imported back after a delete: the deleted item imported, the
+		// others skipped.
+		downloads := t.TempDir()
+		b.do(chromedp.Func(func(ctx context.Context, tab *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tab, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+				Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads})
+			return err
+		}))
+		b.clickOn("#export-status a")
+		file := filepath.Join(downloads, "uds-export-"+app+".json")
+		var exported struct{ Records []json.RawMessage }
+		for deadline := time.Now().Add(30 * time.Second); len(exported.Records) != n; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the download %s holds %d records, want %d", file, len(exported.Records), n)
+			}
+			if b, err := os.ReadFile(file); err == nil {
+				_ = json.Unmarshal(b, &exported)
+			}
+		}
+		must(t, as("carol").Delete(ctx, client.Key{App: app, Namespace: "prefs", ID: "carol-0"}))
+		b.do(chromedp.SetUploadFiles(chromedp.CSS(`input[type="file"]`), []string{file}))
+		b.press("Import")
+		b.until(`document.querySelector("#import-result") != null`)
+		if got, want := b.text("#import-result"), fmt.Sprintf("%d records: imported 1, skipped %d already present, expired 0, conflicts 0.", n, n-1); got != want {
+			t.Errorf("import: %q, want %q", got, want)
+		}
+		if _, err := as("carol").Get(ctx, client.Key{App: app, Namespace: "prefs", ID: "carol-0"}); err != nil {
+			t.Errorf("the deleted item after the import: %v", err)
+		}
+		b.shot("transfer")
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		b.t = t
+		b.open("#/apps/not-an-app/users")
+		b.alert("main", "400 Invalid applicationUuid")
+		b.shot("errors")
+		// The server gone: a network failure is shown, not swallowed.
+		srv.Close()
+		b.open("#/apps/" + app + "/namespaces")
+		b.alert("main", "Network error")
+	})
+
+	t.Run("behind uds console", func(t *testing.T) {
+		b.t = t
+		// Where the API does not take the caller from the header, the
+		// page has no caller field.
+		proxied := httptest.NewServer(console.Mount(httputil.NewSingleHostReverseProxy(api), console.Config{}))
+		defer proxied.Close()
+		b.do(chromedp.Navigate(proxied.URL + console.Path + "#/apps/" + app + "/users"))
+		b.ready()
+		if shown := eval[bool](b, `getComputedStyle(document.querySelector("#caller-form")).display !== "none"`); shown {
+			t.Error("the caller field is shown")
+		}
+		b.shot("proxied")
+	})
+}

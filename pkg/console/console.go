@@ -1,0 +1,125 @@
+// Package console serves the UDS console: a page of plain HTML, CSS and
+// JavaScript (ES modules, no framework, no build step) built into the
+// binaries, from which a person sees and manages apps, users, usage,
+// namespace policies and data. The page calls the API at the same origin
+// under /rest/api/v1, so one page serves both ways of opening it: the local
+// server (make run) mounts it beside the API, and `uds console` serves it
+// beside a proxy that carries the page's calls to a deployed stack with the
+// operator's credentials.
+package console
+
+import (
+	"embed"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+)
+
+// Path is where the console is served: the page at Path, its assets and
+// configuration under it.
+const Path = "/console/"
+
+// Config is what the page learns from the server that serves it
+// (GET /console/config.json).
+type Config struct {
+	// SubjectHeader says the API takes the caller from X-Uds-Subject, so
+	// the page offers a caller field and sends it with data calls: the
+	// local server on a loopback address. Behind `uds console` the proxy's
+	// credentials decide who the caller is, and the page hides the field.
+	SubjectHeader bool `json:"subjectHeader"`
+}
+
+//go:embed assets
+var embedded embed.FS
+
+// assets are the page's files, at the root of the file system.
+var assets = func() fs.FS {
+	sub, err := fs.Sub(embedded, "assets")
+	if err != nil {
+		panic(err) // the directory is embedded above: it exists
+	}
+	return sub
+}()
+
+// contentTypes are the types of the page's files by extension. They are
+// named here rather than taken from the system's MIME tables, which differ
+// between machines (a .js file is application/javascript on some, and
+// browsers refuse a module of a type they do not take for JavaScript).
+var contentTypes = map[string]string{
+	".html": "text/html; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".js":   "text/javascript; charset=utf-8",
+	".svg":  "image/svg+xml",
+	".json": "application/json",
+}
+
+// securityPolicy allows the page only its own scripts, styles, images and
+// calls (the API at the same origin): no inline script, nothing from
+// elsewhere, and no framing by another page.
+const securityPolicy = "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// Handler serves the console under Path: index.html for Path itself,
+// config.json from cfg, and the embedded assets, every answer with
+// Cache-Control no-cache (a new binary's page is never mixed with an old
+// one's modules) and the strict security policy. /console without the
+// slash redirects to Path; anything else is a 404.
+func Handler(cfg Config) http.Handler {
+	config, err := json.Marshal(cfg)
+	if err != nil {
+		panic(err) // a struct of a bool always marshals
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", securityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-cache")
+		if r.URL.Path == strings.TrimSuffix(Path, "/") {
+			http.Redirect(w, r, Path, http.StatusMovedPermanently)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		name := strings.TrimPrefix(r.URL.Path, Path)
+		switch name {
+		case "":
+			name = "index.html"
+		case "config.json":
+			h.Set("Content-Type", contentTypes[".json"])
+			_, _ = w.Write(config)
+			return
+		}
+		ctype, known := contentTypes[path.Ext(name)]
+		if !known || !fs.ValidPath(name) {
+			http.NotFound(w, r)
+			return
+		}
+		body, err := fs.ReadFile(assets, name)
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		h.Set("Content-Type", ctype)
+		_, _ = w.Write(body)
+	})
+}
+
+// Mount serves the console under Path and every other request with next
+// (the API, or the proxy to it). It looks at the path's prefix only, rather
+// than through http.ServeMux, which cleans paths and would redirect API
+// paths whose keys hold "//" or "/./".
+func Mount(next http.Handler, cfg Config) http.Handler {
+	console := Handler(cfg)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == strings.TrimSuffix(Path, "/") || strings.HasPrefix(r.URL.Path, Path) {
+			console.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
