@@ -2,10 +2,11 @@
 # and make; everything else is installed by these targets.
 #
 #   make run     the whole API on http://127.0.0.1:8080 over DynamoDB Local
-#                (data kept in .data/ across restarts)
+#                (data kept in .data/ across restarts), the console at /console/
 #   make reset   delete that data: the next make run starts empty
 #   make test    every test, against a DynamoDB Local it starts and stops
-#                (and the OpenAPI lint, every benchmark once, the CDK tests)
+#                (and the OpenAPI lint, the console in headless Chromium,
+#                every benchmark once, the CDK tests)
 #   make fuzz    every fuzz target, FUZZTIME each
 #   make soak    the accounting workload under every fault mix, for minutes
 #   make migrate adopt a seed deployment's tables (README, "Migrating")
@@ -138,7 +139,7 @@ soak: engine
 # The command line: uds get|create|put|rm|ls|rm-list|history|restore|
 # rm-history|query|quota|users|apps|set-quota|recompute|rate-limits|
 # set-rate-limits|export|import|policy|set-policy|build-indexes|strays|
-# rm-strays|registry|app|app-id|register-app|unregister-app
+# rm-strays|registry|app|app-id|register-app|unregister-app|console
 # (bin/uds --help).
 uds:
 	go build -o bin/uds ./cmd/uds
