@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -105,12 +106,18 @@ func (r Seed000Report) WriteSummary(w io.Writer) {
 		would = " (dry run: what would be done; nothing was written)"
 	}
 	fmt.Fprintf(w, "seed 000 migration%s\n", would)
-	fmt.Fprintf(w, "%-34s %9s %9s %9s %9s %9s\n", "table", "read", "written", "unchanged", "conflicts", "skipped")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "table\tread\twritten\tunchanged\tconflicts\tskipped")
 	compacted := 0
 	for _, t := range r.Tables {
-		fmt.Fprintf(w, "%-34s %9d %9d %9d %9d %9d\n", t.Table+" ("+t.Family+")", t.Read, t.Written, t.Unchanged, t.Conflicts, t.Skipped)
+		name := t.Table
+		if name != t.Family {
+			name += " (" + t.Family + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", name, t.Read, t.Written, t.Unchanged, t.Conflicts, t.Skipped)
 		compacted += t.Compacted
 	}
+	tw.Flush()
 	fmt.Fprintf(w, "apps: %d found, %d registered, %d already registered, %d refused", r.Apps.Found, r.Apps.Registered, r.Apps.Known, r.Apps.Refused)
 	if r.Apps.Ignored > 0 {
 		fmt.Fprintf(w, "; %d records UDS keeps in the apps table ignored", r.Apps.Ignored)
@@ -278,6 +285,9 @@ func (r *seedRun) save() error {
 
 // writeLines writes lines to the skipped-records report. The caller holds mu.
 func (r *seedRun) writeLines(lines []string) {
+	if len(lines) > 0 {
+		r.progress.clear()
+	}
 	for _, l := range lines {
 		fmt.Fprintln(r.o.Skipped, l)
 	}
@@ -304,6 +314,7 @@ func (r *seedRun) table(f family) string {
 func (r *seedRun) discover(ctx context.Context) error {
 	n := r.o.Names
 	r.progress.say("discovering the apps")
+	r.progress.phase()
 	var scans []scan
 	if t := r.table(familyApps); t != "" {
 		scans = append(scans, scan{
@@ -672,6 +683,7 @@ func (r *seedRun) copy(ctx context.Context) error {
 			page: r.copyPage(t)})
 	}
 	r.progress.say("copying %d tables in %d segments each%s", len(scans), r.o.Segments, dryNote(r.o.DryRun))
+	r.progress.phase()
 	return r.scanAll(ctx, scans...)
 }
 

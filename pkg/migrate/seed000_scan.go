@@ -269,35 +269,53 @@ type progress struct {
 
 // say writes a line of its own.
 func (p *progress) say(format string, args ...any) {
+	p.clear()
+	fmt.Fprintf(p.w, format+"\n", args...)
+}
+
+// clear takes a live line off the screen, so that another line (of the
+// progress, or of the skipped-records report on the same terminal) starts
+// at its beginning; the next page shows it again.
+func (p *progress) clear() {
 	if p.shown {
 		fmt.Fprint(p.w, "\r\x1b[K")
 		p.shown = false
 	}
-	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
-// page shows the counts after a page: rewritten in place on a terminal,
-// after the page's own description otherwise.
+// phase starts the count of the rate afresh: discovery reads keys, the
+// copy records, and a wait for namespaces to settle lies between them.
+func (p *progress) phase() {
+	p.start, p.read = time.Now(), 0
+}
+
+// page shows the counts after a page: on a terminal one short line
+// rewritten in place (read/written/unchanged/skipped per table, conflicts
+// among the skipped), otherwise a line after the page's own description.
 func (p *progress) page(what string, items int, cp *seedCheckpoint) {
 	p.read += items
 	var b strings.Builder
 	for _, t := range p.tables {
 		st := cp.Stats[t.family.String()]
-		if st == nil {
-			continue
+		switch {
+		case st == nil:
+		case p.live:
+			fmt.Fprintf(&b, "%s %d/%d/%d/%d  ", t.name, st.Read, st.Written, st.Unchanged, st.Skipped+st.Conflicts)
+		default:
+			fmt.Fprintf(&b, "%s: read %d, written %d, unchanged %d, skipped %d; ", t.name, st.Read, st.Written, st.Unchanged, st.Skipped+st.Conflicts)
 		}
-		fmt.Fprintf(&b, "%s: read %d, written %d, unchanged %d, skipped %d; ", t.name, st.Read, st.Written, st.Unchanged, st.Skipped+st.Conflicts)
 	}
 	rate := float64(p.read) / max(time.Since(p.start).Seconds(), 1e-3)
-	if p.live {
-		if b.Len() == 0 { // discovery: no counts yet
-			b.WriteString(what + "; ")
-		}
-		fmt.Fprintf(p.w, "\r\x1b[K%s%.0f records/s", b.String(), rate)
+	switch {
+	case !p.live:
+		fmt.Fprintf(p.w, "%s; %s%.0f records/s\n", what, b.String(), rate)
+	case b.Len() == 0: // discovery: no counts yet
+		fmt.Fprintf(p.w, "\r\x1b[K%s; %.0f records/s", what, rate)
 		p.shown = true
-		return
+	default:
+		fmt.Fprintf(p.w, "\r\x1b[Kread/written/unchanged/skipped: %s%.0f records/s", b.String(), rate)
+		p.shown = true
 	}
-	fmt.Fprintf(p.w, "%s; %s%.0f records/s\n", what, b.String(), rate)
 }
 
 // end finishes a live line.

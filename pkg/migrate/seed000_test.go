@@ -904,7 +904,7 @@ func TestMigrateSeed000OtherNames(t *testing.T) {
 	}
 	out := progress.String()
 	if !strings.Contains(out, table+" has no index byUser: discovery scans the table") ||
-		!strings.Contains(out, "\r\x1b[K"+table+": read 30, written 30, unchanged 0, skipped 0; ") ||
+		!strings.Contains(out, "\r\x1b[Kread/written/unchanged/skipped: "+table+" 30/30/0/0  ") ||
 		strings.Contains(strings.TrimSuffix(out, "\n"), "records/s\n") {
 		t.Errorf("progress on a terminal:\n%q", out)
 	}
