@@ -130,8 +130,10 @@ soak: engine
 	$(ENGINE) -- go test -race -count=1 -timeout 60m -run '^TestMigrateSeed000$$' -v ./pkg/migrate/ \
 		-seed000-records=$(SOAK_SEED000_RECORDS) -seed000-all-mixes
 
-# The command line: uds get|create|put|rm|ls|rm-list|quota|users|apps|
-# set-quota|recompute|export|import|policy|set-policy|strays|rm-strays
+# The command line: uds get|create|put|rm|ls|rm-list|history|restore|
+# rm-history|query|quota|users|apps|set-quota|recompute|rate-limits|
+# set-rate-limits|export|import|policy|set-policy|build-indexes|strays|
+# rm-strays|registry|app|app-id|register-app|unregister-app
 # (bin/uds --help).
 uds:
 	go build -o bin/uds ./cmd/uds

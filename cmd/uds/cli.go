@@ -61,6 +61,23 @@ type command struct {
 	run   func(e *env, args []string) error
 }
 
+// synopsis is the command line of the command called name, without its
+// flags: "uds get APP NAMESPACE ID [SORTKEY]".
+func (c command) synopsis(name string) string {
+	if c.args == "" {
+		return "uds " + name
+	}
+	return "uds " + name + " " + c.args
+}
+
+// takes says what positional arguments the command takes.
+func (c command) takes() string {
+	if c.args == "" {
+		return "no arguments"
+	}
+	return c.args
+}
+
 // globals are the flags every command takes, before or after its name.
 type globals struct {
 	endpoint, token, region, subject string
@@ -128,7 +145,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	if err == nil && (len(positional) < cmd.min || len(positional) > cmd.max) {
-		err = usageError("%s takes %s", name, cmd.args)
+		err = usageError("%s takes %s", name, cmd.takes())
 	}
 	if err == nil {
 		err = g.check(fs)
@@ -237,7 +254,7 @@ func mainUsage(w io.Writer, top *flag.FlagSet) {
 }
 
 func commandUsage(w io.Writer, name string, cmd command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "usage: uds %s %s [flags]\n\n%s\n", name, cmd.args, cmd.short)
+	fmt.Fprintf(w, "usage: %s [flags]\n\n%s\n", cmd.synopsis(name), cmd.short)
 	if cmd.long != "" {
 		fmt.Fprintf(w, "\n%s\n", cmd.long)
 	}

@@ -61,6 +61,27 @@ to the first).`,
 	"quota":   {args: "APP [USER]", short: "your usage and limits in an app, or a user's (admin)", min: 1, max: 2, run: quota},
 	"users":   {args: "APP", short: "the users storing data in an app, as NDJSON (admin)", min: 1, max: 1, run: users},
 	"apps":    {args: "USER", short: "the apps a user stores data in, as NDJSON (admin)", min: 1, max: 1, run: apps},
+	"registry": {short: "the registered apps, in the order of their names, as NDJSON (admin)", run: registry,
+		long: `The registry gives apps names, unique whatever their case, for operators to find them by:
+data paths keep the app's id (uds app-id NAME prints it). An app that has no name is not
+listed (uds apps USER lists the apps a user stores data in, named or not). An app registered
+a moment ago may take a second to be listed.`},
+	"app": {args: "APP", short: "an app's registration: its name, description and default limits per user (admin)", min: 1, max: 1, run: showApp},
+	"app-id": {args: "NAME", short: "the id of the app registered under NAME, in any case (admin)", min: 1, max: 1, run: appID,
+		long: `It prints the id alone, for the commands that take an APP: uds users "$(uds app-id fitness)".
+A name no app has fails (exit 1).`},
+	"register-app": {args: "APP", short: "register an app under a name, or change its name and description (admin)", min: 1, max: 1,
+		long: `The flags give the whole registration: a register-app without --description removes the
+app's description. A name another app holds, whatever its case, is refused (409, naming that
+app); so is the name hmh, which a deployment with a created-content app (UDS_CREATED_CONTENT_APP)
+keeps for it.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.String("name", "", "the app's name: 1 to 100 characters (required)")
+			fs.String("description", "", "one line about the app, up to 1000 bytes (default: none)")
+		},
+		run: registerApp},
+	"unregister-app": {args: "APP", short: "remove an app's registration, freeing its name; its data, limits and policies stay (admin)", min: 1, max: 1,
+		run: unregisterApp},
 	"set-quota": {args: "APP [USER]", short: "set an app's default limits per user, or a user's override (admin)", min: 1, max: 2,
 		flags: func(fs *flag.FlagSet) {
 			fs.Int64("bytes", 0, "the byte limit: 0 (or not given) leaves it to the next level, -1 lifts it")
@@ -315,29 +336,9 @@ func quota(e *env, args []string) error {
 	return e.writeJSON(q)
 }
 
-func users(e *env, args []string) error {
-	for u, err := range e.c.AppUsers(e.ctx, args[0]) {
-		if err != nil {
-			return err
-		}
-		if err := e.writeJSON(u); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func users(e *env, args []string) error { return writeEach(e, e.c.AppUsers(e.ctx, args[0])) }
 
-func apps(e *env, args []string) error {
-	for a, err := range e.c.UserApps(e.ctx, args[0]) {
-		if err != nil {
-			return err
-		}
-		if err := e.writeJSON(a); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func apps(e *env, args []string) error { return writeEach(e, e.c.UserApps(e.ctx, args[0])) }
 
 func setQuota(e *env, args []string) error {
 	bytes, _ := strconv.ParseInt(e.flag("bytes"), 10, 64)

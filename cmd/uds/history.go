@@ -17,17 +17,7 @@ func (e *env) version() int64 {
 	return v
 }
 
-func history(e *env, args []string) error {
-	for v, err := range e.c.History(e.ctx, key(args)) {
-		if err != nil {
-			return err
-		}
-		if err := e.writeJSON(v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func history(e *env, args []string) error { return writeEach(e, e.c.History(e.ctx, key(args))) }
 
 func restore(e *env, args []string) error {
 	if !e.given("version") {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strings"
 	"time"
@@ -20,6 +21,19 @@ func (e *env) writeJSON(v any) error {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// writeEach writes every element of a paged listing as NDJSON.
+func writeEach[T any](e *env, all iter.Seq2[T, error]) error {
+	for v, err := range all {
+		if err != nil {
+			return err
+		}
+		if err := e.writeJSON(v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func isNotModified(err error) bool { return errors.Is(err, client.ErrNotModified) }

@@ -43,6 +43,7 @@ func TestUsageAndExitStatus(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, "", 2, "", `unknown command "frobnicate"`},
 		{"missing arguments", []string{"get", app, "ns"}, "", 2, "", "get takes APP NAMESPACE ID [SORTKEY]"},
 		{"too many arguments", []string{"users", app, "extra"}, "", 2, "", "users takes APP"},
+		{"an argument to a command that takes none", []string{"registry", "extra"}, "", 2, "", "registry takes no arguments"},
 		{"unknown flag", []string{"get", app, "ns", "id", "--colour"}, "", 2, "", "flag provided but not defined: -colour"},
 		{"data that is not JSON", []string{"create", app, "ns", "id", "--data", "{nope"}, "", 2, "", "the data is not JSON"},
 		{"not an endpoint", []string{"users", app, "--endpoint", "ftp://example.com"}, "", 2, "", `endpoint "ftp://example.com" is not an http(s) URL`},
@@ -111,7 +112,7 @@ func TestCommandHelp(t *testing.T) {
 	for name, cmd := range commands {
 		t.Run(name, func(t *testing.T) {
 			code, stdout, stderr := uds(t, "http://127.0.0.1:1", "", name, "--help")
-			if want := "usage: uds " + name + " " + cmd.args + " [flags]"; code != 0 || !strings.HasPrefix(stdout, want) || !strings.Contains(stdout, cmd.short) || stderr != "" {
+			if want := "usage: " + cmd.synopsis(name) + " [flags]"; code != 0 || !strings.HasPrefix(stdout, want) || !strings.Contains(stdout, cmd.short) || stderr != "" {
 				t.Errorf("exit %d, stdout %q, stderr %q; want 0 and usage starting %q", code, stdout, stderr, want)
 			}
 		})

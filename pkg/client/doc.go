@@ -82,14 +82,14 @@
 // RetryAfter and how many times the request was sent (APIError.Attempts).
 // Reads and writes whose repeat leaves the data as one would (an update or
 // restore with IfMatch, DELETE, delete-all, dropping a history, import,
-// recompute, limits, rate limits, policies, index build steps) are also
-// retried after 502, 503, 504 or a lost connection. Creates, batches, and
-// updates and restores without IfMatch are retried only when they
-// certainly did nothing (no connection could be made, or 429): a repeated
-// create that took effect the first time would answer 409 for the
-// caller's own write, and a repeated unconditional update or restore
-// would bump the version again and could overwrite a write made in
-// between.
+// recompute, limits, rate limits, policies, app registrations, index
+// build steps) are also retried after 502, 503, 504 or a lost
+// connection. Creates, batches, and updates and restores without IfMatch
+// are retried only when they certainly did nothing (no connection could
+// be made, or 429): a repeated create that took effect the first time
+// would answer 409 for the caller's own write, and a repeated
+// unconditional update or restore would bump the version again and could
+// overwrite a write made in between.
 //
 // An app's rate limits, and a user's override of the per-caller one, are
 // set on the admin routes:
@@ -101,4 +101,11 @@
 //	_, err = admin.SetUserRateLimits(ctx, app, "batch-job", client.Rate{RequestsPerSecond: -1}) // no per-caller limit for it
 //	_, err = c.Get(ctx, key)
 //	if errors.Is(err, client.ErrRateLimited) { ... } // still over a limit after the retries
+//
+// Apps have names in the registry (admin), unique whatever their case, by
+// which operators find them; data paths keep the app's id:
+//
+//	_, err := admin.RegisterApp(ctx, app, "Fitness", "Workouts and goals") // ErrConflict if another app has the name
+//	a, err := admin.AppByName(ctx, "fitness")                               // ErrNotFound if no app has it
+//	for a, err := range admin.Apps(ctx) { ... }                             // every registered app, by name
 package client

@@ -226,7 +226,8 @@ var grants = map[httpapi.Group]map[string][]string{
 	httpapi.GroupAdmin: {
 		"UsageTable":                  {"GetItem", "UpdateItem", "Query", "BatchGetItem"},
 		"UsageTable/index/byAppShard": {"Query"},
-		"AppsTable":                   {"GetItem", "UpdateItem", "BatchGetItem"},
+		"AppsTable":                   {"GetItem", "UpdateItem", "BatchGetItem", "PutItem", "DeleteItem"},
+		"AppsTable/index/byName":      {"Query"},
 		"DataTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan"},
 		"ListTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan"},
 		"DataTable/index/byOwner":     {"Query"},
@@ -464,6 +465,37 @@ func TestRateLimitDynamoDBActions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRegistryDynamoDBActions takes the admin function through the app
+// registry (a registration, a rename that frees the old name's claim, one
+// refused for a name another app holds, reads by id and by name, the
+// listing and a removal) and checks that every DynamoDB action it took is
+// granted to it, and that it took the ones each path needs.
+func TestRegistryDynamoDBActions(t *testing.T) {
+	t.Parallel()
+	tables := storetest.NewTables(t)
+	recorder := newActionRecorder(storetest.Client(t), tables)
+	api := httpapi.New(store.New(recorder, tables), httpapi.GroupAdmin, httpapi.Config{
+		Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), RequestBudget: apitest.Budget, Logger: apitest.Logger(t),
+	})
+	const registry = "/rest/api/v1/admin/apps"
+	serveAs(t, api, "ops", "PUT", registry+"/"+app, `{"name": "Fitness"}`, 200)
+	serveAs(t, api, "ops", "PUT", registry+"/"+app, `{"name": "Fitness Pro", "description": "Workouts"}`, 200)
+	serveAs(t, api, "ops", "PUT", registry+"/"+otherApp, `{"name": "fitness pro"}`, 409)
+	serveAs(t, api, "ops", "GET", registry+"/"+app, "", 200)
+	serveAs(t, api, "ops", "GET", registry+"?name=FITNESS+PRO", "", 200)
+	serveAs(t, api, "ops", "GET", registry+"?limit=1", "", 200)
+	serveAs(t, api, "ops", "DELETE", registry+"/"+app, "", 204)
+	if missing := ungranted(httpapi.GroupAdmin, recorder); len(missing) > 0 {
+		t.Errorf("the admin function's registry takes DynamoDB actions infra/access.go does not grant it:\n%s\n(all it took:\n%s)",
+			strings.Join(missing, "\n"), strings.Join(recorder.actions(), "\n"))
+	}
+	for _, a := range []string{"AppsTable: GetItem", "AppsTable: PutItem", "AppsTable: UpdateItem", "AppsTable: DeleteItem", "AppsTable/index/byName: Query"} {
+		if !slices.Contains(recorder.actions(), a) {
+			t.Errorf("the registry did not take %s: %v", a, recorder.actions())
+		}
 	}
 }
 

@@ -40,6 +40,11 @@ type Store interface {
 	AppUsers(ctx context.Context, app, after string, limit int) ([]uds.UserUsage, bool, error)
 	UserApps(ctx context.Context, user, after string, limit int) ([]uds.AppUsage, bool, error)
 	Recompute(ctx context.Context, app, user string) (uds.Recomputed, error)
+	RegisterApp(ctx context.Context, app, name, description string) (uds.AppRegistration, error)
+	App(ctx context.Context, app string) (uds.AppRegistration, error)
+	UnregisterApp(ctx context.Context, app string) error
+	AppByName(ctx context.Context, name string) (uds.AppRegistration, error)
+	Apps(ctx context.Context, after uds.AppRegistration, limit int) ([]uds.AppRegistration, bool, error)
 	WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item, error)
 
 	Policy(ctx context.Context, app, namespace string) (uds.Policy, error)

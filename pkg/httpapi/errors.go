@@ -63,6 +63,7 @@ var statusTable = []struct {
 	{uds.ErrInUse, http.StatusConflict, "Namespace holds data", "Namespace holds data"},
 	{uds.ErrIndexNotReady, http.StatusConflict, "Index not ready", "Index not ready"},
 	{errNoUpload, http.StatusNotFound, "Upload not found", "Upload not found"},
+	{errNotRegistered, http.StatusNotFound, "App not registered", "App not registered"},
 	{uds.ErrUploadPending, http.StatusConflict, "Upload not received", "Upload not received"},
 	{uds.ErrUploadMismatch, http.StatusUnprocessableEntity, "Upload does not match", "Upload does not match"},
 	{uds.ErrNoBucket, http.StatusNotImplemented, "Large values not configured", "Large values not configured"},
@@ -109,6 +110,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	var notReady *uds.IndexNotReadyError
 	var limited *uds.RateLimitedError
 	var mismatch *uds.UploadMismatchError
+	var taken *uds.NameTakenError
 	if errors.As(err, &batch) {
 		body.FailedIndex = &batch.Index
 	}
@@ -120,6 +122,14 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		body.Details = tooLarge.Reason
 	case errors.As(err, &mismatch):
 		body.Details = mismatch.Reason + "; the object and the reservation were discarded: upload again"
+	case errors.As(err, &taken) && taken.Reserved:
+		body.Error = "App name reserved"
+		body.Details = fmt.Sprintf("the name %s is reserved for app %s, this deployment's created-content app (UDS_CREATED_CONTENT_APP)", strconv.Quote(taken.Name), taken.App)
+	case errors.As(err, &taken):
+		body.Error = "App name taken"
+		body.Details = fmt.Sprintf("the name %s is registered by app %s (names are unique whatever their case)", strconv.Quote(taken.Name), taken.App)
+	case errors.Is(err, errNotRegistered):
+		body.Details = "no name is registered for this app: PUT one to register it (its data, limits and policies do not depend on it)"
 	case errors.Is(err, errNoUpload):
 		body.Details = "no upload of this item has that uploadId: it lapsed, was discarded, or was committed and the item has changed since"
 	case errors.Is(err, uds.ErrUploadPending):

@@ -639,3 +639,48 @@ func FuzzLimitsBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRegistrationBody parses app registrations: an accepted body names
+// the app by its "name" member trimmed, a valid name, and describes it by
+// its "description" member as sent (none when absent or null), and a body
+// of the two read back gives the same.
+func FuzzRegistrationBody(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"Fitness","description":"Workouts and goals"}`, `{"name":"  Fitness  "}`, `{"name":"hmh","description":null}`,
+		`{"name":""}`, `{"name":"   "}`, `{"name":null}`, `{}`, `{"description":"x"}`, `{"name":5}`, `{"name":"a\u0000b"}`,
+		`{"name":"a","description":"line\nbreak"}`, `{"name":"a","description":"` + strings.Repeat("d", uds.MaxAppDescriptionBytes+1) + `"}`,
+		`{"name":"` + strings.Repeat("é", uds.MaxAppNameRunes) + `"}`, `{"name":"` + strings.Repeat("n", uds.MaxAppNameRunes+1) + `"}`,
+		`{"Name":"a"}`, `{"name":"a","name":"b"}`, `{"n\u0061me":"a"}`, `{"name":"a","applicationUuid":"` + fuzzApp + `"}`,
+		"{\"name\":\"\xff\"}", `{"name":"\ud800"}`, `[]`, ``, `{"name":"a"} {}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		name, description, err := parseRegistration(body)
+		if err != nil {
+			checkRefusal(t, body, err)
+			checkInvalidField(t, err, "body", "name", "description")
+			return
+		}
+		m := objectMembers(t, body, "name", "description")
+		var sent, described string
+		if err := json.Unmarshal(m["name"], &sent); err != nil || name != strings.TrimSpace(sent) {
+			t.Fatalf("name %s read as %q (%v)", m["name"], name, err)
+		}
+		if checked, err := uds.ParseAppName(name); err != nil || checked != name {
+			t.Fatalf("accepted the name %q: %v", name, err)
+		}
+		if present(m["description"]) {
+			if err := json.Unmarshal(m["description"], &described); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if description != described {
+			t.Fatalf("description %s read as %q", m["description"], description)
+		}
+		again, againDescription, err := parseRegistration(encodeJSON(t, map[string]string{"name": name, "description": description}))
+		if err != nil || again != name || againDescription != description {
+			t.Fatalf("%q, %q read back as %q, %q (%v)", name, description, again, againDescription, err)
+		}
+	})
+}

@@ -119,6 +119,19 @@ var routes = []route{
 	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces/{namespace}/strays", map[string]handler{
 		http.MethodGet: (*API).listStrays, http.MethodDelete: (*API).removeStrays},
 		map[string][]string{http.MethodGet: pageQuery}},
+	// The app registry: the apps' names. No other admin route has two or
+	// three segments, so these take no other route's paths. They come
+	// last because a 404 suggests the first of the routes equally near
+	// its path: .../apps/{applicationUuid}/xyz is as near to
+	// .../apps/{applicationUuid} (a segment too many) as to .../users (a
+	// segment wrong), and a path of four segments more likely meant a
+	// route of four.
+	{GroupAdmin, "/admin/apps", map[string]handler{
+		http.MethodGet: (*API).listApps},
+		map[string][]string{http.MethodGet: appsQuery}},
+	{GroupAdmin, "/admin/apps/{applicationUuid}", map[string]handler{
+		http.MethodGet: (*API).getApp, http.MethodPut: (*API).registerApp,
+		http.MethodDelete: (*API).unregisterApp}, nil},
 }
 
 // routeSegments holds each route's pattern split into segments.

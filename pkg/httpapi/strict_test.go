@@ -32,6 +32,8 @@ func TestBodiesAndQueriesMeanOneThing(t *testing.T) {
 		{"policy schema member repeated", "PUT", ns + "p", `{"access":"shared","schema":{"type":"number","type":"string"}}`, "Invalid body", `/schema/type`},
 		{"limits member in another case", "PUT", admin + "/apps/" + app + "/quota", `{"LimitBytes":5}`, "Invalid body", `did you mean "limitBytes"?`},
 		{"limits member repeated", "PUT", admin + "/apps/" + app + "/quota", `{"limitBytes":5,"limitBytes":-1}`, "Invalid body", `member "limitBytes" twice`},
+		{"registration member in another case", "PUT", admin + "/apps/" + app, `{"NAME":"a"}`, "Invalid body", `did you mean "name"?`},
+		{"registration member repeated", "PUT", admin + "/apps/" + app, `{"name":"a","description":"","name":"b"}`, "Invalid body", `member "name" twice`},
 		{"import member in another case", "POST", admin + "/apps/" + app + "/import", `{"Records":[]}`, "Invalid body", `did you mean "records"?`},
 		{"misspelt list parameter", "GET", base + "/kv/a/list?limt=5", "", "Invalid query", `did you mean "limit"?`},
 		{"list parameter in another case", "GET", base + "/kv/a/list?SORTORDER=desc", "", "Invalid query", `did you mean "sortOrder"?`},

@@ -219,6 +219,19 @@ func (f *fakeStore) UserApps(context.Context, string, string, int) ([]uds.AppUsa
 func (f *fakeStore) Recompute(context.Context, string, string) (uds.Recomputed, error) {
 	return uds.Recomputed{}, errFake
 }
+func (f *fakeStore) RegisterApp(context.Context, string, string, string) (uds.AppRegistration, error) {
+	return uds.AppRegistration{}, errFake
+}
+func (f *fakeStore) App(context.Context, string) (uds.AppRegistration, error) {
+	return uds.AppRegistration{}, errFake
+}
+func (f *fakeStore) UnregisterApp(context.Context, string) error { return errFake }
+func (f *fakeStore) AppByName(context.Context, string) (uds.AppRegistration, error) {
+	return uds.AppRegistration{}, errFake
+}
+func (f *fakeStore) Apps(context.Context, uds.AppRegistration, int) ([]uds.AppRegistration, bool, error) {
+	return nil, false, errFake
+}
 
 func (f *fakeStore) GetMany(_ context.Context, keys []uds.Key) ([]uds.Item, []error) {
 	return make([]uds.Item, len(keys)), make([]error, len(keys))

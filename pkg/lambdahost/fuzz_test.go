@@ -268,6 +268,19 @@ func (echoStore) UserApps(context.Context, string, string, int) ([]uds.AppUsage,
 func (echoStore) Recompute(_ context.Context, app, user string) (uds.Recomputed, error) {
 	return uds.Recomputed{Quota: uds.Quota{App: app, User: user}, Applied: true}, nil
 }
+func (echoStore) RegisterApp(_ context.Context, app, name, description string) (uds.AppRegistration, error) {
+	return uds.AppRegistration{App: app, Name: name, Description: description}, nil
+}
+func (echoStore) App(_ context.Context, app string) (uds.AppRegistration, error) {
+	return uds.AppRegistration{App: app, Name: app}, nil
+}
+func (echoStore) UnregisterApp(context.Context, string) error { return nil }
+func (echoStore) AppByName(_ context.Context, name string) (uds.AppRegistration, error) {
+	return uds.AppRegistration{Name: name}, nil
+}
+func (echoStore) Apps(context.Context, uds.AppRegistration, int) ([]uds.AppRegistration, bool, error) {
+	return nil, false, nil
+}
 func (echoStore) WriteAtomic(_ context.Context, ops []uds.BatchOp) ([]uds.Item, error) {
 	items := make([]uds.Item, len(ops))
 	for i, op := range ops {

@@ -1,0 +1,183 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// The app registry gives apps names that operators know them by. Data
+// paths keep the app's id: a name resolves to it only here, where an
+// operator types one (GET /admin/apps?name=).
+
+// errNotRegistered answers a read of an app that has no registration.
+var errNotRegistered = errors.New("app not registered")
+
+// appsQuery is what GET /admin/apps takes: a page of the registry, or
+// one app found by its name.
+var appsQuery = []string{"limit", "cursor", "name"}
+
+// registryBinding binds the registry listing's cursors: a cursor of
+// another listing does not continue it.
+const registryBinding = "registry"
+
+// registrationJSON is an app's registration as the admin routes show it.
+type registrationJSON struct {
+	ApplicationUUID string `json:"applicationUuid"`
+	Name            string `json:"name"`
+	Description     string `json:"description,omitempty"`
+	CreatedDate     string `json:"createdDate"`
+	UpdatedDate     string `json:"updatedDate"`
+	// Limits are the app's default per-user limits, shown where the app
+	// has some (they share its record, so showing them costs nothing).
+	Limits *limitsJSON `json:"limits,omitempty"`
+}
+
+func registrationBody(reg uds.AppRegistration) registrationJSON {
+	j := registrationJSON{ApplicationUUID: reg.App, Name: reg.Name, Description: reg.Description,
+		CreatedDate: store.FormatTime(reg.Created), UpdatedDate: store.FormatTime(reg.Updated)}
+	if reg.Limits != (uds.Limits{}) {
+		j.Limits = &limitsJSON{LimitBytes: reg.Limits.Bytes, LimitItems: reg.Limits.Items}
+	}
+	return j
+}
+
+// maxRegistrationBody bounds a registration body: a name of 100
+// characters and a description of 1000 bytes, each character escaped.
+const maxRegistrationBody = 16 << 10
+
+// registrationShape is the registration body, as a refusal of its form
+// describes it.
+const registrationShape = `{"name": "...", "description": "..."}`
+
+// readRegistration reads a registration body and parses it.
+func readRegistration(r *http.Request) (name, description string, err error) {
+	body, err := readBody(r, maxRegistrationBody, "a registration body takes at most 16 KiB: a name of up to 100 characters and a description of up to 1000 bytes")
+	if err != nil {
+		return "", "", err
+	}
+	return parseRegistration(body)
+}
+
+// parseRegistration checks a registration body: name required,
+// description optional (absent or null: none).
+func parseRegistration(body []byte) (name, description string, err error) {
+	var b struct {
+		Name        *string `json:"name"`
+		Description *string `json:"description"`
+	}
+	if err := decodeBody(body, &b, registrationShape); err != nil {
+		return "", "", err
+	}
+	if b.Name == nil {
+		return "", "", uds.Invalid("name", "is required: the app's name, 1 to %d characters", uds.MaxAppNameRunes)
+	}
+	if name, err = uds.ParseAppName(*b.Name); err != nil {
+		return "", "", err
+	}
+	if b.Description != nil {
+		description, err = uds.ParseAppDescription(*b.Description)
+	}
+	return name, description, err
+}
+
+// registerApp registers an app under a name, or changes its name and
+// description: the body is the whole registration.
+func (a *API) registerApp(w http.ResponseWriter, r *http.Request, p params) {
+	app, err := uds.ParseApp(p.app)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	name, description, err := readRegistration(r)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	reg, err := a.store.RegisterApp(r.Context(), app, name, description)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, registrationBody(reg))
+}
+
+func (a *API) getApp(w http.ResponseWriter, r *http.Request, p params) {
+	app, err := uds.ParseApp(p.app)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	reg, err := a.store.App(r.Context(), app)
+	if errors.Is(err, uds.ErrNotFound) {
+		err = errNotRegistered
+	}
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, registrationBody(reg))
+}
+
+// unregisterApp frees an app's name; its data, limits and policies stay.
+// An app without a registration is answered as one just unregistered.
+func (a *API) unregisterApp(w http.ResponseWriter, r *http.Request, p params) {
+	app, err := uds.ParseApp(p.app)
+	if err == nil {
+		err = a.store.UnregisterApp(r.Context(), app)
+	}
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// listApps lists the registry by name, compared case-insensitively, one
+// page at a time; with name=, it finds that app: a list of one, or none.
+func (a *API) listApps(w http.ResponseWriter, r *http.Request, _ params) {
+	q, err := query(r)
+	if err == nil && q.Has("name") {
+		if q.Has("limit") || q.Has("cursor") {
+			err = uds.Invalid("query", "name finds one app: it takes neither limit nor cursor")
+		} else {
+			a.appNamed(w, r, q.Get("name"))
+			return
+		}
+	}
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	// A cursor carries the last app of its page and its name, which is
+	// where the index's order resumes.
+	page(a, w, r, "apps", registryBinding,
+		func(after string, limit int) ([]uds.AppRegistration, bool, error) {
+			app, name, _ := strings.Cut(after, "\x00")
+			return a.store.Apps(r.Context(), uds.AppRegistration{App: app, Name: name}, limit)
+		},
+		func(reg uds.AppRegistration) (any, string) { return registrationBody(reg), reg.App + "\x00" + reg.Name })
+}
+
+// appNamed answers the list of the app registered under name, compared
+// case-insensitively: one app, or none.
+func (a *API) appNamed(w http.ResponseWriter, r *http.Request, name string) {
+	name, err := uds.ParseAppName(name)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	apps := []registrationJSON{}
+	reg, err := a.store.AppByName(r.Context(), name)
+	switch {
+	case err == nil:
+		apps = append(apps, registrationBody(reg))
+	case !errors.Is(err, uds.ErrNotFound):
+		a.fail(w, r, err, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"apps": apps})
+}
