@@ -28,6 +28,11 @@ const (
 	familyBehavior
 )
 
+// String is the seed's name of the family's table.
+func (f family) String() string {
+	return [...]string{"apps", "appDataJson", "appDataBlob", "calculatedBehavior"}[f]
+}
+
 // target is where the records of a seed app name land, or why they do not.
 type target struct {
 	App, Namespace string

@@ -19,10 +19,6 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-func (f family) String() string {
-	return [...]string{"apps", "appDataJson", "appDataBlob", "calculatedBehavior"}[f]
-}
-
 // seedTable is a source table given to the run.
 type seedTable struct {
 	family family
@@ -216,8 +212,8 @@ func newSeedRun(ctx context.Context, src Source, st *store.Store, o Seed000Optio
 	r := &seedRun{o: o, src: src, st: st, byUser: map[family]bool{}, limit: newLimiter(o.WriteUnits)}
 	n := o.Names
 	for _, t := range []struct {
-		f                   family
-		name, hash, rangeKy string
+		f                    family
+		name, hash, rangeKey string
 	}{
 		{familyApps, o.Tables.Apps, n.App, ""},
 		{familyJSON, o.Tables.JSON, n.AppUser, n.Key},
@@ -227,7 +223,7 @@ func newSeedRun(ctx context.Context, src Source, st *store.Store, o Seed000Optio
 		if t.name == "" {
 			continue
 		}
-		has, err := checkTable(ctx, src, t.name, t.hash, t.rangeKy, n.ByUser)
+		has, err := checkTable(ctx, src, t.name, t.hash, t.rangeKey, n.ByUser)
 		if err != nil {
 			return nil, err
 		}

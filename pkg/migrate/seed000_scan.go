@@ -169,11 +169,12 @@ func (r *seedRun) scanSegment(ctx context.Context, sc scan, seg int) error {
 		if err != nil {
 			return err
 		}
+		// The keys are strings (checkTable).
 		var next store.ScanPosition
 		if out.LastEvaluatedKey != nil {
 			next = store.ScanPosition{}
-			for k, v := range out.LastEvaluatedKey {
-				next[k] = attrS(map[string]types.AttributeValue{k: v}, k)
+			for k := range out.LastEvaluatedKey {
+				next[k] = attrS(out.LastEvaluatedKey, k)
 			}
 		}
 		r.mu.Lock()
@@ -197,33 +198,43 @@ func (r *seedRun) scanSegment(ctx context.Context, sc scan, seg int) error {
 }
 
 // checkTable describes a source table and checks its keys: the hash key
-// (and range key, when given) named as the options say, strings. It
-// reports whether the table has the index named index.
+// (and range key, when given) named as the options say. It reports
+// whether the table has the index named index. The keys the scans read
+// (the table's, and the index's) must be strings, which is what a
+// checkpoint's positions hold.
 func checkTable(ctx context.Context, src Source, table, hash, rangeKey, index string) (bool, error) {
 	out, err := src.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
 		return false, fmt.Errorf("describe %s: %w", table, err)
 	}
 	t := out.Table
-	var gotHash, gotRange string
-	for _, k := range t.KeySchema {
-		if k.KeyType == types.KeyTypeHash {
-			gotHash = aws.ToString(k.AttributeName)
-		} else {
-			gotRange = aws.ToString(k.AttributeName)
+	names := func(keys []types.KeySchemaElement) (hash, rangeKey string) {
+		for _, k := range keys {
+			if k.KeyType == types.KeyTypeHash {
+				hash = aws.ToString(k.AttributeName)
+			} else {
+				rangeKey = aws.ToString(k.AttributeName)
+			}
 		}
+		return hash, rangeKey
 	}
+	gotHash, gotRange := names(t.KeySchema)
 	if gotHash != hash || gotRange != rangeKey {
 		return false, fmt.Errorf("table %s has the keys %q and %q; the options name %q and %q (see the -seed000-*-attr flags)", table, gotHash, gotRange, hash, rangeKey)
 	}
-	for _, d := range t.AttributeDefinitions {
-		if d.AttributeType != types.ScalarAttributeTypeS {
-			return false, fmt.Errorf("table %s: key attribute %s is of type %s; the migration reads string keys", table, aws.ToString(d.AttributeName), d.AttributeType)
-		}
-	}
+	read := map[string]bool{gotHash: true, gotRange: true}
 	has := false
 	for _, gsi := range t.GlobalSecondaryIndexes {
-		has = has || aws.ToString(gsi.IndexName) == index
+		if aws.ToString(gsi.IndexName) == index {
+			has = true
+			h, r := names(gsi.KeySchema)
+			read[h], read[r] = true, true
+		}
+	}
+	for _, d := range t.AttributeDefinitions {
+		if read[aws.ToString(d.AttributeName)] && d.AttributeType != types.ScalarAttributeTypeS {
+			return false, fmt.Errorf("table %s: key attribute %s is of type %s; the migration reads string keys", table, aws.ToString(d.AttributeName), d.AttributeType)
+		}
 	}
 	return has, nil
 }
