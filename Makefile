@@ -8,8 +8,10 @@
 #                (and the OpenAPI lint, the console in headless Chromium,
 #                every benchmark once, the CDK tests)
 #   make fuzz    every fuzz target, FUZZTIME each
-#   make soak    the accounting workload under every fault mix, for minutes
-#   make migrate adopt a seed deployment's tables (README, "Migrating")
+#   make soak    the accounting workload and a seed-000 migration under every
+#                fault mix, for minutes
+#   make migrate adopt a seed deployment's tables, or copy seed 000's
+#                (README, "Migrating")
 #   make bench   benchmarks and the DynamoDB capacity table
 #   make bench-ratelimit  the rate limits across 4 server processes, for
 #                minutes (mk/ratebench.mk)
@@ -129,12 +131,17 @@ test-bench: engine
 	$(ENGINE) -- go test -race -count=1 -short -run '^$$' -bench . -benchtime 1x $(BENCH_PACKAGES)
 
 # The randomised accounting workload of make test, longer: more requests
-# per worker and several seeds of every fault mix (about 6 minutes on 2 cores).
+# per worker and several seeds of every fault mix (about 6 minutes on 2 cores);
+# then the seed-000 migration of make test with SOAK_SEED000_RECORDS records,
+# its killed run resumed under each fault mix.
 SOAK_OPS ?= 600
 SOAK_ROUNDS ?= 3
+SOAK_SEED000_RECORDS ?= 10000
 soak: engine
 	$(ENGINE) -- go test -race -count=1 -timeout 60m -run '^TestAccountingWorkload$$' -v ./pkg/httpapi/ \
 		-workload-ops=$(SOAK_OPS) -workload-rounds=$(SOAK_ROUNDS)
+	$(ENGINE) -- go test -race -count=1 -timeout 60m -run '^TestMigrateSeed000$$' -v ./pkg/migrate/ \
+		-seed000-records=$(SOAK_SEED000_RECORDS) -seed000-all-mixes
 
 # The command line: uds get|create|put|rm|ls|rm-list|history|restore|
 # rm-history|query|quota|users|apps|set-quota|recompute|rate-limits|
@@ -145,7 +152,9 @@ uds:
 	go build -o bin/uds ./cmd/uds
 
 # Adopt a seed deployment's data: the owner index, the legacy items'
-# owners and sizes, usage. Tables come from UDS_TABLE_*, the region and
+# owners and sizes, usage; or, with MIGRATE_FLAGS="-source seed000
+# -seed000-json appDataJson ...", copy seed 000's tables (README, "Migrating
+# from seed 000's tables"). Tables come from UDS_TABLE_*, the region and
 # credentials from the AWS environment; MIGRATE_FLAGS passes flags, e.g.
 # MIGRATE_FLAGS=-dry-run.
 migrate:

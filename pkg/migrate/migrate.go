@@ -199,7 +199,7 @@ func backfillSegment(ctx context.Context, st *store.Store, o Options, table stri
 		}
 		adopted, changed := 0, 0
 		if !o.DryRun && len(items) > 0 {
-			if err := limit.wait(ctx, writeUnits(items, len(touched))); err != nil {
+			if err := limit.wait(ctx, writeUnits(items, func(it store.LegacyItem) int64 { return it.Size }, len(touched))); err != nil {
 				return err
 			}
 			if adopted, changed, err = adoptPage(ctx, st, table, items); err != nil {
@@ -246,12 +246,13 @@ func adoptPage(ctx context.Context, st *store.Store, table string, items []store
 	return st.AdoptLegacy(ctx, table, items)
 }
 
-// writeUnits estimates what adopting items costs: a transaction writes each
-// item (1 unit per KB) and each owner's usage record twice.
-func writeUnits(items []store.LegacyItem, owners int) float64 {
+// writeUnits estimates what writing items of the given sizes in
+// transactions costs: a transaction writes each item (1 unit per KB) and
+// each owner's usage record twice.
+func writeUnits[T any](items []T, size func(T) int64, owners int) float64 {
 	units := 0.0
 	for _, it := range items {
-		units += 2 * float64(1+it.Size/1024)
+		units += 2 * float64(1+size(it)/1024)
 	}
 	return units + 4*float64(owners)
 }
@@ -303,7 +304,7 @@ func loadCheckpoint(o Options) *checkpoint {
 
 // saveCheckpoint writes the checkpoint through a temporary file, so a
 // crash leaves the old one or the new one, never half of one.
-func saveCheckpoint(path string, cp *checkpoint) error {
+func saveCheckpoint(path string, cp any) error {
 	b, err := json.MarshalIndent(cp, "", " ")
 	if err != nil {
 		return err

@@ -56,11 +56,7 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 			kept = append(kept, importEntry{index: i, rec: rec})
 			continue
 		}
-		// encodeValue bounds the stored size with the writer's subject
-		// and an allowance for the creator's; an imported item brings
-		// its creator, updater and owner, and all three are counted.
-		v, err := encodeValue(&uds.Write{Key: rec.Key, Data: rec.Data, Binary: rec.Binary, ClassName: rec.ClassName,
-			Subject: rec.CreatedBy + rec.UpdatedBy + rec.Owner})
+		v, err := recordValue(rec)
 		if err != nil {
 			return uds.ImportResult{}, &uds.BatchError{Index: i, Err: err}
 		}
