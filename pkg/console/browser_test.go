@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -212,6 +213,56 @@ func (b *browser) shot(name string) {
 		}
 	}
 	b.do(chromedp.EmulateViewport(1280, 900))
+}
+
+// exported is an export record's key and owner, and the record as the API
+// wrote it.
+type exported struct {
+	Owner   string `json:"owner"`
+	ID      string `json:"id"`
+	SortKey string `json:"sortKey"`
+	raw     json.RawMessage
+}
+
+// keysOf is records' owners and keys, a line each.
+func keysOf(rs []exported) string {
+	var b strings.Builder
+	for _, r := range rs {
+		fmt.Fprintf(&b, "%s %s %s\n", r.Owner, r.ID, r.SortKey)
+	}
+	return b.String()
+}
+
+// exportOf reads a namespace's records from the API's export, without
+// kept versions, as the console's browsing reads them.
+func exportOf(t *testing.T, api *url.URL, namespace string) []exported {
+	t.Helper()
+	var out []exported
+	for cursor := ""; ; {
+		q := url.Values{"namespace": {namespace}, "history": {"false"}, "limit": {"1000"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		res, err := http.Get(api.JoinPath("/rest/api/v1/admin/apps", app, "export").String() + "?" + q.Encode())
+		must(t, err)
+		var page struct {
+			Records []json.RawMessage `json:"records"`
+			Cursor  string            `json:"cursor"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&page)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("export of %s: %d, %v", namespace, res.StatusCode, err)
+		}
+		for _, raw := range page.Records {
+			r := exported{raw: raw}
+			must(t, json.Unmarshal(raw, &r))
+			out = append(out, r)
+		}
+		if cursor = page.Cursor; cursor == "" {
+			return out
+		}
+	}
 }
 
 func must(t *testing.T, err error) {
@@ -539,6 +590,122 @@ func TestConsoleInBrowser(t *testing.T) {
 		shows("Page 1;", "2024-01-04,2024-01-03")
 		b.clickOn("#next-page")
 		shows("Page 2, the last", "2024-01-02")
+	})
+
+	t.Run("browse items", func(t *testing.T) {
+		b.t = t
+		// 30 records of inbox across six owners, each within the app's
+		// limit of 10 items: key-value items, list items of one list, and
+		// a binary value.
+		owners := []string{"erin", "frank", "grace", "heidi", "ivan", "judy"}
+		for o, owner := range owners {
+			for i := range 5 {
+				k := client.Key{App: app, Namespace: "inbox", ID: fmt.Sprintf("m%d-%d", o, i)}
+				if i >= 3 {
+					k.ID, k.SortKey = "thread", fmt.Sprintf("%s-%d", owner, i)
+				}
+				_, err := as(owner).Create(ctx, k, map[string]any{"from": owner, "n": i}, client.ClassName("Message"))
+				must(t, err)
+			}
+		}
+		png := []byte("\x89PNG\r\n\x1a\n an inbox picture")
+		_, err := as("erin").PutBytes(ctx, client.Key{App: app, Namespace: "inbox", ID: "picture"}, bytes.NewReader(png), int64(len(png)), "image/png")
+		must(t, err)
+		want := exportOf(t, api, "inbox")
+		if len(want) != 31 {
+			t.Fatalf("the API exports %d records of inbox, want 31", len(want))
+		}
+		// rows waits for the status to begin with status, and answers the
+		// records the table shows.
+		rows := func(status string) []exported {
+			t.Helper()
+			b.until(fmt.Sprintf(`document.querySelector("#browse-status")?.innerText.startsWith(%q)`, status))
+			return eval[[]exported](b, `[...document.querySelectorAll("#browse-table tbody tr")].map((tr) => ({owner: tr.dataset.owner, id: tr.dataset.id, sortKey: tr.dataset.sk}))`)
+		}
+		same := func(got, want []exported) {
+			t.Helper()
+			if keysOf(got) != keysOf(want) {
+				t.Errorf("the page shows\n%s\nthe API's export\n%s", keysOf(got), keysOf(want))
+			}
+		}
+		b.open("#/apps/" + app + "/data")
+		b.fill(`input[name="namespace"]`, "inbox")
+		b.press("Browse items")
+		b.ready()
+		page1 := rows("Page 1, more remain: records 1 to 25.")
+		same(page1, want[:25])
+		owning := map[string]bool{}
+		for _, r := range page1 {
+			owning[r.Owner] = true
+		}
+		if len(owning) < 4 {
+			t.Errorf("the first page shows the records of %d owners, want those of several", len(owning))
+		}
+		if got := b.text(`#browse-table tr[data-id="picture"] td:nth-child(6)`); got != "image/png, "+strconv.Itoa(len(png))+" B" {
+			t.Errorf("the binary value shown as %q", got)
+		}
+		if got := b.text(`#browse-table tr[data-id="m0-0"] td:nth-child(4)`); got != "Message" {
+			t.Errorf("the class shown as %q", got)
+		}
+		b.shot("browse")
+		b.clickOn("#browse-next")
+		same(rows("Page 2, the last: records 26 to 31."), want[25:])
+		b.shot("browse-page-2")
+		b.clickOn("#browse-prev")
+		same(rows("Page 1, more remain"), want[:25])
+		// The button the first page disabled hands its focus on.
+		if got := eval[string](b, "document.activeElement.id"); got != "browse-next" {
+			t.Errorf("focus on %q after the first page came back", got)
+		}
+		b.clickOn("#browse-next")
+		rows("Page 2")
+		// A row opens its item; Back comes to the same page.
+		last := want[len(want)-1]
+		b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector("main").dataset.ready = ""`))
+		b.clickOn(`#browse-table tbody tr:last-child a[data-open]`)
+		b.ready()
+		it, err := as(last.Owner).Get(ctx, client.Key{App: app, Namespace: "inbox", ID: last.ID, SortKey: last.SortKey})
+		must(t, err)
+		if got := b.text("[data-etag]"); got != it.ETag {
+			t.Errorf("the opened row shows ETag %q, the API's %s/%s is %q", got, last.ID, last.SortKey, it.ETag)
+		}
+		b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector("main").dataset.ready = ""; history.back()`))
+		b.ready()
+		same(rows("Page 2, the last"), want[25:])
+		// Pages of 31: the first ends where the records do, so the export
+		// gives a cursor, and the page after it is empty. The first stays
+		// in view, the last.
+		b.fill(`input[name="pageSize"]`, "31")
+		b.press("Show")
+		same(rows("Page 1, more remain: records 1 to 31."), want)
+		b.clickOn("#browse-next")
+		same(rows("Page 1, the last: no records follow it."), want)
+		if next := eval[bool](b, `document.querySelector("#browse-next").disabled`); !next {
+			t.Error("Next page is offered after the last")
+		}
+
+		// A private namespace: each owner's diary under one id, which only
+		// its owner opens through the data routes; a row shows its
+		// record as exported, read-only.
+		for _, owner := range []string{"erin", "frank"} {
+			_, err := as(owner).Create(ctx, client.Key{App: app, Namespace: "secret", ID: "diary"}, map[string]any{"by": owner})
+			must(t, err)
+		}
+		diaries := exportOf(t, api, "secret")
+		b.open("#/apps/" + app + "/data?ns=secret&browse=1")
+		same(rows("Page 1, the last"), diaries)
+		if n := eval[int](b, `document.querySelectorAll("#browse-table a[data-open]").length`); n != 0 {
+			t.Errorf("%d private rows link to the data routes", n)
+		}
+		b.clickOn(`#browse-table tbody tr:last-child button[data-record]`)
+		b.until(`document.activeElement?.id === "record-title"`)
+		var shown, exported map[string]any
+		must(t, json.Unmarshal([]byte(b.text("#record-json")), &shown))
+		must(t, json.Unmarshal(diaries[len(diaries)-1].raw, &exported))
+		if fmt.Sprint(shown) != fmt.Sprint(exported) || shown["private"] != true {
+			t.Errorf("the record shown\n%v\nthe API's\n%v", shown, exported)
+		}
+		b.shot("browse-record")
 	})
 
 	t.Run("export and import", func(t *testing.T) {

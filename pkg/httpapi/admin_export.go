@@ -106,7 +106,7 @@ func (a *API) export(w http.ResponseWriter, r *http.Request, p params) {
 	page, err := a.store.Export(r.Context(), q)
 	var cursor string
 	if err == nil && page.Next != nil {
-		cursor, err = a.sealPosition(exportBinding(app), page.Next)
+		cursor, err = a.sealPosition(exportBinding(app, q.Namespace), page.Next)
 	}
 	if err != nil {
 		a.fail(w, r, err, nil)
@@ -162,19 +162,39 @@ func (a *API) recordsQuery(r *http.Request, binding, what string, after any) (li
 	return limit, deadline, nil
 }
 
-func exportBinding(app string) string { return "export\x00" + app }
+// exportBinding binds an export's cursor to its app, and to its namespace
+// where it has one: a filtered export's position may sit past records of
+// other namespaces that an unfiltered one must still give, and the other
+// way round, so neither continues the other.
+func exportBinding(app, namespace string) string {
+	if namespace == "" {
+		return "export\x00" + app
+	}
+	return "export\x00" + app + "\x00namespace\x00" + namespace
+}
 
-// exportQuery parses limit (1..1000, default 1000), cursor and history
-// (true, the default, carries kept versions; false leaves them out); half
-// the request's time goes to reading owners.
+// exportQuery parses limit (1..1000, default 1000), cursor, history (true,
+// the default, carries kept versions; false leaves them out) and namespace
+// (only that namespace's records); half the request's time goes to reading
+// owners.
 func (a *API) exportQuery(r *http.Request, app string) (store.ExportQuery, error) {
 	q := store.ExportQuery{App: app, MaxBytes: maxPageBytes, RecordBytes: recordPayloadBytes, History: true}
-	var err error
-	q.Limit, q.Deadline, err = a.recordsQuery(r, exportBinding(app), "this app's export", &q.After)
+	params, err := query(r)
 	if err != nil {
 		return q, err
 	}
-	switch h := r.URL.Query().Get("history"); h {
+	what := "this app's export"
+	if params.Has("namespace") {
+		if q.Namespace, err = uds.ParseNamespace(params.Get("namespace")); err != nil {
+			return q, err
+		}
+		what = fmt.Sprintf("this app's export of namespace %q", uds.Truncate(q.Namespace, 64))
+	}
+	q.Limit, q.Deadline, err = a.recordsQuery(r, exportBinding(app, q.Namespace), what, &q.After)
+	if err != nil {
+		return q, err
+	}
+	switch h := params.Get("history"); h {
 	case "", "true":
 	case "false":
 		q.History = false

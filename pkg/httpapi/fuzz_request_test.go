@@ -303,13 +303,16 @@ func FuzzBatchPath(f *testing.F) {
 // parameter, or one a route does not take, is refused with a 400 naming
 // it; what is accepted is what url.ParseQuery reads, within bounds. In the
 // query, {cursor} stands for a cursor sealed for the admin listing with
-// position, so that accepted cursors are reached too.
+// position, so that accepted cursors are reached too, and {export} for a
+// cursor of the app's whole export, which no export of one namespace takes.
 func FuzzQuery(f *testing.F) {
 	for _, q := range []string{
 		"", "limit=5", "limit=0", "limit=1000", "limit=1001", "limit=ten", "limit=-5", "limit=+5", "limit=05", "limit=5&limit=6",
 		"sortOrder=desc", "sortOrder=DESC", "sortOrder=sideways", "SORTORDER=desc", "startKey=a&endKey=b", "startKey=%01",
 		"endKey=" + strings.Repeat("s", 1025), "startKey=%ff", "limit=%zz", "limt=5", "Limit=5", "cursr=x", "zebra=1", "&&", "=",
 		"limit", "cursor=abc.def", "cursor={cursor}", "cursor={cursor}&limit=10", "a;b=c", "limit=5%00", "startKey=z%2F",
+		"namespace=kv", "namespace=", "namespace=a%7Cb", "namespace=a%2Fb", "namespace=%01", "namespace=kv&namespace=kv",
+		"namespace=kv&history=false&limit=25", "cursor={export}", "namespace=kv&cursor={export}", "NAMESPACE=kv",
 	} {
 		f.Add(q, "last-user")
 	}
@@ -317,10 +320,12 @@ func FuzzQuery(f *testing.F) {
 	f.Fuzz(func(t *testing.T, rawQuery, position string) {
 		sealed := fuzzAPI.cursors.Seal(adminBinding, position)
 		rawQuery = strings.Replace(rawQuery, "{cursor}", url.QueryEscape(sealed), 1)
+		whole := fuzzAPI.cursors.Seal(exportBinding(fuzzApp, ""), "{}")
+		rawQuery = strings.Replace(rawQuery, "{export}", url.QueryEscape(whole), 1)
 		r := &http.Request{Method: "GET", URL: &url.URL{Path: "/", RawQuery: rawQuery}, Header: http.Header{}}
 		in := []byte(rawQuery)
 		want, parseErr := url.ParseQuery(rawQuery)
-		for _, takes := range [][]string{nil, listQuery, pageQuery} {
+		for _, takes := range [][]string{nil, listQuery, pageQuery, exportQuery} {
 			err := checkQuery(r, takes)
 			if err != nil {
 				checkRefusal(t, in, err)
@@ -356,10 +361,17 @@ func FuzzQuery(f *testing.F) {
 		case params.Get("cursor") == sealed && after != position:
 			t.Fatalf("%q: the cursor sealed with %q opens as %q", rawQuery, position, after)
 		}
-		if q, err := fuzzAPI.exportQuery(r, fuzzApp); err != nil {
+		q, err := fuzzAPI.exportQuery(r, fuzzApp)
+		_, nsErr := uds.ParseNamespace(q.Namespace)
+		switch {
+		case err != nil:
 			checkRefusal(t, in, err)
-		} else if q.Limit < 1 || q.Limit > exportLimit {
+		case q.Limit < 1 || q.Limit > exportLimit:
 			t.Fatalf("%q: export limit %d taken", rawQuery, q.Limit)
+		case q.Namespace != params.Get("namespace") || (params.Has("namespace") && nsErr != nil):
+			t.Fatalf("%q: export of namespace %q taken", rawQuery, q.Namespace)
+		case q.Namespace != "" && params.Get("cursor") == whole:
+			t.Fatalf("%q: the whole export's cursor continues namespace %q's", rawQuery, q.Namespace)
 		}
 	})
 }

@@ -42,7 +42,7 @@ type route struct {
 var (
 	listQuery      = []string{"startKey", "endKey", "limit", "sortOrder", "cursor"}
 	pageQuery      = []string{"limit", "cursor"}
-	exportQuery    = []string{"limit", "cursor", "history"}
+	exportQuery    = []string{"limit", "cursor", "history", "namespace"}
 	itemRouteQuery = map[string][]string{
 		http.MethodGet:    {"version", "history", "limit", "cursor", "inline"},
 		http.MethodPost:   {"restore", "upload", "commit"},

@@ -15,7 +15,8 @@ import (
 
 // readKept adds the kept versions and delete markers of the given index
 // entries of the history table, read strongly consistent, leaving out
-// those gone or expired since the index was read.
+// those gone or expired since the index was read, and under a namespace
+// filter those of other namespaces (the index names no namespace).
 func (p *exportPager) readKept(ctx context.Context, pos ExportPosition, entries []map[string]types.AttributeValue) error {
 	ka := types.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
 	for _, e := range entries {
@@ -35,7 +36,7 @@ func (p *exportPager) readKept(ctx context.Context, pos ExportPosition, entries 
 	for _, e := range entries {
 		row := found[keptID(e)]
 		key, ok := keyOf(row)
-		if row == nil || !ok || expired(row, now) {
+		if row == nil || !ok || expired(row, now) || (p.q.Namespace != "" && key.Namespace != p.q.Namespace) {
 			continue
 		}
 		rec, err := keptRecord(key, row, pos.Owner)

@@ -2,8 +2,10 @@
 // metadata and ETag, edited with If-Match (a 412 shows the newer version),
 // created, deleted after a confirmation, with its history and restores
 // where the namespace keeps versions; a binary value as its type and size
-// with a download link; and a list browsed page by page with its cursor,
-// order and key range. The calls act as the caller in the page's header.
+// with a download link; a list browsed page by page with its cursor,
+// order and key range; and a namespace's items and list items browsed page
+// by page through the admin export of that namespace. The data calls act as
+// the caller in the page's header.
 
 import { call, path, ApiError } from "./api.js";
 import { h, replace, field, onSubmit, busy, bytes, count, table, heading, notice, pretty, confirm, when, showError, download, errorBox } from "./ui.js";
@@ -44,15 +46,23 @@ async function read(app, key, version) {
   };
 }
 
-// metadata is an item's fields beside its value, and its ETag.
+// metadata is an item's fields beside its value, and its ETag; an export
+// record has no ETag (undefined), but an owner.
 function metadata(item, etag) {
   const rows = [
-    ["Version", count(item.version)], ["ETag", h("code", { "data-etag": etag ?? "" }, etag ?? "")],
+    ["Version", count(item.version)],
+    etag === undefined ? ["Owner", item.owner] : ["ETag", h("code", { "data-etag": etag ?? "" }, etag ?? "")],
     ["Class", item.className ?? ""], ["Created", `${when(item.createdDate)} by ${item.createdBySubject ?? "?"}`],
     ["Updated", `${when(item.updatedDate)} by ${item.updatedBySubject ?? "?"}`], ["Expires", when(item.expiresAt) || "never"],
   ];
   if (item.contentType) rows.push(["Type", item.contentType], ["Size", `${bytes(item.size)} (${count(item.size)} bytes)`]);
   return h("dl", { class: "meta" }, rows.flatMap(([k, v]) => [h("dt", null, k), h("dd", null, v)]));
+}
+
+// preview is a value in a table's cell: the start of its JSON, or a binary
+// value's type and size.
+function preview(it) {
+  return it.data !== undefined ? h("code", { class: "preview" }, JSON.stringify(it.data).slice(0, 200)) : `${it.contentType}, ${bytes(it.size)}`;
 }
 
 // value shows a JSON value pretty-printed, or a binary one as its type and
@@ -71,13 +81,23 @@ export async function dataPage(view, app, query) {
   const sk = h("input", { name: "sortKey", value: key.sk, autocomplete: "off", spellcheck: "false" });
   const pick = onSubmit(h("form", { class: "inline", "aria-label": "Pick an item or a list" },
     field("Namespace", ns), field("Id", id), field("Sort key", sk, "A list item's; empty for a key-value item"),
-    h("div", { class: "actions" }, h("button", { name: "item" }, "Open item"), h("button", { name: "list" }, "Browse list"))),
+    h("div", { class: "actions" }, h("button", { name: "item" }, "Open item"), h("button", { name: "list" }, "Browse list"),
+      // Browsing a namespace needs no id: the id's required is not checked.
+      h("button", { name: "browse", formnovalidate: true }, "Browse items"))),
   (button) => {
+    if (button?.name === "browse") {
+      if (ns.reportValidity()) location.hash = dataHash(app, { ns: ns.value.trim(), browse: "1" });
+      return;
+    }
     const list = button?.name === "list";
     location.hash = dataHash(app, { ns: ns.value.trim(), id: id.value, sk: list ? "" : sk.value, list: list ? "1" : "" });
   });
   const body = h("div");
   replace(view, heading("Data"), h("p", { class: "sub" }, "App ", h("code", null, app)), pick, body);
+  if (key.ns && query.get("browse")) {
+    await browseView(body, app, key.ns, query);
+    return;
+  }
   if (!key.ns || !key.id) return;
   if (query.get("list")) {
     await listView(body, app, key, query);
@@ -265,8 +285,7 @@ async function listView(body, app, key, query) {
     replace(results, table(`Page ${pageNo}: ${items.length} item${items.length === 1 ? "" : "s"}`, ["Sort key", "Version", "Updated", "Value"],
       items.map((it) => [
         h("a", { href: dataHash(app, { ns: key.ns, id: key.id, sk: it.sortKey }) }, it.sortKey),
-        count(it.version), when(it.updatedDate),
-        it.data !== undefined ? h("code", { class: "preview" }, JSON.stringify(it.data).slice(0, 200)) : `${it.contentType}, ${bytes(it.size)}`,
+        count(it.version), when(it.updatedDate), preview(it),
       ]), { id: "list-table" }));
     if (res.body.cursor) cursors.push(res.body.cursor);
     next.hidden = !res.body.cursor;
@@ -286,4 +305,106 @@ async function listView(body, app, key, query) {
   });
   replace(body, h("h2", null, `List ${key.ns}/${key.id}`), form, area, results, h("div", { class: "actions" }, first, next));
   await show(null);
+}
+
+// browseView shows a namespace's items and list items, every owner's, page
+// by page: the admin export of the namespace without kept versions, whose
+// cursors it keeps for Previous and Next (and in the history entry, so that
+// Back from an item opened here finds the same page). A page the export
+// answers short (it ends at the next owner once half its time is gone) is
+// filled from the pages after it. A shared item opens on the item's view;
+// a private one only its owner reaches through the data routes, so its
+// record is shown as the export read it, read-only.
+async function browseView(body, app, ns, query) {
+  const size = h("input", { type: "number", name: "pageSize", min: 1, max: 1000, value: query.get("limit") ?? "25", inputmode: "numeric" });
+  const status = h("div", { "aria-live": "polite", id: "browse-status" });
+  const results = h("div");
+  const record = h("div", { id: "browse-record" });
+  const prev = h("button", { type: "button", id: "browse-prev", disabled: true }, "Previous page");
+  const next = h("button", { type: "button", id: "browse-next", disabled: true }, "Next page");
+  // A shared namespace's items open through the data routes; in a private
+  // one (or a record in its owner's key space, a stray elsewhere) not.
+  const { body: policy } = await call("GET", path("admin", "apps", app, "namespaces", ns));
+  const opens = (rec) => !rec.private && policy.access !== "private";
+  // per is the page size the cursors were read with: a size typed but not
+  // shown yet does not change what Previous and Next read.
+  let per = Number(size.value);
+  const saved = history.state?.browse;
+  let { cursors, at } = saved?.ns === ns && saved?.per === per ? saved : { cursors: [null], at: 0 };
+
+  // fill reads one page of records from cursor: as many as the page
+  // takes, over as many export pages as that needs, while it is in view.
+  const fill = async (cursor) => {
+    const records = [];
+    do {
+      const { body: page } = await call("GET", path("admin", "apps", app, "export"),
+        { query: { namespace: ns, history: "false", limit: per - records.length, cursor } });
+      records.push(...page.records);
+      cursor = page.cursor;
+    } while (cursor && records.length < per && results.isConnected);
+    return { records, cursor };
+  };
+
+  const showRecord = (rec) => {
+    const title = h("h3", { id: "record-title", tabindex: "-1" }, `${rec.namespace}/${rec.id}${rec.sortKey ? `/${rec.sortKey}` : ""}: the exported record`);
+    replace(record, h("section", { class: "panel", "aria-labelledby": "record-title" }, title,
+      h("p", null, rec.private && policy.access === "private"
+        ? `Private to ${rec.owner}: only its owner reaches this item through the data routes, so this is the record the export read, read-only.`
+        : `A stray: it sits in the key space ${ns}'s policy does not use, where no data route reaches it; this is the record the export read, read-only.`),
+      metadata(rec), h("pre", { class: "json", id: "record-json" }, pretty(rec))));
+    title.focus();
+  };
+
+  const keep = () => history.replaceState({ ...history.state, browse: { ns, per, cursors, at } }, "");
+  const load = async (i, button) => {
+    const loaded = await busy(button, status, async () => {
+      const { records, cursor } = await fill(cursors[i]);
+      if (!results.isConnected) return false; // another page is shown
+      if (i > 0 && !records.length && !cursor) {
+        // The page before ended exactly where the records do, which the
+        // export cannot know without reading on: it stays in view.
+        cursors = cursors.slice(0, i);
+        keep();
+        notice(status, `Page ${i}, the last: no records follow it.`);
+        return true;
+      }
+      cursors = [...cursors.slice(0, i + 1), ...(cursor ? [cursor] : [])];
+      at = i;
+      keep();
+      const first = i * per + 1;
+      const range = records.length ? `records ${count(first)} to ${count(first + records.length - 1)}` : "no records";
+      replace(record);
+      replace(results, table(`Page ${i + 1}: ${range}`, ["Owner", "Id", "Sort key", "Class", "Updated", "Value", "Open"],
+        records.map((rec) => {
+          const label = `${rec.id}${rec.sortKey ? `/${rec.sortKey}` : ""}`;
+          return [rec.owner, rec.id, rec.sortKey ?? "", rec.className ?? "", when(rec.updatedDate), preview(rec),
+            opens(rec)
+              ? h("a", { href: dataHash(app, { ns, id: rec.id, sk: rec.sortKey }), "aria-label": `Open item ${label}`, "data-open": "" }, "Open item")
+              : h("button", { type: "button", "aria-label": `View the record of ${label}`, "data-record": "", onclick: () => showRecord(rec) }, "View record")];
+        }), { id: "browse-table", tabindex: "-1" }));
+      results.querySelectorAll("tbody tr").forEach((tr, n) => {
+        Object.assign(tr.dataset, { owner: records[n].owner, id: records[n].id, sk: records[n].sortKey ?? "" });
+      });
+      const more = cursor ? "more remain" : "the last";
+      notice(status, i === 0 && !records.length ? `No items in ${ns}.` : `Page ${i + 1}, ${more}: ${range}.`);
+      return true;
+    });
+    prev.disabled = at === 0;
+    next.disabled = at + 1 >= cursors.length;
+    // A paging button the new page disabled keeps no focus: the other one,
+    // or the table, takes it.
+    if (loaded && button?.disabled) (!prev.disabled ? prev : !next.disabled ? next : results.querySelector("table"))?.focus();
+  };
+  prev.addEventListener("click", () => load(at - 1, prev));
+  next.addEventListener("click", () => load(at + 1, next));
+  const form = onSubmit(h("form", { class: "inline", "aria-label": "Browse query" }, field("Records a page", size), h("button", null, "Show")),
+    (button) => {
+      per = Number(size.value);
+      cursors = [null];
+      load(0, button);
+    });
+  replace(body, h("h2", null, `Items of ${ns}`),
+    h("p", { class: "hint" }, "Every owner's items and list items of the namespace, through the admin export: it reads each owner's index entries of the app, so a large app takes a while."),
+    form, status, results, h("div", { class: "actions" }, prev, next), record);
+  await load(at, null);
 }
