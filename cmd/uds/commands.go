@@ -113,6 +113,7 @@ again after the Retry-After (see uds --help).`,
 	"export": {args: "APP", short: "write every record of an app to standard output as NDJSON (admin)", min: 1, max: 1,
 		flags: func(fs *flag.FlagSet) {
 			fs.Bool("no-history", false, "leave out the versions namespaces' histories kept")
+			fs.String("namespace", "", "export this namespace's records only")
 		},
 		run: export},
 	"import": {args: "APP", short: "write NDJSON records (an export) into an app; exit 1 on conflicts (admin)", min: 1, max: 1,
@@ -388,6 +389,9 @@ func export(e *env, args []string) error {
 	var opts []client.ExportOption
 	if e.flag("no-history") == "true" {
 		opts = append(opts, client.WithoutHistory())
+	}
+	if ns := e.flag("namespace"); ns != "" {
+		opts = append(opts, client.InNamespace(ns))
 	}
 	n := 0
 	for rec, err := range e.c.Export(e.ctx, args[0], opts...) {

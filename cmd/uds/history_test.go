@@ -196,4 +196,14 @@ func TestHistoryExportImport(t *testing.T) {
 			t.Errorf("history of %v in the other app:\n%s\nwant\n%s", item, got, want)
 		}
 	}
+	// --namespace exports one namespace of the app.
+	if code, _, errOut := uds(t, srv, "", "--subject", "dave", "create", app, "other", "note", "--data", `1`); code != 0 {
+		t.Fatalf("create: %s", errOut)
+	}
+	if code, out, _ := uds(t, srv, "", "export", "--namespace", "other", app); code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"namespace":"other"`) {
+		t.Errorf("export --namespace other: exit %d:\n%s", code, out)
+	}
+	if code, out, _ := uds(t, srv, "", "export", "--namespace", "hist", "--no-history", app); code != 0 || strings.Count(out, "\n") != 2 || strings.Contains(out, `"namespace":"other"`) {
+		t.Errorf("export --namespace hist --no-history: exit %d:\n%s", code, out)
+	}
 }

@@ -47,6 +47,13 @@ type ExportOption func(url.Values)
 // export; by default it carries them after each owner's items.
 func WithoutHistory() ExportOption { return func(q url.Values) { q.Set("history", "false") } }
 
+// InNamespace exports one namespace's records (every owner's, in every
+// key space) rather than the whole app's. It still reads each owner's
+// index entries, so it is no cheaper than the whole export to the tables.
+func InNamespace(namespace string) ExportOption {
+	return func(q url.Values) { q.Set("namespace", namespace) }
+}
+
 // MaxImportRecords is the most records one import request takes.
 const MaxImportRecords = 1000
 
