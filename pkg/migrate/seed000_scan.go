@@ -302,7 +302,8 @@ func (p *progress) phase() {
 
 // page shows the counts after a page: on a terminal one short line
 // rewritten in place (read/written/unchanged/skipped per table, conflicts
-// among the skipped), otherwise a line after the page's own description.
+// among the skipped, to keep it short), otherwise a line after the page's
+// own description with every count.
 func (p *progress) page(what string, items int, cp *seedCheckpoint) {
 	p.read += items
 	var b strings.Builder
@@ -313,7 +314,7 @@ func (p *progress) page(what string, items int, cp *seedCheckpoint) {
 		case p.live:
 			fmt.Fprintf(&b, "%s %d/%d/%d/%d  ", t.name, st.Read, st.Written, st.Unchanged, st.Skipped+st.Conflicts)
 		default:
-			fmt.Fprintf(&b, "%s: read %d, written %d, unchanged %d, skipped %d; ", t.name, st.Read, st.Written, st.Unchanged, st.Skipped+st.Conflicts)
+			fmt.Fprintf(&b, "%s: read %d, written %d, unchanged %d, conflicts %d, skipped %d; ", t.name, st.Read, st.Written, st.Unchanged, st.Conflicts, st.Skipped)
 		}
 	}
 	rate := float64(p.read) / max(time.Since(p.start).Seconds(), 1e-3)
