@@ -58,21 +58,24 @@ func TestRateLimits(t *testing.T) {
 func TestRateLimitRefusals(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	for _, tc := range []struct{ name, path, body, field string }{
-		{"zero rate", "/rate-limits", `{"perCaller": {"requestsPerSecond": 0, "burst": 1}}`, "Invalid perCaller.requestsPerSecond"},
-		{"no burst", "/rate-limits", `{"perApp": {"requestsPerSecond": 5}}`, "Invalid perApp.burst"},
-		{"fraction", "/rate-limits", `{"perCaller": {"requestsPerSecond": 1.5, "burst": 2}}`, "Invalid perCaller.requestsPerSecond"},
-		{"string", "/rate-limits", `{"perCaller": {"requestsPerSecond": "5", "burst": 2}}`, "Invalid perCaller.requestsPerSecond"},
-		{"too fast", "/rate-limits", `{"perCaller": {"requestsPerSecond": 2000000, "burst": 2}}`, "Invalid perCaller.requestsPerSecond"},
-		{"unknown member", "/rate-limits", `{"perCaller": {"rps": 5, "burst": 2}}`, "Invalid perCaller"},
-		{"empty object", "/rate-limits", `{"perCaller": {}}`, "Invalid perCaller.requestsPerSecond"},
-		{"unknown part", "/rate-limits", `{"perUser": {"requestsPerSecond": 5, "burst": 2}}`, "Invalid body"},
-		{"per app on a user", "/users/alice/rate-limits", `{"perApp": {"requestsPerSecond": 5, "burst": 2}}`, "Invalid body"},
+	for _, tc := range []struct{ name, path, body, field, details string }{
+		{"zero rate", "/rate-limits", `{"perCaller": {"requestsPerSecond": 0, "burst": 1}}`, "Invalid perCaller.requestsPerSecond", ""},
+		// A form's empty burst field sends none: the answer says it is
+		// missing rather than naming a 0 nobody sent.
+		{"no burst", "/rate-limits", `{"perApp": {"requestsPerSecond": 5}}`, "Invalid perApp.burst", "is required with a rate"},
+		{"negative burst", "/rate-limits", `{"perApp": {"requestsPerSecond": 5, "burst": -3}}`, "Invalid perApp.burst", "got -3"},
+		{"fraction", "/rate-limits", `{"perCaller": {"requestsPerSecond": 1.5, "burst": 2}}`, "Invalid perCaller.requestsPerSecond", ""},
+		{"string", "/rate-limits", `{"perCaller": {"requestsPerSecond": "5", "burst": 2}}`, "Invalid perCaller.requestsPerSecond", ""},
+		{"too fast", "/rate-limits", `{"perCaller": {"requestsPerSecond": 2000000, "burst": 2}}`, "Invalid perCaller.requestsPerSecond", ""},
+		{"unknown member", "/rate-limits", `{"perCaller": {"rps": 5, "burst": 2}}`, "Invalid perCaller", ""},
+		{"empty object", "/rate-limits", `{"perCaller": {}}`, "Invalid perCaller.requestsPerSecond", ""},
+		{"unknown part", "/rate-limits", `{"perUser": {"requestsPerSecond": 5, "burst": 2}}`, "Invalid body", ""},
+		{"per app on a user", "/users/alice/rate-limits", `{"perApp": {"requestsPerSecond": 5, "burst": 2}}`, "Invalid body", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.on(t).do("PUT", adminApps+tc.path, tc.body).expect(t, 400)
-			if r.body["error"] != tc.field {
-				t.Errorf("answer %s, want %s", r.raw, tc.field)
+			if r.body["error"] != tc.field || !strings.Contains(string(r.raw), tc.details) {
+				t.Errorf("answer %s, want %s (%s)", r.raw, tc.field, tc.details)
 			}
 		})
 	}

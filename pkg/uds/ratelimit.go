@@ -37,6 +37,10 @@ func (r Rate) Validate(field string) error {
 		return Invalid(field+".burst", "goes with a rate, and requestsPerSecond -1 lifts the limit: leave burst out")
 	case r.PerSecond < 1 || r.PerSecond > MaxRatePerSecond:
 		return Invalid(field+".requestsPerSecond", "must be a whole number from 1 to %d (or -1 for no limit), got %d", MaxRatePerSecond, r.PerSecond)
+	case r.Burst == 0:
+		// Absent, as a form's empty field leaves it: "got 0" would name
+		// a number nobody sent.
+		return Invalid(field+".burst", "is required with a rate: the most requests let through at once, a whole number from 1 to %d", MaxRatePerSecond)
 	case r.Burst < 1 || r.Burst > MaxRatePerSecond:
 		return Invalid(field+".burst", "must be a whole number from 1 to %d, got %d", MaxRatePerSecond, r.Burst)
 	}
