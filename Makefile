@@ -131,9 +131,9 @@ test-bench: engine
 	$(ENGINE) -- go test -race -count=1 -short -run '^$$' -bench . -benchtime 1x $(BENCH_PACKAGES)
 
 # The randomised accounting workload of make test, longer: more requests
-# per worker and several seeds of every fault mix (about 6 minutes on 2 cores);
+# per worker and several seeds of every fault mix (about 12 minutes on 2 cores);
 # then the seed-000 migration of make test with SOAK_SEED000_RECORDS records,
-# its killed run resumed under each fault mix.
+# its killed run resumed under each fault mix (about 5 minutes).
 SOAK_OPS ?= 600
 SOAK_ROUNDS ?= 3
 SOAK_SEED000_RECORDS ?= 10000
