@@ -49,13 +49,17 @@ func UpgradeTables(ctx context.Context, client IndexAdmin, names Tables) error {
 }
 
 // addMissingIndexes adds the schema's indexes that an existing table
-// lacks, one UpdateTable each.
+// lacks, one UpdateTable each, after one DescribeTable: a table without
+// indexes to have costs no call.
 func addMissingIndexes(ctx context.Context, c IndexAdmin, name string, t schema.Table) error {
+	if len(t.Indexes) == 0 {
+		return nil
+	}
+	out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+	if err != nil {
+		return fmt.Errorf("describe table %s: %w", name, err)
+	}
 	for _, ix := range t.Indexes {
-		out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-		if err != nil {
-			return fmt.Errorf("describe table %s: %w", name, err)
-		}
 		if indexState(out.Table, ix.Name) != IndexMissing {
 			continue
 		}

@@ -145,8 +145,11 @@ func (s *Store) CommitUpload(ctx context.Context, app, id string, key *uds.Key) 
 	name := uds.ObjectName(app, id)
 	op := "commit upload " + name
 	res, err := s.readMeta(ctx, rk, true)
-	if err != nil || res == nil {
-		return s.committed(ctx, name, key, err)
+	switch {
+	case err != nil:
+		return uds.Item{}, false, err
+	case res == nil:
+		return s.committed(ctx, name, key)
 	}
 	target, ok := keyOf(map[string]types.AttributeValue{
 		schema.AttrDataKey: res[schema.AttrUploadItem], schema.AttrSortKey: res[schema.AttrUploadSortKey]})
@@ -173,20 +176,19 @@ func (s *Store) CommitUpload(ctx context.Context, app, id string, key *uds.Key) 
 		}
 		// The item changed since it was read, or the reservation is gone:
 		// the other commit (the bucket's event, or the client's) made it.
-		if still, err := s.readMeta(ctx, rk, false); err != nil || still == nil {
-			return s.committed(ctx, name, key, err)
+		switch still, err := s.readMeta(ctx, rk, false); {
+		case err != nil:
+			return uds.Item{}, false, err
+		case still == nil:
+			return s.committed(ctx, name, key)
 		}
 	}
 	return uds.Item{}, false, &uds.UnavailableError{Op: op, Err: errContended}
 }
 
 // committed answers a commit whose reservation is gone: the item, if it
-// holds the upload's object. err is the reading of the reservation, which
-// it passes on.
-func (s *Store) committed(ctx context.Context, name string, key *uds.Key, err error) (uds.Item, bool, error) {
-	if err != nil {
-		return uds.Item{}, false, err
-	}
+// holds the upload's object.
+func (s *Store) committed(ctx context.Context, name string, key *uds.Key) (uds.Item, bool, error) {
 	if key == nil {
 		return uds.Item{}, false, uds.ErrNotFound
 	}
