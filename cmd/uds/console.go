@@ -50,9 +50,10 @@ type consoleAuth struct {
 }
 
 func runConsole(e *env, _ []string) error {
+	// The client every command gets has checked the endpoint already.
 	endpoint, err := url.Parse(strings.TrimSuffix(e.flag("endpoint"), "/"))
-	if err != nil || (endpoint.Scheme != "http" && endpoint.Scheme != "https") || endpoint.Host == "" {
-		return usageError("endpoint %q is not an http(s) URL", e.flag("endpoint"))
+	if err != nil {
+		return err
 	}
 	port, err := strconv.Atoi(e.flag("port"))
 	if err != nil || port < 0 || port > 65535 {

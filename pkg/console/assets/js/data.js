@@ -211,11 +211,15 @@ async function itemView(body, app, key) {
   };
 
   // showHistory lists the item's versions, where the namespace keeps them,
-  // page by page, each one readable and restorable.
+  // page by page, each one readable and restorable. The policy is asked
+  // once for the view: a create, save or restore shows the history again
+  // without reading it again.
+  let keepsAsked;
   const showHistory = async () => {
     let keeps;
     try {
-      keeps = await keepsHistory(app, key.ns);
+      keepsAsked ??= keepsHistory(app, key.ns);
+      keeps = await keepsAsked;
     } catch (e) {
       replace(history, h("h2", { id: "history-title" }, "History"), errorBox(e));
       return;
