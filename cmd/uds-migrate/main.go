@@ -30,6 +30,7 @@ import (
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/migrate"
+	"github.com/udsproject/uds/pkg/server"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -155,17 +156,9 @@ func seed000(ctx context.Context, client *dynamodb.Client, cfg config.Config, ba
 	}
 	// The store as the functions configure theirs: the limits in effect
 	// (which owners are over one), and the settle time of a change into
-	// private (the functions' policy cache and request budget).
-	budget := cfg.RequestBudget
-	if budget <= 0 {
-		budget = config.DefaultRequestBudget
-	}
-	st := store.New(client, cfg.Tables,
-		store.WithDefaultLimits(uds.Limits{Bytes: cfg.DefaultLimitBytes, Items: cfg.DefaultLimitItems}),
-		store.WithLimitsTTL(cfg.LimitsCacheTTL),
-		store.WithRecomputeQuiet(cfg.RecomputeQuiet),
-		store.WithPolicySettle(store.PolicySettle(cfg.LimitsCacheTTL, budget)),
-		store.WithCreatedContentApp(o.CreatedContentApp))
+	// private (the functions' policy cache and request budget). The
+	// created-content app is the one the run lands hmh's records in.
+	st := store.New(client, cfg.Tables, append(server.StoreOptions(cfg), store.WithCreatedContentApp(o.CreatedContentApp))...)
 	rep, err := migrate.Seed000(ctx, client, st, o)
 	rep.WriteSummary(os.Stdout)
 	if err != nil {

@@ -40,25 +40,11 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 	if err != nil {
 		return nil, nil, err
 	}
-	// A change into or out of private waits for the longest a function
-	// caches a policy and a request may take (on Lambda the function's
-	// timeout may cut a request shorter, never longer).
-	budget := cfg.RequestBudget
-	if budget <= 0 {
-		budget = config.DefaultRequestBudget
-	}
 	bucket, err := blob.FromConfig(ctx, cfg.Bucket, cfg.S3Endpoint)
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []store.Option{
-		store.WithDefaultLimits(uds.Limits{Bytes: cfg.DefaultLimitBytes, Items: cfg.DefaultLimitItems}),
-		store.WithDefaultRateLimits(uds.RateLimits{PerCaller: cfg.RatePerCaller, PerApp: cfg.RatePerApp}),
-		store.WithLimitsTTL(cfg.LimitsCacheTTL),
-		store.WithRecomputeQuiet(cfg.RecomputeQuiet),
-		store.WithPolicySettle(store.PolicySettle(cfg.LimitsCacheTTL, budget)),
-		store.WithCreatedContentApp(cfg.CreatedContentApp),
-	}
+	opts := StoreOptions(cfg)
 	// Without a bucket, large values are refused (501) and the rest works.
 	var objects httpapi.Bucket
 	if bucket != nil {
@@ -81,4 +67,26 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 		Bucket:              objects,
 	})
 	return api, client, nil
+}
+
+// StoreOptions configures a store as the configuration says: the limits
+// and rate limits in effect, how long they and policies are cached, the
+// quiet time of recompute, the created-content app, and the settle time of
+// a change into or out of private, which waits for the longest a function
+// caches a policy and a request may take (on Lambda the function's
+// timeout may cut a request shorter, never longer). The functions, the
+// local server and the migration share it.
+func StoreOptions(cfg config.Config) []store.Option {
+	budget := cfg.RequestBudget
+	if budget <= 0 {
+		budget = config.DefaultRequestBudget
+	}
+	return []store.Option{
+		store.WithDefaultLimits(uds.Limits{Bytes: cfg.DefaultLimitBytes, Items: cfg.DefaultLimitItems}),
+		store.WithDefaultRateLimits(uds.RateLimits{PerCaller: cfg.RatePerCaller, PerApp: cfg.RatePerApp}),
+		store.WithLimitsTTL(cfg.LimitsCacheTTL),
+		store.WithRecomputeQuiet(cfg.RecomputeQuiet),
+		store.WithPolicySettle(store.PolicySettle(cfg.LimitsCacheTTL, budget)),
+		store.WithCreatedContentApp(cfg.CreatedContentApp),
+	}
 }
