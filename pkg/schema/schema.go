@@ -132,6 +132,19 @@ const (
 	// the total it stored, and the expiry function does not release them
 	// again.
 	AttrRecomputedAt = "recomputedAt"
+	// AttrSumCovers is the instant (Unix milliseconds) before which
+	// recompute's last sum surely saw every item written: the stream
+	// counting of a streamed app does not charge those writes again.
+	AttrSumCovers = "sumCovers"
+	// AttrQuotaMode is an app's quota mode (uds.QuotaMode) on its record;
+	// absent, the default (strict).
+	AttrQuotaMode = "quotaMode"
+	// AttrStreamMarkPrefix begins the name of a usage record's stream
+	// marks, one per stream shard that has counted the owner's changes: a
+	// map of the last sequence number counted (S, zero-padded) and when
+	// (N, Unix milliseconds), so a record delivered again is not counted
+	// twice.
+	AttrStreamMarkPrefix = "streamMark:"
 	// The registry (package store's registry.go): an app's record holds
 	// its name as registered, its description and when it was registered
 	// and last changed (RFC 3339), and, while registered, AttrRegistry
@@ -221,6 +234,11 @@ const (
 	// the version it kept, with who deleted the item and when, and no
 	// value.
 	AttrDeleted = "deleted"
+	// AttrStreamCounted (BOOL true) marks an item written in an app whose
+	// quota mode is streamed: its owner's usage counts it from the table's
+	// stream, not in the write's transaction, and every write path leaves
+	// its size to the stream (package store's usage.go, charged).
+	AttrStreamCounted = "streamCounted"
 	// AttrKept, AttrLastVersion and AttrHeadRevision are the attributes of
 	// an item's history head (the entry at version HeadVersion): the kept
 	// versions' sizes, owners and audit fields, the highest version number
