@@ -1,10 +1,12 @@
 // Package expiry is the fourth function: it reads the data tables'
-// DynamoDB streams and releases the usage of every item DynamoDB's TTL
-// deleted, once per item however often a record is delivered. Items UDS
-// removes itself (a read or write meeting an expired item) are released by
-// the request that removed them; their records come from UDS, not from
-// DynamoDB, and are skipped here (the event source mapping's filter keeps
-// them from invoking the function at all).
+// DynamoDB streams. It releases the usage of every item DynamoDB's TTL
+// deleted, once per item however often a record is delivered, and counts
+// every change of an item written in streamed quota mode into its owner's
+// usage, once per change. Items UDS removes itself (a read or write
+// meeting an expired item) are released by the request that removed them;
+// their records come from UDS, not from DynamoDB, and are skipped here
+// unless the stream counts the item (the event source mapping's filter
+// keeps the rest from invoking the function at all).
 package expiry
 
 import (
@@ -27,38 +29,57 @@ import (
 // TTLPrincipal is the stream record identity of DynamoDB's TTL deletions.
 const TTLPrincipal = "dynamodb.amazonaws.com"
 
-// Releaser releases the usage of an item DynamoDB's TTL deleted, given its
-// old image; *store.Store has it.
-type Releaser interface {
+// Accounter releases the usage of an item DynamoDB's TTL deleted, given its
+// old image, and counts the changes of items written in streamed mode;
+// *store.Store has it.
+type Accounter interface {
 	ReleaseRemoved(ctx context.Context, old map[string]types.AttributeValue, removedAt time.Time) (bool, error)
+	CountStreamed(ctx context.Context, shard string, changes []store.StreamChange) (int, error)
 }
 
-// Handler processes a batch of stream records in order. It reports the
-// first record it could not release as the batch's failure, so Lambda
-// retries from there (records of one shard stay in order). Each batch
-// leaves one log line and one EMF record: records, releases, skips and
-// failures, and the DynamoDB calls they took.
-func Handler(r Releaser, log *slog.Logger, metrics *emf.Writer) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+// Handler processes a batch of one shard's stream records in order. The
+// event source mapping has a tumbling window so that each batch names its
+// shard, which streamed counting keys its marks by; the window's state is
+// not used (each batch is counted as it comes) and goes back empty. It
+// reports the first record it could not count or release as the batch's
+// failure, so Lambda retries from there (records of one shard stay in
+// order; what came before is counted once however often it is delivered
+// again). Each batch leaves one log line and one EMF record: records,
+// changes counted, releases, skips and failures, and the DynamoDB calls
+// they took.
+func Handler(r Accounter, log *slog.Logger, metrics *emf.Writer) func(context.Context, events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
+	return func(ctx context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
 		start := time.Now()
 		ctx, calls := store.WithCallStats(ctx)
-		var resp events.DynamoDBEventResponse
+		resp := events.DynamoDBTimeWindowEventResponse{}
+		resp.State = map[string]string{}
+		changes := make([]store.StreamChange, len(ev.Records))
+		for i, rec := range ev.Records {
+			changes[i] = store.StreamChange{
+				Sequence: rec.Change.SequenceNumber, At: rec.Change.ApproximateCreationDateTime.Time,
+				Old: image(rec.Change.OldImage), New: image(rec.Change.NewImage),
+			}
+		}
+		done, failure := r.CountStreamed(ctx, ev.ShardID, changes)
 		released, skipped := 0, 0
-		var failure error
-		for _, rec := range ev.Records {
+		for i, rec := range ev.Records[:done] {
 			if !IsTTLRemoval(rec) {
 				skipped++
 				continue
 			}
-			ok, err := r.ReleaseRemoved(ctx, image(rec.Change.OldImage), rec.Change.ApproximateCreationDateTime.Time)
+			ok, err := r.ReleaseRemoved(ctx, changes[i].Old, rec.Change.ApproximateCreationDateTime.Time)
 			if err != nil {
-				failure = fmt.Errorf("record %s: %w", rec.EventID, err)
-				resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: rec.Change.SequenceNumber}}
+				done, failure = i, err
 				break
 			}
 			if ok {
 				released++
 			}
+		}
+		if done < len(ev.Records) {
+			rec := ev.Records[done]
+			failure = fmt.Errorf("record %s: %w", rec.EventID, failure)
+			resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: rec.Change.SequenceNumber}}
 		}
 		c := calls.Snapshot()
 		attrs := []slog.Attr{

@@ -25,13 +25,13 @@ import (
 
 const app = "d53065bd-f932-4841-83fb-849717d8df0f"
 
-func readEvent(t *testing.T, name string) events.DynamoDBEvent {
+func readEvent(t *testing.T, name string) events.DynamoDBTimeWindowEvent {
 	t.Helper()
 	b, err := os.ReadFile("../../events/expiry/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev events.DynamoDBEvent
+	var ev events.DynamoDBTimeWindowEvent
 	if err := json.Unmarshal(b, &ev); err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ var uploadLayout = emf.NewLayout(emf.Directive{DimensionSets: [][]string{{"funct
 
 // Dispatch serves the function's two kinds of event, told apart by their
 // records' source: the tables' streams and the bucket's notifications.
-func Dispatch(streams func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), uploads func(context.Context, events.S3Event) error) func(context.Context, json.RawMessage) (any, error) {
+func Dispatch(streams func(context.Context, events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error), uploads func(context.Context, events.S3Event) error) func(context.Context, json.RawMessage) (any, error) {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var probe struct {
 			Records []struct {
@@ -97,7 +97,7 @@ func Dispatch(streams func(context.Context, events.DynamoDBEvent) (events.Dynamo
 			}
 			return nil, uploads(ctx, ev)
 		}
-		var ev events.DynamoDBEvent
+		var ev events.DynamoDBTimeWindowEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, fmt.Errorf("a stream event: %w", err)
 		}

@@ -45,8 +45,8 @@ func TestBucketEventsCommitUploads(t *testing.T) {
 	objects := blob.Objects{Bucket: blobtest.New(t)}
 	client, tables := storetest.Client(t), storetest.NewTables(t)
 	st := store.New(client, tables, store.WithObjects(objects))
-	streams := func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		return events.DynamoDBEventResponse{}, errors.New("a bucket event went to the streams' handler")
+	streams := func(context.Context, events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
+		return events.DynamoDBTimeWindowEventResponse{}, errors.New("a bucket event went to the streams' handler")
 	}
 	created := func(ev events.S3Event) []string { return blob.CreatedUploads(ev, blobtest.Name) }
 	handle := expiry.Dispatch(streams, expiry.UploadHandler(st, created, slog.New(slog.NewTextHandler(io.Discard, nil)), emf.NewWriter(io.Discard)))

@@ -95,6 +95,16 @@ func (r *actionRecorder) UpdateItem(ctx context.Context, in *dynamodb.UpdateItem
 	return r.next.UpdateItem(ctx, in, o...)
 }
 
+func (r *actionRecorder) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	r.noteItem(in.TableName, in.Item, "PutItem")
+	return r.next.PutItem(ctx, in, o...)
+}
+
+func (r *actionRecorder) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	r.noteItem(in.TableName, in.Key, "DeleteItem")
+	return r.next.DeleteItem(ctx, in, o...)
+}
+
 func (r *actionRecorder) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	r.note(in.TableName, in.IndexName, "Query")
 	return r.next.Query(ctx, in, o...)

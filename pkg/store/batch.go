@@ -162,9 +162,8 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 				names, vals := map[string]string{}, map[string]types.AttributeValue{}
 				put.ConditionExpression = aws.String(exactRevision(old, names, vals))
 				put.ExpressionAttributeNames, put.ExpressionAttributeValues = names, vals
-				if who, counted := owner(w.App, old); counted {
-					move(who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}, i)
-				}
+				who, _ := owner(w.App, old)
+				move(who, charged(old).Negate(), i)
 			}
 			p.add(types.TransactWriteItem{Put: put}, "")
 			p.addAll(s.indexUpkeep(w.Key, w.Indexes, storedData(w.Key, old), w.Data))
@@ -180,11 +179,11 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 				return p, &uds.BatchError{Index: i, Err: uds.ErrPrecondition}
 			}
 			who, counted := owner(w.App, old)
-			change := uds.Usage{Bytes: values[i].size - num(old, schema.AttrItemSize)}
 			if !counted {
-				who, change = w.Subject, uds.Usage{Bytes: values[i].size, Items: 1}
+				who = w.Subject
 			}
-			p.add(types.TransactWriteItem{Update: s.itemUpdate(w, values[i], now, token, old, !counted)}, "")
+			change := uds.Usage{Bytes: values[i].size, Items: 1}.Plus(charged(old).Negate())
+			p.add(types.TransactWriteItem{Update: s.itemUpdate(w, values[i], now, token, old, !counted, false)}, "")
 			p.addAll(s.indexUpkeep(w.Key, w.Indexes, storedData(w.Key, old), w.Data))
 			move(who, change, i)
 			if w.History.On() {
@@ -204,9 +203,8 @@ func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []enco
 			}
 			p.add(s.deleteAction(w.Key, old), "")
 			p.addAll(s.indexUpkeep(w.Key, w.Indexes, storedData(w.Key, old), nil))
-			if who, counted := owner(w.App, old); counted {
-				move(who, uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}, i)
-			}
+			who, _ := owner(w.App, old)
+			move(who, charged(old).Negate(), i)
 			if w.History.On() {
 				keep(i, w, old, &w.Subject)
 			}

@@ -148,7 +148,8 @@ func encodeValue(w *uds.Write) (encodedValue, error) {
 	for _, n := range []string{schema.AttrDataKey, schema.AttrSortKey, v.name, schema.AttrClassName,
 		schema.AttrCreatedDate, schema.AttrCreatedBySubject, schema.AttrUpdatedDate, schema.AttrUpdatedBySubject,
 		schema.AttrVersion, schema.AttrItemSize, schema.AttrOwnerKey, schema.AttrSchemaVersion,
-		schema.AttrWriteToken, schema.AttrExpiresAt, schema.AttrExpiresAtMillis, schema.AttrContentType, schema.AttrObjectSize} {
+		schema.AttrWriteToken, schema.AttrExpiresAt, schema.AttrExpiresAtMillis, schema.AttrContentType, schema.AttrObjectSize,
+		schema.AttrStreamCounted} {
 		names += len(n)
 	}
 	// 96 bytes hold the numbers (version, size, schema version, expiry)

@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/schema"
@@ -25,7 +27,7 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 		return uds.Item{}, err
 	}
 	it := newItem(&w, s.writeTime())
-	charge, lim, err := s.usageAction(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
+	streamed, err := s.streamedWrite(ctx, &w)
 	if err != nil {
 		return uds.Item{}, err
 	}
@@ -37,11 +39,21 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}
 	op := "create " + w.DataKey()
+	entries := s.indexUpkeep(w.Key, w.Indexes, nil, w.Data)
+	if streamed {
+		if err := s.checkTracked(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1}); err != nil {
+			return uds.Item{}, err
+		}
+		return s.createStreamed(ctx, op, it, put.Put, entries)
+	}
+	charge, lim, err := s.usageAction(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
+	if err != nil {
+		return uds.Item{}, err
+	}
 	// An expired item on the key, or expired items of the owner that
 	// fill its quota, are reclaimed and the create tried again, once; a
 	// history head that moved is read again, as often as a write races.
 	reclaimed := false
-	entries := s.indexUpkeep(w.Key, w.Indexes, nil, w.Data)
 	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
 		actions := []types.TransactWriteItem{put, charge}
 		if w.History.On() {
@@ -85,4 +97,83 @@ func newItem(w *uds.Write, now time.Time) uds.Item {
 		CreatedDate: now, CreatedBy: w.Subject, UpdatedDate: now, UpdatedBy: w.Subject,
 		Version: 1, ExpiresAt: w.ExpiresAt,
 	}
+}
+
+// createStreamed stores a new item in streamed mode: the item alone (one
+// conditional PutItem, or a transaction with its index entries), marked
+// as counted by the stream, which charges its owner (streamusage.go). The
+// item records a write token, so that a retry whose earlier attempt
+// committed without an answer recognises its own item.
+func (s *Store) createStreamed(ctx context.Context, op string, it uds.Item, put *types.Put, entries []types.TransactWriteItem) (uds.Item, error) {
+	token := newToken()
+	put.Item[schema.AttrStreamCounted] = &types.AttributeValueMemberBOOL{Value: true}
+	put.Item[schema.AttrWriteToken] = &types.AttributeValueMemberS{Value: token}
+	reclaimed, uncertain := false, false
+	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
+		var current map[string]types.AttributeValue
+		if len(entries) == 0 {
+			outcome, item, err := s.putAlone(ctx, op, put, attempt)
+			switch {
+			case err != nil:
+				return uds.Item{}, err
+			case outcome == written:
+				return it, nil
+			case outcome == unanswered:
+				uncertain = true
+				continue
+			}
+			current = item
+		} else {
+			refused, err := s.transact(ctx, op, append([]types.TransactWriteItem{{Put: put}}, entries...)...)
+			switch {
+			case err != nil:
+				return uds.Item{}, err
+			case refused == nil:
+				return it, nil
+			case !refused.conditionFailed(0):
+				return uds.Item{}, failed(op, errUnexpectedCancel(refused))
+			}
+			current = refused.item(0)
+		}
+		switch {
+		case str(current, schema.AttrWriteToken) == token:
+			return it, nil // an earlier attempt's, whose answer was lost
+		case !reclaimed && expired(current, s.now()):
+			s.reclaim(ctx, it.App, []listEntry{{key: it.Key, state: current}})
+			reclaimed = true
+		case uncertain:
+			return uds.Item{}, unknownOutcome(op, "the key holds another item")
+		default:
+			return uds.Item{}, uds.ErrConflict
+		}
+	}
+	return uds.Item{}, &uds.UnavailableError{Op: op, Err: errContended}
+}
+
+// putAlone writes a new item with one conditional PutItem. The SDK does
+// not retry it: a retry of a commit whose answer was lost would be refused
+// by the condition, and only the caller, comparing write tokens, can tell
+// that refusal from a taken key. A refusal returns the item that holds the
+// key.
+func (s *Store) putAlone(ctx context.Context, op string, put *types.Put, attempt int) (writeOutcome, map[string]types.AttributeValue, error) {
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           put.TableName,
+		Item:                                put.Item,
+		ConditionExpression:                 put.ConditionExpression,
+		ExpressionAttributeNames:            put.ExpressionAttributeNames,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, withoutRetries)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return written, nil, nil
+	case asCCF(err, &ccf):
+		return raced, ccf.Item, nil
+	case isTransient(err):
+		if serr := sleep(ctx, backoff(attempt)); serr != nil {
+			return 0, nil, failed(op, errors.Join(err, serr))
+		}
+		return unanswered, nil, nil
+	}
+	return 0, nil, failed(op, err)
 }

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/schema"
@@ -30,25 +32,30 @@ func (s *Store) Delete(ctx context.Context, w uds.Write) error {
 func (s *Store) deleteOne(ctx context.Context, w uds.Write) (bool, error) {
 	key, ifMatch := w.Key, w.IfMatch
 	op := "delete " + key.DataKey()
-	for range maxWriteAttempts {
+	// uncertain is set once a delete got no answer: it may have removed
+	// the item, so the item's absence is no proof that the precondition
+	// failed.
+	uncertain := false
+	for attempt := range maxWriteAttempts {
 		old, head, err := s.readForWrite(ctx, &w)
 		switch {
 		case err != nil:
 			return false, err
+		case old == nil && ifMatch.IsSet() && uncertain:
+			return false, unknownOutcome(op, "the item is gone")
 		case old == nil && ifMatch.IsSet():
 			return false, uds.ErrPrecondition
 		case old == nil:
 			return false, nil
+		case (refusesWriter(ifMatch, old) || !ifMatch.Matches(decodeMeta(key, old).Revision())) && uncertain:
+			return false, unknownOutcome(op, "the key holds another item")
 		case refusesWriter(ifMatch, old):
 			return false, uds.ErrForbidden
 		case !ifMatch.Matches(decodeMeta(key, old).Revision()):
 			return false, uds.ErrPrecondition
 		}
-		who, counted := owner(key.App, old)
-		release := uds.Usage{}
-		if counted {
-			release = uds.Usage{Bytes: -num(old, schema.AttrItemSize), Items: -1}
-		}
+		who, _ := owner(key.App, old)
+		release := charged(old).Negate()
 		entries := s.indexUpkeep(key, w.Indexes, storedData(key, old), nil)
 		if w.History.On() {
 			ch := s.keepVersion(key, w.History, head, old, &w.Subject, s.writeTime(), maxPrunes)
@@ -62,8 +69,23 @@ func (s *Store) deleteOne(ctx context.Context, w uds.Write) (bool, error) {
 			}
 			continue // changed since it was read
 		}
+		if release == (uds.Usage{}) && len(entries) == 0 {
+			// An item the stream counts (or one never counted) goes
+			// alone; the stream releases it.
+			outcome, err := s.deleteAlone(ctx, op, s.deleteAction(key, old).Delete, attempt)
+			switch {
+			case err != nil:
+				return false, err
+			case outcome == written:
+				s.removeObjects(ctx, old)
+				return true, nil
+			case outcome == unanswered:
+				uncertain = true
+			}
+			continue
+		}
 		actions := []types.TransactWriteItem{s.deleteAction(key, old)}
-		if counted {
+		if release != (uds.Usage{}) {
 			actions = append(actions, s.usageChange(key.App, who, release))
 		}
 		refused, err := s.transact(ctx, op, append(actions, entries...)...)
@@ -98,4 +120,30 @@ func (s *Store) deleteAction(key uds.Key, old map[string]types.AttributeValue) t
 		d.ExpressionAttributeValues = values
 	}
 	return types.TransactWriteItem{Delete: d}
+}
+
+// deleteAlone removes an item with one conditional DeleteItem. The SDK
+// does not retry it: a retry of a removal whose answer was lost would be
+// refused by the condition, and only the caller, reading the key again,
+// can tell what happened.
+func (s *Store) deleteAlone(ctx context.Context, op string, d *types.Delete, attempt int) (writeOutcome, error) {
+	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 d.TableName,
+		Key:                       d.Key,
+		ConditionExpression:       d.ConditionExpression,
+		ExpressionAttributeNames:  d.ExpressionAttributeNames,
+		ExpressionAttributeValues: d.ExpressionAttributeValues,
+	}, withoutRetries)
+	switch {
+	case err == nil:
+		return written, nil
+	case isConditionFailed(err):
+		return raced, nil
+	case isTransient(err):
+		if serr := sleep(ctx, backoff(attempt)); serr != nil {
+			return 0, failed(op, errors.Join(err, serr))
+		}
+		return unanswered, nil
+	}
+	return 0, failed(op, err)
 }

@@ -218,9 +218,8 @@ func (s *Store) removeEntries(ctx context.Context, op, app string, pending []lis
 		freed := ownerDeltas{}
 		for _, e := range pending {
 			actions = append(actions, s.removeAction(e))
-			if who, counted := owner(app, e.state); counted {
-				freed.add(app, who, uds.Usage{Bytes: num(e.state, schema.AttrItemSize), Items: 1})
-			}
+			who, _ := owner(app, e.state)
+			freed.add(app, who, charged(e.state))
 			entries = append(entries, s.removedEntries(ctx, e.key, e.state)...)
 		}
 		if len(actions)+len(freed)+len(entries) > maxTxActions && len(pending) > 1 {
@@ -282,8 +281,17 @@ func (s *Store) removeAction(e listEntry) types.TransactWriteItem {
 	values := map[string]types.AttributeValue{":xm": e.state[schema.AttrExpiresAtMillis]}
 	cond := "#xm = :xm AND "
 	if o, ok := e.state[schema.AttrOwnerKey]; ok {
-		cond += "#o = :o AND #z = :z"
+		// The way the item is counted decides what its removal releases
+		// (usage.go, charged), so it is part of the condition.
+		cond += "#o = :o AND #z = :z AND "
 		values[":o"], values[":z"] = o, e.state[schema.AttrItemSize]
+		names["#sc"] = schema.AttrStreamCounted
+		if streamCounted(e.state) {
+			cond += "#sc = :sc"
+			values[":sc"] = &types.AttributeValueMemberBOOL{Value: true}
+		} else {
+			cond += "attribute_not_exists(#sc)"
+		}
 	} else {
 		cond += "attribute_not_exists(#o)"
 		delete(names, "#z")

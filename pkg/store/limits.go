@@ -17,6 +17,7 @@ import (
 type inEffect struct {
 	limits        uds.Limits
 	caller, whole uds.Rate
+	mode          uds.QuotaMode
 }
 
 // limitsInEffect returns the quota limits in effect for user in app.
@@ -38,6 +39,7 @@ func (s *Store) recordsInEffect(ctx context.Context, app, user string) (inEffect
 			limits: uds.Resolve(limitsOf(record), limitsOf(appItem), s.globalLimits),
 			caller: uds.ResolveRate(callerRate(record), callerRate(appItem), s.globalRates.PerCaller),
 			whole:  uds.ResolveRate(appRate(appItem), s.globalRates.PerApp),
+			mode:   modeOf(appItem),
 		}, nil
 	})
 }
@@ -50,7 +52,7 @@ func (s *Store) readRecords(ctx context.Context, app, user string, consistent bo
 	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
 		s.tables.Apps: {
 			Keys:                 []map[string]types.AttributeValue{{schema.AttrApp: &types.AttributeValueMemberS{Value: app}}},
-			ProjectionExpression: aws.String(limits + ", " + schema.AttrRateAppPerSecond + ", " + schema.AttrRateAppBurst),
+			ProjectionExpression: aws.String(limits + ", " + schema.AttrRateAppPerSecond + ", " + schema.AttrRateAppBurst + ", " + schema.AttrQuotaMode),
 			ConsistentRead:       aws.Bool(consistent),
 		},
 		s.tables.Usage: {

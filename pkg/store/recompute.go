@@ -94,7 +94,9 @@ const clockMargin = time.Second
 // up to (schema.AttrRecomputedAt): DynamoDB's TTL deletes expired items
 // on its own, and the expiry function releases them from the stream some
 // seconds later; one deleted before the sum is not in it, and its release
-// must not take it off the corrected total a second time.
+// must not take it off the corrected total a second time. It also stamps
+// the instant before which every write is surely in the sum
+// (schema.AttrSumCovers), which streamed counting does not charge again.
 func (s *Store) storeUsage(app, user string, record map[string]types.AttributeValue, actual uds.Usage, summed time.Time) types.TransactWriteItem {
 	before := usageOf(record)
 	values := map[string]types.AttributeValue{
@@ -105,6 +107,9 @@ func (s *Store) storeUsage(app, user string, record map[string]types.AttributeVa
 		":oi": &types.AttributeValueMemberN{Value: strconv.FormatInt(before.Items, 10)},
 		":s":  &types.AttributeValueMemberS{Value: AppShard(app, user)},
 		":ra": &types.AttributeValueMemberN{Value: strconv.FormatInt(summed.Add(clockMargin).UnixMilli(), 10)},
+		// Writes older than the quiet period (which outlasts the owner
+		// index's lag) and the clocks' margin are surely in the sum.
+		":sc": &types.AttributeValueMemberN{Value: strconv.FormatInt(summed.Add(-s.recomputeQuiet-clockMargin).UnixMilli(), 10)},
 	}
 	cond := "#b = :ob AND #i = :oi"
 	if before == (uds.Usage{}) {
@@ -119,11 +124,11 @@ func (s *Store) storeUsage(app, user string, record map[string]types.AttributeVa
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:           aws.String(s.tables.Usage),
 		Key:                 usageKey(app, user),
-		UpdateExpression:    aws.String("SET #b = :b, #i = :i, #hb = :h, #s = :s, #ra = :ra"),
+		UpdateExpression:    aws.String("SET #b = :b, #i = :i, #hb = :h, #s = :s, #ra = :ra, #sc = :sc"),
 		ConditionExpression: aws.String(cond),
 		ExpressionAttributeNames: map[string]string{
 			"#b": schema.AttrUsedBytes, "#i": schema.AttrUsedItems, "#s": schema.AttrAppShard, "#lw": schema.AttrLastWrite,
-			"#ra": schema.AttrRecomputedAt, "#hb": schema.AttrHistoryBytes,
+			"#ra": schema.AttrRecomputedAt, "#hb": schema.AttrHistoryBytes, "#sc": schema.AttrSumCovers,
 		},
 		ExpressionAttributeValues: values,
 	}}

@@ -18,6 +18,8 @@ import (
 type Client interface {
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
@@ -36,6 +38,9 @@ type Store struct {
 	globalRates    uds.RateLimits
 	limits         ttlCache[inEffect]
 	policies       ttlCache[uds.Policy]
+	// tracked keeps owners' usage as their records last said, for the
+	// quota check of writes in streamed mode.
+	tracked        ttlCache[uds.Usage]
 	recomputeQuiet time.Duration
 	// policySettle and policyWindow time a change into or out of private
 	// (policy_change.go).
@@ -59,6 +64,11 @@ type Store struct {
 // unless WithLimitsTTL says otherwise.
 const DefaultLimitsTTL = 30 * time.Second
 
+// DefaultTrackedTTL is how long a write in streamed mode trusts the
+// owner's usage as last read, unless WithTrackedTTL says otherwise: what
+// an owner writes within it, beside the stream's lag, can pass its limit.
+const DefaultTrackedTTL = time.Second
+
 // Option configures a Store.
 type Option func(*Store)
 
@@ -71,6 +81,10 @@ func WithDefaultLimits(l uds.Limits) Option { return func(s *Store) { s.globalLi
 func WithLimitsTTL(d time.Duration) Option {
 	return func(s *Store) { s.limits.ttl, s.policies.ttl = d, d }
 }
+
+// WithTrackedTTL sets how long a write in streamed mode trusts the
+// owner's usage as last read (0: read it for every write).
+func WithTrackedTTL(d time.Duration) Option { return func(s *Store) { s.tracked.ttl = d } }
 
 // WithRecomputeQuiet sets how long an owner's usage must have been quiet
 // before recompute may lower it: longer than the longest request plus the
@@ -87,7 +101,7 @@ func New(client Client, tables Tables, opts ...Option) *Store {
 	s := &Store{client: client, tables: tables, recomputeQuiet: config.DefaultRecomputeQuiet,
 		policySettle: DefaultPolicySettle, policyWindow: DefaultPolicyWindow, now: time.Now,
 		uploadLapse: uds.UploadWindow + uds.UploadGrace}
-	s.limits.ttl, s.policies.ttl = DefaultLimitsTTL, DefaultLimitsTTL
+	s.limits.ttl, s.policies.ttl, s.tracked.ttl = DefaultLimitsTTL, DefaultLimitsTTL, DefaultTrackedTTL
 	for _, o := range opts {
 		o(s)
 	}

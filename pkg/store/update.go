@@ -35,6 +35,10 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 		return uds.Item{}, err
 	}
 	op := "update " + w.DataKey()
+	streamed, err := s.streamedWrite(ctx, &w)
+	if err != nil {
+		return uds.Item{}, err
+	}
 	token := newToken()
 	// uncertain is set once a write attempt ended without an answer: it may
 	// have committed, so a refusal that the token does not explain is no
@@ -66,12 +70,18 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 			// is counted from now on.
 			who = w.Subject
 		}
-		change := uds.Usage{Bytes: v.size - num(old, schema.AttrItemSize)}
-		if !counted {
-			change = uds.Usage{Bytes: v.size, Items: 1}
+		// The transaction charges what the write changes of the part it
+		// counts; in streamed mode the stream charges the new value.
+		value := uds.Usage{Bytes: v.size, Items: 1}
+		change := value.Plus(charged(old).Negate())
+		if streamed {
+			if err := s.checkTracked(ctx, w.App, who, value.Plus(held(old).Negate())); err != nil {
+				return uds.Item{}, err
+			}
+			change = charged(old).Negate()
 		}
 		now := s.writeTime()
-		up := s.itemUpdate(&w, v, now, token, old, !counted)
+		up := s.itemUpdate(&w, v, now, token, old, !counted, streamed)
 		entries := s.indexUpkeep(w.Key, w.Indexes, storedData(w.Key, old), w.Data)
 		var outcome writeOutcome
 		switch {
@@ -184,13 +194,14 @@ func (s *Store) updateCharged(ctx context.Context, op string, up *types.Update, 
 
 // itemUpdate writes w's value over the item at the revision old shows,
 // bumping its version and recording the write token. adopt records the
-// writer as the owner of an item that has none (written before UDS).
-func (s *Store) itemUpdate(w *uds.Write, v encodedValue, now time.Time, token string, old map[string]types.AttributeValue, adopt bool) *types.Update {
+// writer as the owner of an item that has none (written before UDS);
+// streamed marks the item as counted by the stream.
+func (s *Store) itemUpdate(w *uds.Write, v encodedValue, now time.Time, token string, old map[string]types.AttributeValue, adopt, streamed bool) *types.Update {
 	names := map[string]string{
 		"#k": schema.AttrDataKey, "#val": v.name, "#ud": schema.AttrUpdatedDate,
 		"#ub": schema.AttrUpdatedBySubject, "#sz": schema.AttrItemSize, "#sv": schema.AttrSchemaVersion,
 		"#v": schema.AttrVersion, "#cn": schema.AttrClassName,
-		"#wt": schema.AttrWriteToken,
+		"#wt": schema.AttrWriteToken, "#sc": schema.AttrStreamCounted,
 	}
 	values := map[string]types.AttributeValue{
 		":val":  v.av,
@@ -216,6 +227,14 @@ func (s *Store) itemUpdate(w *uds.Write, v encodedValue, now time.Time, token st
 			continue
 		}
 		names[ref] = attr
+	}
+	// The item is counted the way this write counts it (usage.go,
+	// charged).
+	if streamed {
+		set += ", #sc = :sc"
+		values[":sc"] = &types.AttributeValueMemberBOOL{Value: true}
+	} else {
+		gone = append(gone, "#sc")
 	}
 	remove := " REMOVE " + strings.Join(gone, ", ")
 	if adopt {

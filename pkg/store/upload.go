@@ -282,12 +282,11 @@ func (s *Store) commitOnce(ctx context.Context, op string, rk uds.Key, res map[s
 		deltas.add(w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
 	} else {
 		who, counted := owner(w.App, old)
-		if counted {
-			deltas.add(w.App, who, uds.Usage{Bytes: v.size - num(old, schema.AttrItemSize)})
-		} else {
-			deltas.add(w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
+		if !counted {
+			who = w.Subject
 		}
-		write = types.TransactWriteItem{Update: s.itemUpdate(&w, v, now, newToken(), old, !counted)}
+		deltas.add(w.App, who, uds.Usage{Bytes: v.size, Items: 1}.Plus(charged(old).Negate()))
+		write = types.TransactWriteItem{Update: s.itemUpdate(&w, v, now, newToken(), old, !counted, false)}
 		it = updated(&w, old, now)
 	}
 	claim := types.TransactWriteItem{Delete: &types.Delete{

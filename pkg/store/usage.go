@@ -158,3 +158,77 @@ func joinAnd(terms []string) string {
 	}
 	return "(" + strings.Join(terms, ") AND (") + ")"
 }
+
+// charged is what the write paths' transactions have charged to the
+// owner's usage for a stored item, and so what a write that replaces or
+// removes it releases in its own transaction: the item's size and one
+// item. An item written in streamed mode is charged and released by the
+// stream (streamusage.go), and one written before UDS (no owner) is not
+// counted at all: both come out as nothing.
+func charged(av map[string]types.AttributeValue) uds.Usage {
+	if streamCounted(av) {
+		return uds.Usage{}
+	}
+	return held(av)
+}
+
+// streamCounted reports whether a stored item's usage is counted from the
+// stream: it was written in streamed mode.
+func streamCounted(av map[string]types.AttributeValue) bool {
+	b, ok := av[schema.AttrStreamCounted].(*types.AttributeValueMemberBOOL)
+	return ok && b.Value
+}
+
+// streamedWrite reports whether a write of w goes the streamed way: its
+// app's quota mode is streamed and its namespace keeps no history (kept
+// versions are written in the write's transaction, which then charges them
+// and the item as strict mode does).
+func (s *Store) streamedWrite(ctx context.Context, w *uds.Write) (bool, error) {
+	e, err := s.recordsInEffect(ctx, w.App, w.Subject)
+	return err == nil && e.mode == uds.QuotaStreamed && !w.History.On(), err
+}
+
+// held is what a stored item adds to its owner's usage, whichever way it
+// is counted: its size and one item, or nothing for an item written
+// before UDS.
+func held(av map[string]types.AttributeValue) uds.Usage {
+	if _, counted := av[schema.AttrOwnerKey]; !counted {
+		return uds.Usage{}
+	}
+	return uds.Usage{Bytes: num(av, schema.AttrItemSize), Items: 1}
+}
+
+// checkTracked refuses, with a *uds.QuotaError, a streamed write that
+// would take its owner's tracked usage (the usage record as last read, no
+// older than the tracked cache's lifetime) past a limit. Writes the
+// stream has not counted yet are not in it: that is the overshoot streamed
+// mode allows.
+func (s *Store) checkTracked(ctx context.Context, app, owner string, d uds.Usage) error {
+	if !d.Grows() {
+		return nil
+	}
+	lim, err := s.limitsInEffect(ctx, app, owner)
+	if err != nil || lim == (uds.Limits{}) {
+		return err
+	}
+	used, err := s.tracked.get(s.now(), ownerKey(app, owner), func() (uds.Usage, error) {
+		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:                aws.String(s.tables.Usage),
+			Key:                      usageKey(app, owner),
+			ProjectionExpression:     aws.String("#b, #i"),
+			ExpressionAttributeNames: map[string]string{"#b": schema.AttrUsedBytes, "#i": schema.AttrUsedItems},
+		})
+		if err != nil {
+			return uds.Usage{}, failed("read usage of "+owner+" in "+app, err)
+		}
+		return usageOf(out.Item), nil
+	})
+	if err != nil {
+		return err
+	}
+	after := used.Plus(d)
+	if (lim.Bytes > 0 && d.Bytes > 0 && after.Bytes > lim.Bytes) || (lim.Items > 0 && d.Items > 0 && after.Items > lim.Items) {
+		return &uds.QuotaError{Quota: uds.Quota{App: app, User: owner, Limits: lim, Used: used}}
+	}
+	return nil
+}

@@ -85,6 +85,22 @@ func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, 
 	return out, err
 }
 
+// PutItem counts.
+func (c *Counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := c.Client.PutItem(ctx, in, o...)
+	c.add("PutItem", capacity(out, err, func() *types.ConsumedCapacity { return out.ConsumedCapacity })...)
+	return out, err
+}
+
+// DeleteItem counts.
+func (c *Counter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := c.Client.DeleteItem(ctx, in, o...)
+	c.add("DeleteItem", capacity(out, err, func() *types.ConsumedCapacity { return out.ConsumedCapacity })...)
+	return out, err
+}
+
 // Query counts.
 func (c *Counter) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
