@@ -150,11 +150,11 @@ func (s *Store) readEntries(ctx context.Context, list uds.Key, creator string, b
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.tables.List),
 		KeyConditionExpression: aws.String("#k = :k"),
-		ProjectionExpression:   aws.String("#k, #s, #o, #z, #v, #cd, #cb, #do"),
+		ProjectionExpression:   aws.String("#k, #s, #o, #z, #v, #cd, #cb, #do, #sc"),
 		ExpressionAttributeNames: map[string]string{
 			"#k": schema.AttrDataKey, "#s": schema.AttrSortKey, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize,
 			"#v": schema.AttrVersion, "#cd": schema.AttrCreatedDate, "#cb": schema.AttrCreatedBySubject,
-			"#do": schema.AttrDataObject,
+			"#do": schema.AttrDataObject, "#sc": schema.AttrStreamCounted,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":k": &types.AttributeValueMemberS{Value: list.DataKey()}},
 		ConsistentRead:            aws.Bool(true),

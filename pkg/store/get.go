@@ -39,15 +39,17 @@ func (s *Store) liveItem(ctx context.Context, key uds.Key, av map[string]types.A
 }
 
 // metaProjection is what a write needs to know of the item it replaces or
-// removes: its revision, owner and size, and the token of its last update
+// removes: its revision, owner and size and how it is counted, and the token of its last update
 // (with its audit fields, for the answer to a retried update), and its
 // expiry.
-const metaProjection = "#k, #s, #v, #cd, #cb, #ud, #ub, #o, #z, #wt, #xm, #do"
+const metaProjection = "#k, #s, #v, #cd, #cb, #ud, #ub, #o, #z, #wt, #xm, #do, #sc"
 
 var metaNames = map[string]string{
 	"#k": schema.AttrDataKey, "#s": schema.AttrSortKey, "#v": schema.AttrVersion, "#cd": schema.AttrCreatedDate,
 	"#cb": schema.AttrCreatedBySubject, "#ud": schema.AttrUpdatedDate, "#ub": schema.AttrUpdatedBySubject, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize,
 	"#wt": schema.AttrWriteToken, "#xm": schema.AttrExpiresAtMillis,
+	// How the item is counted decides what its removal releases (usage.go).
+	"#sc": schema.AttrStreamCounted,
 	// A large value's object goes when its item does (objects.go).
 	"#do": schema.AttrDataObject,
 }

@@ -32,12 +32,12 @@ type Tables = schema.TableNames
 
 // Store is the DynamoDB-backed data store. It is safe for concurrent use.
 type Store struct {
-	client         Client
-	tables         Tables
-	globalLimits   uds.Limits
-	globalRates    uds.RateLimits
-	limits         ttlCache[inEffect]
-	policies       ttlCache[uds.Policy]
+	client       Client
+	tables       Tables
+	globalLimits uds.Limits
+	globalRates  uds.RateLimits
+	limits       ttlCache[inEffect]
+	policies     ttlCache[uds.Policy]
 	// tracked keeps owners' usage as their records last said, for the
 	// quota check of writes in streamed mode.
 	tracked        ttlCache[uds.Usage]

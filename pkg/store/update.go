@@ -300,8 +300,8 @@ func refusesWriter(pre uds.Precondition, old map[string]types.AttributeValue) bo
 // the revision old shows. A revision is the version and creation instant,
 // which UDS never gives two incarnations of a key; an import can (it keeps
 // both as exported), so the condition also names what the write or removal
-// accounts and checks from old: the size charged, the owner charged, and
-// the creator. Whatever item it matches, the usage moves by exactly what
+// accounts and checks from old: the size charged, the owner charged, the
+// creator, and whether the stream counts the item (usage.go, charged). Whatever item it matches, the usage moves by exactly what
 // that item holds.
 func exactRevision(old map[string]types.AttributeValue, names map[string]string, values map[string]types.AttributeValue) string {
 	return asRead(old, names, values, []attrRef{
@@ -310,6 +310,7 @@ func exactRevision(old map[string]types.AttributeValue, names map[string]string,
 		{schema.AttrItemSize, "#xz", ":xz"},
 		{schema.AttrOwnerKey, "#xo", ":xo"},
 		{schema.AttrCreatedBySubject, "#xc", ":xc"},
+		{schema.AttrStreamCounted, "#xsc", ":xsc"},
 	})
 }
 

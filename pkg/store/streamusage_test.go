@@ -1,0 +1,247 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// streamedFixture is a store whose test app is in streamed mode, with a
+// hand-driven stream: each write's images are read from the table and
+// handed to CountStreamed as the stream function would, in batches the
+// test chooses (again, late, split).
+type streamedFixture struct {
+	t      *testing.T
+	st     *store.Store
+	c      *dynamodb.Client
+	tables store.Tables
+	clock  *storetest.Clock
+	seq    int
+}
+
+func newStreamedFixture(t *testing.T, opts ...store.Option) *streamedFixture {
+	t.Helper()
+	f := &streamedFixture{t: t, c: storetest.Client(t), tables: storetest.NewTables(t), clock: &storetest.Clock{}}
+	f.st = store.New(f.c, f.tables, append([]store.Option{store.WithClock(f.clock.Now), store.WithTrackedTTL(0), store.WithRecomputeQuiet(0)}, opts...)...)
+	if err := f.st.SetQuotaMode(context.Background(), app, uds.QuotaStreamed); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// image is the stored item at key (nil if there is none).
+func (f *streamedFixture) image(key uds.Key) map[string]types.AttributeValue {
+	f.t.Helper()
+	k := map[string]types.AttributeValue{"dataKey": &types.AttributeValueMemberS{Value: key.DataKey()}}
+	table := f.tables.Data
+	if key.SortKey != "" {
+		k["sortKey"] = &types.AttributeValueMemberS{Value: key.SortKey}
+		table = f.tables.List
+	}
+	out, err := f.c.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table), Key: k, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return out.Item
+}
+
+// change runs write and returns the stream record it makes: the item's
+// images before and after, the next sequence number, the store's clock.
+func (f *streamedFixture) change(key uds.Key, write func() error) store.StreamChange {
+	f.t.Helper()
+	old := f.image(key)
+	if err := write(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.seq++
+	return store.StreamChange{Sequence: strconv.Itoa(1000 + f.seq), At: f.clock.Now().Truncate(time.Second), Old: old, New: f.image(key)}
+}
+
+func (f *streamedFixture) count(shard string, changes ...store.StreamChange) {
+	f.t.Helper()
+	n, err := f.st.CountStreamed(context.Background(), shard, changes)
+	if err != nil || n != len(changes) {
+		f.t.Fatalf("counted %d of %d: %v", n, len(changes), err)
+	}
+}
+
+func (f *streamedFixture) usage(owner string) uds.Usage {
+	f.t.Helper()
+	return storetest.RecordedUsage(f.t, f.c, f.tables, app, owner)
+}
+
+func (f *streamedFixture) create(id string, size int) (uds.Key, store.StreamChange) {
+	f.t.Helper()
+	key, err := uds.NewKey(app, "notes", id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ch := f.change(key, func() error {
+		_, err := f.st.Create(context.Background(), uds.Write{Key: key, Subject: "alice", Data: jsonOfSize(size)})
+		return err
+	})
+	return key, ch
+}
+
+// jsonOfSize is a JSON string value of n bytes.
+func jsonOfSize(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'x'
+	}
+	b[0], b[n-1] = '"', '"'
+	return b
+}
+
+func TestStreamedCounting(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("a create is a plain put that the stream charges once, however often it comes", func(t *testing.T) {
+		f := newStreamedFixture(t)
+		_, a := f.create("a", 100)
+		_, b := f.create("b", 300)
+		if u := f.usage("alice"); u != (uds.Usage{}) {
+			t.Fatalf("before the stream: %+v, want nothing charged by the writes", u)
+		}
+		want := store.HeldOf(a.New).Plus(store.HeldOf(b.New))
+		f.count("shard-1", a, b)
+		f.count("shard-1", a, b) // the batch again
+		f.count("shard-1", b)    // its tail again
+		f.count("shard-1", a)    // late and out of order
+		if u := f.usage("alice"); u != want {
+			t.Fatalf("usage %+v, want %+v", u, want)
+		}
+	})
+
+	t.Run("an update and a delete move usage by what they change", func(t *testing.T) {
+		f := newStreamedFixture(t)
+		key, created := f.create("a", 100)
+		grown := f.change(key, func() error {
+			_, err := f.st.Update(ctx, uds.Write{Key: key, Subject: "alice", Data: jsonOfSize(900)})
+			return err
+		})
+		f.count("shard-1", created, grown)
+		if u, want := f.usage("alice"), store.HeldOf(grown.New); u != want {
+			t.Fatalf("after the update: %+v, want %+v", u, want)
+		}
+		deleted := f.change(key, func() error { return f.st.Delete(ctx, uds.Write{Key: key, Subject: "alice"}) })
+		f.count("shard-1", grown, deleted) // the update again, with the delete
+		if u := f.usage("alice"); u != (uds.Usage{}) {
+			t.Fatalf("after the delete: %+v, want nothing", u)
+		}
+	})
+
+	t.Run("shards keep marks of their own", func(t *testing.T) {
+		f := newStreamedFixture(t)
+		_, a := f.create("a", 100)
+		_, b := f.create("b", 100)
+		// b's sequence number is higher, but it comes from another shard:
+		// counting it first must not hide a.
+		f.count("shard-2", b)
+		f.count("shard-1", a)
+		f.count("shard-2", b)
+		if u, want := f.usage("alice"), store.HeldOf(a.New).Plus(store.HeldOf(b.New)); u != want {
+			t.Fatalf("usage %+v, want %+v", u, want)
+		}
+	})
+
+	t.Run("switching modes counts each item once, whichever mode wrote it", func(t *testing.T) {
+		f := newStreamedFixture(t)
+		if err := f.st.SetQuotaMode(ctx, app, uds.QuotaStrict); err != nil {
+			t.Fatal(err)
+		}
+		strictKey, _ := f.create("strict", 200) // charged by its transaction
+		if err := f.st.SetQuotaMode(ctx, app, uds.QuotaStreamed); err != nil {
+			t.Fatal(err)
+		}
+		// Rewritten in streamed mode: the transaction releases what it
+		// charged, the stream charges the new value.
+		rewritten := f.change(strictKey, func() error {
+			_, err := f.st.Update(ctx, uds.Write{Key: strictKey, Subject: "alice", Data: jsonOfSize(400)})
+			return err
+		})
+		streamedKey, created := f.create("streamed", 300)
+		f.count("shard-1", rewritten, created)
+		if err := f.st.SetQuotaMode(ctx, app, uds.QuotaStrict); err != nil {
+			t.Fatal(err)
+		}
+		// Deleted in strict mode: nothing to release in the write, the
+		// stream releases it.
+		deleted := f.change(streamedKey, func() error { return f.st.Delete(ctx, uds.Write{Key: streamedKey, Subject: "alice"}) })
+		f.count("shard-1", deleted)
+		if u, want := f.usage("alice"), store.HeldOf(rewritten.New); u != want {
+			t.Fatalf("usage %+v, want %+v (the rewritten item alone)", u, want)
+		}
+		if r, err := f.st.Recompute(ctx, app, "alice"); err != nil || r.Drift != (uds.Usage{}) {
+			t.Fatalf("recompute: %+v, %v; want no drift", r, err)
+		}
+	})
+
+	t.Run("a write is refused once tracked usage leaves no room, and may pass the limit by what the stream has not counted", func(t *testing.T) {
+		f := newStreamedFixture(t)
+		if err := f.st.SetAppLimits(ctx, app, uds.Limits{Items: 2}); err != nil {
+			t.Fatal(err)
+		}
+		_, a := f.create("a", 100)
+		_, b := f.create("b", 100)
+		_, c := f.create("c", 100) // the stream has counted nothing: this passes the limit
+		f.count("shard-1", a, b, c)
+		key, _ := uds.NewKey(app, "notes", "d")
+		_, err := f.st.Create(ctx, uds.Write{Key: key, Subject: "alice", Data: jsonOfSize(100)})
+		var qe *uds.QuotaError
+		if !errors.As(err, &qe) || qe.Quota.Used.Items != 3 {
+			t.Fatalf("create past the tracked usage: %v, want a quota error showing 3 items", err)
+		}
+	})
+
+	t.Run("a recompute between a change and its counting counts it once", func(t *testing.T) {
+		f := newStreamedFixture(t)
+		key, created := f.create("a", 100)
+		gone := f.change(key, func() error { return f.st.Delete(ctx, uds.Write{Key: key, Subject: "alice"}) })
+		_, kept := f.create("b", 200)
+		f.clock.Advance(5 * time.Second)
+		// The sum sees b, not a; the stream then delivers all three.
+		if _, err := f.st.Recompute(ctx, app, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		f.count("shard-1", created, gone, kept)
+		if u, want := f.usage("alice"), store.HeldOf(kept.New); u != want {
+			t.Fatalf("usage %+v, want %+v", u, want)
+		}
+		_, late := f.create("c", 300)
+		f.count("shard-1", late)
+		if u, want := f.usage("alice"), store.HeldOf(kept.New).Plus(store.HeldOf(late.New)); u != want {
+			t.Fatalf("after a write past the recompute: %+v, want %+v", u, want)
+		}
+	})
+
+	t.Run("records of strict items and without a shard", func(t *testing.T) {
+		f := newStreamedFixture(t)
+		if err := f.st.SetQuotaMode(ctx, app, uds.QuotaStrict); err != nil {
+			t.Fatal(err)
+		}
+		_, strict := f.create("a", 100)
+		f.count("", strict) // nothing of it is counted from the stream
+		if u, want := f.usage("alice"), store.HeldOf(strict.New); u != want {
+			t.Fatalf("usage %+v, want %+v", u, want)
+		}
+		if err := f.st.SetQuotaMode(ctx, app, uds.QuotaStreamed); err != nil {
+			t.Fatal(err)
+		}
+		_, streamed := f.create("b", 100)
+		if n, err := f.st.CountStreamed(ctx, "", []store.StreamChange{strict, streamed}); n != 0 || err == nil {
+			t.Fatalf("a streamed item's record without a shard: counted %d, %v; want an error and nothing counted", n, err)
+		}
+	})
+}
