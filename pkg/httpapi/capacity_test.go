@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,6 +14,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/udsproject/uds/pkg/blob"
 	"github.com/udsproject/uds/pkg/blob/blobtest"
 	"github.com/udsproject/uds/pkg/httpapi"
@@ -20,6 +25,7 @@ import (
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 var capacityReport = flag.String("capacity-report", "", "write the capacity table as Markdown to this file")
@@ -213,6 +219,50 @@ func TestCapacityTable(t *testing.T) {
 		{"GET large value (302 to the bucket)", 302, func() response { return e.send("GET", base+"/cap/video", nil) }, map[string]int{"GetItem": 1}},
 		{"DELETE large value", 204, func() response { return e.do("DELETE", base+"/cap/video", "") }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
 	}...)
+	// Streamed quota mode, in an app of its own with the same limits: the
+	// writes are plain conditional writes, and the stream function counts
+	// them, one UpdateItem per owner and batch of stream records (the last
+	// row: the batch of the 100 creates above, as the stream hands it
+	// over).
+	streamedRows := len(rows)
+	const streamedApp = "7c0e54a2-3f1d-4b8e-9a65-0d2c1e8f4b39"
+	sbase := "/rest/api/v1/data/" + streamedApp
+	rows = append(rows, []row{
+		{"POST key-value item (1 KB), streamed", 201, func() response { return e.do("POST", sbase+"/cap/item", kb(1)) }, map[string]int{"BatchGetItem": 1, "GetItem": 2, "PutItem": 1}},
+		{"PUT key-value item, same size, streamed", 200, func() response { return e.do("PUT", sbase+"/cap/item", kb(1)) }, map[string]int{"GetItem": 1, "UpdateItem": 1}},
+		{"PUT key-value item, grows to 3 KB, streamed", 200, func() response { return e.do("PUT", sbase+"/cap/item", kb(3)) }, map[string]int{"GetItem": 2, "UpdateItem": 1}},
+		{"PUT key-value item, shrinks to 1 KB, streamed", 200, func() response { return e.do("PUT", sbase+"/cap/item", kb(1)) }, map[string]int{"GetItem": 1, "UpdateItem": 1}},
+		{"DELETE key-value item, streamed", 204, func() response { return e.do("DELETE", sbase+"/cap/item", "") }, map[string]int{"GetItem": 1, "DeleteItem": 1}},
+		{"POST list item (1 KB), streamed", 201, func() response { return e.do("POST", sbase+"/cap/list/k0000", kb(1)) }, map[string]int{"GetItem": 1, "PutItem": 1}},
+		{"DELETE list item, streamed", 204, func() response { return e.do("DELETE", sbase+"/cap/list/k0000", "") }, map[string]int{"GetItem": 1, "DeleteItem": 1}},
+		{"batch of 100 POSTs (1 KB), one by one, streamed", 200, func() response { return e.do("POST", sbase+"/batch", batchOf(100, "POST", "b1", kb(1), false)) }, map[string]int{"GetItem": 2, "PutItem": 100}},
+		{"batch of 50 POSTs (1 KB), atomic, streamed", 200, func() response { return e.do("POST", sbase+"/batch", batchOf(50, "POST", "b2", kb(1), true)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1, "GetItem": 1}},
+		{"stream counting of the 100 creates (one batch of one owner)", 200, func() response {
+			changes := make([]store.StreamChange, 100)
+			for j := range changes {
+				out, err := e.client.GetItem(context.Background(), &dynamodb.GetItemInput{
+					TableName: aws.String(tables.Data),
+					Key:       map[string]types.AttributeValue{"dataKey": &types.AttributeValueMemberS{Value: fmt.Sprintf("%s|b1|%d", streamedApp, j)}},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				changes[j] = store.StreamChange{Sequence: strconv.Itoa(100 + j), At: clock.Now(), New: out.Item}
+			}
+			if n, err := st.CountStreamed(context.Background(), "shard-capacity", changes); err != nil || n != len(changes) {
+				t.Fatalf("counting: %d, %v", n, err)
+			}
+			return response{status: 200}
+		}, map[string]int{"UpdateItem": 1}},
+	}...)
+	streamedSetup := func() {
+		if err := st.SetQuotaMode(context.Background(), streamedApp, uds.QuotaStreamed); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.do("PUT", admin+"/apps/"+streamedApp+"/quota", `{"limitBytes":100000000,"limitItems":100000}`); r.status != 200 {
+			t.Fatalf("the streamed app's limits: %d %s", r.status, r.raw)
+		}
+	}
 	indexSetup := func() {
 		const byStatus = `"indexes":[{"name":"byStatus","path":"/status","type":"string"}]`
 		e.setPolicy(t, "ix", `{"access":"shared",`+byStatus+`}`)
@@ -252,6 +302,9 @@ func TestCapacityTable(t *testing.T) {
 		}
 		if i == indexRows {
 			indexSetup()
+		}
+		if i == streamedRows {
+			streamedSetup()
 		}
 		counter.Take()
 		r.run().expect(t, r.status)

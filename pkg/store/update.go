@@ -35,10 +35,6 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 		return uds.Item{}, err
 	}
 	op := "update " + w.DataKey()
-	streamed, err := s.streamedWrite(ctx, &w)
-	if err != nil {
-		return uds.Item{}, err
-	}
 	token := newToken()
 	// uncertain is set once a write attempt ended without an answer: it may
 	// have committed, so a refusal that the token does not explain is no
@@ -72,6 +68,10 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 		}
 		// The transaction charges what the write changes of the part it
 		// counts; in streamed mode the stream charges the new value.
+		streamed, err := s.streamedWrite(ctx, &w)
+		if err != nil {
+			return uds.Item{}, err
+		}
 		value := uds.Usage{Bytes: v.size, Items: 1}
 		change := value.Plus(charged(old).Negate())
 		if streamed {

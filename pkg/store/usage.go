@@ -183,9 +183,17 @@ func streamCounted(av map[string]types.AttributeValue) bool {
 // app's quota mode is streamed and its namespace keeps no history (kept
 // versions are written in the write's transaction, which then charges them
 // and the item as strict mode does).
+// The mode is cached per app: it comes with the writer's limits (which a
+// create reads anyway), and another writer of the app finds it cached.
 func (s *Store) streamedWrite(ctx context.Context, w *uds.Write) (bool, error) {
-	e, err := s.recordsInEffect(ctx, w.App, w.Subject)
-	return err == nil && e.mode == uds.QuotaStreamed && !w.History.On(), err
+	if w.History.On() {
+		return false, nil
+	}
+	mode, err := s.modes.get(s.now(), w.App, func() (uds.QuotaMode, error) {
+		e, err := s.recordsInEffect(ctx, w.App, w.Subject)
+		return e.mode, err
+	})
+	return mode == uds.QuotaStreamed, err
 }
 
 // held is what a stored item adds to its owner's usage, whichever way it
