@@ -170,3 +170,44 @@ func TestKeptVersionRemovalsReplay(t *testing.T) {
 		}
 	}
 }
+
+// A tumbling window's batch of changes of items written in streamed mode
+// (05-streamed-changes.json: three creates, a growing update, a delete by
+// UDS and one by the TTL) counted into their owner's usage, once however
+// often the batch or a part of it comes again; the TTL's removal of such
+// an item is counted from the stream, not released a second time.
+func TestStreamedChangesReplay(t *testing.T) {
+	c := storetest.Client(t)
+	tables := storetest.NewTables(t)
+	h := expiry.Handler(store.New(c, tables), slog.New(slog.DiscardHandler), emf.NewWriter(io.Discard))
+	ev := readEvent(t, "05-streamed-changes.json")
+	tail := ev
+	tail.Records = ev.Records[3:]
+	want := uds.Usage{Bytes: 500, Items: 1} // n1 at its new size
+	for _, tc := range []struct {
+		name string
+		ev   events.DynamoDBTimeWindowEvent
+	}{
+		{"the batch", ev},
+		{"the batch again", ev},
+		{"its tail again", tail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := h(context.Background(), tc.ev)
+			if err != nil || len(resp.BatchItemFailures) != 0 || resp.State == nil {
+				t.Fatalf("handler: %+v, %v; want no failure and a state", resp, err)
+			}
+			if u := storetest.RecordedUsage(t, c, tables, app, "frank"); u != want {
+				t.Errorf("usage %+v, want %+v", u, want)
+			}
+		})
+	}
+	t.Run("without its shard", func(t *testing.T) {
+		noShard := ev
+		noShard.ShardID = ""
+		resp, err := h(context.Background(), noShard)
+		if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != ev.Records[0].Change.SequenceNumber {
+			t.Fatalf("handler: %+v, %v; want the batch failed from its first record", resp, err)
+		}
+	})
+}
