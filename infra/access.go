@@ -69,7 +69,7 @@ var functionSpecs = []functionSpec{
 		Name: fnExpiry, ConstructID: "ExpiryFunction", MemoryMB: 256,
 		// A batch of up to 100 stream records is 100 small transactions.
 		Timeout:     60 * time.Second,
-		Description: "UDS expiry: releases the usage of items DynamoDB's TTL deleted, and commits uploaded large values",
+		Description: "UDS expiry: sums streamed usage, releases the usage of items DynamoDB's TTL deleted, and commits uploaded large values",
 	},
 }
 
@@ -253,8 +253,11 @@ var functionAccess = map[string][]tableAccess{
 		// A release is a transaction of the owner's usage change and a
 		// marker in the apps table that makes a redelivered record a no-op,
 		// for a kept version that DynamoDB's TTL removed as for an item.
+		// In the streamed quota mode it adds an owner's changes to the
+		// owner's usage (UpdateItem) beside the high-water marks of the
+		// stream shards it has applied, which it reads first (GetItem).
 		// Reading the streams is granted with the event source mappings.
-		{Table: schema.Usage, Actions: []string{"dynamodb:UpdateItem"}},
+		{Table: schema.Usage, Actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}},
 		{Table: schema.Apps, Actions: []string{"dynamodb:PutItem"}},
 		// An item the TTL removed takes its index entries with it: the
 		// namespace's policy names its indexes, and the entries go in a

@@ -270,7 +270,7 @@ var wantAccess = map[string]map[string][]string{
 		"NamespacesTable":             {"GetItem", "UpdateItem", "Query"},
 	},
 	fnExpiry: {
-		"UsageTable":          {"UpdateItem"},
+		"UsageTable":          {"GetItem", "UpdateItem"},
 		"AppsTable":           {"PutItem"},
 		"NamespacesTable":     {"GetItem"},
 		"DataTable":           {"ConditionCheckItem"},
@@ -1101,41 +1101,88 @@ func onDemandThroughput(p map[string]any) map[string]any {
 	return v
 }
 
-// The expiry function reads the data tables' streams, filtered to
-// DynamoDB's TTL deletions, with bisection, bounded retries and a failure
-// queue.
+// TestExpiryStreams checks the streams and what reads them, written out
+// independently of pkg/schema: the data tables keep both images (the
+// streamed quota mode sums their changes), the history table old images
+// (the expiry function releases the versions its TTL removed), the others
+// none. The expiry function reads each stream in tumbling windows of a
+// second (the window's event names the shard), one batch per shard at a
+// time, with bisection, bounded retries and a failure queue; the filters
+// pass TTL deletions, and on the data tables the changes of items written
+// in the streamed mode. Its grants are checked with every function's
+// (TestDefaultStack, iam/expiry: wantAccess).
 func TestExpiryStreams(t *testing.T) {
 	s := synth(t, public())
-	for _, table := range schema.Tables {
-		spec, _ := s.resources[s.logicalID(t, s.stack.Tables[table.ID])].Properties["StreamSpecification"].(map[string]any)
-		if table.Streamed {
-			checkEqual(t, table.ID+" stream", spec["StreamViewType"], "OLD_IMAGE")
-		} else if spec != nil {
-			t.Errorf("%s has a stream: %v", table.ID, spec)
-		}
+	wantViews := map[string]string{
+		schema.Data.ID:    "NEW_AND_OLD_IMAGES",
+		schema.List.ID:    "NEW_AND_OLD_IMAGES",
+		schema.History.ID: "OLD_IMAGE",
 	}
+	for _, table := range schema.Tables {
+		t.Run("view/"+table.ID, func(t *testing.T) {
+			spec := s.resources[s.logicalID(t, s.stack.Tables[table.ID])].Properties["StreamSpecification"]
+			if want, ok := wantViews[table.ID]; ok {
+				checkEqual(t, "StreamSpecification", spec, map[string]any{"StreamViewType": want})
+			} else if spec != nil {
+				t.Errorf("a stream: %v", spec)
+			}
+		})
+	}
+
+	ttl := map[string]any{
+		"eventName":    []any{"REMOVE"},
+		"userIdentity": map[string]any{"type": []any{"Service"}, "principalId": []any{"dynamodb.amazonaws.com"}},
+	}
+	counted := func(image string) map[string]any {
+		return map[string]any{"dynamodb": map[string]any{image: map[string]any{"streamCounted": map[string]any{"BOOL": []any{true}}}}}
+	}
+	wantFilters := map[string][]any{
+		schema.Data.ID:    {ttl, counted("NewImage"), counted("OldImage")},
+		schema.List.ID:    {ttl, counted("NewImage"), counted("OldImage")},
+		schema.History.ID: {ttl},
+	}
+	mappings := map[string]map[string]any{} // by the table whose stream it reads
 	for _, id := range s.ofType("AWS::Lambda::EventSourceMapping") {
 		p := s.resources[id].Properties
-		checkEqual(t, "StartingPosition", p["StartingPosition"], "TRIM_HORIZON")
-		checkEqual(t, "BisectBatchOnFunctionError", p["BisectBatchOnFunctionError"], true)
-		checkEqual(t, "MaximumRetryAttempts", p["MaximumRetryAttempts"], float64(expiryRetries))
-		checkEqual(t, "FunctionResponseTypes", p["FunctionResponseTypes"], []any{"ReportBatchItemFailures"})
-		filters := asList(p["FilterCriteria"].(map[string]any)["Filters"])
-		if len(filters) != 1 {
-			t.Fatalf("filters %v", filters)
+		for _, table := range schema.Tables {
+			if flatten(p["EventSourceArn"]) == "${"+s.logicalID(t, s.stack.Tables[table.ID])+".StreamArn}" {
+				mappings[table.ID] = p
+			}
 		}
-		var pattern map[string]any
-		if err := json.Unmarshal([]byte(filters[0].(map[string]any)["Pattern"].(string)), &pattern); err != nil {
-			t.Fatal(err)
-		}
-		checkEqual(t, "filter", pattern, map[string]any{
-			"eventName":    []any{"REMOVE"},
-			"userIdentity": map[string]any{"type": []any{"Service"}, "principalId": []any{"dynamodb.amazonaws.com"}},
+	}
+	checkEqual(t, "mapped tables", slices.Sorted(maps.Keys(mappings)), slices.Sorted(maps.Keys(wantViews)))
+	for _, table := range slices.Sorted(maps.Keys(mappings)) {
+		p := mappings[table]
+		t.Run("mapping/"+table+"/function", func(t *testing.T) {
+			checkEqual(t, "FunctionName", flatten(p["FunctionName"]), "${"+s.logicalID(t, s.stack.Functions[fnExpiry])+"}")
+			checkEqual(t, "StartingPosition", p["StartingPosition"], "TRIM_HORIZON")
 		})
-		dest := p["DestinationConfig"].(map[string]any)["OnFailure"].(map[string]any)["Destination"]
-		if !strings.Contains(fmt.Sprint(dest), "ExpiryFailures") {
-			t.Errorf("on-failure destination %v", dest)
-		}
+		t.Run("mapping/"+table+"/tumbling window", func(t *testing.T) {
+			checkEqual(t, "TumblingWindowInSeconds", p["TumblingWindowInSeconds"], float64(1))
+		})
+		t.Run("mapping/"+table+"/one batch per shard", func(t *testing.T) {
+			checkEqual(t, "ParallelizationFactor", p["ParallelizationFactor"], float64(1))
+		})
+		t.Run("mapping/"+table+"/filters", func(t *testing.T) {
+			var patterns []any
+			for _, f := range asList(p["FilterCriteria"].(map[string]any)["Filters"]) {
+				var pattern map[string]any
+				if err := json.Unmarshal([]byte(f.(map[string]any)["Pattern"].(string)), &pattern); err != nil {
+					t.Fatal(err)
+				}
+				patterns = append(patterns, pattern)
+			}
+			checkEqual(t, "filters", patterns, wantFilters[table])
+		})
+		t.Run("mapping/"+table+"/failures", func(t *testing.T) {
+			checkEqual(t, "BisectBatchOnFunctionError", p["BisectBatchOnFunctionError"], true)
+			checkEqual(t, "MaximumRetryAttempts", p["MaximumRetryAttempts"], float64(expiryRetries))
+			checkEqual(t, "FunctionResponseTypes", p["FunctionResponseTypes"], []any{"ReportBatchItemFailures"})
+			dest := p["DestinationConfig"].(map[string]any)["OnFailure"].(map[string]any)["Destination"]
+			if !strings.Contains(fmt.Sprint(dest), "ExpiryFailures") {
+				t.Errorf("on-failure destination %v", dest)
+			}
+		})
 	}
 }
 

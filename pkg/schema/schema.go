@@ -44,10 +44,25 @@ type Table struct {
 	Hash        KeyAttr
 	Range       *KeyAttr
 	Indexes     []Index
-	// Streamed tables keep a stream of old images, from which the expiry
-	// function releases the usage of items DynamoDB's TTL deleted.
-	Streamed bool
+	// Stream is what the table's stream carries; NoStream for a table
+	// without one. The expiry function reads the streams: it releases the
+	// usage of items and kept versions DynamoDB's TTL deleted, for which
+	// old images suffice, and in the streamed quota mode sums each change
+	// of an item in the data tables, for which it needs the item as it
+	// was and as it became.
+	Stream StreamView
 }
+
+// StreamView is what the records of a table's stream show of the item
+// they change, spelled as DynamoDB's StreamViewType.
+type StreamView string
+
+// Stream views.
+const (
+	NoStream              StreamView = ""
+	StreamOldImage        StreamView = "OLD_IMAGE"
+	StreamNewAndOldImages StreamView = "NEW_AND_OLD_IMAGES"
+)
 
 // Attribute names of the data tables. The first group is the seed's
 // (existing data stays readable); the rest are added by UDS.
@@ -288,7 +303,7 @@ var Data = Table{
 	EnvVar:      "UDS_TABLE_DATA",
 	Hash:        KeyAttr{AttrDataKey, String},
 	Indexes:     []Index{ownerIndex},
-	Streamed:    true,
+	Stream:      StreamNewAndOldImages,
 }
 
 // List is the sorted-list table (seed 002's data_store_list).
@@ -299,7 +314,7 @@ var List = Table{
 	Hash:        KeyAttr{AttrDataKey, String},
 	Range:       &KeyAttr{AttrSortKey, String},
 	Indexes:     []Index{ownerIndex},
-	Streamed:    true,
+	Stream:      StreamNewAndOldImages,
 }
 
 // History holds the versions that writes in namespaces with a history
@@ -321,7 +336,7 @@ var History = Table{
 		Range:            &KeyAttr{AttrKeptOrder, String},
 		NonKeyAttributes: []string{AttrItemSize, AttrExpiresAtMillis},
 	}},
-	Streamed: true,
+	Stream: StreamOldImage,
 }
 
 // IndexEntries holds the entries of the namespaces' declared indexes (package

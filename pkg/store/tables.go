@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -20,7 +21,8 @@ type TableAdmin interface {
 }
 
 // CreateTables creates every table in schema.Tables under the given names,
-// leaving tables that already exist alone.
+// with its indexes and its stream, leaving tables that already exist alone
+// (UpgradeTables brings those to the schema).
 func CreateTables(ctx context.Context, client TableAdmin, names Tables) error {
 	for _, t := range schema.Tables {
 		_, err := client.CreateTable(ctx, createTableInput(t, names.Name(t)))
@@ -32,38 +34,96 @@ func CreateTables(ctx context.Context, client TableAdmin, names Tables) error {
 	return nil
 }
 
-// UpgradeTables adds to existing tables the indexes a later release added
-// to the schema (the apps table's byName), so that the local server's kept
-// data (make run) serves them. The owner index of a seed deployment's data
-// tables is the migration's to add (AddOwnerIndex), with its backfill.
+// UpgradeTables brings tables kept from an earlier release (the local
+// server's data under make run) to the schema: it gives each table the
+// stream the schema names, and the indexes a later release added (the
+// apps table's byName). The owner index of a seed deployment's data tables
+// is the migration's to add (AddOwnerIndex), with its backfill. A table
+// with neither a stream nor indexes to check costs no call; the others
+// one DescribeTable, and an UpdateTable for each change.
 func UpgradeTables(ctx context.Context, client IndexAdmin, names Tables) error {
 	for _, t := range schema.Tables {
-		if t.ID == schema.Data.ID || t.ID == schema.List.ID {
+		indexes := len(t.Indexes) > 0 && t.ID != schema.Data.ID && t.ID != schema.List.ID
+		if !indexes && t.Stream == schema.NoStream {
 			continue
 		}
-		if err := addMissingIndexes(ctx, client, names.Name(t), t); err != nil {
+		name := names.Name(t)
+		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		if err != nil {
+			return fmt.Errorf("describe table %s: %w", name, err)
+		}
+		if err := upgradeStream(ctx, client, out.Table, t.Stream); err != nil {
 			return err
+		}
+		if indexes {
+			if err := addMissingIndexes(ctx, client, out.Table, t); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// addMissingIndexes adds the schema's indexes that an existing table
-// lacks, one UpdateTable each, after one DescribeTable: a table without
-// indexes to have costs no call.
-func addMissingIndexes(ctx context.Context, c IndexAdmin, name string, t schema.Table) error {
-	if len(t.Indexes) == 0 {
+// tableUpdateWait bounds the wait for a table to be ACTIVE again after a
+// change of its stream. DynamoDB Local is at once; DynamoDB takes seconds.
+const tableUpdateWait = 5 * time.Minute
+
+// upgradeStream gives a table the stream view want unless it has it. A
+// table without a stream (the local server's tables before streams were
+// created there) gets one. A stream of another view (a data table's
+// OLD_IMAGE stream from before the streamed quota mode) is disabled first
+// and a new one enabled: DynamoDB changes no stream's view in place, and
+// DynamoDB Local refuses even that with "Table already has an enabled
+// stream". The new stream has a new ARN and starts empty; the old one
+// stays readable for 24 hours, and what was written before the change is
+// not in the new one.
+func upgradeStream(ctx context.Context, c IndexAdmin, table *types.TableDescription, want schema.StreamView) error {
+	if want == schema.NoStream {
 		return nil
 	}
-	out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-	if err != nil {
-		return fmt.Errorf("describe table %s: %w", name, err)
+	name := aws.ToString(table.TableName)
+	if spec := table.StreamSpecification; spec != nil && aws.ToBool(spec.StreamEnabled) {
+		if spec.StreamViewType == types.StreamViewType(want) {
+			return nil
+		}
+		if err := updateStream(ctx, c, name, &types.StreamSpecification{StreamEnabled: aws.Bool(false)}); err != nil {
+			return err
+		}
 	}
+	return updateStream(ctx, c, name, streamSpecification(want))
+}
+
+// updateStream sets a table's stream and waits until the table is ACTIVE
+// again: DynamoDB takes no further change of a table while it is UPDATING.
+func updateStream(ctx context.Context, c IndexAdmin, name string, spec *types.StreamSpecification) error {
+	_, err := c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(name), StreamSpecification: spec})
+	if err != nil {
+		return fmt.Errorf("set the stream of %s: %w", name, err)
+	}
+	err = dynamodb.NewTableExistsWaiter(c).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, tableUpdateWait)
+	if err != nil {
+		return fmt.Errorf("wait for %s to be active: %w", name, err)
+	}
+	return nil
+}
+
+// streamSpecification is the stream of view v as DynamoDB takes it: nil
+// for no stream.
+func streamSpecification(v schema.StreamView) *types.StreamSpecification {
+	if v == schema.NoStream {
+		return nil
+	}
+	return &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewType(v)}
+}
+
+// addMissingIndexes adds the schema's indexes that an existing table
+// lacks, one UpdateTable each.
+func addMissingIndexes(ctx context.Context, c IndexAdmin, table *types.TableDescription, t schema.Table) error {
 	for _, ix := range t.Indexes {
-		if indexState(out.Table, ix.Name) != IndexMissing {
+		if indexState(table, ix.Name) != IndexMissing {
 			continue
 		}
-		if err := addIndex(ctx, c, out.Table, t, ix.Name); err != nil {
+		if err := addIndex(ctx, c, table, t, ix.Name); err != nil {
 			return err
 		}
 	}
@@ -82,9 +142,10 @@ func createTableInput(t schema.Table, name string) *dynamodb.CreateTableInput {
 		return ks
 	}
 	in := &dynamodb.CreateTableInput{
-		TableName:   aws.String(name),
-		BillingMode: types.BillingModePayPerRequest,
-		KeySchema:   keySchema(t.Hash, t.Range),
+		TableName:           aws.String(name),
+		BillingMode:         types.BillingModePayPerRequest,
+		KeySchema:           keySchema(t.Hash, t.Range),
+		StreamSpecification: streamSpecification(t.Stream),
 	}
 	for _, ix := range t.Indexes {
 		p := &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}
