@@ -109,6 +109,14 @@ again after the Retry-After (see uds --help).`,
 			fs.Bool("clear", false, "remove the app's limits, or USER's override")
 		},
 		run: setRateLimits},
+	"quota-mode": {args: "APP [strict|streamed]", short: "an app's quota mode, or set it (admin)", min: 1, max: 2,
+		long: `It prints the mode alone on its line, after setting it when one is given. strict, the
+default: every write charges its owner's usage in its own transaction, and a limit is never
+passed. streamed: writes are plain conditional writes and usage is summed from the tables'
+streams, so an owner can pass a limit by what it writes within the stream's lag. The limits
+stay as set (uds set-quota). Functions cache the mode with the limits, for
+UDS_LIMITS_CACHE_TTL (30 s).`,
+		run: quotaMode},
 	"recompute": {args: "APP USER", short: "rebuild a user's usage from the data and report the drift (admin)", min: 2, max: 2, run: recompute},
 	"export": {args: "APP", short: "write every record of an app to standard output as NDJSON (admin)", min: 1, max: 1,
 		flags: func(fs *flag.FlagSet) {

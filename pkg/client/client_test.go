@@ -43,6 +43,36 @@ func newClient(t *testing.T, url string, opts ...client.Option) *client.Client {
 	return c
 }
 
+// step is one step of a test that takes the server through admin calls
+// in order: the call, and the answer it must give as text, or the error
+// it must return with a part of the error's text.
+type step struct {
+	name string
+	call func() (string, error)
+	want string // the answer, when err is nil
+	err  error
+	text string // a part of the error
+}
+
+// runSteps runs steps in order, each a subtest.
+func runSteps(t *testing.T, steps []step) {
+	t.Helper()
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			got, err := s.call()
+			if s.err != nil {
+				if !errors.Is(err, s.err) || !strings.Contains(fmt.Sprint(err), s.text) {
+					t.Errorf("%v, want %v saying %q", err, s.err, s.text)
+				}
+				return
+			}
+			if err != nil || got != s.want {
+				t.Errorf("%s, %v; want %s", got, err, s.want)
+			}
+		})
+	}
+}
+
 func TestItems(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

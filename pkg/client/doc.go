@@ -82,12 +82,12 @@
 // RetryAfter and how many times the request was sent (APIError.Attempts).
 // Reads and writes whose repeat leaves the data as one would (an update or
 // restore with IfMatch, DELETE, delete-all, dropping a history, import,
-// recompute, limits, rate limits, policies, app registrations, index
-// build steps) are also retried after 502, 503, 504 or a lost
-// connection. Creates, batches, and updates and restores without IfMatch
-// are retried only when they certainly did nothing (no connection could
-// be made, or 429): a repeated create that took effect the first time
-// would answer 409 for the caller's own write, and a repeated
+// recompute, limits, rate limits, quota modes, policies, app
+// registrations, index build steps) are also retried after 502, 503, 504
+// or a lost connection. Creates, batches, and updates and restores without
+// IfMatch are retried only when they certainly did nothing (no connection
+// could be made, or 429): a repeated create that took effect the first
+// time would answer 409 for the caller's own write, and a repeated
 // unconditional update or restore would bump the version again and could
 // overwrite a write made in between.
 //
@@ -101,6 +101,15 @@
 //	_, err = admin.SetUserRateLimits(ctx, app, "batch-job", client.Rate{RequestsPerSecond: -1}) // no per-caller limit for it
 //	_, err = c.Get(ctx, key)
 //	if errors.Is(err, client.ErrRateLimited) { ... } // still over a limit after the retries
+//
+// An app's quota mode says how its owners' usage is kept: uds.QuotaStrict
+// (the default) charges each write in its own transaction, so a limit is
+// never passed; uds.QuotaStreamed writes plainly and sums usage from the
+// tables' streams, so an owner passes a limit by at most what it writes
+// within the stream's lag:
+//
+//	mode, err := admin.SetQuotaMode(ctx, app, uds.QuotaStreamed)
+//	mode, err = admin.QuotaMode(ctx, app)
 //
 // Apps have names in the registry (admin), unique whatever their case, by
 // which operators find them; data paths keep the app's id:

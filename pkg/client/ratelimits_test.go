@@ -27,27 +27,26 @@ func TestRateLimitsAdmin(t *testing.T) {
 	ctx := context.Background()
 	admin := newClient(t, apitest.Server(t, 10*time.Second))
 	rate := func(r, b int64) *client.Rate { return &client.Rate{RequestsPerSecond: r, Burst: b} }
-	setApp := func(l client.RateLimits) func() (any, error) {
-		return func() (any, error) { return admin.SetAppRateLimits(ctx, app, l) }
+	// asJSON is an answer as JSON, null for none.
+	asJSON := func(v any, err error) (string, error) {
+		b, _ := json.Marshal(v)
+		return string(b), err
 	}
-	getApp := func() (any, error) { return admin.AppRateLimits(ctx, app) }
-	setUser := func(r client.Rate) func() (any, error) {
-		return func() (any, error) { return admin.SetUserRateLimits(ctx, app, "carol", r) }
+	setApp := func(l client.RateLimits) func() (string, error) {
+		return func() (string, error) { return asJSON(admin.SetAppRateLimits(ctx, app, l)) }
 	}
-	getUser := func() (any, error) { return admin.UserRateLimits(ctx, app, "carol") }
+	getApp := func() (string, error) { return asJSON(admin.AppRateLimits(ctx, app)) }
+	setUser := func(r client.Rate) func() (string, error) {
+		return func() (string, error) { return asJSON(admin.SetUserRateLimits(ctx, app, "carol", r)) }
+	}
+	getUser := func() (string, error) { return asJSON(admin.UserRateLimits(ctx, app, "carol")) }
 	appJSON := func(perCaller, perApp string) string {
 		return `{"applicationUuid":"` + app + `","perCaller":` + perCaller + `,"perApp":` + perApp + `}`
 	}
 	userJSON := func(perCaller string) string {
 		return `{"applicationUuid":"` + app + `","user":"carol","perCaller":` + perCaller + `}`
 	}
-	for _, step := range []struct {
-		name string
-		call func() (any, error)
-		want string // the answer as JSON, when err is nil
-		err  error
-		text string // a part of the error
-	}{
+	runSteps(t, []step{
 		{"an app without limits", getApp, appJSON("null", "null"), nil, ""},
 		{"set both", setApp(client.RateLimits{PerCaller: rate(10, 20), PerApp: rate(100, 200)}),
 			appJSON(`{"requestsPerSecond":10,"burst":20}`, `{"requestsPerSecond":100,"burst":200}`), nil, ""},
@@ -55,7 +54,7 @@ func TestRateLimitsAdmin(t *testing.T) {
 		{"set one: the other is removed", setApp(client.RateLimits{PerApp: rate(5, 5)}), appJSON("null", `{"requestsPerSecond":5,"burst":5}`), nil, ""},
 		{"read back after setting one", getApp, appJSON("null", `{"requestsPerSecond":5,"burst":5}`), nil, ""},
 		{"no limit per caller", setApp(client.RateLimits{PerCaller: rate(-1, 0)}), appJSON(`{"requestsPerSecond":-1}`, "null"), nil, ""},
-		{"clear", func() (any, error) { return nil, admin.ClearAppRateLimits(ctx, app) }, "null", nil, ""},
+		{"clear", func() (string, error) { return asJSON(nil, admin.ClearAppRateLimits(ctx, app)) }, "null", nil, ""},
 		{"read back after clearing", getApp, appJSON("null", "null"), nil, ""},
 		{"a rate of 0", setApp(client.RateLimits{PerCaller: rate(0, 1)}), "", client.ErrInvalid, "perCaller.requestsPerSecond"},
 		{"a burst of 0", setApp(client.RateLimits{PerApp: rate(5, 0)}), "", client.ErrInvalid, "perApp.burst"},
@@ -66,25 +65,11 @@ func TestRateLimitsAdmin(t *testing.T) {
 		{"read back the override", getUser, userJSON(`{"requestsPerSecond":3,"burst":6}`), nil, ""},
 		{"an override without a limit", setUser(client.Rate{RequestsPerSecond: -1}), userJSON(`{"requestsPerSecond":-1}`), nil, ""},
 		{"an override with a burst of 0", setUser(client.Rate{RequestsPerSecond: 1}), "", client.ErrInvalid, "perCaller.burst"},
-		{"clear the override", func() (any, error) { return nil, admin.ClearUserRateLimits(ctx, app, "carol") }, "null", nil, ""},
+		{"clear the override", func() (string, error) { return asJSON(nil, admin.ClearUserRateLimits(ctx, app, "carol")) }, "null", nil, ""},
 		{"read back after clearing the override", getUser, userJSON("null"), nil, ""},
-		{"clear an override that is not there", func() (any, error) { return nil, admin.ClearUserRateLimits(ctx, app, "dave") }, "null", nil, ""},
-		{"an app that is no UUID", func() (any, error) { return admin.AppRateLimits(ctx, "not-an-app") }, "", client.ErrInvalid, "applicationUuid"},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			got, err := step.call()
-			if step.err != nil {
-				if !errors.Is(err, step.err) || !strings.Contains(fmt.Sprint(err), step.text) {
-					t.Errorf("%v, want %v naming %s", err, step.err, step.text)
-				}
-				return
-			}
-			b, _ := json.Marshal(got)
-			if err != nil || string(b) != step.want {
-				t.Errorf("%s, %v; want %s", b, err, step.want)
-			}
-		})
-	}
+		{"clear an override that is not there", func() (string, error) { return asJSON(nil, admin.ClearUserRateLimits(ctx, app, "dave")) }, "null", nil, ""},
+		{"an app that is no UUID", func() (string, error) { return asJSON(admin.AppRateLimits(ctx, "not-an-app")) }, "", client.ErrInvalid, "applicationUuid"},
+	})
 }
 
 // limitedServer serves the API as apitest.Server does, and enforces rate

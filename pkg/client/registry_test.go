@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -43,13 +42,7 @@ func TestAppRegistry(t *testing.T) {
 			return shown(a), err
 		}
 	}
-	for _, step := range []struct {
-		name string
-		call func() (string, error)
-		want string // the answer shown, when err is nil
-		err  error
-		text string // a part of the error
-	}{
+	runSteps(t, []step{
 		{"not registered", one(func() (client.App, error) { return admin.App(ctx, app) }), "", client.ErrNotFound, "404 App not registered"},
 		{"register", one(func() (client.App, error) { return admin.RegisterApp(ctx, app, "Fitness", "Workouts and goals") }),
 			app + ` "Fitness" "Workouts and goals" limits none`, nil, ""},
@@ -101,18 +94,5 @@ func TestAppRegistry(t *testing.T) {
 			l, err := admin.AppLimits(ctx, app)
 			return fmt.Sprintf("%d/%d", l.LimitBytes, l.LimitItems), err
 		}, "0/10", nil, ""},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			got, err := step.call()
-			if step.err != nil {
-				if !errors.Is(err, step.err) || !strings.Contains(fmt.Sprint(err), step.text) {
-					t.Errorf("%v, want %v saying %q", err, step.err, step.text)
-				}
-				return
-			}
-			if err != nil || got != step.want {
-				t.Errorf("%s, %v; want %s", got, err, step.want)
-			}
-		})
-	}
+	})
 }

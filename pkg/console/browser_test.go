@@ -25,6 +25,7 @@ import (
 	"github.com/udsproject/uds/pkg/client"
 	"github.com/udsproject/uds/pkg/console"
 	"github.com/udsproject/uds/pkg/httpapi/apitest"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 const (
@@ -411,6 +412,39 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("drift %v, want none", drift)
 		}
 		b.shot("user-panel")
+	})
+
+	t.Run("quota mode", func(t *testing.T) {
+		b.t = t
+		b.open("#/apps/" + app + "/users")
+		// shows checks the mode the page shows and selects against the
+		// API's.
+		shows := func(want uds.QuotaMode) {
+			t.Helper()
+			b.until(fmt.Sprintf(`document.querySelector("#quota-mode-current")?.dataset.mode === %q`, want))
+			if got := eval[string](b, `document.querySelector('select[name="quotaMode"]').value`); got != string(want) {
+				t.Errorf("the select shows %q, want %q", got, want)
+			}
+			if m, err := admin.QuotaMode(ctx, app); err != nil || m != want {
+				t.Errorf("the API's mode %q, %v; the page shows %q", m, err, want)
+			}
+		}
+		shows(uds.QuotaStrict)
+		// Each mode is explained beside the choice.
+		if got := b.text("#quota-modes"); !strings.Contains(got, "never passed") || !strings.Contains(got, "within the stream's lag") {
+			t.Errorf("the modes explained as %q", got)
+		}
+		b.do(chromedp.SetValue(chromedp.CSS(`select[name="quotaMode"]`), "streamed"))
+		b.press("Save mode")
+		shows(uds.QuotaStreamed)
+		b.until(`document.body.innerText.includes("Quota mode set to streamed")`)
+		b.shot("quota-mode")
+		// Read again, the page shows what the API keeps.
+		b.open("#/apps/" + app + "/users")
+		shows(uds.QuotaStreamed)
+		b.do(chromedp.SetValue(chromedp.CSS(`select[name="quotaMode"]`), "strict"))
+		b.press("Save mode")
+		shows(uds.QuotaStrict)
 	})
 
 	t.Run("namespaces", func(t *testing.T) {

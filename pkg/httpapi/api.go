@@ -37,6 +37,8 @@ type Store interface {
 	AppLimits(ctx context.Context, app string) (uds.Limits, error)
 	SetAppLimits(ctx context.Context, app string, l uds.Limits) error
 	SetUserLimits(ctx context.Context, app, user string, l uds.Limits) error
+	QuotaMode(ctx context.Context, app string) (uds.QuotaMode, error)
+	SetQuotaMode(ctx context.Context, app string, mode uds.QuotaMode) error
 	AppUsers(ctx context.Context, app, after string, limit int) ([]uds.UserUsage, bool, error)
 	UserApps(ctx context.Context, user, after string, limit int) ([]uds.AppUsage, bool, error)
 	Recompute(ctx context.Context, app, user string) (uds.Recomputed, error)

@@ -91,6 +91,8 @@ var routes = []route{
 		map[string][]string{http.MethodGet: pageQuery}},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/quota", map[string]handler{
 		http.MethodGet: (*API).getAppLimits, http.MethodPut: (*API).putAppLimits}, nil},
+	{GroupAdmin, "/admin/apps/{applicationUuid}/quota-mode", map[string]handler{
+		http.MethodGet: (*API).getQuotaMode, http.MethodPut: (*API).putQuotaMode}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/users/{user}/quota", map[string]handler{
 		http.MethodGet: (*API).userQuota, http.MethodPut: (*API).putUserLimits,
 		http.MethodDelete: (*API).deleteUserLimits}, nil},

@@ -210,6 +210,10 @@ func (f *fakeStore) AppLimits(context.Context, string) (uds.Limits, error) {
 }
 func (f *fakeStore) SetAppLimits(context.Context, string, uds.Limits) error          { return errFake }
 func (f *fakeStore) SetUserLimits(context.Context, string, string, uds.Limits) error { return errFake }
+func (f *fakeStore) QuotaMode(context.Context, string) (uds.QuotaMode, error) {
+	return "", errFake
+}
+func (f *fakeStore) SetQuotaMode(context.Context, string, uds.QuotaMode) error { return errFake }
 func (f *fakeStore) AppUsers(context.Context, string, string, int) ([]uds.UserUsage, bool, error) {
 	return nil, false, errFake
 }

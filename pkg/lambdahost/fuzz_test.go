@@ -259,6 +259,10 @@ func (echoStore) Quota(_ context.Context, app, user string) (uds.Quota, error) {
 func (echoStore) AppLimits(context.Context, string) (uds.Limits, error)           { return uds.Limits{}, nil }
 func (echoStore) SetAppLimits(context.Context, string, uds.Limits) error          { return nil }
 func (echoStore) SetUserLimits(context.Context, string, string, uds.Limits) error { return nil }
+func (echoStore) QuotaMode(context.Context, string) (uds.QuotaMode, error) {
+	return uds.QuotaStrict, nil
+}
+func (echoStore) SetQuotaMode(context.Context, string, uds.QuotaMode) error { return nil }
 func (echoStore) AppUsers(context.Context, string, string, int) ([]uds.UserUsage, bool, error) {
 	return nil, false, nil
 }

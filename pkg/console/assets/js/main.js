@@ -1,7 +1,7 @@
 // The console's entry: it learns from the server whether to offer the
 // caller field, then shows the page the location's hash names. Routes:
 //   #/apps                              registered apps, opening one by id
-//   #/apps/{app}/users                  usage against limits
+//   #/apps/{app}/users                  usage against limits, the quota mode
 //   #/apps/{app}/namespaces[/{ns}]      policies, rate limits; one policy's editor
 //   #/apps/{app}/data?ns=&id=&sk=&list= items and lists
 //   #/apps/{app}/transfer               export and import

@@ -1,11 +1,12 @@
 // Users of an app: each user's usage against the limits in effect, as bars
 // for items and bytes, sorted closest to a limit first; a user's limits set
 // or cleared, their usage recomputed and the drift shown; and the app's
-// default limits.
+// default limits and quota mode.
 
 import { call, path } from "./api.js";
 import { h, replace, field, onSubmit, busy, bytes, count, heading, notice, pretty } from "./ui.js";
 import { limitText } from "./apps.js";
+import { quotaModeSection } from "./quotamode.js";
 
 // share is how close a use is to its limit, 0 to 1 (or past 1); an
 // unlimited one is 0.
@@ -164,7 +165,7 @@ export async function usersPage(view, app) {
     })), dArea);
 
   replace(view, heading("Users"), h("p", { class: "sub" }, "App ", h("code", null, app)),
-    status, tableArea, more, panel, defaults);
+    status, tableArea, more, panel, defaults, await quotaModeSection(app));
   await busy(null, dArea, async () => showDefaults((await call("GET", path("admin", "apps", app, "quota"))).body));
   await load();
 }
