@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/udsproject/uds/internal/localbench"
 	"github.com/udsproject/uds/internal/localbench/localbenchtest"
+	"github.com/udsproject/uds/pkg/httpapi"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -82,6 +87,66 @@ func TestOwners(t *testing.T) {
 	}
 	if owners[0].subject != "owner-01" || owners[11].subject != "owner-12" {
 		t.Errorf("subjects %q … %q", owners[0].subject, owners[11].subject)
+	}
+}
+
+// prepare sets the app's quota, its mode for a target other than strict
+// (and fails saying so when the server has no such route), and writes the
+// seed items as their owners.
+func TestPrepare(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		target     target
+		modeRoute  bool
+		wantMode   bool
+		wantErr    string
+		wantWrites int
+	}{
+		{"strict: the mode left as it is", strict, true, false, "", 2 * seedItems},
+		{"the first release: no mode", first, false, false, "", 2 * seedItems},
+		{"streamed", streamed, true, true, "", 2 * seedItems},
+		{"streamed without the route", streamed, false, true, "setting the quota mode streamed: PUT", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var calls []string
+			seeds := map[string]int{}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api"+itemsPath) && string(body) == itemBody:
+					seeds[r.Header.Get(httpapi.SubjectHeader)]++
+					w.WriteHeader(http.StatusCreated)
+				case r.Method == http.MethodPut && r.URL.Path == "/api/admin/apps/"+benchApp+"/quota-mode" && !tc.modeRoute:
+					http.NotFound(w, r)
+				case r.Method == http.MethodPut:
+					calls = append(calls, r.URL.Path+" "+string(body))
+				default:
+					http.Error(w, "unexpected", http.StatusTeapot)
+				}
+			}))
+			defer srv.Close()
+			err := prepare(context.Background(), srv.Client(), srv.URL+"/api", tc.target, newOwners(2))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "404") {
+					t.Fatalf("error %v, want one saying %q and 404", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"/api/admin/apps/" + benchApp + `/quota {"limitBytes": 1000000000000, "limitItems": 1000000000}`}
+			if tc.wantMode && tc.modeRoute {
+				want = append(want, "/api/admin/apps/"+benchApp+`/quota-mode {"mode": "streamed"}`)
+			}
+			if !slices.Equal(calls, want) {
+				t.Errorf("admin calls %q, want %q", calls, want)
+			}
+			if n := seeds["owner-01"] + seeds["owner-02"]; n != tc.wantWrites || (n > 0 && seeds["owner-01"] != seedItems) {
+				t.Errorf("seed items written %v, want %d in all, %d each", seeds, tc.wantWrites, seedItems)
+			}
+		})
 	}
 }
 
