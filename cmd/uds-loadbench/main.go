@@ -21,8 +21,8 @@
 // release has too), not as the local server does by default (not at all).
 // For each target the app's default quota is set high (PUT
 // /admin/apps/{app}/quota), so that every write runs the quota path and
-// none is refused, and each of -clients owners gets seedItems items of
-// 1 KB. Then -clients clients, one per owner (X-Uds-Subject, trusted by
+// none is refused, and each of -clients owners gets 32 items of 1 KB
+// (seedItems). Then -clients clients, one per owner (X-Uds-Subject, trusted by
 // the local server with UDS_TRUST_SUBJECT_HEADER=1), each send one request
 // at a time, alternately a GET of one of their owner's items and a POST of
 // a new 1 KB key-value item: for -warmup unmeasured, then for -duration
