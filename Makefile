@@ -15,6 +15,9 @@
 #   make bench   benchmarks and the DynamoDB capacity table
 #   make bench-ratelimit  the rate limits across 4 server processes, for
 #                minutes (mk/ratebench.mk)
+#   make bench-load  the local server's requests a second and latencies
+#                under a mixed load: the first release, then quota modes
+#                strict and streamed, for minutes
 #   make build   arm64 Lambda bootstraps and zips under build/
 #   make uds     the uds command line (client of the API) into bin/uds
 #   make smoke   a deployed stack's smoke test (ENDPOINT=, TOKEN=)
@@ -26,7 +29,7 @@ ENGINE := scripts/with-dynamodb.sh
 UDS_LISTEN_ADDR ?= 127.0.0.1:8080
 export UDS_LISTEN_ADDR
 
-.PHONY: all run reset test test-go test-console test-bench soak migrate bench capacity build build-zips engine engine-up engine-down clean uds
+.PHONY: all run reset test test-go test-console test-bench soak migrate bench bench-load capacity build build-zips engine engine-up engine-down clean uds
 
 all: test
 
@@ -166,6 +169,26 @@ migrate:
 bench: engine
 	$(ENGINE) -- go test -run '^$$' -bench . -benchmem -count=1 ./pkg/...
 	$(MAKE) capacity
+
+# The local server under a mixed load (cmd/uds-loadbench):
+# 16 clients, one per owner, alternately a GET of a 1 KB item and a POST of
+# a new one, the app's quota set so that writes run the quota path. The
+# first release (LOADBENCH_FIRST, built from git archive of that commit in
+# a temporary directory), then this tree in quota modes strict and
+# streamed, one server after another over one in-memory DynamoDB Local,
+# each measured for LOADBENCH_DURATION after a warm-up; a Markdown table
+# side by side on stdout. LOADBENCH_FLAGS passes more flags (-targets,
+# -warmup, -clients; go run ./cmd/uds-loadbench -help). About 2 minutes at
+# the defaults; not part of make test or make bench.
+LOADBENCH_DURATION ?= 20s
+LOADBENCH_FIRST ?= 121a5de
+LOADBENCH_FLAGS ?=
+
+bench-load: engine
+	go build -o bin/uds-local ./cmd/uds-local
+	go build -o bin/uds-loadbench ./cmd/uds-loadbench
+	$(ENGINE) -- bin/uds-loadbench -uds-local bin/uds-local -first-release $(LOADBENCH_FIRST) \
+		-duration $(LOADBENCH_DURATION) $(LOADBENCH_FLAGS)
 
 # The DynamoDB calls and capacity of every API operation, measured against
 # the engine, into docs/capacity-table.md.

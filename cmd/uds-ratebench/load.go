@@ -2,29 +2,21 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/internal/localbench"
 )
-
-// outcome is one request's answer as the caller saw it: its status (0
-// when none came) and how long it took.
-type outcome struct {
-	status  int
-	latency time.Duration
-}
 
 // drive sends GET path as subject at perSecond requests a second for d,
 // evenly spaced (open loop: a request is sent on time whether or not the
 // ones before it were answered), the i-th to servers[i%len(servers)], and
 // returns every outcome once all are answered. A slow start is caught up:
 // the schedule, not the last send, sets when the next request goes.
-func drive(ctx context.Context, client *http.Client, servers []string, path, subject string, perSecond float64, d time.Duration) []outcome {
+func drive(ctx context.Context, client *http.Client, servers []string, path, subject string, perSecond float64, d time.Duration) []localbench.Outcome {
 	n := int(perSecond * d.Seconds())
-	out := make([]outcome, n)
+	out := make([]localbench.Outcome, n)
 	interval := time.Duration(float64(time.Second) / perSecond)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -41,27 +33,9 @@ func drive(ctx context.Context, client *http.Client, servers []string, path, sub
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = get(ctx, client, servers[i%len(servers)]+path, subject)
+			out[i] = localbench.Do(ctx, client, http.MethodGet, servers[i%len(servers)]+path, subject, "")
 		}()
 	}
 	wg.Wait()
 	return out
-}
-
-// get sends one request and reads its answer to the end, so that the
-// connection is kept for the next.
-func get(ctx context.Context, client *http.Client, url, subject string) outcome {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return outcome{}
-	}
-	req.Header.Set(httpapi.SubjectHeader, subject)
-	start := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		return outcome{latency: time.Since(start)}
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return outcome{status: resp.StatusCode, latency: time.Since(start)}
 }

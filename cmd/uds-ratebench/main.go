@@ -35,22 +35,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/udsproject/uds/internal/localbench"
 	"github.com/udsproject/uds/pkg/config"
-	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -74,19 +71,9 @@ func main() {
 	steady := flag.String("steady", "0.9,0.8", "the steady callers' rates, fractions of their limit, comma-separated")
 	flag.Parse()
 	err := parseOptions(&o, *rate, *steady)
-	endpoint := os.Getenv(config.EnvDynamoDBEndpoint)
-	if err == nil && endpoint == "" {
-		err = errors.New(config.EnvDynamoDBEndpoint + " is not set: run it under scripts/with-dynamodb.sh (make bench-ratelimit)")
-	}
-	if err == nil {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err = run(ctx, o, endpoint, os.Stdout)
-		stop()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "uds-ratebench:", err)
-		os.Exit(1)
-	}
+	localbench.Main("uds-ratebench", "bench-ratelimit", err, func(ctx context.Context, endpoint string, w io.Writer) error {
+		return run(ctx, o, endpoint, w)
+	})
 }
 
 func parseOptions(o *options, rate, steady string) error {
@@ -129,7 +116,7 @@ type caller struct {
 	limited bool    // false: an override lifts the caller's limit
 	// What the run gave: the caller's outcomes, and the limiter's writes
 	// while it ran, and past its start (settle).
-	outcomes        []outcome
+	outcomes        []localbench.Outcome
 	leases, settled leaseCounts
 }
 
@@ -144,20 +131,9 @@ func run(ctx context.Context, o options, endpoint string, w io.Writer) error {
 	defer front.Close()
 
 	logs := newServerLogs()
-	env := []string{
-		config.EnvDynamoDBEndpoint + "=http://" + ln.Addr().String(),
-		config.EnvListenAddr + "=127.0.0.1:0",
-		// Each server serves its own S3 engine (in memory), which the
-		// benchmark does not use: on a port of its own.
-		config.EnvS3ListenAddr + "=127.0.0.1:0",
-		config.EnvLogFormat + "=json", config.EnvLogLevel + "=INFO", config.EnvEMF + "=0",
-		config.EnvTrustSubjectHeader + "=1",
-		config.EnvRatePerCaller + "=" + strconv.FormatInt(o.rate.PerSecond, 10) + "/" + strconv.FormatInt(o.rate.Burst, 10),
-		config.EnvRatePerApp + "=",
-		// The sweep stands in for DynamoDB's TTL, which Lambda has no
-		// part in: its scans would only add noise.
-		config.EnvSweepInterval + "=0s",
-	}
+	env := append(localbench.Env("http://"+ln.Addr().String()),
+		config.EnvRatePerCaller+"="+strconv.FormatInt(o.rate.PerSecond, 10)+"/"+strconv.FormatInt(o.rate.Burst, 10),
+		config.EnvRatePerApp+"=")
 	fmt.Fprintf(os.Stderr, "uds-ratebench: starting %d servers over %s\n", o.servers, endpoint)
 	fleet, err := startFleet(o.udsLocal, o.servers, env, logs)
 	if err != nil {
@@ -171,7 +147,7 @@ func run(ctx context.Context, o options, endpoint string, w io.Writer) error {
 	}()
 	urls := make([]string, len(fleet))
 	for i, s := range fleet {
-		urls[i] = s.url
+		urls[i] = s.URL
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 
@@ -188,11 +164,11 @@ func run(ctx context.Context, o options, endpoint string, w io.Writer) error {
 	callers = append(callers, free)
 	setup := "setup-" + tag
 	for _, subject := range []string{setup, free.subject} {
-		if err := send(ctx, client, http.MethodPut, urls[0]+"/admin/apps/"+benchApp+"/users/"+subject+"/rate-limits", "", `{"perCaller": {"requestsPerSecond": -1}}`, http.StatusOK); err != nil {
+		if err := localbench.Send(ctx, client, http.MethodPut, urls[0]+"/admin/apps/"+benchApp+"/users/"+subject+"/rate-limits", "", `{"perCaller": {"requestsPerSecond": -1}}`, http.StatusOK); err != nil {
 			return err
 		}
 	}
-	if err := send(ctx, client, http.MethodPost, urls[0]+benchItem, setup, `{"data": {"bench": "rate limits"}}`, http.StatusCreated, http.StatusConflict); err != nil {
+	if err := localbench.Send(ctx, client, http.MethodPost, urls[0]+benchItem, setup, `{"data": {"bench": "rate limits"}}`, http.StatusCreated, http.StatusConflict); err != nil {
 		return err
 	}
 	// The engine and the servers warm up first, on the setup caller's
@@ -253,28 +229,4 @@ func runPhase(ctx context.Context, o options, client *http.Client, urls []string
 		}
 	}
 	return nil
-}
-
-// send makes one setup request and checks that it was answered with one
-// of the statuses wanted.
-func send(ctx context.Context, client *http.Client, method, url, subject, body string, want ...int) error {
-	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	if subject != "" {
-		req.Header.Set(httpapi.SubjectHeader, subject)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	answer, _ := io.ReadAll(resp.Body)
-	for _, s := range want {
-		if resp.StatusCode == s {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, answer)
 }

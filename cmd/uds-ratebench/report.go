@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/internal/localbench"
 )
 
 // Requirements the report checks.
@@ -28,13 +25,13 @@ type tally struct {
 	sent, answered, refused, other int
 }
 
-func tallyOf(outcomes []outcome) tally {
+func tallyOf(outcomes []localbench.Outcome) tally {
 	t := tally{sent: len(outcomes)}
 	for _, o := range outcomes {
 		switch {
-		case o.status >= 200 && o.status < 300:
+		case o.Status >= 200 && o.Status < 300:
 			t.answered++
-		case o.status == 429:
+		case o.Status == 429:
 			t.refused++
 		default:
 			t.other++
@@ -58,22 +55,13 @@ func latenciesOf(lines []requestLine, keep func(requestLine) bool) latencies {
 }
 
 // at returns the q-quantile (nearest rank).
-func (l latencies) at(q float64) float64 {
-	if len(l) == 0 {
-		return 0
-	}
-	return l[min(len(l)-1, int(q*float64(len(l))))]
-}
+func (l latencies) at(q float64) float64 { return localbench.Quantile(l, q) }
 
 // report prints the run's figures as Markdown, then each requirement met
 // or missed.
 func report(w io.Writer, o options, callers []*caller, logs *serverLogs) {
-	ttl := os.Getenv(config.EnvLimitsCacheTTL)
-	if ttl == "" {
-		ttl = config.DefaultLimitsCacheTTL.String()
-	}
 	fmt.Fprintf(w, "%s, %s: %d uds-local processes over one DynamoDB engine, per-caller limit %d/s with a burst of %d, limits cache %s, %v per caller, GET of one item round-robin over the processes.\n\n",
-		time.Now().UTC().Format(time.DateOnly), machine(), o.servers, o.rate.PerSecond, o.rate.Burst, ttl, o.duration)
+		time.Now().UTC().Format(time.DateOnly), localbench.Machine(), o.servers, o.rate.PerSecond, o.rate.Burst, localbench.LimitsCacheTTL(), o.duration)
 
 	most := float64(o.rate.PerSecond)*o.duration.Seconds() + float64(o.rate.Burst)
 	var verdicts []string
@@ -170,23 +158,7 @@ func report(w io.Writer, o options, callers []*caller, logs *serverLogs) {
 	verdict(open == 0, "%d requests let through unchecked (the limiter failing open)", open)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, strings.Join(verdicts, "\n"))
-	if len(logs.problems) > 0 {
-		fmt.Fprintf(w, "\nThe servers logged %d lines at WARN or ERROR; the first:\n%s\n", len(logs.problems), logs.problems[0])
+	if problems := logs.Problems(); len(problems) > 0 {
+		fmt.Fprintf(w, "\nThe servers logged %d lines at WARN or ERROR; the first:\n%s\n", len(problems), problems[0])
 	}
-}
-
-// machine names the CPU (on Linux), the cores and Go.
-func machine() string {
-	cpu := runtime.GOOS + "/" + runtime.GOARCH
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		defer f.Close()
-		lines := bufio.NewScanner(f)
-		for lines.Scan() {
-			if name, ok := strings.CutPrefix(lines.Text(), "model name"); ok {
-				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":")) + ", " + cpu
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%s, %d cores, %s", cpu, runtime.NumCPU(), runtime.Version())
 }

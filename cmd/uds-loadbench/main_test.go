@@ -1,0 +1,317 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/udsproject/uds/internal/localbench"
+	"github.com/udsproject/uds/internal/localbench/localbenchtest"
+	"github.com/udsproject/uds/pkg/httpapi"
+)
+
+func TestParseOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name, targets string
+		clients       int
+		duration      time.Duration
+		firstRelease  string
+		want          []target
+		wantErr       string
+	}{
+		{"the defaults", "first,strict,streamed", 16, 20 * time.Second, "121a5de", []target{first, strict, streamed}, ""},
+		{"another order, with spaces", "streamed, first", 16, 20 * time.Second, "121a5de", []target{streamed, first}, ""},
+		{"the current tree only, no release named", "strict", 16, 20 * time.Second, "", []target{strict}, ""},
+		{"an unknown target", "first,lax", 16, 20 * time.Second, "121a5de", nil, "-targets: want names among first, strict, streamed"},
+		{"no target", "", 16, 20 * time.Second, "121a5de", nil, "-targets"},
+		{"a target twice", "strict,strict", 16, 20 * time.Second, "121a5de", nil, "-targets: strict named twice"},
+		{"too short", "strict", 16, time.Millisecond, "121a5de", nil, "-duration"},
+		{"no client", "strict", 0, 20 * time.Second, "121a5de", nil, "-clients"},
+		{"too many clients", "strict", maxClients + 1, 20 * time.Second, "121a5de", nil, "-clients"},
+		{"the first release without its commit", "first", 16, 20 * time.Second, "", nil, "-first-release"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := options{clients: tc.clients, duration: tc.duration, warmup: 5 * time.Second, firstRelease: tc.firstRelease}
+			err := parseOptions(&o, tc.targets)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("error %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr)):
+				t.Errorf("error %v, want one starting %q", err, tc.wantErr)
+			case tc.wantErr == "" && !slices.Equal(o.targets, tc.want):
+				t.Errorf("targets %v, want %v", o.targets, tc.want)
+			}
+		})
+	}
+}
+
+// An item's data is 1 KB of JSON as the server stores it, and the body a
+// POST sends is what the API takes.
+func TestItemBody(t *testing.T) {
+	var body struct {
+		Data json.RawMessage `json:"data"`
+	}
+	dec := json.NewDecoder(strings.NewReader(itemBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		t.Fatalf("the body %.40s… is not {\"data\": …}: %v", itemBody, err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, body.Data); err != nil || compact.Len() != 1024 {
+		t.Errorf("the data takes %d bytes of compact JSON (%v), want 1024", compact.Len(), err)
+	}
+}
+
+// Each owner's ids start with its subject, so that no two owners write one
+// key, and differ from one another.
+func TestOwners(t *testing.T) {
+	owners := newOwners(12)
+	seen := map[string]bool{}
+	for _, ow := range owners {
+		for _, path := range []string{ow.seedPath(0), ow.seedPath(seedItems - 1), ow.postPath(0), ow.postPath(1)} {
+			if seen[path] || !strings.HasPrefix(path, itemsPath+ow.subject+"-") {
+				t.Errorf("path %s: seen before, or not under %s%s-", path, itemsPath, ow.subject)
+			}
+			seen[path] = true
+		}
+	}
+	if owners[0].subject != "owner-01" || owners[11].subject != "owner-12" {
+		t.Errorf("subjects %q … %q", owners[0].subject, owners[11].subject)
+	}
+}
+
+// prepare sets the app's quota, its mode for a target other than strict
+// (and fails saying so when the server has no such route), and writes the
+// seed items as their owners.
+func TestPrepare(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		target     target
+		modeRoute  bool
+		wantMode   bool
+		wantErr    string
+		wantWrites int
+	}{
+		{"strict: the mode left as it is", strict, true, false, "", 2 * seedItems},
+		{"the first release: no mode", first, false, false, "", 2 * seedItems},
+		{"streamed", streamed, true, true, "", 2 * seedItems},
+		{"streamed without the route", streamed, false, true, "setting the quota mode streamed: PUT", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var calls []string
+			seeds := map[string]int{}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api"+itemsPath) && string(body) == itemBody:
+					seeds[r.Header.Get(httpapi.SubjectHeader)]++
+					w.WriteHeader(http.StatusCreated)
+				case r.Method == http.MethodPut && r.URL.Path == "/api/admin/apps/"+benchApp+"/quota-mode" && !tc.modeRoute:
+					http.NotFound(w, r)
+				case r.Method == http.MethodPut:
+					calls = append(calls, r.URL.Path+" "+string(body))
+				default:
+					http.Error(w, "unexpected", http.StatusTeapot)
+				}
+			}))
+			defer srv.Close()
+			err := prepare(context.Background(), srv.Client(), srv.URL+"/api", tc.target, newOwners(2))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "404") {
+					t.Fatalf("error %v, want one saying %q and 404", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"/api/admin/apps/" + benchApp + `/quota {"limitBytes": 1000000000000, "limitItems": 1000000000}`}
+			if tc.wantMode && tc.modeRoute {
+				want = append(want, "/api/admin/apps/"+benchApp+`/quota-mode {"mode": "streamed"}`)
+			}
+			if !slices.Equal(calls, want) {
+				t.Errorf("admin calls %q, want %q", calls, want)
+			}
+			if n := seeds["owner-01"] + seeds["owner-02"]; n != tc.wantWrites || (n > 0 && seeds["owner-01"] != seedItems) {
+				t.Errorf("seed items written %v, want %d in all, %d each", seeds, tc.wantWrites, seedItems)
+			}
+		})
+	}
+}
+
+// outcomes makes outcomes of the given statuses, the i-th taking i+1 ms.
+func outcomes(statuses ...int) []localbench.Outcome {
+	out := make([]localbench.Outcome, len(statuses))
+	for i, s := range statuses {
+		out[i] = localbench.Outcome{Status: s, Latency: time.Duration(i+1) * time.Millisecond, Problem: "problem " + strings.Repeat("!", i)}
+		if ok(s) {
+			out[i].Problem = ""
+		}
+	}
+	return out
+}
+
+func TestLatencyOf(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		outcomes []localbench.Outcome
+		want     latency
+	}{
+		{"none", nil, latency{}},
+		{"only 2xx counted", outcomes(200, 503, 200, 0, 201), latency{p50: 3, p99: 5}},
+		{"a hundred", outcomes(slices.Repeat([]int{200}, 100)...), latency{p50: 51, p99: 100}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := latencyOf(tc.outcomes); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		outcomes   [][]localbench.Outcome
+		want       string
+		wantFirsts map[int]string
+	}{
+		{"none", [][]localbench.Outcome{outcomes(200, 201), nil}, "0", map[int]string{}},
+		{"by status, the first of each kept", [][]localbench.Outcome{outcomes(503, 200, 0), outcomes(201, 503, 409)},
+			"4 (no answer × 1, 409 × 1, 503 × 2)", map[int]string{0: "problem !!", 409: "problem !!", 503: "problem "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := failuresOf(tc.outcomes...)
+			if f.String() != tc.want {
+				t.Errorf("%q, want %q", f.String(), tc.want)
+			}
+			for s, want := range tc.wantFirsts {
+				if f.first[s] != want {
+					t.Errorf("the first %d said %q, want %q", s, f.first[s], want)
+				}
+			}
+		})
+	}
+}
+
+// Request lines are parsed, kept by time, and summed by method.
+func TestRequestLines(t *testing.T) {
+	start := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	line := func(at time.Duration, route string, calls, retries int, units float64) []byte {
+		b, _ := json.Marshal(map[string]any{"time": start.Add(at), "level": "INFO", "msg": "request", "route": route, "status": 200,
+			"dynamodbCalls": calls, "dynamodbRetries": retries, "writeUnits": units})
+		return b
+	}
+	var l requestLines
+	for _, b := range [][]byte{
+		line(-time.Millisecond, "POST /data/{applicationUuid}/{namespace}/{id}", 9, 9, 9), // before the load
+		line(0, "GET /data/{applicationUuid}/{namespace}/{id}", 1, 0, 0),
+		line(time.Second, "POST /data/{applicationUuid}/{namespace}/{id}", 2, 1, 3),
+		line(2*time.Second, "POST /data/{applicationUuid}/{namespace}/{id}", 4, 0, 5),
+		[]byte(`{"msg":"request","route":`),
+		line(3*time.Second, "GET /data/{applicationUuid}/{namespace}/{id}", 2, 0, 0),
+		line(3*time.Second+time.Millisecond, "GET /data/{applicationUuid}/{namespace}/{id}", 9, 9, 0), // after it
+	} {
+		l.add(b)
+	}
+	in := l.within(start, start.Add(3*time.Second))
+	if len(in) != 4 {
+		t.Fatalf("%d lines within the load, want 4: %+v", len(in), in)
+	}
+	for _, tc := range []struct {
+		method string
+		want   calls
+	}{
+		{"GET", calls{lines: 2, perRequest: 1.5}},
+		{"POST", calls{lines: 2, perRequest: 3, units: 4, retries: 1}},
+		{"PUT", calls{}},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			if got := callsOf(in, tc.method); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The report sets the targets side by side; the first release, with no
+// request lines, has none of their figures; answers that were not 2xx are
+// counted and quoted, and the servers' warnings are quoted.
+func TestReport(t *testing.T) {
+	o := options{firstRelease: "121a5de", clients: 16, warmup: 5 * time.Second, duration: 20 * time.Second}
+	results := []*result{
+		{target: first, elapsed: 2 * time.Second, gets: outcomes(200, 200, 200), posts: outcomes(201, 201, 201), loadAfter: "1.00, 0.50, 0.25"},
+		{target: strict, elapsed: time.Second, gets: outcomes(200, 200), posts: outcomes(201, 0, 503, 201),
+			lines:     []requestLine{{Route: "GET /x", Calls: 1}, {Route: "POST /x", Calls: 2, WriteUnits: 7, Retries: 1}},
+			loadAfter: "2.00, 1.00, 0.50", problems: []string{`{"level":"ERROR","msg":"request","status":503}`}},
+	}
+	var out bytes.Buffer
+	report(&out, o, "0.10, 0.20, 0.30", results)
+	got := out.String()
+	for _, want := range []string{
+		"16 clients, one per owner",
+		"limits and namespace policies cached for " + localbench.LimitsCacheTTL() + " (UDS_LIMITS_CACHE_TTL). 5s of warm-up, then 20s measured per target",
+		"Load average before the run: 0.10, 0.20, 0.30.",
+		"| | first release (121a5de) | strict |\n|---|---:|---:|\n",
+		"| requests/s | 3 | 6 |\n",
+		"| requests: GET / POST | 3 / 3 | 2 / 4 |\n",
+		"| GET p50 / p99 ms | 2.0 / 3.0 | 2.0 / 2.0 |\n",
+		"| POST p50 / p99 ms | 2.0 / 3.0 | 4.0 / 4.0 |\n",
+		"| errors (not 2xx) | 0 | 2 (no answer × 1, 503 × 1) |\n",
+		"| DynamoDB calls per GET / POST | — | 1.00 / 2.00 |\n",
+		"| write units per POST | — | 7.00 |\n",
+		"| DynamoDB retries (GET + POST) | — | 1 |\n",
+		"| load average after (1, 5, 15 min) | 1.00, 0.50, 0.25 | 2.00, 1.00, 0.50 |\n",
+		"\nstrict, the first request without an answer: problem !\n",
+		"\nstrict, the first 503 answer: problem !!\n",
+		"\nstrict: the server logged 1 lines at WARN or ERROR; the first:\n{\"level\":\"ERROR\"",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report has no %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestLoadAverage(t *testing.T) {
+	if _, err := os.Stat("/proc/loadavg"); err != nil {
+		t.Skip("no /proc/loadavg here")
+	}
+	if got := loadAverage(); !regexp.MustCompile(`^[0-9.]+, [0-9.]+, [0-9.]+$`).MatchString(got) {
+		t.Errorf("load average %q, want three numbers", got)
+	}
+}
+
+// The whole benchmark, briefly, against the engine of make test: the
+// current server in strict mode, two clients for a second. Every request
+// is answered 2xx, and the server's request lines give its DynamoDB calls.
+// The first release is left out: building it takes longer than the rest
+// of the test.
+func TestRunBriefly(t *testing.T) {
+	endpoint, bin := localbenchtest.Server(t)
+	var report bytes.Buffer
+	o := options{udsLocal: bin, targets: []target{strict}, clients: 2, duration: time.Second}
+	if err := run(context.Background(), o, endpoint, &report); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`\| \| strict \|\n`),
+		regexp.MustCompile(`\| requests/s \| [1-9][0-9]* \|\n`),
+		regexp.MustCompile(`\| errors \(not 2xx\) \| 0 \|\n`),
+		regexp.MustCompile(`\| DynamoDB calls per GET / POST \| [1-9][0-9.]* / [1-9][0-9.]* \|\n`),
+	} {
+		if !want.MatchString(report.String()) {
+			t.Errorf("the report does not match %s:\n%s", want, &report)
+		}
+	}
+}

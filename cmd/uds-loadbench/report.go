@@ -1,0 +1,198 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/udsproject/uds/internal/localbench"
+)
+
+// latency is the p50 and p99, in ms, of the 2xx answers of one kind.
+type latency struct {
+	p50, p99 float64
+}
+
+func latencyOf(outcomes []localbench.Outcome) latency {
+	var ms []float64
+	for _, o := range outcomes {
+		if ok(o.Status) {
+			ms = append(ms, float64(o.Latency)/float64(time.Millisecond))
+		}
+	}
+	slices.Sort(ms)
+	return latency{p50: localbench.Quantile(ms, 0.5), p99: localbench.Quantile(ms, 0.99)}
+}
+
+func ok(status int) bool { return status >= 200 && status < 300 }
+
+// failures are the answers that were not 2xx: how many of each status (0:
+// none came), and what the first of each said.
+type failures struct {
+	count    int
+	byStatus map[int]int
+	first    map[int]string
+}
+
+func failuresOf(outcomes ...[]localbench.Outcome) failures {
+	f := failures{byStatus: map[int]int{}, first: map[int]string{}}
+	for _, kind := range outcomes {
+		for _, o := range kind {
+			if ok(o.Status) {
+				continue
+			}
+			f.count++
+			if f.byStatus[o.Status]++; f.byStatus[o.Status] == 1 {
+				f.first[o.Status] = o.Problem
+			}
+		}
+	}
+	return f
+}
+
+// String gives the count, then the count of each status: "3 (503 × 2, no
+// answer × 1)".
+func (f failures) String() string {
+	if f.count == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, s := range f.statuses() {
+		parts = append(parts, fmt.Sprintf("%s × %d", statusName(s), f.byStatus[s]))
+	}
+	return fmt.Sprintf("%d (%s)", f.count, strings.Join(parts, ", "))
+}
+
+func (f failures) statuses() []int {
+	var s []int
+	for status := range f.byStatus {
+		s = append(s, status)
+	}
+	slices.Sort(s)
+	return s
+}
+
+func statusName(status int) string {
+	if status == 0 {
+		return "no answer"
+	}
+	return fmt.Sprint(status)
+}
+
+// calls is what the request lines of one method say a request cost: the
+// mean DynamoDB calls and write units, and the retries in all.
+type calls struct {
+	lines      int
+	perRequest float64
+	units      float64
+	retries    int
+}
+
+func callsOf(lines []requestLine, method string) calls {
+	var c calls
+	for _, r := range lines {
+		if !strings.HasPrefix(r.Route, method+" ") {
+			continue
+		}
+		c.lines++
+		c.perRequest += float64(r.Calls)
+		c.units += r.WriteUnits
+		c.retries += r.Retries
+	}
+	if c.lines > 0 {
+		c.perRequest /= float64(c.lines)
+		c.units /= float64(c.lines)
+	}
+	return c
+}
+
+// title is a target's column heading.
+func title(o options, t target) string {
+	if t == first {
+		return "first release (" + o.firstRelease + ")"
+	}
+	return string(t.mode)
+}
+
+// report writes the results side by side as Markdown, then what the
+// answers that were not 2xx said and the servers' warnings.
+func report(w io.Writer, o options, before string, results []*result) {
+	fmt.Fprintf(w, "%s, %s: one uds-local process per target over one DynamoDB Local engine, tables of its own per target, targets one after another. "+
+		"%d clients, one per owner, each sending one request at a time, alternately a GET of one of its owner's %d items of 1 KB and a POST of a new 1 KB key-value item; "+
+		"the app's default quota set high, so that every write runs the quota path; limits and namespace policies cached for %s (UDS_LIMITS_CACHE_TTL). %v of warm-up, then %v measured per target. "+
+		"Latencies as the clients saw them, of 2xx answers; DynamoDB calls from the current servers' request lines (the first release writes none). "+
+		"Load average before the run: %s.\n\n",
+		time.Now().UTC().Format(time.DateOnly), localbench.Machine(), o.clients, seedItems, localbench.LimitsCacheTTL(), o.warmup, o.duration, before)
+
+	row := func(name string, cell func(r *result) string) {
+		fmt.Fprintf(w, "| %s |", name)
+		for _, r := range results {
+			fmt.Fprintf(w, " %s |", cell(r))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprint(w, "| |")
+	for _, r := range results {
+		fmt.Fprintf(w, " %s |", title(o, r.target))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprint(w, "|---|")
+	for range results {
+		fmt.Fprint(w, "---:|")
+	}
+	fmt.Fprintln(w)
+	row("requests/s", func(r *result) string {
+		return fmt.Sprintf("%.0f", float64(len(r.gets)+len(r.posts))/r.elapsed.Seconds())
+	})
+	row("requests: GET / POST", func(r *result) string { return fmt.Sprintf("%d / %d", len(r.gets), len(r.posts)) })
+	latencyCell := func(outcomes []localbench.Outcome) string {
+		l := latencyOf(outcomes)
+		return fmt.Sprintf("%.1f / %.1f", l.p50, l.p99)
+	}
+	row("GET p50 / p99 ms", func(r *result) string { return latencyCell(r.gets) })
+	row("POST p50 / p99 ms", func(r *result) string { return latencyCell(r.posts) })
+	row("errors (not 2xx)", func(r *result) string { return failuresOf(r.gets, r.posts).String() })
+	linesCell := func(r *result, cell func(get, post calls) string) string {
+		if len(r.lines) == 0 {
+			return "—"
+		}
+		return cell(callsOf(r.lines, "GET"), callsOf(r.lines, "POST"))
+	}
+	row("DynamoDB calls per GET / POST", func(r *result) string {
+		return linesCell(r, func(get, post calls) string { return fmt.Sprintf("%.2f / %.2f", get.perRequest, post.perRequest) })
+	})
+	row("write units per POST", func(r *result) string {
+		return linesCell(r, func(_, post calls) string { return fmt.Sprintf("%.2f", post.units) })
+	})
+	row("DynamoDB retries (GET + POST)", func(r *result) string {
+		return linesCell(r, func(get, post calls) string { return fmt.Sprint(get.retries + post.retries) })
+	})
+	row("load average after (1, 5, 15 min)", func(r *result) string { return r.loadAfter })
+
+	for _, r := range results {
+		f := failuresOf(r.gets, r.posts)
+		for _, s := range f.statuses() {
+			what := fmt.Sprintf("the first %d answer", s)
+			if s == 0 {
+				what = "the first request without an answer"
+			}
+			fmt.Fprintf(w, "\n%s, %s: %s\n", title(o, r.target), what, strings.TrimSpace(f.first[s]))
+		}
+		if len(r.problems) > 0 {
+			fmt.Fprintf(w, "\n%s: the server logged %d lines at WARN or ERROR; the first:\n%s\n", title(o, r.target), len(r.problems), r.problems[0])
+		}
+	}
+}
+
+// loadAverage returns the machine's load averages over 1, 5 and 15
+// minutes, or "unknown" where /proc/loadavg does not give them.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], ", ")
+	}
+	return "unknown"
+}
