@@ -296,6 +296,12 @@ func functionEnvironment(f functionSpec, props *UdsStackProps, bucket *string) *
 		app, _ := uds.ParseApp(props.CreatedContentApp)
 		env[config.EnvCreatedContentApp] = jsii.String(app)
 	}
+	// Imported data tables keep the streams (if any) they had, which no
+	// mapping of this stack reads: the admin routes then refuse the
+	// streamed quota mode, whose writes nothing would count.
+	if f.Name == fnAdmin && (props.ImportTables[schema.Data.ID] || props.ImportTables[schema.List.ID]) {
+		env[config.EnvStreamedQuotas] = jsii.String("off")
+	}
 	if f.Name == fnList {
 		env[config.EnvDeleteAllBudget] = jsii.String(listDeleteAllBudget.String())
 	}

@@ -1442,9 +1442,23 @@ func TestImportSomeTables(t *testing.T) {
 			sort.Strings(wantStreams)
 			checkEqual(t, "expiry streams", gotStreams, wantStreams)
 
+			// The admin routes refuse the streamed quota mode unless both
+			// data tables' streams are read.
+			var streamedQuotas any = "off"
+			read := func(table schema.Table) bool {
+				return slices.ContainsFunc(c.streams, func(s schema.Table) bool { return s.ID == table.ID })
+			}
+			if read(schema.Data) && read(schema.List) {
+				streamedQuotas = nil
+			}
 			for _, f := range functionSpecs {
 				env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 				checkEqual(t, f.Name+" data table", env[schema.Data.EnvVar], "legacy_data")
+				want := any(nil)
+				if f.Name == fnAdmin {
+					want = streamedQuotas
+				}
+				checkEqual(t, f.Name+" "+config.EnvStreamedQuotas, env[config.EnvStreamedQuotas], want)
 			}
 		})
 	}

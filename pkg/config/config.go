@@ -69,6 +69,11 @@ const (
 // only one that may register that name (unset: none).
 const EnvCreatedContentApp = "UDS_CREATED_CONTENT_APP"
 
+// EnvStreamedQuotas is "off" where nothing reads the data tables' streams
+// (tables imported from a seed deployment): the streamed quota mode is
+// then refused.
+const EnvStreamedQuotas = "UDS_STREAMED_QUOTAS"
+
 // Config is everything the functions and the local server read from the
 // environment.
 type Config struct {
@@ -120,6 +125,8 @@ type Config struct {
 	// CreatedContentApp is the created-content app's id, lower case, or
 	// empty (EnvCreatedContentApp).
 	CreatedContentApp string
+	// NoStreamedQuotas is EnvStreamedQuotas set to "off".
+	NoStreamedQuotas bool
 	// S3ListenAddr is the local server's S3 engine's address (host:port);
 	// the functions ignore it.
 	S3ListenAddr string
@@ -162,6 +169,13 @@ func FromEnv() (Config, error) {
 	c.CursorSecret = []byte(secret)
 
 	var err error
+	switch v := os.Getenv(EnvStreamedQuotas); v {
+	case "", "on":
+	case "off":
+		c.NoStreamedQuotas = true
+	default:
+		return c, fmt.Errorf("%s: %q is neither on nor off", EnvStreamedQuotas, v)
+	}
 	if app := os.Getenv(EnvCreatedContentApp); app != "" {
 		if c.CreatedContentApp, err = uds.ParseApp(app); err != nil {
 			return c, fmt.Errorf("%s: %w", EnvCreatedContentApp, err)

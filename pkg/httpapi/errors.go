@@ -67,6 +67,7 @@ var statusTable = []struct {
 	{uds.ErrUploadPending, http.StatusConflict, "Upload not received", "Upload not received"},
 	{uds.ErrUploadMismatch, http.StatusUnprocessableEntity, "Upload does not match", "Upload does not match"},
 	{uds.ErrNoBucket, http.StatusNotImplemented, "Large values not configured", "Large values not configured"},
+	{uds.ErrNoStreams, http.StatusNotImplemented, "Streamed quotas not available", "Streamed quotas not available"},
 	{uds.ErrNotFound, http.StatusNotFound, "Key not found", "Item not found"},
 	{uds.ErrConflict, http.StatusConflict, "Key already exists", "Item already exists"},
 	{uds.ErrPrecondition, http.StatusPreconditionFailed, "Precondition failed", "Precondition failed"},
@@ -134,6 +135,8 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		body.Details = "no upload of this item has that uploadId: it lapsed, was discarded, or was committed and the item has changed since"
 	case errors.Is(err, uds.ErrUploadPending):
 		body.Details = "the upload's object has not arrived in the bucket: POST the file to the upload's url first, then commit"
+	case errors.Is(err, uds.ErrNoStreams):
+		body.Details = "this deployment's data tables are imported without streams the stack reads, so nothing would count writes in streamed mode; apps keep the strict mode"
 	case errors.Is(err, uds.ErrNoBucket):
 		body.Details = "this deployment has no bucket for large values; values of up to 350 KiB go in one request"
 	case errors.As(err, &coding):

@@ -81,7 +81,7 @@ func StoreOptions(cfg config.Config) []store.Option {
 	if budget <= 0 {
 		budget = config.DefaultRequestBudget
 	}
-	return []store.Option{
+	opts := []store.Option{
 		store.WithDefaultLimits(uds.Limits{Bytes: cfg.DefaultLimitBytes, Items: cfg.DefaultLimitItems}),
 		store.WithDefaultRateLimits(uds.RateLimits{PerCaller: cfg.RatePerCaller, PerApp: cfg.RatePerApp}),
 		store.WithLimitsTTL(cfg.LimitsCacheTTL),
@@ -89,4 +89,8 @@ func StoreOptions(cfg config.Config) []store.Option {
 		store.WithPolicySettle(store.PolicySettle(cfg.LimitsCacheTTL, budget)),
 		store.WithCreatedContentApp(cfg.CreatedContentApp),
 	}
+	if cfg.NoStreamedQuotas {
+		opts = append(opts, store.WithoutStreams())
+	}
+	return opts
 }

@@ -36,9 +36,13 @@ func (s *Store) QuotaMode(ctx context.Context, app string) (uds.QuotaMode, error
 }
 
 // SetQuotaMode sets an app's quota mode. Strict, the default, is stored
-// as no mode at all. This process applies it at once; other containers
+// as no mode at all. A deployment whose data tables' streams nothing reads
+// (WithoutStreams) refuses streamed with uds.ErrNoStreams. This process applies it at once; other containers
 // within the limits cache's lifetime.
 func (s *Store) SetQuotaMode(ctx context.Context, app string, mode uds.QuotaMode) error {
+	if mode == uds.QuotaStreamed && s.noStreams {
+		return uds.ErrNoStreams
+	}
 	in := &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.tables.Apps),
 		Key:                      appKey(app),
@@ -56,6 +60,10 @@ func (s *Store) SetQuotaMode(ctx context.Context, app string, mode uds.QuotaMode
 	s.modes.clear()
 	return nil
 }
+
+// WithoutStreams says that nothing reads the data tables' streams in this
+// deployment, so no app may take the streamed mode.
+func WithoutStreams() Option { return func(s *Store) { s.noStreams = true } }
 
 // modeOf is the mode an app's record sets: strict unless it names
 // another.

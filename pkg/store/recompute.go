@@ -88,6 +88,14 @@ func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed
 // repairs, never an under-count.
 const clockMargin = time.Second
 
+// streamTimeMargin is how far before a recompute's sum a write must be for
+// streamed counting to take it as in the sum: the stream's instants are
+// rounded down, to the second by DynamoDB and to the minute by DynamoDB
+// Local, and a write the sum missed must never be taken for one it holds.
+// A write within the margin is counted again, an over-count the next
+// recompute repairs.
+const streamTimeMargin = time.Minute
+
 // storeUsage sets the owner's usage to actual, summed at summed, if the
 // record still says what was read (a missing record reads as zero usage).
 // It stamps the record with the instant its total accounts for removals
@@ -108,8 +116,9 @@ func (s *Store) storeUsage(app, user string, record map[string]types.AttributeVa
 		":s":  &types.AttributeValueMemberS{Value: AppShard(app, user)},
 		":ra": &types.AttributeValueMemberN{Value: strconv.FormatInt(summed.Add(clockMargin).UnixMilli(), 10)},
 		// Writes older than the quiet period (which outlasts the owner
-		// index's lag) and the clocks' margin are surely in the sum.
-		":sc": &types.AttributeValueMemberN{Value: strconv.FormatInt(summed.Add(-s.recomputeQuiet-clockMargin).UnixMilli(), 10)},
+		// index's lag) and the stream's rounding of their instants are
+		// surely in the sum.
+		":sc": &types.AttributeValueMemberN{Value: strconv.FormatInt(summed.Add(-s.recomputeQuiet-streamTimeMargin).UnixMilli(), 10)},
 	}
 	cond := "#b = :ob AND #i = :oi"
 	if before == (uds.Usage{}) {

@@ -51,6 +51,8 @@ type Store struct {
 	objects Objects
 	// uploadLapse is how long a reservation waits for its commit.
 	uploadLapse time.Duration
+	// noStreams refuses the streamed quota mode (WithoutStreams).
+	noStreams bool
 	// createdContentApp holds the reserved name uds.CreatedContentName
 	// in the registry; empty where the deployment names none.
 	createdContentApp string
