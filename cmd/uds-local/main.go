@@ -2,10 +2,13 @@
 // /console/, over plain HTTP for local development, against the DynamoDB
 // endpoint in UDS_DYNAMODB_ENDPOINT (`make run` starts DynamoDB Local and
 // sets it). It creates missing tables at start and stops cleanly on Ctrl-C
-// or SIGTERM. Unless UDS_BUCKET or UDS_S3_ENDPOINT names another, it serves
-// its own S3 engine for large values on UDS_S3_LISTEN_ADDR, bucket
-// uds-local, with the objects under the directory -s3-data names (make run:
-// .data/s3, beside DynamoDB Local's .data/dynamodb) or in memory.
+// or SIGTERM. When the data tables have streams, it reads them as the
+// expiry function's event source mappings do (streampoll), so that the
+// usage of apps in streamed mode is counted. Unless UDS_BUCKET or
+// UDS_S3_ENDPOINT names another, it serves its own S3 engine for large
+// values on UDS_S3_LISTEN_ADDR, bucket uds-local, with the objects under
+// the directory -s3-data names (make run: .data/s3, beside DynamoDB
+// Local's .data/dynamodb) or in memory.
 //
 // Everything it prints is a log line of one logger, at UDS_LOG_LEVEL: the
 // startup line, a line per request, sweeps and failures. EMF records, which
@@ -25,19 +28,24 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/console"
+	"github.com/udsproject/uds/pkg/expiry"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/server"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/streampoll"
 )
 
 func main() {
@@ -152,6 +160,15 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 	if err := createTables(ctx, client, cfg); err != nil {
 		return err
 	}
+	// The stream poller stops before the last line, as the requests do:
+	// a batch in hand when the server stops is handed over again at the
+	// next start.
+	stopStreams, err := startStreams(ctx, client, cfg, logger,
+		timeWindowed(expiry.Handler(store.New(client, cfg.Tables), logger, host.Metrics)))
+	if err != nil {
+		return err
+	}
+	defer stopStreams()
 	// The sweep stops with the server, also when serving fails.
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	var sweeping sync.WaitGroup
@@ -192,8 +209,73 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 	if err := srv.Shutdown(shutdown); err != nil {
 		return fmt.Errorf("stopping: %w", err)
 	}
+	stopStreams()
 	logger.Info("UDS stopped")
 	return nil
+}
+
+// startStreams stands in for the expiry function's event source mappings
+// (see streampoll): when the data tables have streams, a poller hands the
+// records of the data, list and history tables' streams to handle, the
+// expiry function's handler, until stop is called; stop may be called
+// more than once. Without the data tables' streams (tables made before
+// the local tables had them) the server runs without it and says that
+// streamed counting is off: the usage of apps in streamed mode then stays
+// where it is. The history table's stream is read when it has one; it
+// only carries TTL deletions, which DynamoDB Local never makes.
+func startStreams(ctx context.Context, db *dynamodb.Client, cfg config.Config, logger *slog.Logger, handle streampoll.Handler) (stop func(), err error) {
+	found, err := streampoll.Streams(ctx, db, cfg.Tables.Data, cfg.Tables.List, cfg.Tables.History)
+	if err != nil {
+		return nil, err
+	}
+	var without []string
+	for _, s := range found[:2] {
+		if s.ARN == "" {
+			without = append(without, s.Table)
+		}
+	}
+	if len(without) > 0 {
+		logger.Warn("streamed counting is off: the data tables have no streams", slog.String("without", strings.Join(without, ", ")))
+		return func() {}, nil
+	}
+	streams, err := streampoll.NewClient(ctx, cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	p, err := streampoll.New(streams, slices.DeleteFunc(found, func(s streampoll.Stream) bool { return s.ARN == "" }),
+		handle, streampoll.WithLogger(logger))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}, nil
+}
+
+// timeWindowed lets the expiry handler of today, which takes plain stream
+// batches, take the poller's tumbling-window events, answering each with
+// the state Lambda requires (empty: the handler keeps none). It goes once
+// pkg/expiry's handler takes those events itself.
+func timeWindowed(h func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)) streampoll.Handler {
+	return func(ctx context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
+		out := events.DynamoDBTimeWindowEventResponse{
+			TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: map[string]string{}},
+		}
+		if len(ev.Records) == 0 {
+			// A window's final invocation: nothing was kept to act on.
+			return out, nil
+		}
+		resp, err := h(ctx, ev.DynamoDBEvent)
+		out.BatchItemFailures = resp.BatchItemFailures
+		return out, err
+	}
 }
 
 // notTrustedHere is the local server's answer to a request that carries

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/streampoll"
+)
+
+// streamed gives the data tables of tables a stream of new and old images
+// where they have none yet.
+func streamed(t testing.TB, tables store.Tables) {
+	t.Helper()
+	db := storetest.Client(t)
+	found, err := streampoll.Streams(t.Context(), db, tables.Data, tables.List)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range found {
+		if s.ARN != "" {
+			continue
+		}
+		if _, err := db.UpdateTable(t.Context(), &dynamodb.UpdateTableInput{TableName: aws.String(s.Table),
+			StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestStartStreams: with the data tables' streams, what is written to
+// them reaches the handler until the poller stops; without, the server
+// goes on and says that streamed counting is off.
+func TestStartStreams(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tables func(t testing.TB) store.Tables
+		read   bool
+	}{
+		{"the data tables have streams: read", func(t testing.TB) store.Tables {
+			tables := storetest.NewTables(t)
+			streamed(t, tables)
+			return tables
+		}, true},
+		// A seed deployment's data tables, as an old .data/dynamodb
+		// may hold them: no streams.
+		{"the data tables have none: off", storetest.NewSeedTables, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Config{Tables: tc.tables(t), Endpoint: os.Getenv(config.EnvDynamoDBEndpoint), LogFormat: "text"}
+			var out lockedBuffer
+			var mu sync.Mutex
+			var got []events.DynamoDBEventRecord
+			stop, err := startStreams(t.Context(), storetest.Client(t), cfg, newLogger(&out, cfg),
+				func(_ context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					got = append(got, ev.Records...)
+					return events.DynamoDBTimeWindowEventResponse{
+						TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: map[string]string{}},
+					}, nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			if _, err := storetest.Client(t).PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(cfg.Tables.List),
+				Item: map[string]types.AttributeValue{
+					schema.AttrDataKey: &types.AttributeValueMemberS{Value: "a|n|i"}, schema.AttrSortKey: &types.AttributeValueMemberS{Value: "s"},
+				},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			read := func() int {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(got)
+			}
+			wait := 2 * time.Second
+			if tc.read {
+				wait = 10 * time.Second
+			}
+			for deadline := time.Now().Add(wait); read() == 0 && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			stop()
+			if n := read(); (n == 1) != tc.read || n > 1 {
+				t.Errorf("%d records handed over", n)
+			}
+			if off := strings.Contains(out.String(), `msg="streamed counting is off`); off == tc.read {
+				t.Errorf("said counting is off: %v\n%s", off, out.String())
+			}
+		})
+	}
+}
+
+// TestTimeWindowed: the adapter answers each event with a state, passes a
+// batch and its answer through, and keeps a window's final invocation,
+// which has no records, from the handler.
+func TestTimeWindowed(t *testing.T) {
+	failed := []events.DynamoDBBatchItemFailure{{ItemIdentifier: "2"}}
+	for _, tc := range []struct {
+		name      string
+		records   int
+		resp      events.DynamoDBEventResponse
+		err       error
+		wantCalls int
+	}{
+		{"a batch", 2, events.DynamoDBEventResponse{}, nil, 1},
+		{"a batch with a failed record", 2, events.DynamoDBEventResponse{BatchItemFailures: failed}, nil, 1},
+		{"a failed batch", 2, events.DynamoDBEventResponse{}, errors.New("engine away"), 1},
+		{"a window's final invocation", 0, events.DynamoDBEventResponse{}, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			h := timeWindowed(func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+				calls++
+				if len(ev.Records) != tc.records {
+					t.Errorf("%d records, want %d", len(ev.Records), tc.records)
+				}
+				return tc.resp, tc.err
+			})
+			ev := events.DynamoDBTimeWindowEvent{DynamoDBEvent: events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, tc.records)}}
+			ev.IsFinalInvokeForWindow = tc.records == 0
+			resp, err := h(t.Context(), ev)
+			if calls != tc.wantCalls || !errors.Is(err, tc.err) || resp.State == nil || len(resp.BatchItemFailures) != len(tc.resp.BatchItemFailures) {
+				t.Errorf("%d calls, answer %+v, %v", calls, resp, err)
+			}
+		})
+	}
+}
+
+// TestRunReadsStreams: the server hands the data tables' records to the
+// expiry function's handler, which logs its batches, and stops reading
+// before its last line.
+func TestRunReadsStreams(t *testing.T) {
+	tables := storetest.NewTables(t)
+	streamed(t, tables)
+	if _, err := storetest.Client(t).PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(tables.Data),
+		Item: map[string]types.AttributeValue{schema.AttrDataKey: &types.AttributeValueMemberS{Value: "a|n|i"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Config{Tables: tables, Endpoint: os.Getenv(config.EnvDynamoDBEndpoint),
+		ListenAddr: "127.0.0.1:0", S3ListenAddr: "127.0.0.1:0", LogFormat: "text", CursorSecret: []byte("k")}
+	var out lockedBuffer
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, "", newLogger(&out, cfg), &out) }()
+	batch := `msg="expiry batch" records=1 `
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(out.String(), batch) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if got := out.String(); !strings.Contains(got, batch) || !strings.HasSuffix(got, "msg=\"UDS stopped\"\n") || strings.Contains(got, "counting is off") {
+		t.Errorf("no batch of the record, or not stopped last:\n%s", got)
+	}
+}
