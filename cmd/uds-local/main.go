@@ -35,7 +35,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/udsproject/uds/internal/emf"
@@ -164,7 +163,7 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 	// a batch in hand when the server stops is handed over again at the
 	// next start.
 	stopStreams, err := startStreams(ctx, client, cfg, logger,
-		timeWindowed(expiry.Handler(store.New(client, cfg.Tables), logger, host.Metrics)))
+		expiry.Handler(store.New(client, cfg.Tables), logger, host.Metrics))
 	if err != nil {
 		return err
 	}
@@ -257,25 +256,6 @@ func startStreams(ctx context.Context, db *dynamodb.Client, cfg config.Config, l
 		cancel()
 		<-done
 	}, nil
-}
-
-// timeWindowed lets the expiry handler of today, which takes plain stream
-// batches, take the poller's tumbling-window events, answering each with
-// the state Lambda requires (empty: the handler keeps none). It goes once
-// pkg/expiry's handler takes those events itself.
-func timeWindowed(h func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)) streampoll.Handler {
-	return func(ctx context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
-		out := events.DynamoDBTimeWindowEventResponse{
-			TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: map[string]string{}},
-		}
-		if len(ev.Records) == 0 {
-			// A window's final invocation: nothing was kept to act on.
-			return out, nil
-		}
-		resp, err := h(ctx, ev.DynamoDBEvent)
-		out.BatchItemFailures = resp.BatchItemFailures
-		return out, err
-	}
 }
 
 // notTrustedHere is the local server's answer to a request that carries

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -103,42 +102,6 @@ func TestStartStreams(t *testing.T) {
 			}
 			if off := strings.Contains(out.String(), `msg="streamed counting is off`); off == tc.read {
 				t.Errorf("said counting is off: %v\n%s", off, out.String())
-			}
-		})
-	}
-}
-
-// TestTimeWindowed: the adapter answers each event with a state, passes a
-// batch and its answer through, and keeps a window's final invocation,
-// which has no records, from the handler.
-func TestTimeWindowed(t *testing.T) {
-	failed := []events.DynamoDBBatchItemFailure{{ItemIdentifier: "2"}}
-	for _, tc := range []struct {
-		name      string
-		records   int
-		resp      events.DynamoDBEventResponse
-		err       error
-		wantCalls int
-	}{
-		{"a batch", 2, events.DynamoDBEventResponse{}, nil, 1},
-		{"a batch with a failed record", 2, events.DynamoDBEventResponse{BatchItemFailures: failed}, nil, 1},
-		{"a failed batch", 2, events.DynamoDBEventResponse{}, errors.New("engine away"), 1},
-		{"a window's final invocation", 0, events.DynamoDBEventResponse{}, nil, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			calls := 0
-			h := timeWindowed(func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-				calls++
-				if len(ev.Records) != tc.records {
-					t.Errorf("%d records, want %d", len(ev.Records), tc.records)
-				}
-				return tc.resp, tc.err
-			})
-			ev := events.DynamoDBTimeWindowEvent{DynamoDBEvent: events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, tc.records)}}
-			ev.IsFinalInvokeForWindow = tc.records == 0
-			resp, err := h(t.Context(), ev)
-			if calls != tc.wantCalls || !errors.Is(err, tc.err) || resp.State == nil || len(resp.BatchItemFailures) != len(tc.resp.BatchItemFailures) {
-				t.Errorf("%d calls, answer %+v, %v", calls, resp, err)
 			}
 		})
 	}

@@ -49,10 +49,15 @@ type Accounter interface {
 // they took.
 func Handler(r Accounter, log *slog.Logger, metrics *emf.Writer) func(context.Context, events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
 	return func(ctx context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
-		start := time.Now()
-		ctx, calls := store.WithCallStats(ctx)
 		resp := events.DynamoDBTimeWindowEventResponse{}
 		resp.State = map[string]string{}
+		if len(ev.Records) == 0 {
+			// A window's final invocation: the handler keeps no state, so
+			// there is nothing to act on.
+			return resp, nil
+		}
+		start := time.Now()
+		ctx, calls := store.WithCallStats(ctx)
 		changes := make([]store.StreamChange, len(ev.Records))
 		for i, rec := range ev.Records {
 			changes[i] = store.StreamChange{

@@ -191,6 +191,7 @@ func TestStreamedChangesReplay(t *testing.T) {
 		{"the batch", ev},
 		{"the batch again", ev},
 		{"its tail again", tail},
+		{"a window's final invocation, without records", events.DynamoDBTimeWindowEvent{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := h(context.Background(), tc.ev)
