@@ -81,7 +81,7 @@ func TestCapacityTable(t *testing.T) {
 	// Large values go to a bucket on the in-process S3 engine, whose
 	// calls the counter does not see: docs/capacity.md lists them.
 	objects := blob.Objects{Bucket: blobtest.New(t)}
-	st := store.New(counter, tables, store.WithLimitsTTL(24*lifetime), store.WithClock(clock.Now),
+	st := store.New(counter, tables, store.WithLimitsTTL(24*lifetime), store.WithTrackedTTL(24*lifetime), store.WithClock(clock.Now),
 		store.WithPolicySettle(testSettle), store.WithPolicyWindow(48*lifetime), store.WithObjects(objects))
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: apitest.Budget, RequestBudget: apitest.Budget,
@@ -230,12 +230,12 @@ func TestCapacityTable(t *testing.T) {
 	rows = append(rows, []row{
 		{"POST key-value item (1 KB), streamed", 201, func() response { return e.do("POST", sbase+"/cap/item", kb(1)) }, map[string]int{"BatchGetItem": 1, "GetItem": 2, "PutItem": 1}},
 		{"PUT key-value item, same size, streamed", 200, func() response { return e.do("PUT", sbase+"/cap/item", kb(1)) }, map[string]int{"GetItem": 1, "UpdateItem": 1}},
-		{"PUT key-value item, grows to 3 KB, streamed", 200, func() response { return e.do("PUT", sbase+"/cap/item", kb(3)) }, map[string]int{"GetItem": 2, "UpdateItem": 1}},
+		{"PUT key-value item, grows to 3 KB, streamed", 200, func() response { return e.do("PUT", sbase+"/cap/item", kb(3)) }, map[string]int{"GetItem": 1, "UpdateItem": 1}},
 		{"PUT key-value item, shrinks to 1 KB, streamed", 200, func() response { return e.do("PUT", sbase+"/cap/item", kb(1)) }, map[string]int{"GetItem": 1, "UpdateItem": 1}},
 		{"DELETE key-value item, streamed", 204, func() response { return e.do("DELETE", sbase+"/cap/item", "") }, map[string]int{"GetItem": 1, "DeleteItem": 1}},
 		{"POST list item (1 KB), streamed", 201, func() response { return e.do("POST", sbase+"/cap/list/k0000", kb(1)) }, map[string]int{"GetItem": 1, "PutItem": 1}},
 		{"DELETE list item, streamed", 204, func() response { return e.do("DELETE", sbase+"/cap/list/k0000", "") }, map[string]int{"GetItem": 1, "DeleteItem": 1}},
-		{"batch of 100 POSTs (1 KB), one by one, streamed", 200, func() response { return e.do("POST", sbase+"/batch", batchOf(100, "POST", "b1", kb(1), false)) }, map[string]int{"GetItem": 2, "PutItem": 100}},
+		{"batch of 100 POSTs (1 KB), one by one, streamed", 200, func() response { return e.do("POST", sbase+"/batch", batchOf(100, "POST", "b1", kb(1), false)) }, map[string]int{"GetItem": 1, "PutItem": 100}},
 		{"batch of 50 POSTs (1 KB), atomic, streamed", 200, func() response { return e.do("POST", sbase+"/batch", batchOf(50, "POST", "b2", kb(1), true)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1, "GetItem": 1}},
 		{"stream counting of the 100 creates (one batch of one owner)", 200, func() response {
 			changes := make([]store.StreamChange, 100)

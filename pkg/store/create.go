@@ -42,7 +42,7 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	entries := s.indexUpkeep(w.Key, w.Indexes, nil, w.Data)
 	if streamed {
 		if err := s.checkTracked(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1}); err != nil {
-			return uds.Item{}, err
+			return uds.Item{}, s.conflictFirst(ctx, w.Key, err)
 		}
 		return s.createStreamed(ctx, op, it, put.Put, entries)
 	}
@@ -176,4 +176,15 @@ func (s *Store) putAlone(ctx context.Context, op string, put *types.Put, attempt
 		return unanswered, nil, nil
 	}
 	return 0, nil, failed(op, err)
+}
+
+// conflictFirst is the answer to a create refused for its quota before it
+// was sent: a key already taken is the answer that stays true whatever the
+// quota, as it is when a strict create's transaction fails both ways.
+func (s *Store) conflictFirst(ctx context.Context, key uds.Key, refusal error) error {
+	current, err := s.readMeta(ctx, key, false)
+	if err == nil && current != nil && !expired(current, s.now()) {
+		return uds.ErrConflict
+	}
+	return refusal
 }
