@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -13,13 +16,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/expiry"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/streampoll"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -71,11 +79,13 @@ func BenchmarkOwnerRate(b *testing.B) {
 	// The streamed rows come last: they switch the app to streamed mode,
 	// where a create is a plain conditional put and the usage record is
 	// written only by the stream's counting.
+	var lag *lagMeter
 	for _, mode := range []string{"one-owner", "owner-each", "bare-put", "one-owner-streamed"} {
 		if mode == "one-owner-streamed" {
 			if err := s.SetQuotaMode(context.Background(), app, uds.QuotaStreamed); err != nil {
 				b.Fatal(err)
 			}
+			lag = startLagMeter(b, client, tables)
 		}
 		for _, n := range writers {
 			b.Run(fmt.Sprintf("%s/writers=%d", mode, n), func(b *testing.B) {
@@ -92,6 +102,9 @@ func BenchmarkOwnerRate(b *testing.B) {
 						return barePut(ctx, client, tables.Data, stored, wr)
 					}
 					_, err := s.Create(ctx, wr)
+					if err == nil && lag != nil {
+						lag.wrote(wr.DataKey())
+					}
 					return err
 				}
 				// Each owner's first write reads its limits; a warm cache is
@@ -100,6 +113,9 @@ func BenchmarkOwnerRate(b *testing.B) {
 					if err := create(context.Background(), w, fmt.Sprintf("warm-%d-%d", run, w)); err != nil {
 						b.Fatal(err)
 					}
+				}
+				if lag != nil {
+					lag.reset(b)
 				}
 				ctx, stats := store.WithCallStats(context.Background())
 				sent, conflicts := counter.sent.Load(), counter.conflicts.Load()
@@ -134,6 +150,9 @@ func BenchmarkOwnerRate(b *testing.B) {
 				b.ReportMetric(float64(counter.sent.Load()-sent-firsts+int64(stats.Snapshot().Retries))/creates, "retries/create")
 				b.ReportMetric(float64(percentile(all, 50))/1e6, "p50-ms")
 				b.ReportMetric(float64(percentile(all, 99))/1e6, "p99-ms")
+				if lag != nil {
+					lag.report(b, b.N)
+				}
 			})
 		}
 	}
@@ -178,4 +197,93 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 		return 0
 	}
 	return sorted[(len(sorted)-1)*p/100]
+}
+
+// lagMeter measures the stream's lag as streamed counting meets it: from a
+// create's answer to the moment its record is counted into the usage
+// record, through the poller standing in for Lambda's event source
+// mapping (polling every 50 ms) and the stream function's handler. It also
+// counts the batches the handler wrote, one usage record write per owner
+// and batch: what the counting costs per create. DynamoDB Local rounds the
+// records' own instants to the minute, so the lag is timed here.
+type lagMeter struct {
+	poller  *streampoll.Poller
+	mu      sync.Mutex
+	written map[string]time.Time
+	lags    []time.Duration
+	batches int
+}
+
+func startLagMeter(b *testing.B, client *dynamodb.Client, tables store.Tables) *lagMeter {
+	b.Helper()
+	ctx := context.Background()
+	m := &lagMeter{written: map[string]time.Time{}}
+	handle := expiry.Handler(store.New(client, tables), slog.New(slog.DiscardHandler), emf.NewWriter(io.Discard))
+	counted := func(ctx context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
+		resp, err := handle(ctx, ev)
+		if err != nil || len(resp.BatchItemFailures) > 0 || len(ev.Records) == 0 {
+			return resp, err
+		}
+		now := time.Now()
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.batches++
+		for _, r := range ev.Records {
+			if at, ok := m.written[r.Change.Keys[schema.AttrDataKey].String()]; ok {
+				m.lags = append(m.lags, now.Sub(at))
+			}
+		}
+		return resp, err
+	}
+	found, err := streampoll.Streams(ctx, client, tables.Data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	streams, err := streampoll.NewClient(ctx, os.Getenv(config.EnvDynamoDBEndpoint))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if m.poller, err = streampoll.New(streams, found, counted, streampoll.WithInterval(50*time.Millisecond)); err != nil {
+		b.Fatal(err)
+	}
+	// What the other rows wrote is counted (or skipped) before the
+	// streamed rows start.
+	if err := m.poller.Drain(ctx); err != nil {
+		b.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); m.poller.Run(runCtx) }()
+	b.Cleanup(func() { stop(); <-done })
+	return m
+}
+
+func (m *lagMeter) wrote(dataKey string) {
+	m.mu.Lock()
+	m.written[dataKey] = time.Now()
+	m.mu.Unlock()
+}
+
+// reset starts a row with the stream settled.
+func (m *lagMeter) reset(b *testing.B) {
+	if err := m.poller.Drain(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	m.mu.Lock()
+	m.written, m.lags, m.batches = map[string]time.Time{}, nil, 0
+	m.mu.Unlock()
+}
+
+// report waits for the row's creates to be counted and reports the lag
+// and the counting's usage record writes per create.
+func (m *lagMeter) report(b *testing.B, creates int) {
+	if err := m.poller.Drain(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	lags := slices.Sorted(slices.Values(m.lags))
+	b.ReportMetric(float64(percentile(lags, 50))/1e6, "lag-p50-ms")
+	b.ReportMetric(float64(percentile(lags, 99))/1e6, "lag-p99-ms")
+	b.ReportMetric(float64(m.batches)/float64(creates), "count-writes/create")
 }
