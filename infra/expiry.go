@@ -16,8 +16,12 @@ import (
 
 const (
 	// expiryRetries bounds how often a failing batch is retried (halved
-	// each time by bisection) before its records go to the failure queue.
-	expiryRetries = 10
+	// each time by bisection) before its records go to the failure queue:
+	// Lambda's most, so that a batch is in practice retried until its
+	// records expire (24 hours). A streamed change given up would leave
+	// its owner under-counted; a stuck shard shows in the iterator-age
+	// alarm instead.
+	expiryRetries = 10000
 	// iteratorAgeThresholdMs alarms when the expiry function falls 30 s
 	// behind the streams: quotas then still count expired items and kept
 	// versions that DynamoDB has deleted, and in the streamed quota mode

@@ -70,6 +70,26 @@ func TestSwitches(t *testing.T) {
 	}
 }
 
+// UDS_STREAMED_QUOTAS: on unless set to off, which the stack does where
+// it reads no stream of the data tables; anything else is refused.
+func TestStreamedQuotas(t *testing.T) {
+	for _, tc := range []struct {
+		value   string
+		wantOff bool
+		wantErr bool
+	}{
+		{value: ""}, {value: "on"}, {value: "off", wantOff: true}, {value: "0", wantErr: true}, {value: "OFF", wantErr: true},
+	} {
+		t.Run(strconv.Quote(tc.value), func(t *testing.T) {
+			t.Setenv(config.EnvStreamedQuotas, tc.value)
+			cfg, err := config.FromEnv()
+			if (err != nil) != tc.wantErr || (err == nil && cfg.NoStreamedQuotas != tc.wantOff) {
+				t.Errorf("NoStreamedQuotas %v, error %v; want %v, an error: %v", cfg.NoStreamedQuotas, err, tc.wantOff, tc.wantErr)
+			}
+		})
+	}
+}
+
 func TestListenAddr(t *testing.T) {
 	t.Setenv(config.EnvListenAddr, "")
 	if cfg, _ := config.FromEnv(); cfg.ListenAddr != config.DefaultListenAddr {

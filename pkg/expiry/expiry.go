@@ -23,6 +23,7 @@ import (
 	"github.com/udsproject/uds/pkg/blob"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/lambdamain"
+	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 )
 
@@ -45,7 +46,7 @@ type Accounter interface {
 // failure, so Lambda retries from there (records of one shard stay in
 // order; what came before is counted once however often it is delivered
 // again). Each batch leaves one log line and one EMF record: records,
-// changes counted, releases, skips and failures, and the DynamoDB calls
+// streamed changes counted, releases and failures, and the DynamoDB calls
 // they took.
 func Handler(r Accounter, log *slog.Logger, metrics *emf.Writer) func(context.Context, events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
 	return func(ctx context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
@@ -66,10 +67,15 @@ func Handler(r Accounter, log *slog.Logger, metrics *emf.Writer) func(context.Co
 			}
 		}
 		done, failure := r.CountStreamed(ctx, ev.ShardID, changes)
-		released, skipped := 0, 0
+		// counted is the records of items the stream counts (written in
+		// streamed mode), released the TTL's deletions of other items.
+		released, counted := 0, 0
 		for i, rec := range ev.Records[:done] {
+			_, before := rec.Change.OldImage[schema.AttrStreamCounted]
+			if _, after := rec.Change.NewImage[schema.AttrStreamCounted]; before || after {
+				counted++
+			}
 			if !IsTTLRemoval(rec) {
-				skipped++
 				continue
 			}
 			ok, err := r.ReleaseRemoved(ctx, changes[i].Old, rec.Change.ApproximateCreationDateTime.Time)
@@ -88,7 +94,7 @@ func Handler(r Accounter, log *slog.Logger, metrics *emf.Writer) func(context.Co
 		}
 		c := calls.Snapshot()
 		attrs := []slog.Attr{
-			slog.Int("records", len(ev.Records)), slog.Int("released", released), slog.Int("skipped", skipped),
+			slog.Int("records", len(ev.Records)), slog.Int("released", released), slog.Int("counted", counted),
 			slog.Int("failed", len(resp.BatchItemFailures)), slog.Float64("latencyMs", emf.DurationMs(time.Since(start))),
 			slog.Int("dynamodbCalls", c.Calls), slog.Int("dynamodbRetries", c.Retries), slog.Int("dynamodbThrottles", c.Throttles),
 			slog.Float64("writeUnits", c.WriteUnits),

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/udsproject/uds/pkg/store"
 )
 
 // TestQuotaMode takes an app through its quota modes, in order: each
@@ -65,5 +67,22 @@ func TestQuotaMode(t *testing.T) {
 				t.Errorf("error %q, details %q; want %q, %q", r.body["error"], r.body["details"], step.error, step.details)
 			}
 		})
+	}
+}
+
+// A deployment whose data tables' streams nothing reads (tables imported
+// from a seed deployment) refuses the streamed mode, saying why, and keeps
+// strict.
+func TestQuotaModeWithoutStreams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, store.WithoutStreams())
+	route := adminApps + "/quota-mode"
+	r := e.on(t).do("PUT", route, `{"mode": "streamed"}`).expect(t, 501)
+	if r.body["error"] != "Streamed quotas not available" || !strings.Contains(fmt.Sprint(r.body["details"]), "imported without streams") {
+		t.Errorf("refusal %s", r.raw)
+	}
+	e.on(t).do("PUT", route, `{"mode": "strict"}`).expect(t, 200)
+	if r := e.on(t).do("GET", route, "").expect(t, 200); r.body["mode"] != "strict" {
+		t.Errorf("mode after the refusal: %s", r.raw)
 	}
 }

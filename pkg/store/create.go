@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"time"
 
@@ -15,8 +14,10 @@ import (
 )
 
 // Create stores a new item: uds.ErrConflict if the key is taken, a
-// *uds.QuotaError if the item does not fit its owner's limit. The item and
-// its charge to the owner's usage are one transaction. When both
+// *uds.QuotaError if the item does not fit its owner's limit. In strict
+// mode the item and its charge to the owner's usage are one transaction;
+// in streamed mode (createStreamed) the item goes alone and the stream
+// charges it. When both
 // conditions fail, the conflict wins: the key being taken is the answer
 // that stays true whatever the quota. In a namespace with history
 // (w.History) the item takes the version after the last its key used, so
@@ -169,13 +170,9 @@ func (s *Store) putAlone(ctx context.Context, op string, put *types.Put, attempt
 		return written, nil, nil
 	case asCCF(err, &ccf):
 		return raced, ccf.Item, nil
-	case isTransient(err):
-		if serr := sleep(ctx, backoff(attempt)); serr != nil {
-			return 0, nil, failed(op, errors.Join(err, serr))
-		}
-		return unanswered, nil, nil
 	}
-	return 0, nil, failed(op, err)
+	outcome, err := unansweredOrFailed(ctx, op, err, attempt)
+	return outcome, nil, err
 }
 
 // conflictFirst is the answer to a create refused for its quota before it

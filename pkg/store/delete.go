@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -20,8 +19,10 @@ import (
 // marker of w.Subject's.
 //
 // It reads the item's revision, owner and size, then deletes exactly that
-// revision and releases exactly its size in one transaction; if another
-// writer got in between, it starts over from the new state.
+// revision and releases exactly what a transaction charged for it in the
+// same transaction; an item the stream counts (written in streamed mode)
+// goes with one conditional DeleteItem and the stream releases it. If
+// another writer got in between, it starts over from the new state.
 func (s *Store) Delete(ctx context.Context, w uds.Write) error {
 	_, err := s.deleteOne(ctx, w)
 	return err
@@ -33,9 +34,11 @@ func (s *Store) deleteOne(ctx context.Context, w uds.Write) (bool, error) {
 	key, ifMatch := w.Key, w.IfMatch
 	op := "delete " + key.DataKey()
 	// uncertain is set once a delete got no answer: it may have removed
-	// the item, so the item's absence is no proof that the precondition
-	// failed.
+	// the item (sent, at that revision), so the item's absence is no proof
+	// that the precondition failed, and another item on the key may have
+	// come after it.
 	uncertain := false
+	var sent uds.Revision
 	for attempt := range maxWriteAttempts {
 		old, head, err := s.readForWrite(ctx, &w)
 		switch {
@@ -47,7 +50,7 @@ func (s *Store) deleteOne(ctx context.Context, w uds.Write) (bool, error) {
 			return false, uds.ErrPrecondition
 		case old == nil:
 			return false, nil
-		case (refusesWriter(ifMatch, old) || !ifMatch.Matches(decodeMeta(key, old).Revision())) && uncertain:
+		case uncertain && decodeMeta(key, old).Revision() != sent:
 			return false, unknownOutcome(op, "the key holds another item")
 		case refusesWriter(ifMatch, old):
 			return false, uds.ErrForbidden
@@ -72,6 +75,7 @@ func (s *Store) deleteOne(ctx context.Context, w uds.Write) (bool, error) {
 		if release == (uds.Usage{}) && len(entries) == 0 {
 			// An item the stream counts (or one never counted) goes
 			// alone; the stream releases it.
+			sent = decodeMeta(key, old).Revision()
 			outcome, err := s.deleteAlone(ctx, op, s.deleteAction(key, old).Delete, attempt)
 			switch {
 			case err != nil:
@@ -139,11 +143,6 @@ func (s *Store) deleteAlone(ctx context.Context, op string, d *types.Delete, att
 		return written, nil
 	case isConditionFailed(err):
 		return raced, nil
-	case isTransient(err):
-		if serr := sleep(ctx, backoff(attempt)); serr != nil {
-			return 0, failed(op, errors.Join(err, serr))
-		}
-		return unanswered, nil
 	}
-	return 0, failed(op, err)
+	return unansweredOrFailed(ctx, op, err, attempt)
 }

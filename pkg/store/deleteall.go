@@ -218,8 +218,10 @@ func (s *Store) removeEntries(ctx context.Context, op, app string, pending []lis
 		freed := ownerDeltas{}
 		for _, e := range pending {
 			actions = append(actions, s.removeAction(e))
-			who, _ := owner(app, e.state)
-			freed.add(app, who, charged(e.state))
+			if d := charged(e.state); d != (uds.Usage{}) {
+				who, _ := owner(app, e.state)
+				freed.add(app, who, d)
+			}
 			entries = append(entries, s.removedEntries(ctx, e.key, e.state)...)
 		}
 		if len(actions)+len(freed)+len(entries) > maxTxActions && len(pending) > 1 {

@@ -108,7 +108,7 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 		s.removeObjects(ctx, old)
 	}
 	who, counted := owner(app, old)
-	if !counted || streamCounted(old) {
+	if !counted || (!kept && streamCounted(old)) {
 		// An item the stream counts is released by the stream's
 		// counting of its removal (streamusage.go), as any removal of it.
 		return false, nil

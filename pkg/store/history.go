@@ -286,6 +286,9 @@ func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old ma
 		switch name {
 		case schema.AttrWriteToken, schema.AttrExpiresAt, schema.AttrExpiresAtMillis:
 			// A kept version answers to no retry and has its own expiry.
+		case schema.AttrStreamCounted:
+			// A kept version is charged by the write that keeps it, as
+			// history bytes, whatever mode wrote the item.
 		default:
 			entry[name] = v
 		}

@@ -36,9 +36,10 @@ func (s *Store) QuotaMode(ctx context.Context, app string) (uds.QuotaMode, error
 }
 
 // SetQuotaMode sets an app's quota mode. Strict, the default, is stored
-// as no mode at all. A deployment whose data tables' streams nothing reads
-// (WithoutStreams) refuses streamed with uds.ErrNoStreams. This process applies it at once; other containers
-// within the limits cache's lifetime.
+// as no mode at all. A deployment whose data tables' streams nothing
+// reads (WithoutStreams) refuses streamed with uds.ErrNoStreams. This
+// process applies the mode at once, other containers within the limits
+// cache's lifetime.
 func (s *Store) SetQuotaMode(ctx context.Context, app string, mode uds.QuotaMode) error {
 	if mode == uds.QuotaStreamed && s.noStreams {
 		return uds.ErrNoStreams

@@ -43,10 +43,15 @@ type StreamChange struct {
 	Old, New map[string]types.AttributeValue
 }
 
-// markLife is how long a shard's mark is kept after it last counted: a
-// record is delivered for at most 24 hours, so an older mark can never
-// refuse one again.
-const markLife = 25 * time.Hour
+// markLife is how long a shard's mark is kept after it last counted. A
+// record is delivered again only while its batch is retried (or, rarely,
+// once more soon after), so an hour covers every redelivery but one after
+// an outage of the stream function longer than that, which would then
+// count again: an over-count, which recompute repairs, never an
+// under-count. Marks of older shards go, so the usage record (which every
+// count and quota check reads and writes whole) holds about one mark per
+// shard of the tables that counted the owner within the hour.
+const markLife = time.Hour
 
 // maxCountAttempts bounds how often one owner's changes are read and
 // counted again while recompute or another delivery moves the record.
@@ -71,7 +76,9 @@ func (s *Store) CountStreamed(ctx context.Context, shard string, changes []Strea
 	groups := map[string][]ownerChange{}
 	var order []string
 	add := func(i int, c *StreamChange, image map[string]types.AttributeValue, sign int64) {
-		if !streamCounted(image) {
+		// Kept versions are charged in the transactions that keep them,
+		// whatever they copied of the item.
+		if _, kept := image[schema.AttrHistoryKey]; kept || !streamCounted(image) {
 			return
 		}
 		app, _, _ := strings.Cut(str(image, schema.AttrDataKey), uds.KeyDelimiter)
@@ -242,32 +249,36 @@ func sameAs(record map[string]types.AttributeValue, names map[string]string, val
 	return "attribute_not_exists(" + name + ")"
 }
 
-// pruneMarks removes the marks of shards that have not counted for longer
-// than a record lives: they can refuse nothing any more. It is best
-// effort (a mark left over costs a few bytes of the record), and safe at
-// any time: a shard that counts again writes its mark afresh.
+// pruneMarks removes the marks of shards that have not counted for
+// markLife. It is best effort (a mark left over costs a few bytes of the
+// record), and each removal holds only while its mark is as read: a shard
+// counting at the same time keeps the mark it has just written.
 func (s *Store) pruneMarks(ctx context.Context, app, who string, record map[string]types.AttributeValue) {
 	cutoff := s.now().Add(-markLife).UnixMilli()
-	var stale []string
-	names := map[string]string{}
+	var stale, conds []string
+	names := map[string]string{"#t": "t"}
+	values := map[string]types.AttributeValue{}
 	for attr, v := range record {
 		m, ok := v.(*types.AttributeValueMemberM)
 		if !ok || !strings.HasPrefix(attr, schema.AttrStreamMarkPrefix) || num(m.Value, "t") >= cutoff {
 			continue
 		}
-		ref := "#m" + strconv.Itoa(len(stale))
-		names[ref] = attr
+		ref, at := "#m"+strconv.Itoa(len(stale)), ":t"+strconv.Itoa(len(stale))
+		names[ref], values[at] = attr, m.Value["t"]
 		stale = append(stale, ref)
+		conds = append(conds, ref+".#t = "+at)
 	}
 	if len(stale) == 0 {
 		return
 	}
 	sort.Strings(stale)
 	_, _ = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.tables.Usage),
-		Key:                      usageKey(app, who),
-		UpdateExpression:         aws.String("REMOVE " + strings.Join(stale, ", ")),
-		ExpressionAttributeNames: names,
+		TableName:                 aws.String(s.tables.Usage),
+		Key:                       usageKey(app, who),
+		UpdateExpression:          aws.String("REMOVE " + strings.Join(stale, ", ")),
+		ConditionExpression:       aws.String(strings.Join(conds, " AND ")),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	})
 }
 

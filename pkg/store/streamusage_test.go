@@ -210,7 +210,9 @@ func TestStreamedCounting(t *testing.T) {
 		key, created := f.create("a", 100)
 		gone := f.change(key, func() error { return f.st.Delete(ctx, uds.Write{Key: key, Subject: "alice"}) })
 		_, kept := f.create("b", 200)
-		f.clock.Advance(5 * time.Second)
+		// Past the margin of the stream's rounding of instants (a
+		// minute): the sum surely holds the writes before.
+		f.clock.Advance(2 * time.Minute)
 		// The sum sees b, not a; the stream then delivers all three.
 		if _, err := f.st.Recompute(ctx, app, "alice"); err != nil {
 			t.Fatal(err)
@@ -223,6 +225,41 @@ func TestStreamedCounting(t *testing.T) {
 		f.count("shard-1", late)
 		if u, want := f.usage("alice"), store.HeldOf(kept.New).Plus(store.HeldOf(late.New)); u != want {
 			t.Fatalf("after a write past the recompute: %+v, want %+v", u, want)
+		}
+	})
+
+	t.Run("history switched on over streamed items keeps versions charged once", func(t *testing.T) {
+		f := newStreamedFixture(t)
+		key, created := f.create("a", 100)
+		h := uds.History{Versions: 3}
+		// The namespace now keeps history: the write is strict, keeps the
+		// streamed value as a version (charged by its transaction, as
+		// history bytes) and the stream releases the value it replaced.
+		updated := f.change(key, func() error {
+			_, err := f.st.Update(ctx, uds.Write{Key: key, Subject: "alice", Data: jsonOfSize(300), History: h})
+			return err
+		})
+		if _, flagged := updated.New["streamCounted"]; flagged {
+			t.Fatalf("the item after a write keeping history is still counted by the stream: %v", updated.New)
+		}
+		f.count("shard-1", created, updated)
+		want := store.HeldOf(updated.New).Plus(uds.Usage{Bytes: store.HeldOf(created.New).Bytes, History: store.HeldOf(created.New).Bytes})
+		if u := f.usage("alice"); u != want {
+			t.Fatalf("usage %+v, want %+v (the item and its kept version)", u, want)
+		}
+		// A kept version's image never counts, whatever it carries: its
+		// version row's stream records are the history table's.
+		kept := map[string]types.AttributeValue{}
+		for k, v := range created.New {
+			kept[k] = v
+		}
+		kept["historyKey"] = &types.AttributeValueMemberS{Value: key.DataKey()}
+		f.count("shard-h", store.StreamChange{Sequence: "1", At: f.clock.Now(), Old: kept})
+		if u := f.usage("alice"); u != want {
+			t.Fatalf("after a kept version's removal from the stream: %+v, want %+v", u, want)
+		}
+		if r, err := f.st.Recompute(ctx, app, "alice"); err != nil || r.Drift != (uds.Usage{}) {
+			t.Fatalf("recompute: %+v, %v; want no drift", r, err)
 		}
 	})
 

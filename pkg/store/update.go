@@ -24,8 +24,10 @@ const maxWriteAttempts = 12
 // a *uds.QuotaError if it grows past its owner's limit.
 //
 // It reads the item's revision, owner and size first, then writes on
-// exactly that revision. A write that keeps the size is one UpdateItem; one
-// that changes it is a transaction with the owner's usage change. Either
+// exactly that revision. A write that changes no usage a transaction
+// counts (one that keeps the size, or any in streamed mode over an item
+// the stream counts) is one UpdateItem; any other is a transaction with
+// the owner's usage change. Either
 // way the item records the request's write token, so a retry recognises
 // its own earlier commit. If another writer got in between, it starts
 // over from the new state.
@@ -154,13 +156,22 @@ func (s *Store) updateAlone(ctx context.Context, op string, up *types.Update, to
 		return written, nil
 	case asCCF(err, &ccf):
 		return raced, nil
-	case isTransient(err):
-		if serr := sleep(ctx, backoff(attempt)); serr != nil {
-			return 0, failed(op, errors.Join(err, serr))
-		}
-		return unanswered, nil
 	}
-	return 0, failed(op, err)
+	return unansweredOrFailed(ctx, op, err, attempt)
+}
+
+// unansweredOrFailed is how a single-item write that the SDK does not
+// retry ended when it neither committed nor was refused: a transient
+// error leaves it unanswered (it may have committed), after a pause before
+// the caller's next attempt; anything else fails it.
+func unansweredOrFailed(ctx context.Context, op string, err error, attempt int) (writeOutcome, error) {
+	if !isTransient(err) {
+		return 0, failed(op, err)
+	}
+	if serr := sleep(ctx, backoff(attempt)); serr != nil {
+		return 0, failed(op, errors.Join(err, serr))
+	}
+	return unanswered, nil
 }
 
 // updateCharged writes an update together with the usage change it makes
@@ -301,8 +312,9 @@ func refusesWriter(pre uds.Precondition, old map[string]types.AttributeValue) bo
 // which UDS never gives two incarnations of a key; an import can (it keeps
 // both as exported), so the condition also names what the write or removal
 // accounts and checks from old: the size charged, the owner charged, the
-// creator, and whether the stream counts the item (usage.go, charged). Whatever item it matches, the usage moves by exactly what
-// that item holds.
+// creator, and whether the stream counts the item (usage.go, charged).
+// Whatever item it matches, the usage moves by exactly what that item
+// holds.
 func exactRevision(old map[string]types.AttributeValue, names map[string]string, values map[string]types.AttributeValue) string {
 	return asRead(old, names, values, []attrRef{
 		{schema.AttrVersion, "#v", ":xv"},
