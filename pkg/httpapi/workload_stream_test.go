@@ -16,6 +16,7 @@ import (
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/expiry"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/store/storetest/faults"
@@ -90,6 +91,9 @@ func startStreamPump(t *testing.T, tables store.Tables, seed uint64) *streamPump
 	}
 	p.poller, err = streampoll.New(streams, found, killable,
 		streampoll.WithInterval(50*time.Millisecond),
+		// Batches refused and handed over again are the point here: the
+		// lines go with the test's, shown if it fails.
+		streampoll.WithLogger(apitest.Logger(t)),
 		streampoll.WithFaults(streampoll.Faults{Seed: seed, Duplicate: 0.2, Late: 0.2, MaxDelay: 300 * time.Millisecond, Split: true}),
 		streampoll.WithDeliveries(func(d streampoll.Delivery) {
 			p.mu.Lock()

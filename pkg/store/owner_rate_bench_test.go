@@ -243,7 +243,8 @@ func startLagMeter(b *testing.B, client *dynamodb.Client, tables store.Tables) *
 	if err != nil {
 		b.Fatal(err)
 	}
-	if m.poller, err = streampoll.New(streams, found, counted, streampoll.WithInterval(50*time.Millisecond)); err != nil {
+	if m.poller, err = streampoll.New(streams, found, counted, streampoll.WithInterval(50*time.Millisecond),
+		streampoll.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
 		b.Fatal(err)
 	}
 	// What the other rows wrote is counted (or skipped) before the
