@@ -17,7 +17,8 @@
 #                minutes (mk/ratebench.mk)
 #   make bench-load  the local server's requests a second and latencies
 #                under a mixed load: the first release, then quota modes
-#                strict and streamed, for minutes
+#                strict and streamed (streams read here and not), each
+#                over a fresh engine, for minutes
 #   make build   arm64 Lambda bootstraps and zips under build/
 #   make uds     the uds command line (client of the API) into bin/uds
 #   make smoke   a deployed stack's smoke test (ENDPOINT=, TOKEN=)
@@ -175,10 +176,13 @@ bench: engine
 # a new one, the app's quota set so that writes run the quota path. The
 # first release (LOADBENCH_FIRST, built from git archive of that commit in
 # a temporary directory), then this tree in quota modes strict and
-# streamed, one server after another over one in-memory DynamoDB Local,
+# streamed, and streamed with the server reading no stream
+# (UDS_LOCAL_STREAMS=off), one server after another, each over a fresh
+# in-memory DynamoDB Local of its own (the command runs itself per target
+# under $(ENGINE); with UDS_DYNAMODB_ENDPOINT set, all over that engine),
 # each measured for LOADBENCH_DURATION after a warm-up; a Markdown table
 # side by side on stdout. LOADBENCH_FLAGS passes more flags (-targets,
-# -warmup, -clients; go run ./cmd/uds-loadbench -help). About 2 minutes at
+# -warmup, -clients; go run ./cmd/uds-loadbench -help). About 3 minutes at
 # the defaults; not part of make test or make bench.
 LOADBENCH_DURATION ?= 20s
 LOADBENCH_FIRST ?= 121a5de
@@ -187,7 +191,7 @@ LOADBENCH_FLAGS ?=
 bench-load: engine
 	go build -o bin/uds-local ./cmd/uds-local
 	go build -o bin/uds-loadbench ./cmd/uds-loadbench
-	$(ENGINE) -- bin/uds-loadbench -uds-local bin/uds-local -first-release $(LOADBENCH_FIRST) \
+	bin/uds-loadbench -with-dynamodb $(ENGINE) -uds-local bin/uds-local -first-release $(LOADBENCH_FIRST) \
 		-duration $(LOADBENCH_DURATION) $(LOADBENCH_FLAGS)
 
 # The DynamoDB calls and capacity of every API operation, measured against

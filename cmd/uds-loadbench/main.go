@@ -4,8 +4,14 @@
 // reports its figures; `make bench-load` runs it.
 //
 // The targets, in the order -targets names them, each a uds-local process
-// of its own over tables of its own (a name prefix per target) in the one
-// DynamoDB engine at UDS_DYNAMODB_ENDPOINT:
+// of its own over a DynamoDB Local engine of its own, fresh: the command
+// runs itself once per target under -with-dynamodb (scripts/with-dynamodb.sh,
+// which starts the engine and stops it after), with -result-file, and
+// prints the targets' results side by side. One engine for all would
+// measure the later targets low: it slows as the earlier ones' tables and
+// stream records pile up. Where UDS_DYNAMODB_ENDPOINT is set, that script
+// starts none, and every target runs over the engine it names, on tables of
+// its own (a name prefix per target). The targets:
 //
 //   - first: the first release, the commit -first-release names (121a5de:
 //     usage accounting, before exact accounting), built from `git archive`
@@ -14,7 +20,11 @@
 //   - streamed: -uds-local with the app switched to streamed (PUT
 //     /admin/apps/{app}/quota-mode) before the load. A server that does
 //     not answer that 200 ends the run there, after the report of the
-//     targets measured before it.
+//     targets measured before it. The server reads its tables' streams
+//     and counts the streamed usage on the same cores;
+//   - streamed-unread: streamed, the server reading no stream
+//     (UDS_LOCAL_STREAMS=off): what a streamed write costs the API itself,
+//     as deployed, where the expiry function reads the streams elsewhere.
 //
 // The servers cache limits and namespace policies as a deployment does
 // (UDS_LIMITS_CACHE_TTL, unless set, its default of 30 s, which the first
@@ -35,26 +45,30 @@
 // (answers 2xx), the answers that were not 2xx by status, the DynamoDB
 // calls and write units per request from the current servers' request
 // lines (the first release writes none), and the machine's load average
-// before the run and after each target. It stops every server it started
-// before it returns.
+// before the run and after each target. It stops every server and engine
+// it started before it returns.
 //
 // Usage:
 //
-//	scripts/with-dynamodb.sh -- go run ./cmd/uds-loadbench -uds-local bin/uds-local [-targets first,strict,streamed] [-duration 20s] [-warmup 5s] [-clients 16] [-first-release 121a5de]
+//	go run ./cmd/uds-loadbench -uds-local bin/uds-local [-targets first,strict,streamed,streamed-unread] [-duration 20s] [-warmup 5s] [-clients 16] [-first-release 121a5de] [-with-dynamodb scripts/with-dynamodb.sh]
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/udsproject/uds/internal/localbench"
+	"github.com/udsproject/uds/pkg/config"
 )
 
 // options are the command's flags.
@@ -65,20 +79,45 @@ type options struct {
 	duration     time.Duration
 	warmup       time.Duration
 	clients      int
+	// withDynamoDB runs a command with an engine (scripts/with-dynamodb.sh).
+	withDynamoDB string
+	// resultFile, when set, has the command measure its one target over
+	// the engine at UDS_DYNAMODB_ENDPOINT and write the result there.
+	resultFile string
+	// self is this command's binary, run once per target.
+	self string
+	// progress takes what the runs of the targets print (standard
+	// error).
+	progress io.Writer
+	// sharedEngine is the engine every target runs over when
+	// UDS_DYNAMODB_ENDPOINT names one; empty, each has its own.
+	sharedEngine string
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.udsLocal, "uds-local", "bin/uds-local", "the current server binary (go build -o bin/uds-local ./cmd/uds-local), for the targets strict and streamed")
+	flag.StringVar(&o.udsLocal, "uds-local", "bin/uds-local", "the current server binary (go build -o bin/uds-local ./cmd/uds-local), for the targets other than first")
 	flag.StringVar(&o.firstRelease, "first-release", "121a5de", "the commit of the first release, built for the target first")
-	targets := flag.String("targets", "first,strict,streamed", "the targets, comma-separated, in the order they run: first, strict, streamed")
+	targets := flag.String("targets", strings.Join(targetNames(), ","), "the targets, comma-separated, in the order they run: "+strings.Join(targetNames(), ", "))
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "how long the load is measured per target")
 	flag.DurationVar(&o.warmup, "warmup", 5*time.Second, "how long the load runs unmeasured before, per target")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent clients, one per owner")
+	flag.StringVar(&o.withDynamoDB, "with-dynamodb", "scripts/with-dynamodb.sh", "the script that runs each target with a fresh DynamoDB Local (or the engine UDS_DYNAMODB_ENDPOINT names)")
+	flag.StringVar(&o.resultFile, "result-file", "", "measure the one target of -targets over the engine at UDS_DYNAMODB_ENDPOINT and write its result to this file, as JSON, instead of the report (how the command runs each target)")
 	flag.Parse()
 	err := parseOptions(&o, *targets)
-	localbench.Main("uds-loadbench", "bench-load", err, func(ctx context.Context, endpoint string, w io.Writer) error {
-		return run(ctx, o, endpoint, w)
+	if o.resultFile != "" {
+		localbench.Main("uds-loadbench", "bench-load", err, func(ctx context.Context, endpoint string, _ io.Writer) error {
+			return measureInto(ctx, o, endpoint)
+		})
+		return
+	}
+	if err == nil {
+		o.self, err = os.Executable()
+	}
+	o.sharedEngine, o.progress = os.Getenv(config.EnvDynamoDBEndpoint), os.Stderr
+	localbench.Run("uds-loadbench", err, func(ctx context.Context, w io.Writer) error {
+		return run(ctx, o, w)
 	})
 }
 
@@ -102,6 +141,8 @@ func parseOptions(o *options, targets string) error {
 		return fmt.Errorf("-clients: want 1 to %d, got %d", maxClients, o.clients)
 	case o.firstRelease == "" && slices.Contains(o.targets, first):
 		return errors.New("-first-release: want a commit for the target first")
+	case o.resultFile != "" && len(o.targets) != 1:
+		return fmt.Errorf("-result-file: want one target, got %d", len(o.targets))
 	}
 	return nil
 }
@@ -110,25 +151,14 @@ func parseOptions(o *options, targets string) error {
 // before the load, and a typo should not write millions.
 const maxClients = 1000
 
-// run measures every target in turn and writes the report: also when a
-// target fails, of those measured before it.
-func run(ctx context.Context, o options, endpoint string, w io.Writer) error {
+// run measures every target in turn, each in a run of this command under
+// o.withDynamoDB, and writes the report: also when a target fails, of
+// those measured before it.
+func run(ctx context.Context, o options, w io.Writer) error {
 	before := loadAverage()
-	bins := map[target]string{strict: o.udsLocal, streamed: o.udsLocal}
-	if slices.Contains(o.targets, first) {
-		bin, remove, err := buildRelease(ctx, o.firstRelease)
-		if err != nil {
-			return fmt.Errorf("building the first release (%s): %w", o.firstRelease, err)
-		}
-		defer remove()
-		bins[first] = bin
-	}
-	// The tables are new to every run, so that an engine kept from an
-	// earlier one holds no item or usage of the load's.
-	tag := strconv.FormatInt(time.Now().Unix(), 36)
 	var results []*result
 	for _, t := range o.targets {
-		r, err := measure(ctx, o, t, bins[t], endpoint, "loadbench-"+tag+"-"+t.name+"-")
+		r, err := runTarget(ctx, o, t)
 		if err != nil {
 			if len(results) > 0 {
 				report(w, o, before, results)
@@ -139,4 +169,59 @@ func run(ctx context.Context, o options, endpoint string, w io.Writer) error {
 	}
 	report(w, o, before, results)
 	return nil
+}
+
+// runTarget runs this command for target t alone under o.withDynamoDB,
+// with its result in a temporary file, and reads the result. What the run
+// prints goes to o.progress.
+func runTarget(ctx context.Context, o options, t target) (*result, error) {
+	dir, err := os.MkdirTemp("", "uds-loadbench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "result.json")
+	cmd := localbench.Command(ctx, o.withDynamoDB, "--", o.self, "-result-file", file, "-targets", t.name,
+		"-uds-local", o.udsLocal, "-first-release", o.firstRelease, "-clients", strconv.Itoa(o.clients),
+		"-warmup", o.warmup.String(), "-duration", o.duration.String())
+	cmd.Stdout, cmd.Stderr = o.progress, o.progress
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var r result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return &r, nil
+}
+
+// measureInto measures the one target of o over the engine at endpoint
+// and writes the result to o.resultFile.
+func measureInto(ctx context.Context, o options, endpoint string) error {
+	t, bin := o.targets[0], o.udsLocal
+	if t == first {
+		var remove func()
+		var err error
+		if bin, remove, err = buildRelease(ctx, o.firstRelease); err != nil {
+			return fmt.Errorf("building the first release (%s): %w", o.firstRelease, err)
+		}
+		defer remove()
+	}
+	// The tables are new to every run, so that an engine kept from an
+	// earlier one, or shared with the other targets, holds no item or
+	// usage of the load's.
+	prefix := "loadbench-" + strconv.FormatInt(time.Now().Unix(), 36) + "-" + t.name + "-"
+	r, err := measure(ctx, o, t, bin, endpoint, prefix)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(o.resultFile, b, 0o644)
 }

@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/udsproject/uds/internal/localbench"
 	"github.com/udsproject/uds/internal/localbench/localbenchtest"
+	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 )
 
@@ -26,22 +30,25 @@ func TestParseOptions(t *testing.T) {
 		clients       int
 		duration      time.Duration
 		firstRelease  string
+		resultFile    string
 		want          []target
 		wantErr       string
 	}{
-		{"the defaults", "first,strict,streamed", 16, 20 * time.Second, "121a5de", []target{first, strict, streamed}, ""},
-		{"another order, with spaces", "streamed, first", 16, 20 * time.Second, "121a5de", []target{streamed, first}, ""},
-		{"the current tree only, no release named", "strict", 16, 20 * time.Second, "", []target{strict}, ""},
-		{"an unknown target", "first,lax", 16, 20 * time.Second, "121a5de", nil, "-targets: want names among first, strict, streamed"},
-		{"no target", "", 16, 20 * time.Second, "121a5de", nil, "-targets"},
-		{"a target twice", "strict,strict", 16, 20 * time.Second, "121a5de", nil, "-targets: strict named twice"},
-		{"too short", "strict", 16, time.Millisecond, "121a5de", nil, "-duration"},
-		{"no client", "strict", 0, 20 * time.Second, "121a5de", nil, "-clients"},
-		{"too many clients", "strict", maxClients + 1, 20 * time.Second, "121a5de", nil, "-clients"},
-		{"the first release without its commit", "first", 16, 20 * time.Second, "", nil, "-first-release"},
+		{"the defaults", "first,strict,streamed,streamed-unread", 16, 20 * time.Second, "121a5de", "", []target{first, strict, streamed, streamedUnread}, ""},
+		{"another order, with spaces", "streamed, first", 16, 20 * time.Second, "121a5de", "", []target{streamed, first}, ""},
+		{"the current tree only, no release named", "strict", 16, 20 * time.Second, "", "", []target{strict}, ""},
+		{"one target into a result file", "streamed-unread", 16, 20 * time.Second, "121a5de", "r.json", []target{streamedUnread}, ""},
+		{"an unknown target", "first,lax", 16, 20 * time.Second, "121a5de", "", nil, "-targets: want names among first, strict, streamed, streamed-unread"},
+		{"no target", "", 16, 20 * time.Second, "121a5de", "", nil, "-targets"},
+		{"a target twice", "strict,strict", 16, 20 * time.Second, "121a5de", "", nil, "-targets: strict named twice"},
+		{"too short", "strict", 16, time.Millisecond, "121a5de", "", nil, "-duration"},
+		{"no client", "strict", 0, 20 * time.Second, "121a5de", "", nil, "-clients"},
+		{"too many clients", "strict", maxClients + 1, 20 * time.Second, "121a5de", "", nil, "-clients"},
+		{"the first release without its commit", "first", 16, 20 * time.Second, "", "", nil, "-first-release"},
+		{"two targets into a result file", "strict,streamed", 16, 20 * time.Second, "121a5de", "r.json", nil, "-result-file: want one target, got 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := options{clients: tc.clients, duration: tc.duration, warmup: 5 * time.Second, firstRelease: tc.firstRelease}
+			o := options{clients: tc.clients, duration: tc.duration, warmup: 5 * time.Second, firstRelease: tc.firstRelease, resultFile: tc.resultFile}
 			err := parseOptions(&o, tc.targets)
 			switch {
 			case tc.wantErr == "" && err != nil:
@@ -50,6 +57,44 @@ func TestParseOptions(t *testing.T) {
 				t.Errorf("error %v, want one starting %q", err, tc.wantErr)
 			case tc.wantErr == "" && !slices.Equal(o.targets, tc.want):
 				t.Errorf("targets %v, want %v", o.targets, tc.want)
+			}
+		})
+	}
+}
+
+// A result, as the run of one target writes it, reads back as it was,
+// its target by name.
+func TestResultJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      string
+		want    *result
+		wantErr string
+	}{
+		{"a result", "", &result{Target: streamedUnread, Elapsed: 1500 * time.Millisecond, Gets: outcomes(200, 503), Posts: outcomes(201),
+			Lines:     []requestLine{{Time: time.Date(2026, 11, 28, 10, 0, 0, 5, time.UTC), Route: "POST /x", Status: 201, Calls: 3, Retries: 1, WriteUnits: 4.5}},
+			LoadAfter: "1.00, 0.50, 0.25", Problems: []string{`{"level":"WARN"}`}}, ""},
+		{"an unknown target", `{"target": "lax"}`, nil, `no target "lax"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := []byte(tc.in)
+			if tc.want != nil {
+				var err error
+				if in, err = json.Marshal(tc.want); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got result
+			err := json.Unmarshal(in, &got)
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("error %v, want one saying %q", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case !reflect.DeepEqual(&got, tc.want):
+				t.Errorf("read back %+v from %s, want %+v", got, in, tc.want)
 			}
 		})
 	}
@@ -105,6 +150,7 @@ func TestPrepare(t *testing.T) {
 		{"strict: the mode left as it is", strict, true, false, "", 2 * seedItems},
 		{"the first release: no mode", first, false, false, "", 2 * seedItems},
 		{"streamed", streamed, true, true, "", 2 * seedItems},
+		{"streamed, its streams unread", streamedUnread, true, true, "", 2 * seedItems},
 		{"streamed without the route", streamed, false, true, "setting the quota mode streamed: PUT", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -245,41 +291,55 @@ func TestRequestLines(t *testing.T) {
 	}
 }
 
-// The report sets the targets side by side; the first release, with no
-// request lines, has none of their figures; answers that were not 2xx are
-// counted and quoted, and the servers' warnings are quoted.
+// The report sets the targets side by side and says which engine they
+// ran over; the first release, with no request lines, has none of their
+// figures; answers that were not 2xx are counted and quoted, and the
+// servers' warnings are quoted.
 func TestReport(t *testing.T) {
-	o := options{firstRelease: "121a5de", clients: 16, warmup: 5 * time.Second, duration: 20 * time.Second}
 	results := []*result{
-		{target: first, elapsed: 2 * time.Second, gets: outcomes(200, 200, 200), posts: outcomes(201, 201, 201), loadAfter: "1.00, 0.50, 0.25"},
-		{target: strict, elapsed: time.Second, gets: outcomes(200, 200), posts: outcomes(201, 0, 503, 201),
-			lines:     []requestLine{{Route: "GET /x", Calls: 1}, {Route: "POST /x", Calls: 2, WriteUnits: 7, Retries: 1}},
-			loadAfter: "2.00, 1.00, 0.50", problems: []string{`{"level":"ERROR","msg":"request","status":503}`}},
+		{Target: first, Elapsed: 2 * time.Second, Gets: outcomes(200, 200, 200), Posts: outcomes(201, 201, 201), LoadAfter: "1.00, 0.50, 0.25"},
+		{Target: strict, Elapsed: time.Second, Gets: outcomes(200, 200), Posts: outcomes(201, 0, 503, 201),
+			Lines:     []requestLine{{Route: "GET /x", Calls: 1}, {Route: "POST /x", Calls: 2, WriteUnits: 7, Retries: 1}},
+			LoadAfter: "2.00, 1.00, 0.50", Problems: []string{`{"level":"ERROR","msg":"request","status":503}`}},
+		{Target: streamedUnread, Elapsed: time.Second, Gets: outcomes(200), Posts: outcomes(201),
+			Lines: []requestLine{{Route: "GET /x", Calls: 1}, {Route: "POST /x", Calls: 3, WriteUnits: 4}}, LoadAfter: "2.00, 1.00, 0.50"},
 	}
-	var out bytes.Buffer
-	report(&out, o, "0.10, 0.20, 0.30", results)
-	got := out.String()
-	for _, want := range []string{
-		"16 clients, one per owner",
-		"limits and namespace policies cached for " + localbench.LimitsCacheTTL() + " (UDS_LIMITS_CACHE_TTL). 5s of warm-up, then 20s measured per target",
-		"Load average before the run: 0.10, 0.20, 0.30.",
-		"| | first release (121a5de) | strict |\n|---|---:|---:|\n",
-		"| requests/s | 3 | 6 |\n",
-		"| requests: GET / POST | 3 / 3 | 2 / 4 |\n",
-		"| GET p50 / p99 ms | 2.0 / 3.0 | 2.0 / 2.0 |\n",
-		"| POST p50 / p99 ms | 2.0 / 3.0 | 4.0 / 4.0 |\n",
-		"| errors (not 2xx) | 0 | 2 (no answer × 1, 503 × 1) |\n",
-		"| DynamoDB calls per GET / POST | — | 1.00 / 2.00 |\n",
-		"| write units per POST | — | 7.00 |\n",
-		"| DynamoDB retries (GET + POST) | — | 1 |\n",
-		"| load average after (1, 5, 15 min) | 1.00, 0.50, 0.25 | 2.00, 1.00, 0.50 |\n",
-		"\nstrict, the first request without an answer: problem !\n",
-		"\nstrict, the first 503 answer: problem !!\n",
-		"\nstrict: the server logged 1 lines at WARN or ERROR; the first:\n{\"level\":\"ERROR\"",
+	for _, tc := range []struct {
+		name, sharedEngine, wantEngine string
+	}{
+		{"an engine per target", "", "one uds-local process per target over a fresh in-memory DynamoDB Local engine of its own, targets one after another."},
+		{"a shared engine", "http://127.0.0.1:8000",
+			"one uds-local process per target over the one DynamoDB engine at http://127.0.0.1:8000, tables of its own per target, targets one after another."},
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the report has no %q:\n%s", want, got)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			o := options{firstRelease: "121a5de", clients: 16, warmup: 5 * time.Second, duration: 20 * time.Second, sharedEngine: tc.sharedEngine}
+			var out bytes.Buffer
+			report(&out, o, "0.10, 0.20, 0.30", results)
+			got := out.String()
+			for _, want := range []string{
+				tc.wantEngine,
+				"16 clients, one per owner",
+				"limits and namespace policies cached for " + localbench.LimitsCacheTTL() + " (UDS_LIMITS_CACHE_TTL). 5s of warm-up, then 20s measured per target",
+				"Load average before the run: 0.10, 0.20, 0.30.",
+				"| | first release (121a5de) | strict | streamed, streams not read here |\n|---|---:|---:|---:|\n",
+				"| requests/s | 3 | 6 | 2 |\n",
+				"| requests: GET / POST | 3 / 3 | 2 / 4 | 1 / 1 |\n",
+				"| GET p50 / p99 ms | 2.0 / 3.0 | 2.0 / 2.0 | 1.0 / 1.0 |\n",
+				"| POST p50 / p99 ms | 2.0 / 3.0 | 4.0 / 4.0 | 1.0 / 1.0 |\n",
+				"| errors (not 2xx) | 0 | 2 (no answer × 1, 503 × 1) | 0 |\n",
+				"| DynamoDB calls per GET / POST | — | 1.00 / 2.00 | 1.00 / 3.00 |\n",
+				"| write units per POST | — | 7.00 | 4.00 |\n",
+				"| DynamoDB retries (GET + POST) | — | 1 | 0 |\n",
+				"| load average after (1, 5, 15 min) | 1.00, 0.50, 0.25 | 2.00, 1.00, 0.50 | 2.00, 1.00, 0.50 |\n",
+				"\nstrict, the first request without an answer: problem !\n",
+				"\nstrict, the first 503 answer: problem !!\n",
+				"\nstrict: the server logged 1 lines at WARN or ERROR; the first:\n{\"level\":\"ERROR\"",
+			} {
+				if !strings.Contains(got, want) {
+					t.Errorf("the report has no %q:\n%s", want, got)
+				}
+			}
+		})
 	}
 }
 
@@ -292,26 +352,44 @@ func TestLoadAverage(t *testing.T) {
 	}
 }
 
-// The whole benchmark, briefly, against the engine of make test: the
-// current server in strict mode, two clients for a second. Every request
-// is answered 2xx, and the server's request lines give its DynamoDB calls.
-// The first release is left out: building it takes longer than the rest
-// of the test.
+// The whole benchmark, briefly, as make bench-load runs it: this command
+// built, running itself once per target under scripts/with-dynamodb.sh,
+// which starts an engine for each (UDS_DYNAMODB_ENDPOINT unset); the
+// current server in strict mode, then streamed with its streams unread,
+// two clients for a second each. Every request is answered 2xx, the
+// servers' request lines give their DynamoDB calls, and the
+// streamed-unread server's word at start that it counts no streamed usage
+// is no warning of the load. The first release is left out: building it
+// takes longer than the rest of the test.
 func TestRunBriefly(t *testing.T) {
-	endpoint, bin := localbenchtest.Server(t)
-	var report bytes.Buffer
-	o := options{udsLocal: bin, targets: []target{strict}, clients: 2, duration: time.Second}
-	if err := run(context.Background(), o, endpoint, &report); err != nil {
-		t.Fatal(err)
+	_, bin := localbenchtest.Server(t)
+	self := filepath.Join(t.TempDir(), "uds-loadbench")
+	if out, err := exec.Command("go", "build", "-o", self, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building uds-loadbench: %v\n%s", err, out)
+	}
+	t.Setenv(config.EnvDynamoDBEndpoint, "")
+	var report, progress bytes.Buffer
+	o := options{udsLocal: bin, firstRelease: "121a5de", targets: []target{strict, streamedUnread}, clients: 2, duration: time.Second,
+		withDynamoDB: "../../scripts/with-dynamodb.sh", self: self, progress: &progress}
+	if err := run(context.Background(), o, &report); err != nil {
+		t.Fatalf("%v\n%s", err, &progress)
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`\| \| strict \|\n`),
-		regexp.MustCompile(`\| requests/s \| [1-9][0-9]* \|\n`),
-		regexp.MustCompile(`\| errors \(not 2xx\) \| 0 \|\n`),
-		regexp.MustCompile(`\| DynamoDB calls per GET / POST \| [1-9][0-9.]* / [1-9][0-9.]* \|\n`),
+		regexp.MustCompile(`over a fresh in-memory DynamoDB Local engine of its own`),
+		regexp.MustCompile(`\| \| strict \| streamed, streams not read here \|\n`),
+		regexp.MustCompile(`\| requests/s \| [1-9][0-9]* \| [1-9][0-9]* \|\n`),
+		regexp.MustCompile(`\| errors \(not 2xx\) \| 0 \| 0 \|\n`),
+		regexp.MustCompile(`\| DynamoDB calls per GET / POST \| [1-9][0-9.]* / [1-9][0-9.]* \| [1-9][0-9.]* / [1-9][0-9.]* \|\n`),
 	} {
 		if !want.MatchString(report.String()) {
 			t.Errorf("the report does not match %s:\n%s", want, &report)
 		}
+	}
+	if strings.Contains(report.String(), "WARN or ERROR") {
+		t.Errorf("the report quotes a server's warning:\n%s", &report)
+	}
+	engines := regexp.MustCompile(`DynamoDB Local on (http://\S+)`).FindAllStringSubmatch(progress.String(), -1)
+	if len(engines) != 2 || engines[0][1] == engines[1][1] {
+		t.Errorf("engines started %q, want two on different ports:\n%s", engines, &progress)
 	}
 }

@@ -114,18 +114,22 @@ func title(o options, t target) string {
 	if t == first {
 		return "first release (" + o.firstRelease + ")"
 	}
-	return string(t.mode)
+	return t.column
 }
 
 // report writes the results side by side as Markdown, then what the
 // answers that were not 2xx said and the servers' warnings.
 func report(w io.Writer, o options, before string, results []*result) {
-	fmt.Fprintf(w, "%s, %s: one uds-local process per target over one DynamoDB Local engine, tables of its own per target, targets one after another. "+
+	engine := "a fresh in-memory DynamoDB Local engine of its own"
+	if o.sharedEngine != "" {
+		engine = "the one DynamoDB engine at " + o.sharedEngine + ", tables of its own per target"
+	}
+	fmt.Fprintf(w, "%s, %s: one uds-local process per target over %s, targets one after another. "+
 		"%d clients, one per owner, each sending one request at a time, alternately a GET of one of its owner's %d items of 1 KB and a POST of a new 1 KB key-value item; "+
 		"the app's default quota set high, so that every write runs the quota path; limits and namespace policies cached for %s (UDS_LIMITS_CACHE_TTL). %v of warm-up, then %v measured per target. "+
 		"Latencies as the clients saw them, of 2xx answers; DynamoDB calls from the current servers' request lines (the first release writes none). "+
 		"Load average before the run: %s.\n\n",
-		time.Now().UTC().Format(time.DateOnly), localbench.Machine(), o.clients, seedItems, localbench.LimitsCacheTTL(), o.warmup, o.duration, before)
+		time.Now().UTC().Format(time.DateOnly), localbench.Machine(), engine, o.clients, seedItems, localbench.LimitsCacheTTL(), o.warmup, o.duration, before)
 
 	row := func(name string, cell func(r *result) string) {
 		fmt.Fprintf(w, "| %s |", name)
@@ -136,7 +140,7 @@ func report(w io.Writer, o options, before string, results []*result) {
 	}
 	fmt.Fprint(w, "| |")
 	for _, r := range results {
-		fmt.Fprintf(w, " %s |", title(o, r.target))
+		fmt.Fprintf(w, " %s |", title(o, r.Target))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprint(w, "|---|")
@@ -145,21 +149,21 @@ func report(w io.Writer, o options, before string, results []*result) {
 	}
 	fmt.Fprintln(w)
 	row("requests/s", func(r *result) string {
-		return fmt.Sprintf("%.0f", float64(len(r.gets)+len(r.posts))/r.elapsed.Seconds())
+		return fmt.Sprintf("%.0f", float64(len(r.Gets)+len(r.Posts))/r.Elapsed.Seconds())
 	})
-	row("requests: GET / POST", func(r *result) string { return fmt.Sprintf("%d / %d", len(r.gets), len(r.posts)) })
+	row("requests: GET / POST", func(r *result) string { return fmt.Sprintf("%d / %d", len(r.Gets), len(r.Posts)) })
 	latencyCell := func(outcomes []localbench.Outcome) string {
 		l := latencyOf(outcomes)
 		return fmt.Sprintf("%.1f / %.1f", l.p50, l.p99)
 	}
-	row("GET p50 / p99 ms", func(r *result) string { return latencyCell(r.gets) })
-	row("POST p50 / p99 ms", func(r *result) string { return latencyCell(r.posts) })
-	row("errors (not 2xx)", func(r *result) string { return failuresOf(r.gets, r.posts).String() })
+	row("GET p50 / p99 ms", func(r *result) string { return latencyCell(r.Gets) })
+	row("POST p50 / p99 ms", func(r *result) string { return latencyCell(r.Posts) })
+	row("errors (not 2xx)", func(r *result) string { return failuresOf(r.Gets, r.Posts).String() })
 	linesCell := func(r *result, cell func(get, post calls) string) string {
-		if len(r.lines) == 0 {
+		if len(r.Lines) == 0 {
 			return "—"
 		}
-		return cell(callsOf(r.lines, "GET"), callsOf(r.lines, "POST"))
+		return cell(callsOf(r.Lines, "GET"), callsOf(r.Lines, "POST"))
 	}
 	row("DynamoDB calls per GET / POST", func(r *result) string {
 		return linesCell(r, func(get, post calls) string { return fmt.Sprintf("%.2f / %.2f", get.perRequest, post.perRequest) })
@@ -170,19 +174,19 @@ func report(w io.Writer, o options, before string, results []*result) {
 	row("DynamoDB retries (GET + POST)", func(r *result) string {
 		return linesCell(r, func(get, post calls) string { return fmt.Sprint(get.retries + post.retries) })
 	})
-	row("load average after (1, 5, 15 min)", func(r *result) string { return r.loadAfter })
+	row("load average after (1, 5, 15 min)", func(r *result) string { return r.LoadAfter })
 
 	for _, r := range results {
-		f := failuresOf(r.gets, r.posts)
+		f := failuresOf(r.Gets, r.Posts)
 		for _, s := range f.statuses() {
 			what := fmt.Sprintf("the first %d answer", s)
 			if s == 0 {
 				what = "the first request without an answer"
 			}
-			fmt.Fprintf(w, "\n%s, %s: %s\n", title(o, r.target), what, strings.TrimSpace(f.first[s]))
+			fmt.Fprintf(w, "\n%s, %s: %s\n", title(o, r.Target), what, strings.TrimSpace(f.first[s]))
 		}
-		if len(r.problems) > 0 {
-			fmt.Fprintf(w, "\n%s: the server logged %d lines at WARN or ERROR; the first:\n%s\n", title(o, r.target), len(r.problems), r.problems[0])
+		if len(r.Problems) > 0 {
+			fmt.Fprintf(w, "\n%s: the server logged %d lines at WARN or ERROR; the first:\n%s\n", title(o, r.Target), len(r.Problems), r.Problems[0])
 		}
 	}
 }

@@ -24,15 +24,39 @@ type target struct {
 	// mode is the app's quota mode, set before the load unless strict
 	// (the default); the first release has none.
 	mode uds.QuotaMode
+	// streamsUnread has the server read none of its tables' streams
+	// (UDS_LOCAL_STREAMS=off), as a deployment's API functions do not.
+	streamsUnread bool
+	// column is the target's column heading in the report, but for the
+	// first release's, which names its commit.
+	column string
 }
 
 var (
-	first    = target{name: "first"}
-	strict   = target{name: "strict", mode: uds.QuotaStrict}
-	streamed = target{name: "streamed", mode: uds.QuotaStreamed}
+	first          = target{name: "first"}
+	strict         = target{name: "strict", mode: uds.QuotaStrict, column: "strict"}
+	streamed       = target{name: "streamed", mode: uds.QuotaStreamed, column: "streamed"}
+	streamedUnread = target{name: "streamed-unread", mode: uds.QuotaStreamed, streamsUnread: true, column: "streamed, streams not read here"}
 )
 
-var allTargets = []target{first, strict, streamed}
+var allTargets = []target{first, strict, streamed, streamedUnread}
+
+// envLocalStreams is cmd/uds-local's switch of its stream reading.
+const envLocalStreams = "UDS_LOCAL_STREAMS"
+
+// MarshalText gives a target's name: a result, as the run of one target
+// writes it, names its target.
+func (t target) MarshalText() ([]byte, error) { return []byte(t.name), nil }
+
+// UnmarshalText takes a target's name.
+func (t *target) UnmarshalText(name []byte) error {
+	named, ok := targetNamed(string(name))
+	if !ok {
+		return fmt.Errorf("no target %q", name)
+	}
+	*t = named
+	return nil
+}
 
 func targetNamed(name string) (target, bool) {
 	for _, t := range allTargets {
@@ -54,21 +78,25 @@ func targetNames() []string {
 // benchApp is the app of the load.
 const benchApp = "5ca1ab1e-0000-4000-8000-0000000010ad"
 
-// result is what one target's load gave.
+// result is what one target's load gave, as the run of that target
+// writes it for the report (JSON).
 type result struct {
-	target target
-	// elapsed is the measured load's time, from its start until the
+	Target target `json:"target"`
+	// Elapsed is the measured load's time, from its start until the
 	// last client had its last answer.
-	elapsed time.Duration
-	// gets and posts are the measured requests' outcomes.
-	gets, posts []localbench.Outcome
-	// lines are the server's request lines of the measured load's time
+	Elapsed time.Duration `json:"elapsed"`
+	// Gets and Posts are the measured requests' outcomes.
+	Gets  []localbench.Outcome `json:"gets"`
+	Posts []localbench.Outcome `json:"posts"`
+	// Lines are the server's request lines of the measured load's time
 	// (none from the first release).
-	lines []requestLine
-	// loadAfter is the machine's load average once the load ended.
-	loadAfter string
-	// problems are the server's lines at WARN and above.
-	problems []string
+	Lines []requestLine `json:"lines"`
+	// LoadAfter is the machine's load average once the load ended.
+	LoadAfter string `json:"loadAfter"`
+	// Problems are the server's lines at WARN and above once it served:
+	// not what it says at start of its settings (streamed-unread's
+	// server, that it counts no streamed usage).
+	Problems []string `json:"problems"`
 }
 
 // requestLine is what the benchmark reads of a current server's request
@@ -129,6 +157,9 @@ func measure(ctx context.Context, o options, t target, bin, endpoint, prefix str
 		}
 		env = append(env, config.EnvListenAddr+"="+addr)
 	}
+	if t.streamsUnread {
+		env = append(env, envLocalStreams+"=off")
+	}
 	var lines requestLines
 	log := &localbench.Log{OnRequest: lines.add}
 	fmt.Fprintf(os.Stderr, "uds-loadbench: %s: starting %s over %s (tables %s*)\n", t.name, bin, endpoint, prefix)
@@ -136,6 +167,7 @@ func measure(ctx context.Context, o options, t target, bin, endpoint, prefix str
 	if err != nil {
 		return nil, err
 	}
+	startup := len(log.Problems())
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -158,13 +190,13 @@ func measure(ctx context.Context, o options, t target, bin, endpoint, prefix str
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	r := &result{target: t, elapsed: end.Sub(start), gets: gets, posts: posts, loadAfter: loadAverage()}
+	r := &result{Target: t, Elapsed: end.Sub(start), Gets: gets, Posts: posts, LoadAfter: loadAverage()}
 	// Stopped, the server has written every request line.
 	stopped = true
 	if err := srv.Stop(); err != nil {
 		return nil, err
 	}
-	r.lines, r.problems = lines.within(start, end), log.Problems()
+	r.Lines, r.Problems = lines.within(start, end), log.Problems()[startup:]
 	return r, nil
 }
 

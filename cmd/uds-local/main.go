@@ -4,7 +4,7 @@
 // sets it). It creates missing tables at start and stops cleanly on Ctrl-C
 // or SIGTERM. When the data tables have streams, it reads them as the
 // expiry function's event source mappings do (streampoll), so that the
-// usage of apps in streamed mode is counted. Unless UDS_BUCKET or
+// usage of apps in streamed mode is counted, unless UDS_LOCAL_STREAMS=off. Unless UDS_BUCKET or
 // UDS_S3_ENDPOINT names another, it serves its own S3 engine for large
 // values on UDS_S3_LISTEN_ADDR, bucket uds-local, with the objects under
 // the directory -s3-data names (make run: .data/s3, beside DynamoDB
@@ -112,6 +112,14 @@ func createTables(ctx context.Context, client *dynamodb.Client, cfg config.Confi
 	}
 	return nil
 }
+
+// envLocalStreams set to off keeps the server from reading the data
+// tables' streams, as a deployment's API functions do not (its expiry
+// function does, elsewhere): the load benchmark measures what a streamed
+// write costs the API alone, without the poller's work on the same
+// cores. The usage of apps in streamed mode then stays where it is. Only
+// this command reads it, so it is named here, not in package config.
+const envLocalStreams = "UDS_LOCAL_STREAMS"
 
 var errNoEndpoint = errors.New(config.EnvDynamoDBEndpoint + " is not set; start the server with `make run`")
 
@@ -221,8 +229,17 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 // the local tables had them) the server runs without it and says that
 // streamed counting is off: the usage of apps in streamed mode then stays
 // where it is. The history table's stream is read when it has one; it
-// only carries TTL deletions, which DynamoDB Local never makes.
+// only carries TTL deletions, which DynamoDB Local never makes. With
+// UDS_LOCAL_STREAMS=off it reads none and says so (see envLocalStreams).
 func startStreams(ctx context.Context, db *dynamodb.Client, cfg config.Config, logger *slog.Logger, handle streampoll.Handler) (stop func(), err error) {
+	switch v := os.Getenv(envLocalStreams); v {
+	case "", "on":
+	case "off":
+		logger.Warn("streamed counting is off: " + envLocalStreams + "=off")
+		return func() {}, nil
+	default:
+		return nil, fmt.Errorf("%s: want on or off, got %q", envLocalStreams, v)
+	}
 	found, err := streampoll.Streams(ctx, db, cfg.Tables.Data, cfg.Tables.List, cfg.Tables.History)
 	if err != nil {
 		return nil, err

@@ -42,24 +42,32 @@ func streamed(t testing.TB, tables store.Tables) {
 }
 
 // TestStartStreams: with the data tables' streams, what is written to
-// them reaches the handler until the poller stops; without, the server
-// goes on and says that streamed counting is off.
+// them reaches the handler until the poller stops; without, or with
+// UDS_LOCAL_STREAMS=off, the server goes on and says that streamed
+// counting is off. Another value of UDS_LOCAL_STREAMS is an error.
 func TestStartStreams(t *testing.T) {
+	withStreams := func(t testing.TB) store.Tables {
+		tables := storetest.NewTables(t)
+		streamed(t, tables)
+		return tables
+	}
 	for _, tc := range []struct {
-		name   string
-		tables func(t testing.TB) store.Tables
-		read   bool
+		name         string
+		tables       func(t testing.TB) store.Tables
+		localStreams string // UDS_LOCAL_STREAMS
+		read         bool
+		wantErr      string
 	}{
-		{"the data tables have streams: read", func(t testing.TB) store.Tables {
-			tables := storetest.NewTables(t)
-			streamed(t, tables)
-			return tables
-		}, true},
+		{"the data tables have streams: read", withStreams, "", true, ""},
+		{"the data tables have streams, switched on: read", withStreams, "on", true, ""},
+		{"the data tables have streams, switched off: off", withStreams, "off", false, ""},
+		{"another value: an error", withStreams, "no", false, `UDS_LOCAL_STREAMS: want on or off, got "no"`},
 		// A seed deployment's data tables, as an old .data/dynamodb
 		// may hold them: no streams.
-		{"the data tables have none: off", storetest.NewSeedTables, false},
+		{"the data tables have none: off", storetest.NewSeedTables, "", false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(envLocalStreams, tc.localStreams)
 			cfg := config.Config{Tables: tc.tables(t), Endpoint: os.Getenv(config.EnvDynamoDBEndpoint), LogFormat: "text"}
 			var out lockedBuffer
 			var mu sync.Mutex
@@ -73,6 +81,12 @@ func TestStartStreams(t *testing.T) {
 						TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: map[string]string{}},
 					}, nil
 				})
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -25,18 +25,24 @@ import (
 
 // Main runs a benchmark command, name, once its flags are parsed (err: a
 // flag's problem, if any): run, over the engine at UDS_DYNAMODB_ENDPOINT,
-// with its report to standard output, until it returns or Ctrl-C or
-// SIGTERM stops it. An error is said on standard error, and the process
-// exits 1; without an engine, the error names makeTarget, the make target
-// that starts one.
+// as Run does. Without an engine, the error names makeTarget, the make
+// target that starts one.
 func Main(name, makeTarget string, err error, run func(ctx context.Context, endpoint string, w io.Writer) error) {
 	endpoint := os.Getenv(config.EnvDynamoDBEndpoint)
 	if err == nil && endpoint == "" {
 		err = fmt.Errorf("%s is not set: run it under scripts/with-dynamodb.sh (make %s)", config.EnvDynamoDBEndpoint, makeTarget)
 	}
+	Run(name, err, func(ctx context.Context, w io.Writer) error { return run(ctx, endpoint, w) })
+}
+
+// Run runs a benchmark command, name, once its flags are parsed (err: a
+// flag's problem, if any): run, with its report to standard output, until
+// it returns or Ctrl-C or SIGTERM stops it. An error is said on standard
+// error, and the process exits 1.
+func Run(name string, err error, run func(ctx context.Context, w io.Writer) error) {
 	if err == nil {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err = run(ctx, endpoint, os.Stdout)
+		err = run(ctx, os.Stdout)
 		stop()
 	}
 	if err != nil {

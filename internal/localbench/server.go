@@ -2,6 +2,7 @@ package localbench
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -165,6 +166,18 @@ func (s *Server) Stop() error {
 		return fmt.Errorf("server at %s: %v", s.URL, exit)
 	}
 	return err
+}
+
+// Command is a command that ctx's end stops as Stop stops a server
+// (SIGTERM, then SIGKILL after 30 s), and that is sent SIGTERM when the
+// benchmark dies: a benchmark that runs part of itself in another process
+// (under an engine of its own) leaves nothing running.
+func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = stopWithParent()
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	return cmd
 }
 
 // FreeAddr returns a loopback address with a port free at the moment, for

@@ -2,6 +2,7 @@ package localbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -168,5 +169,44 @@ func TestAnswersServerGone(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("took %v to give up", took)
+	}
+}
+
+// A Command is stopped as a server is when its context ends: SIGTERM, on
+// which it finishes cleanly (the fake exits 0), not SIGKILL.
+func TestCommandStopsOnCancel(t *testing.T) {
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := Command(ctx, bin)
+	cmd.Env = append(os.Environ(), fakeServer+"=json", config.EnvListenAddr+"=127.0.0.1:0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	listening, read := make(chan string, 1), make(chan struct{})
+	go func() {
+		defer close(read)
+		new(Log).read(out, listening)
+	}()
+	select {
+	case <-listening:
+	case <-time.After(time.Minute):
+		t.Fatal("the fake did not listen within a minute")
+	}
+	cancel()
+	// The output is read to its end, as Wait wants, once the fake exits.
+	<-read
+	if err := cmd.Wait(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Wait: %v, want the context's end", err)
+	}
+	if !cmd.ProcessState.Success() {
+		t.Errorf("the command ended %v, want a clean exit on SIGTERM", cmd.ProcessState)
 	}
 }

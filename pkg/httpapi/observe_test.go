@@ -109,6 +109,15 @@ func TestRequestLinesAndMetrics(t *testing.T) {
 			rec["ServerErrors"] != 0.0 || rec["WriteCapacityUnits"].(float64) <= 0 || rec["DynamoDBCalls"] != line["dynamodbCalls"] {
 			t.Errorf("record %v", rec)
 		}
+		// In the streamed quota mode a create is a plain PutItem, whose
+		// write units count too.
+		const streamedApp = "0b6c1d2e-3f4a-4b5c-8d6e-7f8091a2b3c4"
+		o.as("admin", "PUT", admin+"/apps/"+streamedApp+"/quota-mode", `{"mode":"streamed"}`).expect(t, 200)
+		o.one(t)
+		o.as("alice", "POST", "/rest/api/v1/data/"+streamedApp+"/obs/item", `{"data":{"a":1}}`).expect(t, 201)
+		if line, rec := o.one(t); line["writeUnits"].(float64) <= 0 || rec["WriteCapacityUnits"].(float64) <= 0 {
+			t.Errorf("a streamed create's line %v, record %v: want its write units", line, rec)
+		}
 		for _, forbidden := range []string{"app", "subject", "namespace"} {
 			if _, ok := rec[forbidden]; ok {
 				t.Errorf("the EMF record carries %s", forbidden)

@@ -99,6 +99,10 @@ func askCapacity(params any) {
 		askTotal(&in.ReturnConsumedCapacity)
 	case *dynamodb.UpdateItemInput:
 		askTotal(&in.ReturnConsumedCapacity)
+	case *dynamodb.PutItemInput:
+		askTotal(&in.ReturnConsumedCapacity)
+	case *dynamodb.DeleteItemInput:
+		askTotal(&in.ReturnConsumedCapacity)
 	case *dynamodb.QueryInput:
 		askTotal(&in.ReturnConsumedCapacity)
 	case *dynamodb.ScanInput:
@@ -132,6 +136,10 @@ func consumed(result any) (read, write float64) {
 	case *dynamodb.BatchGetItemOutput:
 		cc = out.ConsumedCapacity
 	case *dynamodb.UpdateItemOutput:
+		cc, isRead = one(out.ConsumedCapacity), false
+	case *dynamodb.PutItemOutput:
+		cc, isRead = one(out.ConsumedCapacity), false
+	case *dynamodb.DeleteItemOutput:
 		cc, isRead = one(out.ConsumedCapacity), false
 	case *dynamodb.TransactWriteItemsOutput:
 		cc, isRead = out.ConsumedCapacity, false
