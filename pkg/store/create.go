@@ -28,7 +28,7 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 		return uds.Item{}, err
 	}
 	it := newItem(&w, s.writeTime())
-	streamed, err := s.streamedWrite(ctx, &w)
+	lim, streamed, err := s.quotaOf(ctx, &w, w.Subject)
 	if err != nil {
 		return uds.Item{}, err
 	}
@@ -42,12 +42,17 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	op := "create " + w.DataKey()
 	entries := s.indexUpkeep(w.Key, w.Indexes, nil, w.Data)
 	if streamed {
-		if err := s.checkTracked(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1}); err != nil {
+		if err := s.checkTracked(ctx, w.App, w.Subject, lim, uds.Usage{Bytes: v.size, Items: 1}); err != nil {
 			return uds.Item{}, s.conflictFirst(ctx, w.Key, err)
 		}
 		return s.createStreamed(ctx, op, it, put.Put, entries)
 	}
-	charge, lim, err := s.usageAction(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
+	var charge types.TransactWriteItem
+	if w.History.On() {
+		charge, lim, err = s.usageAction(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
+	} else {
+		charge, lim, err = s.usageActionWithin(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1}, lim)
+	}
 	if err != nil {
 		return uds.Item{}, err
 	}

@@ -58,7 +58,6 @@ func (s *Store) SetQuotaMode(ctx context.Context, app string, mode uds.QuotaMode
 		return failed("set quota mode of app "+app, err)
 	}
 	s.limits.clear()
-	s.modes.clear()
 	return nil
 }
 

@@ -38,10 +38,8 @@ type Store struct {
 	globalRates  uds.RateLimits
 	limits       ttlCache[inEffect]
 	policies     ttlCache[uds.Policy]
-	// modes keeps apps' quota modes, read with an owner's limits;
 	// tracked keeps owners' usage as their records last said, for the
 	// quota check of writes in streamed mode.
-	modes          ttlCache[uds.QuotaMode]
 	tracked        ttlCache[uds.Usage]
 	recomputeQuiet time.Duration
 	// policySettle and policyWindow time a change into or out of private
@@ -83,7 +81,7 @@ func WithDefaultLimits(l uds.Limits) Option { return func(s *Store) { s.globalLi
 // WithLimitsTTL sets how long limits and namespace policies are cached, and
 // so how long a change of them takes to be enforced.
 func WithLimitsTTL(d time.Duration) Option {
-	return func(s *Store) { s.limits.ttl, s.policies.ttl, s.modes.ttl = d, d, d }
+	return func(s *Store) { s.limits.ttl, s.policies.ttl = d, d }
 }
 
 // WithTrackedTTL sets how long a write in streamed mode trusts the
@@ -105,7 +103,7 @@ func New(client Client, tables Tables, opts ...Option) *Store {
 	s := &Store{client: client, tables: tables, recomputeQuiet: config.DefaultRecomputeQuiet,
 		policySettle: DefaultPolicySettle, policyWindow: DefaultPolicyWindow, now: time.Now,
 		uploadLapse: uds.UploadWindow + uds.UploadGrace}
-	s.limits.ttl, s.policies.ttl, s.modes.ttl, s.tracked.ttl = DefaultLimitsTTL, DefaultLimitsTTL, DefaultLimitsTTL, DefaultTrackedTTL
+	s.limits.ttl, s.policies.ttl, s.tracked.ttl = DefaultLimitsTTL, DefaultLimitsTTL, DefaultTrackedTTL
 	for _, o := range opts {
 		o(s)
 	}

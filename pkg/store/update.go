@@ -70,14 +70,14 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 		}
 		// The transaction charges what the write changes of the part it
 		// counts; in streamed mode the stream charges the new value.
-		streamed, err := s.streamedWrite(ctx, &w)
+		lim, streamed, err := s.quotaOf(ctx, &w, who)
 		if err != nil {
 			return uds.Item{}, err
 		}
 		value := uds.Usage{Bytes: v.size, Items: 1}
 		change := value.Plus(charged(old).Negate())
 		if streamed {
-			if err := s.checkTracked(ctx, w.App, who, value.Plus(held(old).Negate())); err != nil {
+			if err := s.checkTracked(ctx, w.App, who, lim, value.Plus(held(old).Negate())); err != nil {
 				return uds.Item{}, err
 			}
 			change = charged(old).Negate()
@@ -94,7 +94,7 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 		case change == (uds.Usage{}) && len(entries) == 0:
 			outcome, err = s.updateAlone(ctx, op, up, token, attempt)
 		default:
-			outcome, err = s.updateCharged(ctx, op, up, w.App, who, change, entries)
+			outcome, err = s.updateCharged(ctx, op, up, w.App, who, change, lim, entries)
 		}
 		switch {
 		case err != nil:
@@ -175,16 +175,16 @@ func unansweredOrFailed(ctx context.Context, op string, err error, attempt int) 
 }
 
 // updateCharged writes an update together with the usage change it makes
-// (none when it keeps the size) and the index entries it moves.
-func (s *Store) updateCharged(ctx context.Context, op string, up *types.Update, app, who string, change uds.Usage, entries []types.TransactWriteItem) (writeOutcome, error) {
+// under the owner's limits lim (no change when it keeps the size) and the
+// index entries it moves.
+func (s *Store) updateCharged(ctx context.Context, op string, up *types.Update, app, who string, change uds.Usage, lim uds.Limits, entries []types.TransactWriteItem) (writeOutcome, error) {
 	actions := []types.TransactWriteItem{{Update: up}}
-	var lim uds.Limits
 	if change != (uds.Usage{}) {
-		usage, limits, err := s.usageAction(ctx, app, who, change)
+		usage, _, err := s.usageActionWithin(ctx, app, who, change, lim)
 		if err != nil {
 			return 0, err
 		}
-		actions, lim = append(actions, usage), limits
+		actions = append(actions, usage)
 	}
 	charged := len(actions) == 2
 	refused, err := s.transact(ctx, op, append(actions, entries...)...)

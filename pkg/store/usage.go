@@ -73,13 +73,22 @@ func (s *Store) usageChange(app, owner string, d uds.Usage) types.TransactWriteI
 // that could not fit even an empty account is a *uds.QuotaError at once.
 // It returns the limits it applied, for the body of a refusal.
 func (s *Store) usageAction(ctx context.Context, app, owner string, d uds.Usage) (types.TransactWriteItem, uds.Limits, error) {
-	action := s.usageChange(app, owner, d)
 	if !d.Grows() {
-		return action, uds.Limits{}, nil
+		return s.usageChange(app, owner, d), uds.Limits{}, nil
 	}
 	lim, err := s.limitsInEffect(ctx, app, owner)
 	if err != nil {
-		return action, lim, err
+		return s.usageChange(app, owner, d), lim, err
+	}
+	return s.usageActionWithin(ctx, app, owner, d, lim)
+}
+
+// usageActionWithin is usageAction under limits the write has read
+// already (with its quota mode), so that a request reads them once.
+func (s *Store) usageActionWithin(ctx context.Context, app, owner string, d uds.Usage, lim uds.Limits) (types.TransactWriteItem, uds.Limits, error) {
+	action := s.usageChange(app, owner, d)
+	if !d.Grows() {
+		return action, lim, nil
 	}
 	up := action.Update
 	var conds []string
@@ -179,21 +188,19 @@ func streamCounted(av map[string]types.AttributeValue) bool {
 	return ok && b.Value
 }
 
-// streamedWrite reports whether a write of w goes the streamed way: its
-// app's quota mode is streamed and its namespace keeps no history (kept
-// versions are written in the write's transaction, which then charges them
-// and the item as strict mode does).
-// The mode is cached per app: it comes with the writer's limits (which a
-// create reads anyway), and another writer of the app finds it cached.
-func (s *Store) streamedWrite(ctx context.Context, w *uds.Write) (bool, error) {
+// quotaOf reads (through the cache) what the owner's records set for a
+// write of w: the limits in effect and the app's quota mode, in the one
+// read a write makes of them. The write goes the streamed way when the
+// mode is streamed and its namespace keeps no history (kept versions are
+// written in the write's transaction, which then charges them and the item
+// as strict mode does; such a write reads the limits itself, later, if it
+// needs them).
+func (s *Store) quotaOf(ctx context.Context, w *uds.Write, owner string) (lim uds.Limits, streamed bool, err error) {
 	if w.History.On() {
-		return false, nil
+		return uds.Limits{}, false, nil
 	}
-	mode, err := s.modes.get(s.now(), w.App, func() (uds.QuotaMode, error) {
-		e, err := s.recordsInEffect(ctx, w.App, w.Subject)
-		return e.mode, err
-	})
-	return mode == uds.QuotaStreamed, err
+	e, err := s.recordsInEffect(ctx, w.App, owner)
+	return e.limits, e.mode == uds.QuotaStreamed, err
 }
 
 // held is what a stored item adds to its owner's usage, whichever way it
@@ -211,13 +218,9 @@ func held(av map[string]types.AttributeValue) uds.Usage {
 // older than the tracked cache's lifetime) past a limit. Writes the
 // stream has not counted yet are not in it: that is the overshoot streamed
 // mode allows.
-func (s *Store) checkTracked(ctx context.Context, app, owner string, d uds.Usage) error {
-	if !d.Grows() {
+func (s *Store) checkTracked(ctx context.Context, app, owner string, lim uds.Limits, d uds.Usage) error {
+	if !d.Grows() || lim == (uds.Limits{}) {
 		return nil
-	}
-	lim, err := s.limitsInEffect(ctx, app, owner)
-	if err != nil || lim == (uds.Limits{}) {
-		return err
 	}
 	used, err := s.tracked.get(s.now(), ownerKey(app, owner), func() (uds.Usage, error) {
 		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
