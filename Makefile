@@ -109,11 +109,13 @@ test: engine
 # TEST_PARALLEL of them at once rather than one per core: a test spends much
 # of its time waiting for the engine (pkg/httpapi alone took 78 s with 2,
 # 64 s with 4), and 8 were no faster than 4 on two cores, where the whole
-# suite is then bound by the CPU.
+# suite is then bound by the CPU. A package may take longer than go test's
+# default of 10 minutes on a busy 2-core machine (pkg/httpapi runs the
+# accounting workload in both quota modes), hence -timeout 20m.
 TEST_PARALLEL ?= 4
 
 test-go: engine
-	$(ENGINE) -- go test -race -count=1 -parallel $(TEST_PARALLEL) $$(go list ./... | grep -v '/pkg/console$$')
+	$(ENGINE) -- go test -race -count=1 -timeout 20m -parallel $(TEST_PARALLEL) $$(go list ./... | grep -v '/pkg/console$$')
 
 # The console's tests (pkg/console, left out of test-go): its handler's, and
 # the browser tests, which drive Chromium headless through every page
