@@ -51,7 +51,7 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	if w.History.On() {
 		charge, lim, err = s.usageAction(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
 	} else {
-		charge, lim, err = s.usageActionWithin(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1}, lim)
+		charge, lim, err = s.usageActionWithin(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1}, lim, uds.Usage{})
 	}
 	if err != nil {
 		return uds.Item{}, err

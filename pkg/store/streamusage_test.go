@@ -188,6 +188,35 @@ func TestStreamedCounting(t *testing.T) {
 		}
 	})
 
+	t.Run("after a switch to strict, an update of a streamed item is judged by what it adds", func(t *testing.T) {
+		f := newStreamedFixture(t)
+		if err := f.st.SetAppLimits(ctx, app, uds.Limits{Items: 2, Bytes: 2000}); err != nil {
+			t.Fatal(err)
+		}
+		key, a := f.create("a", 100)
+		_, b := f.create("b", 100)
+		f.count("shard-1", a, b)
+		if err := f.st.SetQuotaMode(ctx, app, uds.QuotaStrict); err != nil {
+			t.Fatal(err)
+		}
+		// At the items limit, the update adds no item: its transaction
+		// charges the whole new value, the stream releases the old one.
+		grown := f.change(key, func() error {
+			_, err := f.st.Update(ctx, uds.Write{Key: key, Subject: "alice", Data: jsonOfSize(500)})
+			return err
+		})
+		f.count("shard-1", grown)
+		if u, want := f.usage("alice"), store.HeldOf(grown.New).Plus(store.HeldOf(b.New)); u != want {
+			t.Fatalf("usage %+v, want %+v", u, want)
+		}
+		// Growing past the bytes limit is refused all the same.
+		_, err := f.st.Update(ctx, uds.Write{Key: key, Subject: "alice", Data: jsonOfSize(1900)})
+		var qe *uds.QuotaError
+		if !errors.As(err, &qe) {
+			t.Fatalf("an update past the limit: %v, want a quota error", err)
+		}
+	})
+
 	t.Run("a write is refused once tracked usage leaves no room, and may pass the limit by what the stream has not counted", func(t *testing.T) {
 		f := newStreamedFixture(t)
 		if err := f.st.SetAppLimits(ctx, app, uds.Limits{Items: 2}); err != nil {

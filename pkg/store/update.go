@@ -94,7 +94,12 @@ func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 		case change == (uds.Usage{}) && len(entries) == 0:
 			outcome, err = s.updateAlone(ctx, op, up, token, attempt)
 		default:
-			outcome, err = s.updateCharged(ctx, op, up, w.App, who, change, lim, entries)
+			// A streamed item rewritten here is released by the stream.
+			due := held(old).Plus(charged(old).Negate())
+			if streamed {
+				due = uds.Usage{}
+			}
+			outcome, err = s.updateCharged(ctx, op, up, w.App, who, change, lim, due, entries)
 		}
 		switch {
 		case err != nil:
@@ -175,12 +180,13 @@ func unansweredOrFailed(ctx context.Context, op string, err error, attempt int) 
 }
 
 // updateCharged writes an update together with the usage change it makes
-// under the owner's limits lim (no change when it keeps the size) and the
-// index entries it moves.
-func (s *Store) updateCharged(ctx context.Context, op string, up *types.Update, app, who string, change uds.Usage, lim uds.Limits, entries []types.TransactWriteItem) (writeOutcome, error) {
+// under the owner's limits lim (no change when it keeps the size), of
+// which the stream is due to release streamDue, and the index entries it
+// moves.
+func (s *Store) updateCharged(ctx context.Context, op string, up *types.Update, app, who string, change uds.Usage, lim uds.Limits, streamDue uds.Usage, entries []types.TransactWriteItem) (writeOutcome, error) {
 	actions := []types.TransactWriteItem{{Update: up}}
 	if change != (uds.Usage{}) {
-		usage, _, err := s.usageActionWithin(ctx, app, who, change, lim)
+		usage, _, err := s.usageActionWithin(ctx, app, who, change, lim, streamDue)
 		if err != nil {
 			return 0, err
 		}

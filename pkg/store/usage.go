@@ -80,14 +80,20 @@ func (s *Store) usageAction(ctx context.Context, app, owner string, d uds.Usage)
 	if err != nil {
 		return s.usageChange(app, owner, d), lim, err
 	}
-	return s.usageActionWithin(ctx, app, owner, d, lim)
+	return s.usageActionWithin(ctx, app, owner, d, lim, uds.Usage{})
 }
 
 // usageActionWithin is usageAction under limits the write has read
 // already (with its quota mode), so that a request reads them once.
-func (s *Store) usageActionWithin(ctx context.Context, app, owner string, d uds.Usage, lim uds.Limits) (types.TransactWriteItem, uds.Limits, error) {
+// streamDue is what the stream is due to release of the owner because of
+// this write (the streamed item it replaces with one the transaction
+// counts): the limits hold for the usage once the stream has released it,
+// so that a strict write over an item written in streamed mode is judged
+// by what it adds, not by the whole item.
+func (s *Store) usageActionWithin(ctx context.Context, app, owner string, d uds.Usage, lim uds.Limits, streamDue uds.Usage) (types.TransactWriteItem, uds.Limits, error) {
 	action := s.usageChange(app, owner, d)
-	if !d.Grows() {
+	net := d.Plus(streamDue.Negate())
+	if !net.Grows() {
 		return action, lim, nil
 	}
 	up := action.Update
@@ -96,8 +102,8 @@ func (s *Store) usageActionWithin(ctx context.Context, app, owner string, d uds.
 		name, value  string
 		limit, delta int64
 	}{
-		{"#ub", ":maxb", lim.Bytes, d.Bytes},
-		{"#ui", ":maxi", lim.Items, d.Items},
+		{"#ub", ":maxb", lim.Bytes, net.Bytes},
+		{"#ui", ":maxi", lim.Items, net.Items},
 	} {
 		if c.limit == 0 || c.delta <= 0 {
 			continue
@@ -105,8 +111,8 @@ func (s *Store) usageActionWithin(ctx context.Context, app, owner string, d uds.
 		if c.delta > c.limit {
 			return action, lim, s.quotaError(ctx, app, owner, lim, nil)
 		}
-		// usage + delta <= limit, written as usage <= limit - delta since
-		// conditions have no arithmetic.
+		// usage + growth <= limit, written as usage <= limit - growth
+		// since conditions have no arithmetic.
 		conds = append(conds, "attribute_not_exists("+c.name+") OR "+c.name+" <= "+c.value)
 		up.ExpressionAttributeValues[c.value] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.limit-c.delta, 10)}
 	}
