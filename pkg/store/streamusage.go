@@ -209,8 +209,10 @@ func (s *Store) streamedUsageUpdate(app, who, mark string, record map[string]typ
 		used := usageOf(record)
 		// Never below zero: the release stops at what the record holds.
 		sum.Bytes, sum.Items = max(sum.Bytes, -used.Bytes), max(sum.Items, -used.Items)
-		conds = append(conds, sameAs(record, names, values, "#m", mark, ":om"), sameAs(record, names, values, "#ra", schema.AttrRecomputedAt, ":ora"),
-			sameAs(record, names, values, "#ub", schema.AttrUsedBytes, ":oub"), sameAs(record, names, values, "#ui", schema.AttrUsedItems, ":oui"))
+		conds = append(conds, asRead(record, names, values, []attrRef{
+			{mark, "#m", ":om"}, {schema.AttrRecomputedAt, "#ra", ":ora"},
+			{schema.AttrUsedBytes, "#ub", ":oub"}, {schema.AttrUsedItems, "#ui", ":oui"},
+		}))
 	} else {
 		names["#ms"] = "s"
 		values[":first"] = &types.AttributeValueMemberS{Value: padSequence(changes[0].seq)}
@@ -236,17 +238,6 @@ func (s *Store) streamedUsageUpdate(app, who, mark string, record map[string]typ
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 	}
-}
-
-// sameAs is a condition that holds while attr is as record shows it
-// (absent where it has none), naming it by name and its value by value.
-func sameAs(record map[string]types.AttributeValue, names map[string]string, values map[string]types.AttributeValue, name, attr, value string) string {
-	names[name] = attr
-	if v, ok := record[attr]; ok {
-		values[value] = v
-		return name + " = " + value
-	}
-	return "attribute_not_exists(" + name + ")"
 }
 
 // pruneMarks removes the marks of shards that have not counted for
