@@ -17,40 +17,13 @@ import (
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
-	"github.com/udsproject/uds/pkg/streampoll"
 )
-
-// streamed gives the data tables of tables a stream of new and old images
-// where they have none yet.
-func streamed(t testing.TB, tables store.Tables) {
-	t.Helper()
-	db := storetest.Client(t)
-	found, err := streampoll.Streams(t.Context(), db, tables.Data, tables.List)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range found {
-		if s.ARN != "" {
-			continue
-		}
-		if _, err := db.UpdateTable(t.Context(), &dynamodb.UpdateTableInput{TableName: aws.String(s.Table),
-			StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // TestStartStreams: with the data tables' streams, what is written to
 // them reaches the handler until the poller stops; without, or with
 // UDS_LOCAL_STREAMS=off, the server goes on and says that streamed
 // counting is off. Another value of UDS_LOCAL_STREAMS is an error.
 func TestStartStreams(t *testing.T) {
-	withStreams := func(t testing.TB) store.Tables {
-		tables := storetest.NewTables(t)
-		streamed(t, tables)
-		return tables
-	}
 	for _, tc := range []struct {
 		name         string
 		tables       func(t testing.TB) store.Tables
@@ -58,10 +31,10 @@ func TestStartStreams(t *testing.T) {
 		read         bool
 		wantErr      string
 	}{
-		{"the data tables have streams: read", withStreams, "", true, ""},
-		{"the data tables have streams, switched on: read", withStreams, "on", true, ""},
-		{"the data tables have streams, switched off: off", withStreams, "off", false, ""},
-		{"another value: an error", withStreams, "no", false, `UDS_LOCAL_STREAMS: want on or off, got "no"`},
+		{"the data tables have streams: read", storetest.NewStreamedTables, "", true, ""},
+		{"the data tables have streams, switched on: read", storetest.NewStreamedTables, "on", true, ""},
+		{"the data tables have streams, switched off: off", storetest.NewStreamedTables, "off", false, ""},
+		{"another value: an error", storetest.NewStreamedTables, "no", false, `UDS_LOCAL_STREAMS: want on or off, got "no"`},
 		// A seed deployment's data tables, as an old .data/dynamodb
 		// may hold them: no streams.
 		{"the data tables have none: off", storetest.NewSeedTables, "", false, ""},
@@ -125,8 +98,7 @@ func TestStartStreams(t *testing.T) {
 // expiry function's handler, which logs its batches, and stops reading
 // before its last line.
 func TestRunReadsStreams(t *testing.T) {
-	tables := storetest.NewTables(t)
-	streamed(t, tables)
+	tables := storetest.NewStreamedTables(t)
 	if _, err := storetest.Client(t).PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(tables.Data),
 		Item: map[string]types.AttributeValue{schema.AttrDataKey: &types.AttributeValueMemberS{Value: "a|n|i"}},
 	}); err != nil {

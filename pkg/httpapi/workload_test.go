@@ -167,7 +167,11 @@ func killable(h http.Handler) http.Handler {
 
 func runWorkload(t *testing.T, sc scenario, seed uint64, mode uds.QuotaMode, history *historyExercise, overshoot *overshootTally) {
 	client, ft := storetest.FaultyClient(t, seed)
-	tables := storetest.NewTables(t)
+	newTables := storetest.NewTables
+	if mode == uds.QuotaStreamed {
+		newTables = storetest.NewStreamedTables // the stream pump reads them
+	}
+	tables := newTables(t)
 	objects := blob.Objects{Bucket: blobtest.New(t)}
 	// Uploads abandoned lapse within the run, so that their reservations
 	// are reclaimed while the workers write.

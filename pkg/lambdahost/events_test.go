@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -102,6 +103,18 @@ func TestEventsReplay(t *testing.T) {
 			logs.Reset()
 			metrics.Reset()
 			res, err := h(context.Background(), ev)
+			// A refusal by a rate of one request a second needs the event
+			// before it to have taken the token less than a second earlier;
+			// on a machine so busy that it did not, the event is sent again
+			// at once, and then finds the bucket the first sending emptied.
+			for range 2 {
+				if err != nil || m.Status != http.StatusTooManyRequests || res.StatusCode != http.StatusOK {
+					break
+				}
+				logs.Reset()
+				metrics.Reset()
+				res, err = h(context.Background(), ev)
+			}
 			if err != nil {
 				t.Fatalf("handler error: %v", err)
 			}

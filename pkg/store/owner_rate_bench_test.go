@@ -67,7 +67,7 @@ func (c *conflictCounter) TransactWriteItems(ctx context.Context, in *dynamodb.T
 func BenchmarkOwnerRate(b *testing.B) {
 	client := storetest.Client(b)
 	counter := &conflictCounter{Client: client}
-	tables := storetest.NewTables(b)
+	tables := storetest.NewStreamedTables(b) // the streamed rows read the streams
 	s := store.New(counter, tables, store.WithDefaultLimits(uds.Limits{Bytes: 1 << 40, Items: 1 << 30}))
 	data := json.RawMessage(`{"note":"` + strings.Repeat("x", 1000) + `"}`)
 	stored := storedItem(b, s, counter, tables.Data, write(key(b, "rate", "stored"), string(data)))

@@ -196,7 +196,7 @@ func TestUpgradeTables(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := storetest.Client(t)
-	tables := storetest.NewTables(t)
+	tables := storetest.NewStreamedTables(t)
 	if _, err := c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(tables.Apps)}); err != nil {
 		t.Fatal(err)
 	}

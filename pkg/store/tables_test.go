@@ -42,19 +42,23 @@ func streamOf(t *testing.T, c *dynamodb.Client, name string) (types.StreamViewTy
 	return view, aws.ToString(out.Table.LatestStreamArn)
 }
 
-// TestCreateTablesStreams checks that the tables the local server and the
-// tests create have the streams the stack gives the deployed ones.
+// TestCreateTablesStreams checks that the tables the local server creates
+// have the streams the stack gives the deployed ones, and that those the
+// tests create with WithoutTableStreams have none.
 func TestCreateTablesStreams(t *testing.T) {
 	t.Parallel()
 	c := storetest.Client(t)
-	tables := storetest.NewTables(t)
+	streamed, plain := storetest.NewStreamedTables(t), storetest.NewTables(t)
 	if len(wantStreams) != len(schema.Tables) {
 		t.Fatalf("wantStreams names %d tables, the schema has %d", len(wantStreams), len(schema.Tables))
 	}
 	for _, table := range schema.Tables {
 		t.Run(table.ID, func(t *testing.T) {
-			if view, _ := streamOf(t, c, tables.Name(table)); view != wantStreams[table.ID] {
+			if view, _ := streamOf(t, c, streamed.Name(table)); view != wantStreams[table.ID] {
 				t.Errorf("stream %q, want %q", view, wantStreams[table.ID])
+			}
+			if view, _ := streamOf(t, c, plain.Name(table)); view != "" {
+				t.Errorf("stream %q without table streams, want none", view)
 			}
 		})
 	}
@@ -89,7 +93,7 @@ func TestUpgradeTablesStreams(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			c := storetest.Client(t)
-			tables := storetest.NewTables(t)
+			tables := storetest.NewStreamedTables(t)
 			name := tables.Name(tc.table)
 			if !tc.keep {
 				recreate(t, c, name, tc.table, tc.old)

@@ -72,12 +72,28 @@ func FaultyClient(t testing.TB, seed uint64) (*dynamodb.Client, *faults.Transpor
 	return c, ft
 }
 
-// NewTables creates a fresh set of UDS tables with a random prefix and
-// deletes them when the test ends.
+// NewTables creates a fresh set of UDS tables with a random prefix, without
+// streams, and deletes them when the test ends. The engine keeps every
+// stream it was asked for after its table is gone, and each slows all
+// later writes (store.WithoutTableStreams), so only the tests that read
+// streams make tables with them (NewStreamedTables).
 func NewTables(t testing.TB) store.Tables {
 	t.Helper()
+	return newTables(t, store.WithoutTableStreams())
+}
+
+// NewStreamedTables is NewTables with the streams the stack gives the
+// deployed tables and the local server its own: for the tests that read
+// them (the streamed quota mode, the local server's poller) or check them.
+func NewStreamedTables(t testing.TB) store.Tables {
+	t.Helper()
+	return newTables(t)
+}
+
+func newTables(t testing.TB, opts ...store.CreateOption) store.Tables {
+	t.Helper()
 	tables := uniqueTables(t)
-	if err := store.CreateTables(context.Background(), Client(t), tables); err != nil {
+	if err := store.CreateTables(context.Background(), Client(t), tables, opts...); err != nil {
 		t.Fatalf("create tables: %v", err)
 	}
 	return tables
@@ -136,7 +152,7 @@ func NewSeedTables(t testing.TB) store.Tables {
 			t.Fatalf("create seed table: %v", err)
 		}
 	}
-	if err := store.CreateTables(context.Background(), c, tables); err != nil {
+	if err := store.CreateTables(context.Background(), c, tables, store.WithoutTableStreams()); err != nil {
 		t.Fatalf("create tables: %v", err)
 	}
 	return tables
