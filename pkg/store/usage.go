@@ -150,19 +150,27 @@ func (d ownerDeltas) each(fn func(app, owner string, u uds.Usage)) {
 // quotaError builds the refusal, with the usage record DynamoDB returned
 // with the failed condition (read afresh when there is none).
 func (s *Store) quotaError(ctx context.Context, app, owner string, lim uds.Limits, record map[string]types.AttributeValue) error {
+	used := usageOf(record)
 	if record == nil {
-		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(s.tables.Usage), Key: usageKey(app, owner), ConsistentRead: aws.Bool(true),
-		})
-		if err != nil {
-			return failed("read usage of "+owner+" in "+app, err)
+		var err error
+		if used, err = s.readUsage(ctx, app, owner, true); err != nil {
+			return err
 		}
-		record = out.Item
 	}
-	return &uds.QuotaError{Quota: uds.Quota{
-		App: app, User: owner, Limits: lim,
-		Used: usageOf(record),
-	}}
+	return &uds.QuotaError{Quota: uds.Quota{App: app, User: owner, Limits: lim, Used: used}}
+}
+
+// readUsage reads an owner's usage record: consistently for a refusal,
+// which reports it, and eventually for tracked usage, which may lag a
+// second anyway (checkTracked).
+func (s *Store) readUsage(ctx context.Context, app, owner string, consistent bool) (uds.Usage, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.Usage), Key: usageKey(app, owner), ConsistentRead: aws.Bool(consistent),
+	})
+	if err != nil {
+		return uds.Usage{}, failed("read usage of "+owner+" in "+app, err)
+	}
+	return usageOf(out.Item), nil
 }
 
 // joinAnd joins disjunctions with AND. DynamoDB refuses redundant
@@ -229,16 +237,7 @@ func (s *Store) checkTracked(ctx context.Context, app, owner string, lim uds.Lim
 		return nil
 	}
 	used, err := s.tracked.get(s.now(), ownerKey(app, owner), func() (uds.Usage, error) {
-		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName:                aws.String(s.tables.Usage),
-			Key:                      usageKey(app, owner),
-			ProjectionExpression:     aws.String("#b, #i"),
-			ExpressionAttributeNames: map[string]string{"#b": schema.AttrUsedBytes, "#i": schema.AttrUsedItems},
-		})
-		if err != nil {
-			return uds.Usage{}, failed("read usage of "+owner+" in "+app, err)
-		}
-		return usageOf(out.Item), nil
+		return s.readUsage(ctx, app, owner, false)
 	})
 	if err != nil {
 		return err
