@@ -62,8 +62,8 @@ func (w *worker) uploadStep(kill time.Duration, i int) {
 		// leaves, whatever it is.
 		contentType, value := w.anyValue()
 		st, _ := w.env.sendAs(0, "PUT", path, w.owner, contentType, value, "")
-		w.expect("PUT while uploading", st, false, 200, 403, 404)
-		m.known = false // learnt again if the commit does not tell
+		// Learnt again if the commit does not tell.
+		w.leaveOpen(i, "PUT while uploading", !w.expect("PUT while uploading", st, false, 200, 403, 404))
 	}
 	for commit := range 1 + w.rng.IntN(2) {
 		k := kill
@@ -84,7 +84,7 @@ func (w *worker) uploadStep(kill time.Duration, i int) {
 			allowed = append(allowed, 404)
 		}
 		if !w.expect("POST ?commit", st, k > 0, allowed...) {
-			m.known = false
+			w.leaveOpen(i, "POST ?commit", true)
 			return
 		}
 		if st == 200 || st == 201 {
