@@ -108,7 +108,8 @@ test: engine
 # Tests that share nothing call t.Parallel. Each test binary runs
 # TEST_PARALLEL of them at once rather than one per core: a test spends much
 # of its time waiting for the engine (pkg/httpapi alone took 78 s with 2,
-# 64 s with 4), and 8 were no faster than 4 on two cores, where the whole
+# 64 s with 4, measured before its workload ran in two quota modes; it takes
+# about 200 s now), and 8 were no faster than 4 on two cores, where the whole
 # suite is then bound by the CPU. A package may take longer than go test's
 # default of 10 minutes on a busy 2-core machine (pkg/httpapi runs the
 # accounting workload in both quota modes), hence -timeout 20m.
