@@ -196,14 +196,11 @@ func TestUpgradeTables(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := storetest.Client(t)
-	tables := storetest.NewStreamedTables(t)
-	apps := tables.Apps
-	// In two full runs of make test, DynamoDB Local answered every attempt
-	// to add the index with 500 InternalFailure, for reasons of its own
-	// (it never did when the test ran alone). Each try makes an old apps
-	// table of its own, and the upgrade gets three tries.
-	upgrade := func(try int) error {
-		tables.Apps = fmt.Sprintf("%s_old%d", apps, try)
+	streamed := storetest.NewStreamedTables(t)
+	// Each try makes an old apps table of its own (upgradeInTries).
+	tables := upgradeInTries(t, func(try int) store.Tables {
+		tables := streamed
+		tables.Apps = fmt.Sprintf("%s_old%d", streamed.Apps, try)
 		t.Cleanup(func() {
 			_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(tables.Apps)})
 		})
@@ -216,24 +213,8 @@ func TestUpgradeTables(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range 2 { // a second start finds nothing to add
-			if err := store.UpgradeTables(ctx, c, tables); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for try := 1; ; try++ {
-		err := upgrade(try)
-		if err == nil {
-			break
-		}
-		if try == 3 {
-			t.Fatal(err)
-		}
-		t.Logf("try %d: %v", try, err)
-		time.Sleep(2 * time.Second)
-	}
+		return tables
+	})
 	s := store.New(c, tables)
 	if _, err := s.RegisterApp(ctx, app, "Upgraded", ""); err != nil {
 		t.Fatal(err)
