@@ -706,8 +706,7 @@ func (w *worker) itemStep(kill time.Duration) {
 	if ifMatch != "" {
 		label += " If-Match"
 	}
-	if st == 412 && ifMatch != "" && w.lateWrite(i, label, ifMatch) {
-		w.stats.add(st, killed)
+	if st == 412 && ifMatch != "" && w.lateWrite(i, label, ifMatch, killed) {
 		return
 	}
 	var allowed []int
@@ -768,8 +767,7 @@ func (w *worker) historyStep(kill time.Duration, i int) {
 		w.leaveOpen(i, "POST restore", killed || st == 503)
 		return
 	}
-	if st == 412 && ifMatch != "" && w.lateWrite(i, "POST restore If-Match", ifMatch) {
-		w.stats.add(st, killed)
+	if st == 412 && ifMatch != "" && w.lateWrite(i, "POST restore If-Match", ifMatch, killed) {
 		return
 	}
 	allowed := []int{201, 403, 404}
@@ -833,23 +831,26 @@ func (w *worker) leaveOpen(i int, label string, open bool) {
 // and an overloaded one a killed restore's write about 20 s later.
 const lateWindow = time.Minute
 
-// lateWrite reports whether a 412 to a write of item i under If-Match is
-// explained by such a write of the worker's own, landed after the model
-// was learnt again: the item must really be at another revision than the
-// one named, and a request on it must have left its outcome open within
-// lateWindow. Then the model is learnt again. A 412 it does not explain
-// is left to the caller to report.
-func (w *worker) lateWrite(i int, label, ifMatch string) bool {
+// lateWrite reports whether it dealt with a 412 to a write of item i
+// under If-Match: a 412 while the item is at the revision named is a
+// defect, reported here; one explained by such a write of the worker's
+// own, landed after the model was learnt again (the item is at another
+// revision, and a request on it left its outcome open within lateWindow),
+// is counted, and the model is learnt again. Either way the answer joins
+// the stats. A 412 it does not explain is left to the caller to report.
+func (w *worker) lateWrite(i int, label, ifMatch string, killed bool) bool {
 	st, answer := w.env.answered("GET", w.itemPath(i), w.owner, "")
 	now := answer[strings.LastIndexByte(answer, 0)+1:]
 	if (st == 200 || st == 302) && now == ifMatch {
 		w.t.Errorf("worker %d: %s answered 412, but the item is at %s", w.id, label, ifMatch)
+		w.stats.add(412, killed)
 		return true
 	}
 	u := w.unsettled[i]
 	if u.at.IsZero() || time.Since(u.at) > lateWindow {
 		return false
 	}
+	w.stats.add(412, killed)
 	_, history := w.env.answered("GET", w.itemPath(i)+"?history", w.owner, "")
 	w.t.Logf("worker %d item %d: at %s, %s %s answered 412 with the item at %d %s; %s left its outcome open at %s, and a GET learnt the item again at %s; its history: %s",
 		w.id, i, time.Now().UTC().Format(time.StampMilli), label, ifMatch, st, now, u.label, u.at.UTC().Format(time.StampMilli), u.learnt.UTC().Format(time.StampMilli), history)

@@ -162,10 +162,14 @@ func (s *Store) quotaError(ctx context.Context, app, owner string, lim uds.Limit
 
 // readUsage reads an owner's usage record: consistently for a refusal,
 // which reports it, and eventually for tracked usage, which may lag a
-// second anyway (checkTracked).
+// second anyway (checkTracked). It reads only what usageOf does: the
+// record also carries a mark per stream shard that counted the owner,
+// which streamed writes, reading it on their path, have no use for.
 func (s *Store) readUsage(ctx context.Context, app, owner string, consistent bool) (uds.Usage, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.tables.Usage), Key: usageKey(app, owner), ConsistentRead: aws.Bool(consistent),
+		ProjectionExpression:     aws.String("#b, #i, #h"),
+		ExpressionAttributeNames: map[string]string{"#b": schema.AttrUsedBytes, "#i": schema.AttrUsedItems, "#h": schema.AttrHistoryBytes},
 	})
 	if err != nil {
 		return uds.Usage{}, failed("read usage of "+owner+" in "+app, err)
