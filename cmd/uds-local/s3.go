@@ -22,7 +22,7 @@ func serveS3(cfg *config.Config, dir string) (stop func(context.Context) error, 
 	if err != nil {
 		return nil, listenError{config.EnvS3ListenAddr, fmt.Errorf("the local S3 engine: %w", err)}
 	}
-	if stop, err = blob.ServeLocal(ln, dir, config.LocalBucket); err != nil {
+	if stop, err = blob.ServeLocal(ln, dir, config.LocalBucket, cfg.AllowedOrigins); err != nil {
 		ln.Close()
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/udsproject/uds/internal/sameorigin"
 	"github.com/udsproject/uds/pkg/client"
 	"github.com/udsproject/uds/pkg/console"
 	"github.com/udsproject/uds/pkg/httpapi"
@@ -136,8 +136,7 @@ func openBrowser(page string) error {
 // it), and carries API calls only from the console's own pages: a browser
 // names another page's origin in Origin and Sec-Fetch-Site.
 func consoleHandler(self string, endpoint *url.URL, auth consoleAuth) http.Handler {
-	_, port, _ := net.SplitHostPort(self)
-	hosts := map[string]bool{self: true, "localhost:" + port: true}
+	guard := sameorigin.New(self, "", nil)
 	apiPrefix := httpapi.BasePath + "/"
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -166,46 +165,28 @@ func consoleHandler(self string, endpoint *url.URL, auth consoleAuth) http.Handl
 			http.NotFound(w, r)
 			return
 		}
-		if crossOrigin(r) {
-			refuse(w, "a request from another origin", "the console carries only its own page's calls")
+		if refusal := guard.CheckOrigin(r); refusal != nil {
+			refuse(w, refusal.Why, "the console carries only its own page's calls")
 			return
 		}
 		proxy.ServeHTTP(w, r)
 	}), console.Config{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !hosts[r.Host] {
-			refuse(w, "Host "+strconv.Quote(r.Host)+" is not this console's", "open the console at http://"+self+console.Path)
+		if refusal := guard.CheckHost(r); refusal != nil {
+			refuse(w, refusal.Why, "open the console at http://"+self+console.Path)
 			return
 		}
 		page.ServeHTTP(w, r)
 	})
 }
 
-// crossOrigin says a browser sent r from a page of another origin. A
-// request without these headers comes from a program on this machine
-// (curl), not from a page, and is let through.
-func crossOrigin(r *http.Request) bool {
-	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
-		return true
-	}
-	site := r.Header.Get("Sec-Fetch-Site")
-	return site != "" && site != "same-origin" && site != "none"
-}
-
 // refuse answers 403 in the API's error shape, which the page shows.
 func refuse(w http.ResponseWriter, why, details string) {
-	writeProxyError(w, http.StatusForbidden, "Forbidden by the console: "+why, details)
+	sameorigin.WriteError(w, http.StatusForbidden, "Forbidden by the console: "+why, details)
 }
 
 func proxyError(w http.ResponseWriter, _ *http.Request, err error) {
-	writeProxyError(w, http.StatusBadGateway, "The console could not reach the API", err.Error())
-}
-
-func writeProxyError(w http.ResponseWriter, status int, msg, details string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg, "details": details,
-		"timestamp": time.Now().UTC().Format(time.RFC3339)})
+	sameorigin.WriteError(w, http.StatusBadGateway, "The console could not reach the API", err.Error())
 }
 
 // signingTransport signs the admin calls (paths under admin) with SigV4

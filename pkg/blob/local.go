@@ -8,9 +8,12 @@ import (
 	"net/http"
 	"time"
 
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3afero"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/udsproject/uds/internal/sameorigin"
 )
 
 // ServeLocal serves an S3-compatible engine (gofakes3) on ln for the local
@@ -20,15 +23,18 @@ import (
 // without a --db-path. stop shuts it down, letting requests in hand finish
 // until ctx ends. Until ServeLocal succeeds, ln is the caller's to close.
 //
-// The engine takes any signature and ignores a POST's policy: see
-// TestLocalEngineDoesNotEnforcePolicy.
+// The engine refuses what S3 would (localEngine): requests not signed
+// with the credentials UDS's clients sign with against an engine, expired
+// presigned GETs and forms, forms outside their policy; and it answers
+// only its own Host and the pages of the allowed origins (as
+// config.ParseOrigins spells them; none: no page's).
 //
 // The files are gofakes3's s3afero backend rather than records of one
 // bbolt database (s3bolt): s3afero streams an upload to its file, where
 // s3bolt reads every object whole into memory and bbolt holds no value
 // past 2 GB, short of the 5 GB a large value may have. A person can also
 // see the files.
-func ServeLocal(ln net.Listener, dir, bucket string) (stop func(ctx context.Context) error, err error) {
+func ServeLocal(ln net.Listener, dir, bucket string, allowedOrigins []string) (stop func(ctx context.Context) error, err error) {
 	backend, err := localBackend(dir)
 	if err != nil {
 		return nil, err
@@ -40,7 +46,19 @@ func ServeLocal(ln net.Listener, dir, bucket string) (stop func(ctx context.Cont
 	if err != nil {
 		return nil, fmt.Errorf("creating bucket %s: %w", bucket, err)
 	}
-	srv := &http.Server{Handler: gofakes3.New(backend).Server(), ReadHeaderTimeout: 10 * time.Second}
+	addr := ln.Addr().String()
+	creds, err := engineCredentials("http://" + addr)
+	if err != nil {
+		return nil, err
+	}
+	engine := &localEngine{
+		s3:     gofakes3.New(backend).Server(),
+		guard:  sameorigin.New(addr, "", allowedOrigins),
+		creds:  creds,
+		signer: v4.NewSigner(),
+		now:    time.Now,
+	}
+	srv := &http.Server{Handler: engine, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	return func(ctx context.Context) error {

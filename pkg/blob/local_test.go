@@ -58,7 +58,7 @@ func TestServeLocal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stop, err := blob.ServeLocal(ln, dir, "uds-local")
+			stop, err := blob.ServeLocal(ln, dir, "uds-local", nil)
 			if err != nil {
 				ln.Close()
 				t.Fatal(err)
@@ -89,7 +89,7 @@ func TestServeLocalRefusesAFile(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := blob.ServeLocal(ln, file, "uds-local"); err == nil {
+	if _, err := blob.ServeLocal(ln, file, "uds-local", nil); err == nil {
 		t.Error("served over a file")
 	}
 }

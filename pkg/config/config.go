@@ -5,7 +5,10 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,17 +27,22 @@ const (
 	EnvLimitsCacheTTL    = "UDS_LIMITS_CACHE_TTL"
 	// EnvRatePerCaller and EnvRatePerApp are the deployment's rate limits,
 	// "R/B": R requests a second with bursts of up to B (unset: none).
-	EnvRatePerCaller       = "UDS_RATE_PER_CALLER"
-	EnvRatePerApp          = "UDS_RATE_PER_APP"
-	EnvDeleteAllBudget     = "UDS_DELETE_ALL_BUDGET"
-	EnvRequestBudget       = "UDS_REQUEST_BUDGET"
-	EnvRecomputeQuiet      = "UDS_RECOMPUTE_QUIET"
-	EnvSweepInterval       = "UDS_SWEEP_INTERVAL"
-	EnvListenAddr          = "UDS_LISTEN_ADDR"
-	EnvTrustSubjectHeader  = "UDS_TRUST_SUBJECT_HEADER"
-	EnvLogFormat           = "UDS_LOG_FORMAT"
-	EnvLogLevel            = "UDS_LOG_LEVEL"
-	EnvEMF                 = "UDS_EMF"
+	EnvRatePerCaller      = "UDS_RATE_PER_CALLER"
+	EnvRatePerApp         = "UDS_RATE_PER_APP"
+	EnvDeleteAllBudget    = "UDS_DELETE_ALL_BUDGET"
+	EnvRequestBudget      = "UDS_REQUEST_BUDGET"
+	EnvRecomputeQuiet     = "UDS_RECOMPUTE_QUIET"
+	EnvSweepInterval      = "UDS_SWEEP_INTERVAL"
+	EnvListenAddr         = "UDS_LISTEN_ADDR"
+	EnvTrustSubjectHeader = "UDS_TRUST_SUBJECT_HEADER"
+	EnvLogFormat          = "UDS_LOG_FORMAT"
+	EnvLogLevel           = "UDS_LOG_LEVEL"
+	EnvEMF                = "UDS_EMF"
+	// EnvAllowedOrigins lists the browser origins, comma-separated, whose
+	// pages may call the local server and its S3 engine (unset: its own
+	// page only); the functions ignore it (the stack's CORS origins are
+	// theirs).
+	EnvAllowedOrigins      = "UDS_ALLOWED_ORIGINS"
 	DefaultListenAddr      = "127.0.0.1:8080"
 	DefaultSubjectClaim    = "sub"
 	DefaultLimitsCacheTTL  = 30 * time.Second
@@ -134,6 +142,10 @@ type Config struct {
 	// for 0, nil when unset, and then the local server trusts the header
 	// on a loopback address only. The functions never trust it.
 	TrustSubjectHeader *bool
+	// AllowedOrigins are the browser origins whose pages may call the
+	// local server and its S3 engine, as browsers spell them in Origin
+	// (EnvAllowedOrigins); the functions ignore them.
+	AllowedOrigins []string
 	// EMF makes the local server write an EMF record per request to
 	// stdout, as the functions always do (UDS_EMF=1). Off by default: a
 	// person reading make run's output wants the request lines.
@@ -220,6 +232,11 @@ func FromEnv() (Config, error) {
 	}
 	if c.TrustSubjectHeader, err = envSwitch(EnvTrustSubjectHeader); err != nil {
 		return c, err
+	}
+	if v := os.Getenv(EnvAllowedOrigins); v != "" {
+		if c.AllowedOrigins, err = ParseOrigins(v); err != nil {
+			return c, fmt.Errorf("%s: %w", EnvAllowedOrigins, err)
+		}
 	}
 	emf, err := envSwitch(EnvEMF)
 	if err != nil {
@@ -347,4 +364,72 @@ func envDuration(name string, fallback time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: want a duration such as 30s, got %q", name, v)
 	}
 	return d, nil
+}
+
+// ParseOrigins reads a list of browser origins, comma-separated, as
+// UDS_ALLOWED_ORIGINS writes it. Each is written exactly as a browser
+// sends it in Origin, since it is compared with that header as it is:
+// http or https, a lower-case host, a port only where it is not the
+// scheme's, and nothing after it (no path, not even "/"). Anything else,
+// "*" and "null" included, is an error that says how to write it.
+func ParseOrigins(v string) ([]string, error) {
+	var origins []string
+	for _, o := range strings.Split(v, ",") {
+		o = strings.TrimSpace(o)
+		if err := checkOrigin(o); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(origins, o) {
+			origins = append(origins, o)
+		}
+	}
+	return origins, nil
+}
+
+func checkOrigin(o string) error {
+	if o == "" {
+		return fmt.Errorf("an empty origin (two commas together, or one at an end): want scheme://host[:port], such as http://localhost:3000")
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("%q is not an origin: want scheme://host[:port] with scheme http or https, such as http://localhost:3000", o)
+	}
+	host, port := u.Hostname(), u.Port()
+	hostport := strings.ToLower(u.Host)
+	if port == defaultPorts[u.Scheme] {
+		hostport = strings.TrimSuffix(hostport, ":"+port)
+	}
+	want := u.Scheme + "://" + hostport
+	switch {
+	case !validHost(strings.ToLower(host)):
+		return fmt.Errorf("%q: %q is neither a host name (letters, digits, hyphens and dots) nor an IP address", o, host)
+	case port != "" && !validPort(port):
+		return fmt.Errorf("%q: the port %q is not a number from 1 to 65535", o, port)
+	case o != want:
+		return fmt.Errorf("%q is not an origin as a browser writes it in Origin: want %s (a lower-case host, no default port, nothing after the port)", o, want)
+	}
+	return nil
+}
+
+// defaultPorts are the ports a browser leaves out of an origin.
+var defaultPorts = map[string]string{"http": "80", "https": "443"}
+
+// validHost is a host name of letters, digits, hyphens and dots (an
+// internationalised name in its xn-- form, as browsers send it), or an
+// IP address.
+func validHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || strings.Trim(label, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n > 0 && n <= 65535 && strconv.Itoa(n) == p
 }

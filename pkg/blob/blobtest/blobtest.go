@@ -29,7 +29,7 @@ func New(t testing.TB) *blob.Bucket {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, err := blob.ServeLocal(ln, "", Name)
+	stop, err := blob.ServeLocal(ln, "", Name, nil)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)
