@@ -114,7 +114,6 @@ func TestReachable(t *testing.T) {
 // person reading the output gets the request line, and the EMF record only
 // when asked for. Stopping ends run without an error.
 func TestEMFOnlyWhenAsked(t *testing.T) {
-	listening := regexp.MustCompile(`msg="UDS listening" url=(\S+) console=(\S+)`)
 	for _, tc := range []struct {
 		name string
 		emf  bool
@@ -127,28 +126,14 @@ func TestEMFOnlyWhenAsked(t *testing.T) {
 				Tables: storetest.NewTables(t), Endpoint: os.Getenv(config.EnvDynamoDBEndpoint),
 				ListenAddr: "127.0.0.1:0", S3ListenAddr: "127.0.0.1:0", LogFormat: "text", CursorSecret: []byte("k"), EMF: tc.emf,
 			}
-			s3Dir := t.TempDir()
-			var out lockedBuffer
-			ctx, stop := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- run(ctx, cfg, s3Dir, newLogger(&out, cfg), &out) }()
-			var url string
-			for deadline := time.Now().Add(time.Minute); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				if m := listening.FindStringSubmatch(out.String()); m != nil {
-					url = m[1]
-				}
-			}
-			if url == "" {
-				stop()
-				t.Fatalf("not listening: %v\n%s", <-done, out.String())
-			}
+			url, out, stop := serve(t, cfg)
 			res, err := http.Get(url + "/data/d53065bd-f932-4841-83fb-849717d8df0f/quota")
 			if err != nil {
 				t.Fatal(err)
 			}
 			res.Body.Close()
 			// The console beside the API, where the start line says.
-			page := listening.FindStringSubmatch(out.String())[2]
+			page := listeningLine.FindStringSubmatch(out.String())[2]
 			res, err = http.Get(page)
 			if err != nil {
 				t.Fatal(err)
@@ -157,8 +142,7 @@ func TestEMFOnlyWhenAsked(t *testing.T) {
 			if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/html; charset=utf-8" || page != strings.TrimSuffix(url, httpapi.BasePath)+console.Path {
 				t.Errorf("the console at %s: %d %s", page, res.StatusCode, res.Header.Get("Content-Type"))
 			}
-			stop()
-			if err := <-done; err != nil {
+			if err := stop(); err != nil {
 				t.Fatalf("run: %v", err)
 			}
 			got := out.String()
@@ -171,6 +155,33 @@ func TestEMFOnlyWhenAsked(t *testing.T) {
 		})
 	}
 }
+
+// serve runs the server of cfg, with its S3 engine's objects in a
+// directory of the test's, until stop, which answers what run returned.
+// It returns the API's base URL, as the startup line says it, and the
+// output.
+func serve(t *testing.T, cfg config.Config) (url string, out *lockedBuffer, stop func() error) {
+	t.Helper()
+	out = &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, t.TempDir(), newLogger(out, cfg), out) }()
+	stop = func() error {
+		cancel()
+		return <-done
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := listeningLine.FindStringSubmatch(out.String()); m != nil {
+			return m[1], out, stop
+		}
+	}
+	t.Fatalf("not listening: %v\n%s", stop(), out.String())
+	return "", nil, nil
+}
+
+// listeningLine is the startup line, with the API's and the console's
+// URLs.
+var listeningLine = regexp.MustCompile(`msg="UDS listening" url=(\S+) console=(\S+)`)
 
 // lockedBuffer takes the logger's and the EMF writer's writes, which come
 // from different goroutines.

@@ -66,7 +66,7 @@ var engineCORS = sameorigin.CORS{
 
 func (e *localEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if refusal := e.guard.CheckHost(r); refusal != nil {
-		accessDenied(refusal.Why + "; " + refusal.Remedy).write(w, r)
+		accessDenied(refusal.Why+"; "+refusal.Remedy).write(w, r)
 		return
 	}
 	// A presigned GET is a capability the API handed out, and a page
@@ -76,7 +76,7 @@ func (e *localEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// matches. Its signature is checked below like any other.
 	presignedRead := (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Query().Has(querySignature)
 	if refusal := e.guard.CheckOrigin(r); refusal != nil && !presignedRead {
-		accessDenied(refusal.Why + "; " + refusal.Remedy).write(w, r)
+		accessDenied(refusal.Why+"; "+refusal.Remedy).write(w, r)
 		return
 	}
 	if sameorigin.Preflight(r) {

@@ -10,8 +10,12 @@ import (
 	"mime/multipart"
 	"net"
 	"net/http"
+	"path"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/udsproject/uds/pkg/blob"
 )
@@ -25,11 +29,20 @@ const Name = "uds-test"
 // presigned URLs point at the engine and can be fetched.
 func New(t testing.TB) *blob.Bucket {
 	t.Helper()
+	b, _ := Serve(t, nil)
+	return b
+}
+
+// Serve is New on an engine that answers the pages of the allowed origins
+// too, and the engine's endpoint (http://host:port), for tests that call
+// it themselves.
+func Serve(t testing.TB, allowedOrigins []string) (*blob.Bucket, string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, err := blob.ServeLocal(ln, "", Name, nil)
+	stop, err := blob.ServeLocal(ln, "", Name, allowedOrigins)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)
@@ -39,11 +52,12 @@ func New(t testing.TB) *blob.Bucket {
 			t.Errorf("stopping the S3 engine: %v", err)
 		}
 	})
-	b, err := blob.FromConfig(context.Background(), Name, "http://"+ln.Addr().String())
+	endpoint := "http://" + ln.Addr().String()
+	b, err := blob.FromConfig(context.Background(), Name, endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return b, endpoint
 }
 
 // client sends the uploads. It is not http.DefaultClient: every
@@ -57,10 +71,22 @@ var client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clo
 // which S3 requires last. The caller closes the answer's body.
 func Post(t testing.TB, up blob.Upload, body []byte) *http.Response {
 	t.Helper()
+	form, contentType := Form(t, up.Fields, body)
+	res, err := client.Post(up.URL, contentType, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// Form is the body of an upload's POST, as Post sends it, of fields and
+// the file's bytes, and its Content-Type.
+func Form(t testing.TB, fields map[string]string, body []byte) (*bytes.Buffer, string) {
+	t.Helper()
 	var form bytes.Buffer
 	w := multipart.NewWriter(&form)
-	for _, name := range slices.Sorted(maps.Keys(up.Fields)) {
-		if err := w.WriteField(name, up.Fields[name]); err != nil {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		if err := w.WriteField(name, fields[name]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,9 +100,24 @@ func Post(t testing.TB, up blob.Upload, body []byte) *http.Response {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := client.Post(up.URL, w.FormDataContentType(), &form)
+	return &form, w.FormDataContentType()
+}
+
+// Put stores body as the object an upload names, of contentType, through
+// the SDK with the engine's credentials: as whoever holds the bucket's
+// credentials may, bound by no upload policy. Tests use it for an object
+// that is not what its upload announced, which the engine's policy check
+// keeps a form from sending.
+func Put(t testing.TB, up blob.Upload, contentType string, body []byte) {
+	t.Helper()
+	endpoint, bucket := path.Split(up.URL)
+	key := up.Fields["key"]
+	ctx := context.Background()
+	c, err := blob.NewClient(ctx, strings.TrimSuffix(endpoint, "/"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, ContentType: &contentType, Body: bytes.NewReader(body)}); err != nil {
+		t.Fatalf("putting %s: %v", key, err)
+	}
 }
