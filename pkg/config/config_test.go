@@ -187,3 +187,46 @@ func switchString(b *bool) string {
 	}
 	return strconv.FormatBool(*b)
 }
+
+// TestAllowedOrigins: UDS_ALLOWED_ORIGINS takes origins exactly as a
+// browser writes them in Origin, and refuses anything else with an error
+// that names the variable and says how to write the value.
+func TestAllowedOrigins(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		want        []string
+		wantErr     string // a part of the error
+	}{
+		{name: "unset: none"},
+		{name: "one", value: "http://localhost:3000", want: []string{"http://localhost:3000"}},
+		{name: "several, spaced, once each", value: "http://localhost:3000, https://app.example,http://localhost:3000",
+			want: []string{"http://localhost:3000", "https://app.example"}},
+		{name: "IPv6", value: "http://[::1]:5173", want: []string{"http://[::1]:5173"}},
+		{name: "a trailing slash", value: "http://localhost:3000/", wantErr: "want http://localhost:3000"},
+		{name: "a path", value: "http://localhost:3000/app", wantErr: "want http://localhost:3000"},
+		{name: "the default port", value: "https://app.example:443", wantErr: "want https://app.example"},
+		{name: "capitals", value: "http://LocalHost:3000", wantErr: "want http://localhost:3000"},
+		{name: "a wildcard", value: "*", wantErr: "is not an origin"},
+		{name: "null", value: "null", wantErr: "is not an origin"},
+		{name: "no scheme", value: "localhost:3000", wantErr: "is not an origin"},
+		{name: "another scheme", value: "file:///tmp", wantErr: "is not an origin"},
+		{name: "an empty entry", value: "http://localhost:3000,", wantErr: "an empty origin"},
+		{name: "a port too large", value: "http://localhost:70000", wantErr: "not a number from 1 to 65535"},
+		{name: "a host with a space", value: "http://local host:3000", wantErr: "is not an origin"},
+		{name: "a host with an underscore", value: "http://my_host:3000", wantErr: "neither a host name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(config.EnvAllowedOrigins, tc.value)
+			cfg, err := config.FromEnv()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), config.EnvAllowedOrigins+": ") {
+					t.Fatalf("error %v, want one with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || strings.Join(cfg.AllowedOrigins, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("%q (%v), want %q", cfg.AllowedOrigins, err, tc.want)
+			}
+		})
+	}
+}
