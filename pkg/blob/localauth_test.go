@@ -209,7 +209,10 @@ func TestLocalEngineChecksSignatures(t *testing.T) {
 			for _, call := range []func() error{
 				func() error { _, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket}); return err },
 				func() error { _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key}); return err },
-				func() error { _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}); return err },
+				func() error {
+					_, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key})
+					return err
+				},
 			} {
 				if err := call(); err == nil || !strings.Contains(err.Error(), "403") {
 					t.Errorf("%s: %v, want 403", creds.AccessKeyID, err)
