@@ -35,11 +35,17 @@ func (o Objects) Stat(ctx context.Context, name string) (int64, string, error) {
 }
 
 // Copy copies the object named from to the name to, once (Bucket.Copy),
-// uds.ErrUploadPending when from has not arrived.
+// uds.ErrUploadPending when from has not arrived. S3 answers 409
+// ConditionalRequestConflict while another copy to the same key is under
+// way (the bucket's event and the client committing at once): the commit
+// is then unavailable for now, and the one sent again finds the copy.
 func (o Objects) Copy(ctx context.Context, from, to string) error {
 	err := o.Bucket.Copy(ctx, objectKey(from), objectKey(to))
-	if errors.Is(err, ErrNoObject) {
+	switch {
+	case errors.Is(err, ErrNoObject):
 		return uds.ErrUploadPending
+	case errorCode(err) == "ConditionalRequestConflict":
+		return &uds.UnavailableError{Op: "copy " + from, Err: err}
 	}
 	return err
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // fakeS3 answers the copies and tag reads of the tests below as S3 does,
@@ -78,5 +80,15 @@ func TestPendingReadsTheTag(t *testing.T) {
 				t.Fatalf("Pending: %v, %v; want %v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCopyUnderWay: S3's 409 while another copy to the key is under way
+// makes the commit unavailable for now (503), to be sent again.
+func TestCopyUnderWay(t *testing.T) {
+	o := Objects{Bucket: &Bucket{name: "b", objects: &fakeS3{copyErr: &smithy.GenericAPIError{Code: "ConditionalRequestConflict"}}}}
+	var unavailable *uds.UnavailableError
+	if err := o.Copy(context.Background(), uds.ObjectName("a", "1"), uds.ValueName("a", "1")); !errors.As(err, &unavailable) {
+		t.Fatalf("Copy: %v, want a *uds.UnavailableError", err)
 	}
 }
