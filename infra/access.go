@@ -270,32 +270,42 @@ var functionAccess = map[string][]tableAccess{
 }
 
 // objectAccess is the complete S3 permission set of the stack: function
-// name → the actions it may take on the bucket's objects under uploads/,
-// where every object UDS makes lives (defineBucket grants them there, and
-// s3:ListBucket on the bucket beside them). HeadObject is authorised as
-// s3:GetObject.
+// name → key prefix → the actions it may take on the bucket's objects
+// under that prefix (defineBucket grants them there, and s3:ListBucket on
+// the bucket beside them). Uploads land under uploads/; a commit copies
+// each to values/, where no presigned POST reaches, and the item names the
+// copy (items committed before that name their upload's object).
+// HeadObject is authorised as s3:GetObject.
 //
 // The data functions sign the presigned POST of an upload, whose policy
 // puts the object with its pending tag: S3 authorises the POST as the
-// signer's PutObject and PutObjectTagging. They read a large value
-// (HeadObject for a commit's checks, GetObject for ?inline, and the
-// presigned GET they redirect to, which S3 authorises as the signer's
-// GetObject), commit an upload by removing its pending tag, and delete
+// signer's PutObject and PutObjectTagging under uploads/. They commit an
+// upload by copying it (GetObject on the source, PutObject and
+// PutObjectTagging on the target, the copy's tags being replaced by none)
+// and deleting the upload's object, read a large value (HeadObject for a
+// commit's checks, GetObject for ?inline, and the presigned GET they
+// redirect to, which S3 authorises as the signer's GetObject), and delete
 // the object of a value deleted or replaced, or of an upload the commit
 // refuses. The admin function reads values for export and deletes those
 // an import or a removal replaces. The expiry function commits the
-// uploads the bucket's event announces, as the data functions do.
-var objectAccess = map[string][]string{
-	fnKV:     dataObjectActions,
-	fnList:   dataObjectActions,
-	fnAdmin:  {"s3:GetObject", "s3:DeleteObject"},
-	fnExpiry: {"s3:GetObject", "s3:DeleteObject", "s3:DeleteObjectTagging"},
+// uploads the bucket's event announces, as the data functions do, and
+// removes an upload's object that no reservation awaits once it has read
+// its pending tag.
+var objectAccess = map[string]map[string][]string{
+	fnKV:    dataObjectActions,
+	fnList:  dataObjectActions,
+	fnAdmin: {uploadsPrefix: {"s3:GetObject", "s3:DeleteObject"}, valuesPrefix: {"s3:GetObject", "s3:DeleteObject"}},
+	fnExpiry: {
+		uploadsPrefix: {"s3:GetObject", "s3:GetObjectTagging", "s3:DeleteObject"},
+		valuesPrefix:  {"s3:PutObject", "s3:PutObjectTagging", "s3:GetObject", "s3:DeleteObject"},
+	},
 }
 
 // dataObjectActions are the S3 actions of the functions that serve data
 // routes (see objectAccess).
-var dataObjectActions = []string{
-	"s3:PutObject", "s3:PutObjectTagging", "s3:GetObject", "s3:DeleteObject", "s3:DeleteObjectTagging",
+var dataObjectActions = map[string][]string{
+	uploadsPrefix: {"s3:PutObject", "s3:PutObjectTagging", "s3:GetObject", "s3:DeleteObject"},
+	valuesPrefix:  {"s3:PutObject", "s3:PutObjectTagging", "s3:GetObject", "s3:DeleteObject"},
 }
 
 // rateBuckets is the data functions' grant on the rate buckets' items in

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -16,11 +18,13 @@ import (
 // the functions; unset, they refuse large values as not configured.
 const envBucket = "UDS_BUCKET"
 
-// The bucket's layout as the functions use it: every object is an upload,
-// keyed uploads/{applicationUuid}/{uploadId}, and carries the pending tag from the upload's
-// presigned POST until its commit removes the tag.
+// The bucket's layout as the functions use it: an upload lands at
+// uploads/{applicationUuid}/{uploadId} with the pending tag of its
+// presigned POST, and its commit copies it, untagged, to
+// values/{applicationUuid}/{uploadId}, which no POST names.
 const (
 	uploadsPrefix   = "uploads/"
+	valuesPrefix    = "values/"
 	pendingTagKey   = "uds-pending"
 	pendingTagValue = "1"
 )
@@ -189,21 +193,25 @@ func (s *UdsStack) defineBucket(props *UdsStackProps) {
 		s.Bucket = bucket
 	}
 
-	objects := awscdk.Fn_Join(jsii.String(""), jsii.Strings(*s.bucketArn, "/"+uploadsPrefix+"*"))
 	for _, f := range functionSpecs {
-		actions := objectAccess[f.Name]
-		if len(actions) == 0 {
+		access := objectAccess[f.Name]
+		if len(access) == 0 {
 			continue
 		}
 		role := s.Roles[f.Name]
-		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions:   jsii.Strings(actions...),
-			Resources: jsii.Strings(*objects),
-		}))
+		// In a fixed order, so the template is stable from one synth
+		// to the next.
+		for _, prefix := range slices.Sorted(maps.Keys(access)) {
+			objects := awscdk.Fn_Join(jsii.String(""), jsii.Strings(*s.bucketArn, "/"+prefix+"*"))
+			role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions:   jsii.Strings(access[prefix]...),
+				Resources: jsii.Strings(*objects),
+			}))
+		}
 		// Without ListBucket S3 answers a read of a missing object 403
 		// rather than 404, and the functions could not tell an upload
 		// that never arrived (or was discarded) from a refusal. It
-		// lists keys only, which are upload IDs under uploads/.
+		// lists keys only, which are upload IDs.
 		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions:   jsii.Strings("s3:ListBucket"),
 			Resources: jsii.Strings(*s.bucketArn),

@@ -284,22 +284,27 @@ var wantAccess = map[string]map[string][]string{
 
 // wantBucketAccess is the S3 access each function must have, written out
 // independently of objectAccess: actions by resource, "bucket" for the
-// bucket and "uploads/*" for the objects under uploads/.
+// bucket, "uploads/*" and "values/*" for the objects under uploads/ and
+// values/.
 var wantBucketAccess = map[string]map[string][]string{
 	fnKV: {
-		"uploads/*": {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject", "DeleteObjectTagging"},
+		"uploads/*": {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject"},
+		"values/*":  {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject"},
 		"bucket":    {"ListBucket"},
 	},
 	fnList: {
-		"uploads/*": {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject", "DeleteObjectTagging"},
+		"uploads/*": {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject"},
+		"values/*":  {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject"},
 		"bucket":    {"ListBucket"},
 	},
 	fnAdmin: {
 		"uploads/*": {"GetObject", "DeleteObject"},
+		"values/*":  {"GetObject", "DeleteObject"},
 		"bucket":    {"ListBucket"},
 	},
 	fnExpiry: {
-		"uploads/*": {"GetObject", "DeleteObject", "DeleteObjectTagging"},
+		"uploads/*": {"GetObject", "GetObjectTagging", "DeleteObject"},
+		"values/*":  {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject"},
 		"bucket":    {"ListBucket"},
 	},
 }
@@ -768,9 +773,9 @@ func checkAccess(t *testing.T, s *synthesized, tableArn func(schema.Table) strin
 					t.Errorf("%s uses NotAction", id)
 				}
 				for _, r := range asStrings(st["Resource"]) {
-					// The uploads are the one wildcard: their keys
-					// are made as they come.
-					if r == "*" || strings.HasSuffix(r, "/*") && r != bucketArn(s)+"/uploads/*" || strings.Contains(r, "table/*") {
+					// The uploads and values are the one wildcard:
+					// their keys are made as they come.
+					if r == "*" || strings.HasSuffix(r, "/*") && r != bucketArn(s)+"/uploads/*" && r != bucketArn(s)+"/values/*" || strings.Contains(r, "table/*") {
 						t.Errorf("%s grants on wildcard resource %q", id, r)
 					}
 				}
@@ -802,7 +807,7 @@ func bucketArn(s *synthesized) string { return "arn:${AWS::Partition}:s3:::" + w
 // wantBucketAccess.
 func checkBucketAccess(t *testing.T, s *synthesized) {
 	t.Helper()
-	names := strings.NewReplacer(bucketArn(s)+"/uploads/*", "uploads/*", bucketArn(s), "bucket")
+	names := strings.NewReplacer(bucketArn(s)+"/uploads/*", "uploads/*", bucketArn(s)+"/values/*", "values/*", bucketArn(s), "bucket")
 	for _, f := range functionSpecs {
 		t.Run("s3/"+f.Name, func(t *testing.T) {
 			got := map[string][]string{}

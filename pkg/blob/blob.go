@@ -20,6 +20,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/udsproject/uds/internal/awsconf"
 )
@@ -39,15 +40,18 @@ type Object struct {
 
 // objects are the S3 calls a Bucket makes; *s3.Client has them. With
 // presigner they are all a Bucket asks of S3, so they are the grants a
-// function needs: s3:GetObject (HEAD and GET, and the presigned GETs it
-// signs), s3:PutObject (the POSTs it signs) and s3:DeleteObject; and
-// s3:ListBucket on the bucket, without which S3 answers a missing key 403
-// rather than 404, and ErrNoObject would be an access error.
+// function needs: s3:GetObject (HEAD and GET, the presigned GETs it signs,
+// and the source of a copy), s3:PutObject (the POSTs it signs, and the
+// target of a copy), s3:GetObjectTagging (an upload's pending tag) and
+// s3:DeleteObject; and s3:ListBucket on the bucket, without which S3
+// answers a missing key 403 rather than 404, and ErrNoObject would be an
+// access error.
 type objects interface {
 	HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	CopyObject(context.Context, *s3.CopyObjectInput, ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
 	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
-	DeleteObjectTagging(context.Context, *s3.DeleteObjectTaggingInput, ...func(*s3.Options)) (*s3.DeleteObjectTaggingOutput, error)
+	GetObjectTagging(context.Context, *s3.GetObjectTaggingInput, ...func(*s3.Options)) (*s3.GetObjectTaggingOutput, error)
 }
 
 // presigner signs the requests a Bucket hands out rather than sends;
@@ -62,12 +66,13 @@ type Bucket struct {
 	name    string
 	objects objects
 	presign presigner
-	// tagPending marks uploads pending (pendingTag) until they are
-	// committed, for the bucket's rule for abandoned uploads. It is off
-	// on S3-compatible engines (an endpoint of its own): gofakes3 has no
-	// tagging API, and takes a tagging request for a write of the object
-	// (PUT ?tagging) or its deletion (DELETE ?tagging). There, abandoned
-	// uploads go when their reservations lapse (store/upload.go).
+	// tagPending marks uploads pending (pendingTagging), for the bucket's
+	// rule for abandoned uploads; a commit copies the value without the
+	// tag. It is off on S3-compatible engines (an endpoint of its own):
+	// gofakes3 has no tagging API, and takes a tagging request for a
+	// write of the object (PUT ?tagging) or its deletion (DELETE
+	// ?tagging). There, abandoned uploads go when their reservations
+	// lapse (store/upload.go).
 	tagPending bool
 }
 
@@ -163,12 +168,23 @@ func (b *Bucket) PresignGet(ctx context.Context, key string, ttl time.Duration) 
 
 // fail names the call and key in err, and turns S3's answers about a
 // missing key into ErrNoObject: HEAD has no body, so its 404 is NotFound;
-// the other calls say NoSuchKey.
+// the other calls say NoSuchKey, which the SDK models as its own type for
+// some calls (GetObject) and leaves a generic error for others
+// (CopyObject, whose missing source it is).
 func (b *Bucket) fail(op, key string, err error) error {
 	var notFound *types.NotFound
-	var noKey *types.NoSuchKey
-	if errors.As(err, &notFound) || errors.As(err, &noKey) {
+	if errors.As(err, &notFound) || errorCode(err) == "NoSuchKey" {
 		return fmt.Errorf("%s s3://%s/%s: %w", op, b.name, key, ErrNoObject)
 	}
 	return fmt.Errorf("%s s3://%s/%s: %w", op, b.name, key, err)
+}
+
+// errorCode is the code of S3's error answer in err, or "" for another
+// error.
+func errorCode(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
 }

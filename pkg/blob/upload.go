@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -62,23 +65,60 @@ func (b *Bucket) PresignUpload(ctx context.Context, key, contentType string, siz
 
 // taggingField is the form field, and the policy condition, that tags an
 // uploaded object; pendingTagging tags it pending (uds-pending=1), which
-// the bucket's lifecycle rule expires after two days unless the commit
-// removes the tag (Keep).
+// the bucket's lifecycle rule expires after two days. A commit copies the
+// value without the tag (Copy), so the rule never removes a value an item
+// names.
 const (
 	taggingField   = "tagging"
 	pendingTagging = "<Tagging><TagSet><Tag><Key>uds-pending</Key><Value>1</Value></Tag></TagSet></Tagging>"
+	pendingTagKey  = "uds-pending"
 )
 
-// Keep removes an object's pending tag, so that the rule for abandoned
-// uploads leaves it: the commit calls it before the item names the object.
-func (b *Bucket) Keep(ctx context.Context, key string) error {
-	if !b.tagPending {
+// Copy copies the object at src to dst, with its type and without its
+// tags, unless dst holds an object already. The copy is made once: a
+// commit that runs again after its copy (a retry, or the bucket's event
+// racing the client) keeps the first, and no later POST to src reaches
+// dst through a copy. A src that holds no object is ErrNoObject.
+//
+// A CopyObject copies up to 5 GiB, uds.MaxObjectBytes, so one call copies
+// any value; larger objects would need UploadPartCopy.
+func (b *Bucket) Copy(ctx context.Context, src, dst string) error {
+	source := (&url.URL{Path: b.name + "/" + src}).EscapedPath()
+	_, err := b.objects.CopyObject(ctx, &s3.CopyObjectInput{
+		Bucket: &b.name, Key: &dst, CopySource: &source,
+		// S3 answers 412 when dst exists; engines that ignore the
+		// condition copy again, from an upload the commit has not
+		// claimed yet.
+		IfNoneMatch: aws.String("*"),
+		// Tags are replaced by none: the copy is not pending, and the
+		// function needs no grant to read the source's tags.
+		TaggingDirective: types.TaggingDirectiveReplace,
+	})
+	if err == nil || errorCode(err) == "PreconditionFailed" {
 		return nil
 	}
-	if _, err := b.objects.DeleteObjectTagging(ctx, &s3.DeleteObjectTaggingInput{Bucket: &b.name, Key: &key}); err != nil {
-		return b.fail("untag", key, err)
+	return b.fail("copy to "+dst+" from", src, err)
+}
+
+// Pending reports whether the object at key still carries the pending tag
+// of an upload never committed; a key that holds no object is
+// ErrNoObject. On an engine that tags nothing every object counts as
+// pending: such an engine sends no bucket events, whose commits are what
+// asks (Objects.RemoveUnclaimed), so only tests ask it there.
+func (b *Bucket) Pending(ctx context.Context, key string) (bool, error) {
+	if !b.tagPending {
+		return true, nil
 	}
-	return nil
+	out, err := b.objects.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: &b.name, Key: &key})
+	if err != nil {
+		return false, b.fail("read the tags of", key, err)
+	}
+	for _, tag := range out.TagSet {
+		if aws.ToString(tag.Key) == pendingTagKey {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // contentTypeField is the form field, and the policy condition, that sets

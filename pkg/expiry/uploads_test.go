@@ -81,11 +81,23 @@ func TestBucketEventsCommitUploads(t *testing.T) {
 				t.Fatal(err)
 			}
 			it, err := st.Get(ctx, key)
-			if err != nil || it.Binary == nil || it.Binary.Object != name || it.Binary.Size != 5 || it.Version != 1 {
+			if err != nil || it.Binary == nil || it.Binary.Object != uds.ValueName(app, up.ID) || it.Binary.Size != 5 || it.Version != 1 {
 				t.Fatalf("item %+v, %v", it, err)
 			}
 		})
 	}
+	t.Run("the event of a POST after the commit removes what it sent", func(t *testing.T) {
+		blobtest.Post(t, blob.Upload{URL: post.URL, Fields: post.Fields}, []byte("other")).Body.Close()
+		if _, err := handle(ctx, bucketEvent(t, blobtest.Name, blob.UploadKey(name))); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := objects.Stat(ctx, name); !errors.Is(err, uds.ErrUploadPending) {
+			t.Fatalf("the object posted after the commit is still there: %v", err)
+		}
+		if _, _, err := objects.Stat(ctx, uds.ValueName(app, up.ID)); err != nil {
+			t.Fatalf("the committed value's object: %v", err)
+		}
+	})
 	t.Run("the TTL's removal of the item removes its object", func(t *testing.T) {
 		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tables.Data),
 			Key: map[string]types.AttributeValue{"dataKey": &types.AttributeValueMemberS{Value: key.DataKey()}}})
@@ -95,7 +107,7 @@ func TestBucketEventsCommitUploads(t *testing.T) {
 		if _, err := st.ReleaseRemoved(ctx, out.Item, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := objects.Stat(ctx, name); !errors.Is(err, uds.ErrUploadPending) {
+		if _, _, err := objects.Stat(ctx, uds.ValueName(app, up.ID)); !errors.Is(err, uds.ErrUploadPending) {
 			t.Fatalf("the object is still there: %v", err)
 		}
 	})

@@ -11,8 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/udsproject/uds/pkg/blob"
 	"github.com/udsproject/uds/pkg/blob/blobtest"
+	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -48,10 +53,45 @@ func (e *env) commit(path, id string, headers ...string) response {
 	return e.do("POST", path+"?commit", `{"uploadId": "`+id+`"}`, headers...)
 }
 
-// objectGone reports whether the bucket no longer holds an upload's object.
+// objectGone reports whether the bucket no longer holds an upload's
+// object, nor the copy its commit made.
 func (e *env) objectGone(id string) bool {
-	_, _, err := e.objects.Stat(context.Background(), uds.ObjectName(app, id))
+	return e.absent(uds.ObjectName(app, id)) && e.absent(uds.ValueName(app, id))
+}
+
+// absent reports whether the bucket holds no object of that name.
+func (e *env) absent(name string) bool {
+	_, _, err := e.objects.Stat(context.Background(), name)
 	return errors.Is(err, uds.ErrUploadPending)
+}
+
+// followed is what a GET of a large value answers, following its redirect,
+// with the ETag of the API's answer.
+func (e *env) followed(t *testing.T, path string) (body []byte, etag string) {
+	t.Helper()
+	r := e.send("GET", path, nil).expect(t, http.StatusFound)
+	res, err := testClient.Get(r.header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err = io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the redirect answered %d, %v", res.StatusCode, err)
+	}
+	return body, r.header.Get("ETag")
+}
+
+// repost sends body to the upload's form again, as a client retrying a
+// POST whose answer it lost would; the engine takes it (the form is
+// still valid).
+func repost(t *testing.T, post blob.Upload, body []byte) {
+	t.Helper()
+	res := blobtest.Post(t, post, body)
+	res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		t.Fatalf("the S3 POST answered %d", res.StatusCode)
+	}
 }
 
 func TestLargeValues(t *testing.T) {
@@ -94,13 +134,7 @@ func TestLargeValues(t *testing.T) {
 			if method == "HEAD" {
 				continue
 			}
-			res, err := testClient.Get(r.header.Get("Location"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			if !bytes.Equal(got, video) {
+			if got, _ := e.followed(t, path); !bytes.Equal(got, video) {
 				t.Fatalf("the redirect answered %d bytes", len(got))
 			}
 		}
@@ -302,4 +336,124 @@ func TestUploadAccessModes(t *testing.T) {
 		e.send("GET", path, nil, "X-Uds-Subject", "dave").expect(t, http.StatusNotFound)
 		e.send("GET", path, nil, "X-Uds-Subject", "carol").expect(t, http.StatusFound)
 	})
+}
+
+// TestUploadFormAfterCommit posts an upload's form again after its commit,
+// with other bytes of the same size and type, as the client's retry of a
+// POST whose answer it lost would: the form is valid for its whole window,
+// but the committed value is a copy no form names. Nothing it sends is
+// served or counted, and the bucket's event for it removes it.
+func TestUploadFormAfterCommit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// event commits as the expiry function does on the bucket's event
+	// for an upload's object.
+	st := store.New(e.client, e.tables, store.WithClock(e.clock.Now), store.WithObjects(e.objects))
+	event := func(t *testing.T, id string) {
+		t.Helper()
+		if _, _, err := st.CommitUpload(context.Background(), app, id, nil); !errors.Is(err, uds.ErrNotFound) {
+			t.Fatalf("the event's commit of an upload no reservation awaits: %v", err)
+		}
+	}
+	path := base + "/photos/form"
+	r := e.do("POST", path+"?upload", `{"size": 9, "contentType": "image/png"}`, "X-Uds-Subject", "alice").expect(t, http.StatusCreated)
+	post, id := presignedPost(r), r.body["uploadId"].(string)
+	repost(t, post, []byte("committed"))
+	etag := e.commit(path, id).expect(t, http.StatusCreated).header.Get("ETag")
+	used, items := e.quota(app, "alice")
+
+	// answers checks that the item still answers the committed bytes and
+	// ETag, redirected and inline, and that usage has not moved.
+	answers := func(t *testing.T) {
+		t.Helper()
+		if got, tag := e.followed(t, path); string(got) != "committed" || tag != etag {
+			t.Fatalf("GET answered %q with ETag %s, want the committed bytes with %s", got, tag, etag)
+		}
+		in := e.send("GET", path+"?inline", nil).expect(t, http.StatusOK)
+		if string(in.raw) != "committed" || in.header.Get("ETag") != etag {
+			t.Fatalf("GET ?inline answered %q with ETag %s, want the committed bytes with %s", in.raw, in.header.Get("ETag"), etag)
+		}
+		if u, n := e.quota(app, "alice"); u != used || n != items {
+			t.Fatalf("usage %d bytes %d items, want %d and %d as committed", u, n, used, items)
+		}
+	}
+	t.Run("the commit leaves nothing at the form's key", func(t *testing.T) {
+		if !e.absent(uds.ObjectName(app, id)) {
+			t.Fatal("the upload's object is still at the key its form names")
+		}
+		answers(t)
+	})
+	t.Run("a POST after the commit changes nothing", func(t *testing.T) {
+		repost(t, post, []byte("rewritten"))
+		answers(t)
+		e.commit(path, id).expect(t, http.StatusOK)
+		answers(t)
+	})
+	t.Run("the bucket's event for it removes it", func(t *testing.T) {
+		event(t, id)
+		if !e.absent(uds.ObjectName(app, id)) {
+			t.Fatal("the object posted after the commit is still in the bucket")
+		}
+		answers(t)
+	})
+	t.Run("a POST after the delete is served and counted nowhere, and removed", func(t *testing.T) {
+		e.do("DELETE", path, "").expect(t, http.StatusNoContent)
+		if !e.objectGone(id) {
+			t.Fatal("the deleted value's object is still in the bucket")
+		}
+		repost(t, post, []byte("afterward"))
+		e.send("GET", path, nil).expect(t, http.StatusNotFound)
+		e.commit(path, id).expect(t, http.StatusNotFound)
+		if u, n := e.quota(app, "alice"); u != 0 || n != 0 {
+			t.Fatalf("usage %d bytes %d items after the delete", u, n)
+		}
+		event(t, id)
+		if !e.objectGone(id) {
+			t.Fatal("the object posted after the delete is still in the bucket")
+		}
+	})
+}
+
+// TestUploadCommittedInPlace reads, commits again and deletes an item
+// committed before commits copied values, whose item names its upload's
+// object where the form sent it.
+func TestUploadCommittedInPlace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	path := base + "/photos/old"
+	id := e.upload(path, 3, "image/png", []byte("old"))
+	e.commit(path, id).expect(t, http.StatusCreated)
+	upload, value := uds.ObjectName(app, id), uds.ValueName(app, id)
+	// Made as such an item was: its object at the upload's key, named so
+	// by the item.
+	if err := e.objects.Copy(ctx, value, upload); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.objects.Remove(ctx, value); err != nil {
+		t.Fatal(err)
+	}
+	key, err := uds.NewKey(app, "photos", "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(e.tables.Data),
+		Key:                       map[string]types.AttributeValue{schema.AttrDataKey: &types.AttributeValueMemberS{Value: key.DataKey()}},
+		UpdateExpression:          aws.String("SET #o = :o"),
+		ExpressionAttributeNames:  map[string]string{"#o": schema.AttrDataObject},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":o": &types.AttributeValueMemberS{Value: upload}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.followed(t, path); string(got) != "old" {
+		t.Fatalf("GET answered %q", got)
+	}
+	if in := e.send("GET", path+"?inline", nil).expect(t, http.StatusOK); string(in.raw) != "old" {
+		t.Fatalf("GET ?inline answered %q", in.raw)
+	}
+	e.commit(path, id).expect(t, http.StatusOK)
+	e.do("DELETE", path, "").expect(t, http.StatusNoContent)
+	if !e.absent(upload) {
+		t.Fatal("the deleted value's object is still in the bucket")
+	}
 }

@@ -148,6 +148,11 @@ type workloadEnv struct {
 	// written in one request.
 	objects           blob.Objects
 	uploads, binaries atomic.Int64
+	// bucketEvents commits as the expiry function does on the bucket's
+	// events, without faults: Lambda delivers a failed event again.
+	// reposts counts the POSTs to committed uploads' forms.
+	bucketEvents *store.Store
+	reposts      atomic.Int64
 	// lateWrites counts the 412s explained by a write of the worker's own
 	// that the engine applied after its answer had left the outcome open.
 	lateWrites atomic.Int64
@@ -193,7 +198,9 @@ func runWorkload(t *testing.T, sc scenario, seed uint64, mode uds.QuotaMode, his
 		Logger:          apitest.Logger(t),
 		Bucket:          objects,
 	})
-	e := &workloadEnv{srv: httptest.NewServer(killable(api)), faults: ft, tables: tables, plain: storetest.Client(t), history: history, objects: objects, mode: mode}
+	plain := storetest.Client(t)
+	e := &workloadEnv{srv: httptest.NewServer(killable(api)), faults: ft, tables: tables, plain: plain, history: history, objects: objects, mode: mode,
+		bucketEvents: store.New(plain, tables, store.WithObjects(objects))}
 	t.Cleanup(e.srv.Close)
 	var stream *streamPump
 	if mode == uds.QuotaStreamed {
@@ -303,8 +310,8 @@ func runWorkload(t *testing.T, sc scenario, seed uint64, mode uds.QuotaMode, his
 	if stream != nil {
 		t.Logf("stream: %s", stream.stats())
 	}
-	t.Logf("%d requests (%s); %d records imported; %d index query pages, %d stale entries left; %d binary values sent, %d uploads committed, %d large values stored; %d writes landed after their answer left them open; %d DynamoDB calls, faults %v; drift (items/bytes) %s",
-		stats.total(), stats, e.imported.Load(), e.queried.Load(), stale, e.binaries.Load(), e.uploads.Load(), large, e.lateWrites.Load(), calls, injected, strings.Join(drift, ", "))
+	t.Logf("%d requests (%s); %d records imported; %d index query pages, %d stale entries left; %d binary values sent, %d uploads committed, %d large values stored, %d forms posted after their commit; %d writes landed after their answer left them open; %d DynamoDB calls, faults %v; drift (items/bytes) %s",
+		stats.total(), stats, e.imported.Load(), e.queried.Load(), stale, e.binaries.Load(), e.uploads.Load(), large, e.reposts.Load(), e.lateWrites.Load(), calls, injected, strings.Join(drift, ", "))
 }
 
 func (e *workloadEnv) recorded(t *testing.T, owner string) uds.Usage {

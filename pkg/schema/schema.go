@@ -83,8 +83,9 @@ const (
 	// media type; dataValue is then absent.
 	AttrDataBytes   = "dataBytes"
 	AttrContentType = "contentType"
-	// AttrDataObject names the upload whose object in the bucket holds a
-	// large binary value, and AttrObjectSize is its length in bytes.
+	// AttrDataObject names the object in the bucket that holds a large
+	// binary value (uds.Binary's Object), and AttrObjectSize is its
+	// length in bytes.
 	AttrDataObject = "dataObject"
 	AttrObjectSize = "objectSize"
 	// An upload's reservation (store/upload.go) names the object on its

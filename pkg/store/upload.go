@@ -22,12 +22,20 @@ import (
 // exact: recompute counts it, and expiry (UDS's reclaim, the TTL stream,
 // the local sweep) releases it once and removes its object.
 //
-// The commit turns the reservation into the item in one transaction: the
+// The commit first copies the upload's object to a key of its own
+// (uds.ValueName), which no presigned POST names: the form stays valid for
+// its whole window, and a POST after the commit (the client's own retry of
+// a POST whose answer was lost) then lands where nothing counts or serves
+// it. The copy is made once, so no later commit copies such a POST either.
+// Then one transaction turns the reservation into the item: the
 // reservation's delete (conditioned on it still being there), the item's
-// create or replacement, the usage they move and the item's index entries.
-// So an upload commits once, whether the bucket's event or the client
-// commits first, and a commit whose answer was lost finds the item holding
-// its object.
+// create or replacement, naming the copy, the usage they move and the
+// item's index entries. So an upload commits once, whether the bucket's
+// event or the client commits first, and a commit whose answer was lost
+// finds the item holding its value. The upload's object goes after the
+// transaction; one that arrives later is removed by the bucket's event for
+// it, which finds no reservation, and on AWS by the rule for pending
+// uploads.
 
 // uploadNamespace holds reservations. It starts with a control character,
 // which no namespace a client names may hold, so no item, list, export,
@@ -149,7 +157,7 @@ func (s *Store) CommitUpload(ctx context.Context, app, id string, key *uds.Key) 
 	case err != nil:
 		return uds.Item{}, false, err
 	case res == nil:
-		return s.committed(ctx, name, key)
+		return s.committed(ctx, app, id, key)
 	}
 	target, ok := keyOf(map[string]types.AttributeValue{
 		schema.AttrDataKey: res[schema.AttrUploadItem], schema.AttrSortKey: res[schema.AttrUploadSortKey]})
@@ -162,7 +170,7 @@ func (s *Store) CommitUpload(ctx context.Context, app, id string, key *uds.Key) 
 	}
 	// The reservation never changes, so the object is checked once,
 	// however often the transaction races other writers of the item.
-	w, err := s.checkUpload(ctx, rk, res, target, name)
+	w, err := s.checkUpload(ctx, rk, res, target, app, id)
 	if err != nil {
 		return uds.Item{}, false, err
 	}
@@ -180,42 +188,60 @@ func (s *Store) CommitUpload(ctx context.Context, app, id string, key *uds.Key) 
 		case err != nil:
 			return uds.Item{}, false, err
 		case still == nil:
-			return s.committed(ctx, name, key)
+			return s.committed(ctx, app, id, key)
 		}
 	}
 	return uds.Item{}, false, &uds.UnavailableError{Op: op, Err: errContended}
 }
 
 // committed answers a commit whose reservation is gone: the item, if it
-// holds the upload's object.
-func (s *Store) committed(ctx context.Context, name string, key *uds.Key) (uds.Item, bool, error) {
+// holds the upload's value. Without a key it is the bucket's event for an
+// object that no reservation awaits (one posted after its upload was
+// committed, discarded or lapsed, or the event of an upload the client
+// committed first), and the upload's object is removed: nothing counts or
+// serves it.
+func (s *Store) committed(ctx context.Context, app, id string, key *uds.Key) (uds.Item, bool, error) {
 	if key == nil {
+		name := uds.ObjectName(app, id)
+		if err := s.objects.RemoveUnclaimed(ctx, name); err != nil {
+			return uds.Item{}, false, failed("remove the unclaimed upload "+name, err)
+		}
 		return uds.Item{}, false, uds.ErrNotFound
 	}
 	it, err := s.Get(ctx, *key)
 	switch {
 	case err != nil:
 		return uds.Item{}, false, err
-	case it.Binary == nil || it.Binary.Object != name:
+	case it.Binary == nil || it.Binary.Object != uds.ValueName(app, id) && it.Binary.Object != uds.ObjectName(app, id):
+		// An item committed before commits copied values names its
+		// upload's object.
 		return uds.Item{}, false, uds.ErrNotFound
 	}
 	return it, false, nil
 }
 
-// checkUpload checks the object against the reservation and returns the
-// write the commit makes; an object of another size or type is discarded
-// with the reservation. The object is then marked kept, before the commit,
-// so that the bucket's rule for abandoned uploads never removes a value
-// an item holds.
-func (s *Store) checkUpload(ctx context.Context, rk uds.Key, res map[string]types.AttributeValue, target uds.Key, name string) (uds.Write, error) {
-	size, contentType, err := s.objects.Stat(ctx, name)
+// checkUpload copies the upload's object to the value's own name, checks
+// the copy against the reservation and returns the write the commit
+// makes; an object of another size or type is discarded with the
+// reservation. What is checked is the copy, the bytes the item will name,
+// whatever reaches the upload's key meanwhile. The copy carries no pending
+// tag, so the bucket's rule for abandoned uploads never removes a value an
+// item holds.
+func (s *Store) checkUpload(ctx context.Context, rk uds.Key, res map[string]types.AttributeValue, target uds.Key, app, id string) (uds.Write, error) {
+	upload, value := uds.ObjectName(app, id), uds.ValueName(app, id)
+	err := s.objects.Copy(ctx, upload, value)
+	var size int64
+	var contentType string
+	if err == nil {
+		size, contentType, err = s.objects.Stat(ctx, value)
+	}
 	switch {
 	case errors.Is(err, uds.ErrUploadPending):
 		return uds.Write{}, err
 	case err != nil:
 		// S3 not answering, or answering 5xx, is a 503 the commit may be
 		// sent again after, as DynamoDB's is.
-		return uds.Write{}, failed("read the object "+name, err)
+		return uds.Write{}, failed("copy the object "+upload, err)
 	}
 	declaredSize, declaredType := num(res, schema.AttrObjectSize), str(res, schema.AttrContentType)
 	var mismatch string
@@ -229,15 +255,12 @@ func (s *Store) checkUpload(ctx context.Context, rk uds.Key, res map[string]type
 		s.discardUpload(ctx, rk, res)
 		return uds.Write{}, &uds.UploadMismatchError{Reason: mismatch}
 	}
-	if err := s.objects.Keep(ctx, name); err != nil {
-		return uds.Write{}, failed("keep "+name, err)
-	}
 	policy, err := s.Policy(ctx, target.App, target.Namespace)
 	if err != nil {
 		return uds.Write{}, err
 	}
 	w := uds.Write{Key: target, Subject: str(res, schema.AttrCreatedBySubject), ClassName: str(res, schema.AttrClassName),
-		Binary:  &uds.Binary{ContentType: declaredType, Object: name, Size: size},
+		Binary:  &uds.Binary{ContentType: declaredType, Object: value, Size: size},
 		IfMatch: uds.Precondition{Creator: str(res, schema.AttrUploadCreator)}, Indexes: policy.Indexes}
 	if ms := num(res, schema.AttrUploadExpires); ms > 0 {
 		w.ExpiresAt = time.UnixMilli(ms).UTC()
@@ -246,7 +269,7 @@ func (s *Store) checkUpload(ctx context.Context, rk uds.Key, res map[string]type
 }
 
 // discardUpload removes a reservation, releasing its bytes, and its
-// object.
+// object with any copy of it.
 func (s *Store) discardUpload(ctx context.Context, rk uds.Key, res map[string]types.AttributeValue) {
 	_, _ = s.removeEntries(ctx, "discard upload "+rk.ID, rk.App, []listEntry{{key: rk, state: res}})
 }
@@ -317,6 +340,7 @@ func (s *Store) commitOnce(ctx context.Context, op string, rk uds.Key, res map[s
 		return uds.Item{}, false, 0, err
 	case refused == nil:
 		s.removeObjects(ctx, old)
+		s.removeObject(ctx, str(res, schema.AttrPendingObject))
 		return it, old == nil, written, nil
 	case refused.conditionFailed(0) || refused.conditionFailed(1):
 		return uds.Item{}, false, raced, nil

@@ -32,7 +32,9 @@ type Binary struct {
 	ContentType string
 	// Bytes is the value of an inline binary item; nil for a large one.
 	Bytes []byte
-	// Object is the upload ID whose object holds a large value.
+	// Object names the object that holds a large value: its ValueName,
+	// or for an item committed before commits copied values, its
+	// upload's ObjectName.
 	Object string
 	// Size is the value's length in bytes.
 	Size int64
@@ -193,9 +195,22 @@ func (e *UploadMismatchError) Is(target error) bool { return target == ErrUpload
 // ErrNoBucket: large values are not configured in this deployment.
 var ErrNoBucket = errors.New("large values not configured")
 
-// ObjectName names a large value's object in the bucket: its app and the
-// ID of the upload that brought it. An item of a large value holds it.
+// ObjectName names the object an upload's presigned POST sends: its app
+// and the upload's ID. Items committed before commits copied their values
+// (ValueName) name it too, and keep reading it.
 func ObjectName(app, uploadID string) string { return app + "/" + uploadID }
+
+// ValueName names the object a commit copies an upload's object to, which
+// the item then names: no presigned POST names it, so a form still valid
+// after its commit cannot change a committed value.
+func ValueName(app, uploadID string) string { return valuePrefix + ObjectName(app, uploadID) }
+
+// IsValueName reports whether name is one ValueName makes.
+func IsValueName(name string) bool { return strings.HasPrefix(name, valuePrefix) }
+
+// valuePrefix starts every ValueName: the bucket keeps committed values
+// under it, apart from uploads.
+const valuePrefix = "values/"
 
 // ParseObjectName parses an object name; false for one UDS did not make
 // (an upload ID is 32 lower-case hex digits).
