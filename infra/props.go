@@ -87,7 +87,7 @@ type UdsStackProps struct {
 	JWTAudience []string
 	// SubjectClaim is the JWT claim that names the caller.
 	SubjectClaim string
-	// CursorSecret keys the pagination cursors' HMAC. Empty means the stack
+	// CursorSecret keys the sealing of pagination cursors. Empty means the stack
 	// ID, which is stable for the life of the stack and differs between
 	// stacks.
 	CursorSecret string

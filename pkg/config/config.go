@@ -90,8 +90,8 @@ type Config struct {
 	Endpoint string
 	// SubjectClaim is the JWT claim that names the caller.
 	SubjectClaim string
-	// CursorSecret keys the HMAC that makes pagination cursors
-	// tamper-evident. All functions of a deployment must share it.
+	// CursorSecret keys the sealing that makes pagination cursors opaque
+	// and tamper-evident. All functions of a deployment must share it.
 	CursorSecret []byte
 	// DefaultLimitBytes and DefaultLimitItems are the global per-user quota
 	// applied when neither the app nor the user has one; 0 is unlimited.

@@ -152,14 +152,16 @@ func (a *API) listApps(w http.ResponseWriter, r *http.Request, _ params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	// A cursor carries the last app of its page and its name, which is
-	// where the index's order resumes.
+	// A cursor carries the last app of its page and its name's key, which
+	// is where the index's order resumes.
 	page(a, w, r, "apps", registryBinding,
 		func(after string, limit int) ([]uds.AppRegistration, bool, error) {
-			app, name, _ := strings.Cut(after, "\x00")
-			return a.store.Apps(r.Context(), uds.AppRegistration{App: app, Name: name}, limit)
+			app, key, _ := strings.Cut(after, "\x00")
+			return a.store.Apps(r.Context(), uds.AppRegistration{App: app, NameKey: key}, limit)
 		},
-		func(reg uds.AppRegistration) (any, string) { return registrationBody(reg), reg.App + "\x00" + reg.Name })
+		func(reg uds.AppRegistration) (any, string) {
+			return registrationBody(reg), reg.App + "\x00" + reg.NameKey
+		})
 }
 
 // appNamed answers the list of the app registered under name, compared

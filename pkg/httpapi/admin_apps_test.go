@@ -120,6 +120,26 @@ func TestAppRegistry(t *testing.T) {
 	}
 }
 
+// TestAppNamesFoldCase checks that app names are unique under Unicode case
+// folding, not lower-casing alone: a name whose fold another app's name
+// shares is a 409 naming that app, and finds it.
+func TestAppNamesFoldCase(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i, pair := range [][2]string{{"ΟΔΟΣ", "οδος"}, {"stats", "ſtats"}} {
+		holder, twin := registryApp(10+2*i), registryApp(11+2*i)
+		e.do("PUT", registry+"/"+holder, `{"name": "`+pair[0]+`"}`).expect(t, 200)
+		r := e.do("PUT", registry+"/"+twin, `{"name": "`+pair[1]+`"}`).expect(t, 409)
+		if d, _ := r.body["details"].(string); r.body["error"] != "App name taken" || !strings.Contains(d, holder) {
+			t.Errorf("%s beside %s: %s", pair[1], pair[0], r.raw)
+		}
+		found := e.do("GET", registry+"?name="+url.QueryEscape(pair[1]), "").expect(t, 200)
+		if apps, _ := found.body["apps"].([]any); len(apps) != 1 || apps[0].(map[string]any)["applicationUuid"] != holder {
+			t.Errorf("?name=%s found %s, want %s", pair[1], found.raw, holder)
+		}
+	}
+}
+
 // TestAppRegistrationRefusals sends registrations and listings the API
 // refuses: each answer is a 400 naming what was wrong, and nothing is
 // written.

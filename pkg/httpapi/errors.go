@@ -170,6 +170,11 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 			body.Details = unavailable.Reason
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(unavailable.RetryAfter.Seconds()))))
+	case errors.As(err, &limited) && limited.Operations != 0:
+		// No wait lets this batch through, so the answer has no
+		// Retry-After: a client that honours one would only send it again.
+		body.Details = limited.Error() + "; nothing was done: split it into batches of at most " +
+			strconv.FormatInt(limited.Rate.Burst, 10) + " operations"
 	case errors.As(err, &limited):
 		body.Details = limited.Error() + "; nothing was done: send it again after the Retry-After delay"
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, seconds(limited.RetryAfter))))

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/udsproject/uds/pkg/uds"
@@ -48,7 +49,7 @@ func FuzzRange(f *testing.F) {
 func FuzzUploadBody(f *testing.F) {
 	for _, s := range []string{
 		`{"size":1,"contentType":"image/png"}`, `{"size":0,"contentType":"a/b"}`, `{"size":5368709120,"contentType":"video/mp4"}`,
-		`{"size":5368709121,"contentType":"video/mp4"}`, `{"size":-1,"contentType":"a/b"}`, `{"size":1.0,"contentType":"a/b"}`,
+		`{"size":5368709121,"contentType":"video/mp4"}`, `{"size":-1,"contentType":"a/b"}`, `{"size":-0,"contentType":"a/b"}`, `{"size":1.0,"contentType":"a/b"}`,
 		`{"size":"1","contentType":"a/b"}`, `{"size":01,"contentType":"a/b"}`, `{"size":1e3,"contentType":"a/b"}`, `{"size":1}`,
 		`{"contentType":"a/b"}`, `{"size":1,"contentType":"application/json"}`, `{"size":1,"contentType":"image"}`,
 		`{"size":1,"contentType":"a/b","className":"Photo","ttl":60}`, `{"size":1,"contentType":"a/b","ttl":60,"expiresAt":"2030-01-01T00:00:00Z"}`,
@@ -77,30 +78,44 @@ func FuzzUploadBody(f *testing.F) {
 	})
 }
 
-// FuzzBinaryWrite reads binary writes as the item routes do: what it takes
-// stores the body's bytes as they came with the media type sent, and an
-// expiry and class name from headers that hold valid ones.
+// FuzzBinaryWrite reads binary writes as the item routes do: a request
+// that sends Content-Type twice (another, when set) is refused; what is
+// taken stores the body's bytes as they came with the media type sent,
+// one type and not a range of them, and an expiry and class name from
+// headers that hold valid ones.
 func FuzzBinaryWrite(f *testing.F) {
-	for _, s := range []struct{ contentType, className, ttl, expiresAt string }{
-		{"image/png", "", "", ""}, {"text/plain; charset=utf-8", "Note", "60", ""}, {"a/b", "", "", "2030-01-01T00:00:00Z"},
-		{"image/png", "", "0", ""}, {"image/png", "", "60", "2030-01-01T00:00:00Z"}, {"image/png", "a\tb", "", ""},
-		{"application/json", "", "", ""}, {"image", "", "", ""}, {"image/png; q=\"", "", "", ""}, {"x/y\x00", "", "", ""},
-		{"image/png", "", "1e3", ""}, {"image/png", "", "", "1700000000"}, {"IMAGE/PNG", "C\u00e9", "", ""},
+	for _, s := range []struct{ contentType, another, className, ttl, expiresAt string }{
+		{"image/png", "", "", "", ""}, {"text/plain; charset=utf-8", "", "Note", "60", ""}, {"a/b", "", "", "", "2030-01-01T00:00:00Z"},
+		{"image/png", "", "", "0", ""}, {"image/png", "", "", "60", "2030-01-01T00:00:00Z"}, {"image/png", "", "a\tb", "", ""},
+		{"application/json", "", "", "", ""}, {"image", "", "", "", ""}, {"image/png; q=\"", "", "", "", ""}, {"x/y\x00", "", "", "", ""},
+		{"image/png", "", "", "1e3", ""}, {"image/png", "", "", "", "1700000000"}, {"IMAGE/PNG", "", "C\u00e9", "", ""},
+		{"*/*", "", "", "", ""}, {"image/*", "", "", "", ""}, {"*/png", "", "", "", ""}, {"*/*; q=0.8", "", "", "", ""},
+		{"image/png", "text/html", "", "", ""}, {"application/json", "text/html", "", "", ""}, {"image/png", "image/png", "", "", ""},
+		{"application/json, text/html", "", "", "", ""},
 	} {
-		f.Add(s.contentType, s.className, s.ttl, s.expiresAt, []byte{0x89, 'P', 'N', 'G'})
+		f.Add(s.contentType, s.another, s.className, s.ttl, s.expiresAt, []byte{0x89, 'P', 'N', 'G'})
 	}
-	f.Fuzz(func(t *testing.T, contentType, className, ttl, expiresAt string, body []byte) {
+	f.Fuzz(func(t *testing.T, contentType, another, className, ttl, expiresAt string, body []byte) {
 		r := httptest.NewRequest(http.MethodPut, "/", bytes.NewReader(body))
-		for _, h := range [][2]string{{"Content-Type", contentType}, {HeaderClassName, className}, {HeaderTTL, ttl}, {HeaderExpiresAt, expiresAt}} {
+		for _, h := range [][2]string{{"Content-Type", contentType}, {"Content-Type", another}, {HeaderClassName, className}, {HeaderTTL, ttl}, {HeaderExpiresAt, expiresAt}} {
 			if h[1] != "" {
-				r.Header[h[0]] = []string{h[1]}
+				r.Header[h[0]] = append(r.Header[h[0]], h[1])
 			}
+		}
+		// Every route checks this first (serve), JSON writes too.
+		err := checkContentTypeOnce(r)
+		if twice := len(r.Header["Content-Type"]) > 1; twice != (err != nil) {
+			t.Fatalf("Content-Type %q: %v", r.Header["Content-Type"], err)
+		} else if twice {
+			checkRefusal(t, []byte(contentType+another), err)
+			checkInvalidField(t, err, "Content-Type")
+			return
 		}
 		if !isBinaryWrite(r) {
 			return // a JSON write: FuzzParseWrite's
 		}
 		var w uds.Write
-		err := readBinaryWrite(r, &w, fuzzNow)
+		err = readBinaryWrite(r, &w, fuzzNow)
 		if err != nil {
 			checkRefusal(t, body, err)
 			checkInvalidField(t, err, "Content-Type", HeaderClassName, HeaderTTL, HeaderExpiresAt, "body")
@@ -109,8 +124,9 @@ func FuzzBinaryWrite(f *testing.F) {
 		if !bytes.Equal(w.Binary.Bytes, body) || w.Binary.Size != int64(len(body)) || len(body) > uds.MaxInlineBytes {
 			t.Fatalf("%d bytes sent, %d stored (size %d)", len(body), len(w.Binary.Bytes), w.Binary.Size)
 		}
-		if uds.MediaType(w.Binary.ContentType) != uds.MediaType(contentType) || uds.IsJSONType(w.Binary.ContentType) {
-			t.Fatalf("Content-Type %q stored as %q", contentType, w.Binary.ContentType)
+		sent, stored := r.Header.Get("Content-Type"), uds.MediaType(w.Binary.ContentType)
+		if main, sub, _ := strings.Cut(stored, "/"); stored != uds.MediaType(sent) || uds.IsJSONType(w.Binary.ContentType) || main == "*" || sub == "*" {
+			t.Fatalf("Content-Type %q stored as %q", sent, w.Binary.ContentType)
 		}
 		if w.ClassName != className {
 			t.Fatalf("class name %q stored as %q", className, w.ClassName)

@@ -9,7 +9,7 @@ import (
 
 // Anonymous is the subject of callers without an authorizer (seed 002's
 // public mode).
-const Anonymous = "anonymous"
+const Anonymous = uds.Anonymous
 
 // SubjectHeader carries the subject to a local server that trusts it (on a
 // loopback address, or with UDS_TRUST_SUBJECT_HEADER=1). Where it is not

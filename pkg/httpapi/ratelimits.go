@@ -13,9 +13,10 @@ import (
 
 // Rate limits. Every data request (batches included) spends tokens of
 // its caller's bucket in its app, and of the app's, before its handler
-// runs: one token, or one per operation for a batch (at most the burst).
-// A request over either limit is answered 429 and does nothing. Admin
-// routes are not limited.
+// runs: one token, or one per operation for a batch. A request over
+// either limit is answered 429 and does nothing; so is a batch of more
+// operations than either limit's burst, which no wait would let through.
+// Admin routes are not limited.
 
 // admit charges a data request n tokens and answers 429 when a limit
 // refuses them, reporting whether the request may go on. The limits'
@@ -67,7 +68,11 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request, p params, n int) boo
 				a.limiter.Give(t.bucket, t.n)
 			}
 			setRateHeaders(w, policies, states)
-			a.fail(w, r, &uds.RateLimitedError{Limit: l.name, Rate: l.rate, RetryAfter: d.RetryAfter}, &uds.Key{App: app})
+			refusal := &uds.RateLimitedError{Limit: l.name, Rate: l.rate, RetryAfter: d.RetryAfter}
+			if d.OverBurst {
+				refusal.Operations = n
+			}
+			a.fail(w, r, refusal, &uds.Key{App: app})
 			return false
 		}
 		taken = append(taken, spent{l.bucket, d.Charged})

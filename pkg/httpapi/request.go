@@ -38,6 +38,17 @@ type writeBody struct {
 	ExpiresAt json.RawMessage `json:"expiresAt"`
 }
 
+// checkContentTypeOnce refuses a request that sends Content-Type more than
+// once. Go reads the first and the write would be taken as that type,
+// while a proxy or a browser in front may have judged the request by
+// another; a body has one type.
+func checkContentTypeOnce(r *http.Request) error {
+	if n := len(r.Header.Values("Content-Type")); n > 1 {
+		return uds.Invalid("Content-Type", "is sent %d times; a body has one media type: send the header once", n)
+	}
+	return nil
+}
+
 // readBody reads a request body of at most limit bytes: past it a
 // *uds.TooLargeError with tooLarge as its reason, and any other failure
 // (a gzip stream that breaks off, a connection cut) a 400.

@@ -292,6 +292,10 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, d dispatched) {
 			a.fail(w, r, err, nil)
 			return
 		}
+		if err := checkContentTypeOnce(r); err != nil {
+			a.fail(w, r, err, nil)
+			return
+		}
 		ctx, cancel := withBudget(r.Context(), a.request, answerMargin)
 		defer cancel()
 		r = r.WithContext(ctx)

@@ -57,3 +57,42 @@ func TestBodiesAndQueriesMeanOneThing(t *testing.T) {
 		t.Errorf("refused requests wrote %d items", n)
 	}
 }
+
+// TestContentTypeIsOneMediaType checks that a write's Content-Type names
+// one media type: a range of them (as Accept names them) is refused, and
+// so is a request that sends the header twice, JSON writes and batches
+// included, each with a 400 that says so; and that nothing is written.
+func TestContentTypeIsOneMediaType(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name, path, body string
+		contentTypes     []string
+		details          string
+	}{
+		{"any type", base + "/kv/a", "bytes", []string{"*/*"}, "is */*, a range of media types"},
+		{"any image", base + "/kv/a", "bytes", []string{"image/*"}, "is image/*, a range of media types"},
+		{"two types on a binary write", base + "/kv/a", "bytes", []string{"image/png", "text/html"}, "is sent 2 times"},
+		{"two types on a JSON write", base + "/kv/a", `{"data":1}`, []string{"application/json", "text/html"}, "is sent 2 times"},
+		{"one type twice", base + "/kv/a", `{"data":1}`, []string{"application/json", "application/json"}, "is sent 2 times"},
+		{"two types on a batch", base + "/batch", `{"operations":[{"method":"POST","path":"kv/a","body":{"data":1}}]}`, []string{"application/json", "text/plain"}, "is sent 2 times"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var headers []string
+			for _, ct := range tc.contentTypes {
+				headers = append(headers, "Content-Type", ct)
+			}
+			r := e.send("POST", tc.path, []byte(tc.body), headers...).expect(t, 400)
+			body := decodeJSON(t, r.raw)
+			if body["error"] != "Invalid Content-Type" {
+				t.Errorf("error %q, want Invalid Content-Type (%s)", body["error"], r.raw)
+			}
+			if d, _ := body["details"].(string); !strings.Contains(d, tc.details) {
+				t.Errorf("details %q, want them to say %q", d, tc.details)
+			}
+		})
+	}
+	if n := e.count(e.tables.Data); n != 0 {
+		t.Errorf("refused requests wrote %d items", n)
+	}
+}

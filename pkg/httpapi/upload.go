@@ -70,9 +70,14 @@ func parseUpload(body []byte, w *uds.Write, now time.Time) error {
 	if err := decodeBody(body, &b, uploadShape); err != nil {
 		return err
 	}
-	size, err := strconv.ParseInt(string(b.Size), 10, 64)
-	if err != nil || size < 0 || size > uds.MaxObjectBytes || (len(b.Size) > 1 && b.Size[0] == '0') {
+	if !present(b.Size) {
 		return uds.Invalid("size", "is required: the value's length, a whole number of bytes from 0 to %d (5 GB)", int64(uds.MaxObjectBytes))
+	}
+	// ParseInt takes "-0" for 0, and JSON a leading zero nowhere: a size
+	// is spelt as its digits alone, one way.
+	size, err := strconv.ParseInt(string(b.Size), 10, 64)
+	if err != nil || size < 0 || size > uds.MaxObjectBytes || b.Size[0] == '-' || (len(b.Size) > 1 && b.Size[0] == '0') {
+		return uds.Invalid("size", "must be the value's length, a whole number of bytes from 0 to %d (5 GB) written without a sign, got %s", int64(uds.MaxObjectBytes), uds.Truncate(string(b.Size), 64))
 	}
 	if b.ContentType == nil {
 		return uds.Invalid("contentType", "is required: the media type of the bytes, such as image/png")

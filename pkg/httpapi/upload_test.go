@@ -258,6 +258,7 @@ func TestUploadRefusals(t *testing.T) {
 		{"a namespace with a schema", "/typed/x", `{"size": 3, "contentType": "a/b"}`, http.StatusUnprocessableEntity, "JSON only"},
 		{"no size", "/docs/x", `{"contentType": "a/b"}`, http.StatusBadRequest, "Invalid size"},
 		{"a size past 5 GB", "/docs/x", `{"size": 5368709121, "contentType": "a/b"}`, http.StatusBadRequest, "Invalid size"},
+		{"a size of minus zero", "/docs/x", `{"size": -0, "contentType": "a/b"}`, http.StatusBadRequest, "written without a sign, got -0"},
 		{"a JSON type", "/docs/x", `{"size": 3, "contentType": "application/json"}`, http.StatusBadRequest, "Invalid contentType"},
 		{"an unknown member", "/docs/x", `{"size": 3, "contentType": "a/b", "name": "x"}`, http.StatusBadRequest, "name"},
 		{"upload and commit at once", "/docs/x?commit", `{"size": 3, "contentType": "a/b"}`, http.StatusBadRequest, "more than one"},

@@ -92,13 +92,13 @@ func (cp *seedCheckpoint) app(name string) *seedApp {
 }
 
 // udsRecord reports whether a key of UDS's own apps table is one UDS
-// wrote: an application id, or a name claim, rate limit bucket or release
-// marker (a prefix and #).
+// wrote: an application id, or a name claim, rate limit bucket, release
+// marker or the registry's marker (a prefix and #).
 func udsRecord(key string) bool {
 	if _, err := uds.ParseApp(key); err == nil {
 		return true
 	}
-	for _, p := range []string{"name#", "rate#", "released#"} {
+	for _, p := range []string{"name#", "rate#", "released#", "registry#"} {
 		if strings.HasPrefix(key, p) {
 			return true
 		}

@@ -118,6 +118,13 @@ func (m *mapper) record(f family, it map[string]types.AttributeValue) mapped {
 		out.skip = fmt.Sprintf("the user is not a subject UDS takes (empty, over %d bytes, not UTF-8 or holding control characters)", uds.MaxSubjectBytes)
 		return out
 	}
+	// The copy makes every namespace it writes private (makePrivate),
+	// where the anonymous caller has no key space: nobody could reach
+	// the record. The admin import refuses such records too.
+	if user.Value == uds.Anonymous {
+		out.skip = fmt.Sprintf("the user is %q, who has no key space in private namespace %q (the copy makes it private)", uds.Anonymous, to.Namespace)
+		return out
+	}
 	id, ok := it[m.names.Key].(*types.AttributeValueMemberS)
 	if !ok {
 		out.skip = "it has no " + m.names.Key + " attribute (a string)"

@@ -323,6 +323,11 @@ func (f *seedFixture) fill(t *testing.T, c *dynamodb.Client, n int, seed uint64)
 	bad(f.blob, "games", "bob|auth0", "no-type", &types.AttributeValueMemberB{Value: []byte("x")}, "contentType: is not a media type", "contentType", "noslash")
 	bad(f.cb, "", "alice", "x|y", s("1"), `key: must not contain "|"`)
 	bad(f.cb, "", "alice", "bad", s("{bad"), "the value is not JSON")
+	// The anonymous caller has no key space in the private namespaces the
+	// copy writes to.
+	bad(f.json, "Notes", "anonymous", "public", s("1"), `the user is "anonymous", who has no key space in private namespace`)
+	bad(f.blob, "games", "anonymous", "public", &types.AttributeValueMemberB{Value: []byte("x")}, `the user is "anonymous", who has no key space`)
+	bad(f.cb, "", "anonymous", "public", s("1"), `the user is "anonymous", who has no key space`)
 	// The hash key names another user than the record.
 	mismatch := data("Notes", "alice", "mismatch")
 	mismatch.item["appUser"], mismatch.item["value"], mismatch.skip = s("Notes#mallory"), s("1"), "its appUser does not end"

@@ -113,6 +113,9 @@ type Decision struct {
 	// out of reach (and opened the bucket for OpenFor), says why.
 	Open  bool
 	Cause error
+	// OverBurst, when refused, reports that the request costs more tokens
+	// than the bucket ever holds: no wait lets it through.
+	OverBurst bool
 }
 
 // leaseSize is how many tokens a process leases at once: a fifth of a
@@ -125,7 +128,9 @@ func leaseSize(r uds.Rate) int64 {
 
 // Take spends n tokens of the bucket named key, which fills at rate,
 // leasing more from the shared bucket when this process holds too few. A
-// request of more tokens than the burst is charged the burst.
+// request of more tokens than the burst is refused (OverBurst) and costs
+// nothing: charging it the burst would let a batch of any size through at
+// the price of a burst.
 //
 // A lease takes what the shared bucket holds, up to a lease, so that a
 // request is refused only when the bucket cannot pay for it. But once the
@@ -137,12 +142,13 @@ func leaseSize(r uds.Rate) int64 {
 // of them lease at once as soon as it held a lease, the writes of all
 // but one failing: a write for every few requests answered.
 func (l *Limiter) Take(ctx context.Context, key string, rate uds.Rate, n int64) Decision {
-	n = min(n, rate.Burst)
 	b := l.bucket(key)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := l.now()
 	switch {
+	case n > rate.Burst:
+		return Decision{OverBurst: true, Remaining: remaining(rate, b.tokens, b.last.TAT, now)}
 	case now.Before(b.openUntil):
 		return Decision{Allowed: true, Open: true}
 	case b.tokens >= n:

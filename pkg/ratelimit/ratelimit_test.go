@@ -121,11 +121,14 @@ func TestLimiter(t *testing.T) {
 				t.Errorf("%d allowed with %d leases, want the bucket's 5 with 1", allowed, f.leases)
 			}
 		}},
-		{"a request over the burst is charged the burst", func(t *testing.T, l *ratelimit.Limiter, f *fakeLeaser) {
-			if d := l.Take(context.Background(), "k", rate, 500); !d.Allowed {
-				t.Fatalf("a batch of 500 on a fresh bucket: %+v", d)
+		{"a request over the burst is refused and costs nothing", func(t *testing.T, l *ratelimit.Limiter, f *fakeLeaser) {
+			if d := l.Take(context.Background(), "k", rate, 101); d.Allowed || !d.OverBurst || d.RetryAfter != 0 {
+				t.Fatalf("a batch of 101 over a burst of 100: %+v, want refused as over the burst, with no wait", d)
 			}
-			if d := l.Take(context.Background(), "k", rate, 1); d.Allowed {
+			if d := l.Take(context.Background(), "k", rate, 100); !d.Allowed || d.Charged != 100 || d.OverBurst {
+				t.Errorf("a batch of the burst after it: %+v, want allowed, charged 100", d)
+			}
+			if d := l.Take(context.Background(), "k", rate, 1); d.Allowed || d.OverBurst {
 				t.Errorf("the burst was spent, yet %+v", d)
 			}
 		}},

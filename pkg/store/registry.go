@@ -44,6 +44,9 @@ func (s *Store) RegisterApp(ctx context.Context, app, name, description string) 
 	if folded == uds.CreatedContentName && s.createdContentApp != "" && app != s.createdContentApp {
 		return uds.AppRegistration{}, &uds.NameTakenError{Name: name, App: s.createdContentApp, Reserved: true}
 	}
+	if err := s.foldRegistry(ctx); err != nil {
+		return uds.AppRegistration{}, err
+	}
 	for range maxWriteAttempts {
 		current, err := s.readRegistration(ctx, app)
 		if err != nil {
@@ -55,18 +58,7 @@ func (s *Store) RegisterApp(ctx context.Context, app, name, description string) 
 		}
 		now := s.writeTime()
 		stamp := &types.AttributeValueMemberS{Value: FormatTime(now)}
-		appS := &types.AttributeValueMemberS{Value: app}
-		claim := types.TransactWriteItem{Put: &types.Put{
-			TableName: aws.String(s.tables.Apps),
-			Item: map[string]types.AttributeValue{
-				schema.AttrApp:       &types.AttributeValueMemberS{Value: claimPrefix + folded},
-				schema.AttrClaimedBy: appS,
-			},
-			ConditionExpression:                 aws.String("attribute_not_exists(#app) OR #by = :app"),
-			ExpressionAttributeNames:            map[string]string{"#app": schema.AttrApp, "#by": schema.AttrClaimedBy},
-			ExpressionAttributeValues:           map[string]types.AttributeValue{":app": appS},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}}
+		claim := claimName(s.tables.Apps, app, folded)
 		record := &types.Update{
 			TableName: aws.String(s.tables.Apps),
 			Key:       appKey(app),
@@ -87,16 +79,16 @@ func (s *Store) RegisterApp(ctx context.Context, app, name, description string) 
 		// claim is the one released below, not left behind.
 		sameRegistration(record, current)
 		actions := []types.TransactWriteItem{claim, {Update: record}}
-		if registered && uds.FoldAppName(current.Name) != folded {
-			actions = append(actions, releaseClaim(s.tables.Apps, app, current.Name))
+		if registered && current.NameKey != folded {
+			actions = append(actions, releaseClaim(s.tables.Apps, app, current.NameKey))
 		}
 		refused, err := s.transact(ctx, op, actions...)
 		switch {
 		case err != nil:
 			return uds.AppRegistration{}, err
 		case refused == nil:
-			reg := uds.AppRegistration{App: app, Name: name, Description: description, Created: current.Created,
-				Updated: now, Limits: current.Limits}
+			reg := uds.AppRegistration{App: app, Name: name, Description: description, NameKey: folded,
+				Created: current.Created, Updated: now, Limits: current.Limits}
 			if !registered {
 				reg.Created = now
 			}
@@ -130,14 +122,31 @@ func sameRegistration(u *types.Update, current uds.AppRegistration) {
 		return
 	}
 	u.ConditionExpression = aws.String("#k = :was")
-	u.ExpressionAttributeValues[":was"] = &types.AttributeValueMemberS{Value: uds.FoldAppName(current.Name)}
+	u.ExpressionAttributeValues[":was"] = &types.AttributeValueMemberS{Value: current.NameKey}
 }
 
-// releaseClaim deletes the claim of name, if app holds it.
-func releaseClaim(table, app, name string) types.TransactWriteItem {
+// claimName puts the claim of the folded name key for app, unless
+// another app holds it.
+func claimName(table, app, key string) types.TransactWriteItem {
+	appS := &types.AttributeValueMemberS{Value: app}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String(table),
+		Item: map[string]types.AttributeValue{
+			schema.AttrApp:       &types.AttributeValueMemberS{Value: claimPrefix + key},
+			schema.AttrClaimedBy: appS,
+		},
+		ConditionExpression:                 aws.String("attribute_not_exists(#app) OR #by = :app"),
+		ExpressionAttributeNames:            map[string]string{"#app": schema.AttrApp, "#by": schema.AttrClaimedBy},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":app": appS},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}
+}
+
+// releaseClaim deletes the claim of the folded name key, if app holds it.
+func releaseClaim(table, app, key string) types.TransactWriteItem {
 	return types.TransactWriteItem{Delete: &types.Delete{
 		TableName:                 aws.String(table),
-		Key:                       appKey(claimPrefix + uds.FoldAppName(name)),
+		Key:                       appKey(claimPrefix + key),
 		ConditionExpression:       aws.String("attribute_not_exists(#app) OR #by = :app"),
 		ExpressionAttributeNames:  map[string]string{"#app": schema.AttrApp, "#by": schema.AttrClaimedBy},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":app": &types.AttributeValueMemberS{Value: app}},
@@ -176,6 +185,7 @@ func decodeRegistration(av map[string]types.AttributeValue) uds.AppRegistration 
 		return reg
 	}
 	reg.Name, reg.Description = str(av, schema.AttrAppName), str(av, schema.AttrAppDescription)
+	reg.NameKey = str(av, schema.AttrAppNameKey)
 	reg.Created, _ = time.Parse(timeLayout, str(av, schema.AttrRegistered))
 	reg.Updated, _ = time.Parse(timeLayout, str(av, schema.AttrRegistryUpdate))
 	return reg
@@ -199,7 +209,7 @@ func (s *Store) UnregisterApp(ctx context.Context, app string) error {
 			ExpressionAttributeValues: map[string]types.AttributeValue{},
 		}
 		sameRegistration(record, current)
-		refused, err := s.transact(ctx, op, types.TransactWriteItem{Update: record}, releaseClaim(s.tables.Apps, app, current.Name))
+		refused, err := s.transact(ctx, op, types.TransactWriteItem{Update: record}, releaseClaim(s.tables.Apps, app, current.NameKey))
 		switch {
 		case err != nil:
 			return err
@@ -216,6 +226,9 @@ func (s *Store) UnregisterApp(ctx context.Context, app string) error {
 // case-insensitively, or uds.ErrNotFound. It reads the name's claim, then
 // the app's record, both strongly consistent.
 func (s *Store) AppByName(ctx context.Context, name string) (uds.AppRegistration, error) {
+	if err := s.foldRegistry(ctx); err != nil {
+		return uds.AppRegistration{}, err
+	}
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.tables.Apps),
 		Key:            appKey(claimPrefix + uds.FoldAppName(name)),
@@ -236,8 +249,9 @@ func (s *Store) AppByName(ctx context.Context, name string) (uds.AppRegistration
 	return reg, err
 }
 
-// Apps lists registered apps by name (case-insensitively), after the
-// registration given (the zero one: from the start), at most limit; more
+// Apps lists registered apps by name (case folded), after the
+// registration given (its App and NameKey; the zero one: from the start),
+// at most limit; more
 // reports whether others follow. It queries the byName index, which
 // DynamoDB keeps eventually consistent: a registration shows in the list
 // within a second or so of its write.
@@ -254,7 +268,7 @@ func (s *Store) Apps(ctx context.Context, after uds.AppRegistration, limit int) 
 		in.ExclusiveStartKey = map[string]types.AttributeValue{
 			schema.AttrApp:        &types.AttributeValueMemberS{Value: after.App},
 			schema.AttrRegistry:   &types.AttributeValueMemberS{Value: schema.RegistryPartition},
-			schema.AttrAppNameKey: &types.AttributeValueMemberS{Value: uds.FoldAppName(after.Name)},
+			schema.AttrAppNameKey: &types.AttributeValueMemberS{Value: after.NameKey},
 		}
 	}
 	for {
@@ -273,4 +287,72 @@ func (s *Store) Apps(ctx context.Context, after uds.AppRegistration, limit int) 
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
+}
+
+// foldedMarker is the key of the apps table's item that marks the
+// registry's claims as keyed by uds.FoldAppName (foldRegistry).
+const foldedMarker = "registry#folded"
+
+// foldRegistry moves the claims of registrations made when names were
+// keyed by their lower case, and whose name's fold differs from it (a name
+// with ſ, ς, µ and the like), to their folded key, once for the registry:
+// before it, such a registration blocked neither its fold-equal twins nor
+// was found by them. A registration whose folded key another app holds
+// (two such apps, registered before, whose names fold alike) keeps its old
+// key: its name resolves to the other app, and it is renamed, or
+// unregistered, as any other. A marker item records that the registry was
+// folded, and the store remembers it, so that this costs one read per
+// process afterwards.
+func (s *Store) foldRegistry(ctx context.Context) error {
+	if s.registryFolded.Load() {
+		return nil
+	}
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.Apps), Key: appKey(foldedMarker), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return failed("read the registry's fold marker", err)
+	}
+	if out.Item == nil {
+		var after uds.AppRegistration
+		for more := true; more; {
+			var page []uds.AppRegistration
+			if page, more, err = s.Apps(ctx, after, 1000); err != nil {
+				return err
+			}
+			for _, reg := range page {
+				if err := s.refoldClaim(ctx, reg); err != nil {
+					return err
+				}
+				after = reg
+			}
+		}
+		if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.tables.Apps), Item: appKey(foldedMarker)}); err != nil {
+			return failed("mark the registry folded", err)
+		}
+	}
+	s.registryFolded.Store(true)
+	return nil
+}
+
+// refoldClaim moves reg's claim to its folded key, unless it is there, or
+// another app holds that key.
+func (s *Store) refoldClaim(ctx context.Context, reg uds.AppRegistration) error {
+	folded := uds.FoldAppName(reg.Name)
+	if reg.NameKey == folded {
+		return nil
+	}
+	record := &types.Update{
+		TableName:                 aws.String(s.tables.Apps),
+		Key:                       appKey(reg.App),
+		UpdateExpression:          aws.String("SET #k = :k"),
+		ExpressionAttributeNames:  map[string]string{},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":k": &types.AttributeValueMemberS{Value: folded}},
+	}
+	sameRegistration(record, reg)
+	_, err := s.transact(ctx, "fold the name claim of app "+reg.App,
+		claimName(s.tables.Apps, reg.App, folded), types.TransactWriteItem{Update: record}, releaseClaim(s.tables.Apps, reg.App, reg.NameKey))
+	// A refusal (the folded key is another app's, or the registration
+	// changed meanwhile, which moved its claim) leaves the claim as it is.
+	return err
 }

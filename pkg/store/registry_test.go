@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -187,6 +188,53 @@ func TestRegistryList(t *testing.T) {
 	}
 	if fmt.Sprint(listed) != "[Alpha Bravo charlie delta echo]" {
 		t.Errorf("listed %v, want by name whatever the case", listed)
+	}
+}
+
+// TestRegistryFoldsLegacyClaims meets registrations made when names were
+// keyed by their lower case: one whose name folds otherwise moves to its
+// folded key, so that its fold-equal twins are refused and find it; of two
+// that fold alike, the one already at the folded key keeps it, and the
+// other keeps its old key until it is renamed.
+func TestRegistryFoldsLegacyClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client, tables := storetest.Client(t), storetest.NewTables(t)
+	odos, stats, longS := "20000000-0000-4000-8000-000000000001", "20000000-0000-4000-8000-000000000002", "20000000-0000-4000-8000-000000000003"
+	for _, legacy := range []struct{ app, name string }{{odos, "οδος"}, {stats, "stats"}, {longS, "ſtats"}} {
+		key := strings.ToLower(legacy.name) // the key before names were folded
+		for _, item := range []map[string]types.AttributeValue{{
+			schema.AttrApp: &types.AttributeValueMemberS{Value: legacy.app}, schema.AttrAppName: &types.AttributeValueMemberS{Value: legacy.name},
+			schema.AttrRegistry: &types.AttributeValueMemberS{Value: schema.RegistryPartition}, schema.AttrAppNameKey: &types.AttributeValueMemberS{Value: key},
+			schema.AttrRegistered: &types.AttributeValueMemberS{Value: "2025-01-01T00:00:00.000Z"}, schema.AttrRegistryUpdate: &types.AttributeValueMemberS{Value: "2025-01-01T00:00:00.000Z"},
+		}, {
+			schema.AttrApp: &types.AttributeValueMemberS{Value: "name#" + key}, schema.AttrClaimedBy: &types.AttributeValueMemberS{Value: legacy.app},
+		}} {
+			if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tables.Apps), Item: item}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s := store.New(client, tables)
+	var taken *uds.NameTakenError
+	if _, err := s.RegisterApp(ctx, otherApp, "ΟΔΟΣ", ""); !errors.As(err, &taken) || taken.App != odos {
+		t.Errorf("ΟΔΟΣ beside the older οδος: %v, want the name taken by %s", err, odos)
+	}
+	for name, want := range map[string]string{"ΟΔΟΣ": odos, "οδος": odos, "STATS": stats, "ſtats": stats} {
+		if reg, err := s.AppByName(ctx, name); err != nil || reg.App != want {
+			t.Errorf("AppByName(%q) = %+v, %v; want app %s", name, reg, err, want)
+		}
+	}
+	// The app left at its old key is renamed as any other, which frees
+	// that key.
+	if _, err := s.RegisterApp(ctx, longS, "Long S", ""); err != nil {
+		t.Fatalf("renaming the app left at its old key: %v", err)
+	}
+	if reg, err := s.AppByName(ctx, "long s"); err != nil || reg.App != longS {
+		t.Errorf("the renamed app: %+v, %v", reg, err)
+	}
+	if _, err := s.RegisterApp(ctx, longS, "ſtats", ""); !errors.As(err, &taken) || taken.App != stats {
+		t.Errorf("ſtats again: %v, want the name taken by %s", err, stats)
 	}
 }
 

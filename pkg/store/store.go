@@ -4,6 +4,7 @@ package store
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -54,6 +55,9 @@ type Store struct {
 	// createdContentApp holds the reserved name uds.CreatedContentName
 	// in the registry; empty where the deployment names none.
 	createdContentApp string
+	// registryFolded is set once the registry's claims are known to be
+	// keyed by uds.FoldAppName (foldRegistry).
+	registryFolded atomic.Bool
 	// now is the store's clock: every instant it stores or compares
 	// (audit dates, expiry, the quiet period, cache lifetimes, a policy
 	// change's times) is read from it. Only the export deadline, which the

@@ -11,9 +11,14 @@ import (
 // description operators know it by. Data paths keep the app's id; a name
 // resolves to it only where an operator types one.
 type AppRegistration struct {
-	App              string
-	Name             string
-	Description      string
+	App         string
+	Name        string
+	Description string
+	// NameKey is the folded name the registry holds the name under:
+	// FoldAppName(Name), or the lower-cased name of a registration from
+	// before names were case folded that could not be folded
+	// (decisions.md, "Smaller findings").
+	NameKey          string
 	Created, Updated time.Time
 	// Limits are the app's default per-user limits (zero where none is
 	// set): they share the app's record, so the registry reads them free.
@@ -79,8 +84,32 @@ func ParseAppDescription(s string) (string, error) {
 }
 
 // FoldAppName is the form in which names are unique and looked up: two
-// names that differ only in case name one app.
-func FoldAppName(name string) string { return strings.ToLower(name) }
+// names equal under Unicode simple case folding (strings.EqualFold), such
+// as "ΟΔΟΣ" and "οδος" or "stats" and "ſtats", name one app. Each rune
+// becomes the lower case of its upper case where that is one of its case
+// variants, and its lower case otherwise: the same key for every rune of
+// a fold orbit, which is the lower-cased name that names were keyed by
+// before, except where the name holds one of the few lower-case variants
+// that lower-casing kept apart (ſ, ς, µ, ϑ and the like).
+func FoldAppName(name string) string { return strings.Map(foldRune, name) }
+
+// foldRune is a rune's key in FoldAppName.
+func foldRune(r rune) rune {
+	if c := unicode.ToLower(unicode.ToUpper(r)); c == r || sameFold(r, c) {
+		return c
+	}
+	return unicode.ToLower(r)
+}
+
+// sameFold reports whether c is in r's simple case fold orbit.
+func sameFold(r, c rune) bool {
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if f == c {
+			return true
+		}
+	}
+	return false
+}
 
 // NameTakenError refuses a registration whose name another app holds, or
 // the reserved CreatedContentName for an app that is not the deployment's

@@ -65,7 +65,8 @@ const formType = "application/x-www-form-urlencoded"
 
 // ParseContentType checks the declared type of a binary value and returns
 // it as it will be stored and answered: a well-formed media type (RFC 9110)
-// of at most 255 bytes, without control characters.
+// of at most 255 bytes, without control characters, and not a range of
+// types (*/*, image/*).
 func ParseContentType(field, contentType string) (string, error) {
 	contentType = strings.TrimSpace(contentType)
 	if contentType == "" {
@@ -85,6 +86,11 @@ func ParseContentType(field, contentType string) (string, error) {
 	}
 	if IsJSONType(t) {
 		return "", Invalid(field, "is %s, which announces a JSON write; send bytes with the media type they are, such as image/png or application/octet-stream", t)
+	}
+	// A type or subtype of "*" names a range of types, as Accept does, not
+	// the type of any bytes.
+	if main, sub, _ := strings.Cut(t, "/"); main == "*" || sub == "*" {
+		return "", Invalid(field, "is %s, a range of media types (as Accept names them), not one; name the type the bytes are, such as image/png or application/octet-stream", t)
 	}
 	return mime.FormatMediaType(t, params), nil
 }

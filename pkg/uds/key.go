@@ -112,6 +112,11 @@ func ParseApp(s string) (string, error) {
 // of DynamoDB keys.
 const MaxSubjectBytes = 1024
 
+// Anonymous is the subject of callers without an authorizer (seed 002's
+// public mode). It has no key space in a private namespace: every
+// anonymous caller would share it.
+const Anonymous = "anonymous"
+
 // ValidSubject reports whether s can name a caller: valid UTF-8, at most
 // MaxSubjectBytes and no control characters. Anything else goes: JWT
 // subjects such as "auth0|abc" and IAM ARNs with "/" are subjects too.

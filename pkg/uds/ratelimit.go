@@ -81,6 +81,10 @@ type RateLimitedError struct {
 	Limit      string
 	Rate       Rate
 	RetryAfter time.Duration
+	// Operations, when not 0, is the operations of a batch that costs
+	// more tokens than the limit's burst: it never passes, whatever the
+	// wait, and RetryAfter is 0.
+	Operations int
 }
 
 func (e *RateLimitedError) Error() string {
@@ -88,8 +92,13 @@ func (e *RateLimitedError) Error() string {
 	if e.Rate.PerSecond == 1 {
 		requests = " request"
 	}
-	return "over the " + e.Limit + " rate limit of " + strconv.FormatInt(e.Rate.PerSecond, 10) + requests +
+	limit := "the " + e.Limit + " rate limit of " + strconv.FormatInt(e.Rate.PerSecond, 10) + requests +
 		" a second (burst " + strconv.FormatInt(e.Rate.Burst, 10) + ")"
+	if e.Operations != 0 {
+		return "a batch of " + strconv.Itoa(e.Operations) + " operations costs " + strconv.Itoa(e.Operations) +
+			" tokens, more than the burst of " + limit + " ever holds"
+	}
+	return "over " + limit
 }
 
 // Is makes errors.Is(err, ErrRateLimited) hold.

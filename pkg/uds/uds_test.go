@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestNewKey(t *testing.T) {
@@ -130,5 +132,34 @@ func TestResolve(t *testing.T) {
 				t.Fatalf("Resolve = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// FoldAppName gives one key to names equal under simple case folding, and
+// the lower-cased name, the key of registrations before it, to every name
+// but those holding the few lower-case variants listed here.
+func TestFoldAppName(t *testing.T) {
+	for _, pair := range [][2]string{{"ΟΔΟΣ", "οδος"}, {"stats", "ſtats"}, {"Kelvin", "\u212Aelvin"}, {"µs", "ΜS"}, {"Math Tutor", "MATH tutor"}} {
+		if a, b := FoldAppName(pair[0]), FoldAppName(pair[1]); a != b {
+			t.Errorf("%q folds to %q, %q to %q", pair[0], a, pair[1], b)
+		}
+	}
+	if a, b := FoldAppName("Kırmızı"), FoldAppName("Kirmizi"); a == b {
+		t.Errorf("dotless ı and i fold alike (%q): strings.EqualFold keeps them apart", a)
+	}
+	changed := ""
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		key := FoldAppName(string(r))
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if FoldAppName(string(f)) != key {
+				t.Fatalf("%U folds to %q, %U of its fold orbit to %q", r, key, f, FoldAppName(string(f)))
+			}
+		}
+		if utf8.ValidRune(r) && key != strings.ToLower(string(r)) {
+			changed += string(r)
+		}
+	}
+	if want := "\u00b5\u017f\u0345\u03c2\u03d0\u03d1\u03d5\u03d6\u03f0\u03f1\u03f5\u1c80\u1c81\u1c82\u1c83\u1c84\u1c85\u1c86\u1c87\u1c88\u1e9b\u1fbe"; changed != want {
+		t.Errorf("the keys of %q differ from their lower case, want those of %q only", changed, want)
 	}
 }
