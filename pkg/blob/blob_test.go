@@ -70,7 +70,7 @@ func TestUploadAndRead(t *testing.T) {
 				t.Errorf("Head: %+v, want %+v", obj, want)
 			}
 
-			url, err := b.PresignGet(ctx, key, 5*time.Minute)
+			url, err := b.PresignGet(ctx, key, uds.DownloadHeaders{}, 5*time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +208,7 @@ func TestLocalEngineDoesNotCheckDownloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	blobtest.Post(t, up, []byte("png")).Body.Close()
-	url, err := b.PresignGet(ctx, key, time.Second)
+	url, err := b.PresignGet(ctx, key, uds.DownloadHeaders{}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +281,42 @@ func fetch(t *testing.T, url string, status int) ([]byte, string) {
 	return body, res.Header.Get("Content-Type")
 }
 
+// TestPresignGetAsksForHeaders: a presigned GET carries the answer's
+// headers in its signed query (response-content-type and
+// response-content-disposition), and the engine answers with them rather
+// than with what the object was stored with.
+func TestPresignGetAsksForHeaders(t *testing.T) {
+	ctx := context.Background()
+	b := blobtest.New(t)
+	key := blob.UploadKey(newName())
+	up, err := b.PresignUpload(ctx, key, "text/html", 6, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobtest.Post(t, up, []byte("<html>")).Body.Close()
+	answer := uds.DownloadHeaders{ContentType: "text/plain", ContentDisposition: "attachment"}
+	url, err := b.PresignGet(ctx, key, answer, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, param := range []string{"response-content-type=text%2Fplain", "response-content-disposition=attachment"} {
+		if !strings.Contains(url, param) {
+			t.Errorf("the URL %s has no %s", url, param)
+		}
+	}
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if got := res.Header.Get("Content-Type"); got != answer.ContentType {
+		t.Errorf("Content-Type %q, want %q", got, answer.ContentType)
+	}
+	if got := res.Header.Get("Content-Disposition"); got != answer.ContentDisposition {
+		t.Errorf("Content-Disposition %q, want %q", got, answer.ContentDisposition)
+	}
+}
+
 func TestPresignUploadRefusesNoTime(t *testing.T) {
 	b := blobtest.New(t)
 	if _, err := b.PresignUpload(context.Background(), blob.UploadKey(newName()), "image/png", 1, 0); err == nil {
@@ -312,7 +348,7 @@ func TestFromConfig(t *testing.T) {
 			if tc.wantURL == "" {
 				return
 			}
-			url, err := b.PresignGet(ctx, blob.UploadKey("x"), time.Minute)
+			url, err := b.PresignGet(ctx, blob.UploadKey("x"), uds.DownloadHeaders{}, time.Minute)
 			if err != nil || !strings.HasPrefix(url, tc.wantURL) {
 				t.Errorf("presigned %q (%v), want %s...", url, err, tc.wantURL)
 			}
