@@ -116,12 +116,13 @@ func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// eval answers a JavaScript expression's value.
-func eval[T any](b *browser, expr string) T {
+// eval answers a JavaScript expression's value (with
+// chromedp.EvalAwaitPromise, the value its promise ends with).
+func eval[T any](b *browser, expr string, opts ...chromedp.EvaluateOption) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		b.t.Fatalf("evaluating %s: %v\n%s", expr, err, b.page())
 	}
