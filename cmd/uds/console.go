@@ -169,6 +169,10 @@ func consoleHandler(self string, endpoint *url.URL, auth consoleAuth) http.Handl
 			refuse(w, refusal.Why, "the console carries only its own page's calls")
 			return
 		}
+		if browserLoad(r) {
+			refuse(w, "a browser's "+r.Header.Get("Sec-Fetch-Dest")+" load of an API path", "the console carries only its page's calls, which it makes with fetch; open stored values through the console's data page")
+			return
+		}
 		proxy.ServeHTTP(w, r)
 	}), console.Config{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -178,6 +182,18 @@ func consoleHandler(self string, endpoint *url.URL, auth consoleAuth) http.Handl
 		}
 		page.ServeHTTP(w, r)
 	})
+}
+
+// browserLoad says a browser sent r for anything but a script's fetch
+// (Sec-Fetch-Dest empty): a navigation, such as a link opened from a mail
+// app (Sec-Fetch-Site none), a frame, an image or a script. An API answer
+// so loaded would be shown in the console's origin, where a stored page's
+// script could call the admin routes the proxy signs with this machine's
+// credentials. A request without the header comes from a program
+// (curl), not from a browser.
+func browserLoad(r *http.Request) bool {
+	dest := r.Header.Get("Sec-Fetch-Dest")
+	return dest != "" && dest != "empty" || r.Header.Get("Sec-Fetch-Mode") == "navigate"
 }
 
 // refuse answers 403 in the API's error shape, which the page shows.

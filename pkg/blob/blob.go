@@ -23,6 +23,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/udsproject/uds/internal/awsconf"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // ErrNoObject is the answer about a key that holds no object: an upload
@@ -157,9 +158,17 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 
 // PresignGet is a URL that downloads the object at key for ttl, with no
 // other credentials. It is signed locally, so it is handed out whether or
-// not the object exists; fetching a missing one answers 404.
-func (b *Bucket) PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error) {
-	req, err := b.presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: &b.name, Key: &key}, s3.WithPresignExpires(ttl))
+// not the object exists; fetching a missing one answers 404. S3 answers
+// the bytes with the headers answer names, each part of the signature.
+func (b *Bucket) PresignGet(ctx context.Context, key string, answer uds.DownloadHeaders, ttl time.Duration) (string, error) {
+	in := &s3.GetObjectInput{Bucket: &b.name, Key: &key}
+	if answer.ContentType != "" {
+		in.ResponseContentType = &answer.ContentType
+	}
+	if answer.ContentDisposition != "" {
+		in.ResponseContentDisposition = &answer.ContentDisposition
+	}
+	req, err := b.presign.PresignGetObject(ctx, in, s3.WithPresignExpires(ttl))
 	if err != nil {
 		return "", fmt.Errorf("presigning a download of %s: %w", key, err)
 	}

@@ -70,13 +70,31 @@ func TestUploadAndRead(t *testing.T) {
 				t.Errorf("Head: %+v, want %+v", obj, want)
 			}
 
-			url, err := b.PresignGet(ctx, key, 5*time.Minute)
+			url, err := b.PresignGet(ctx, key, uds.DownloadHeaders{}, 5*time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got, contentType := fetch(t, url, http.StatusOK)
 			if !bytes.Equal(got, value) || contentType != tc.contentType {
 				t.Errorf("the presigned download: %d bytes of %q, want the %d uploaded of %q", len(got), contentType, len(value), tc.contentType)
+			}
+			// A download that asks for its answer's headers carries them in
+			// its signed query, and is answered with them.
+			answer := uds.DownloadHeaders{ContentType: "application/x-asked", ContentDisposition: "attachment"}
+			asked, err := b.PresignGet(ctx, key, answer, 5*time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(asked, "response-content-type=application%2Fx-asked") || !strings.Contains(asked, "response-content-disposition=attachment") {
+				t.Errorf("the presigned download %s does not ask for %+v", asked, answer)
+			}
+			res, err = http.Get(asked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if got := (uds.DownloadHeaders{ContentType: res.Header.Get("Content-Type"), ContentDisposition: res.Header.Get("Content-Disposition")}); got != answer {
+				t.Errorf("the download asking for %+v answered %+v", answer, got)
 			}
 
 			r, obj, err := b.Open(ctx, key)
@@ -194,7 +212,7 @@ func TestFromConfig(t *testing.T) {
 			if tc.wantURL == "" {
 				return
 			}
-			url, err := b.PresignGet(ctx, blob.UploadKey("x"), time.Minute)
+			url, err := b.PresignGet(ctx, blob.UploadKey("x"), uds.DownloadHeaders{}, time.Minute)
 			if err != nil || !strings.HasPrefix(url, tc.wantURL) {
 				t.Errorf("presigned %q (%v), want %s...", url, err, tc.wantURL)
 			}

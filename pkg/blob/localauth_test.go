@@ -18,6 +18,7 @@ import (
 
 	"github.com/udsproject/uds/pkg/blob"
 	"github.com/udsproject/uds/pkg/blob/blobtest"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // devOrigin is the origin of a front end under development that the
@@ -160,11 +161,11 @@ func TestLocalEngineChecksSignatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	blobtest.Post(t, up, []byte("png")).Body.Close()
-	get, err := b.PresignGet(ctx, key, time.Minute)
+	get, err := b.PresignGet(ctx, key, uds.DownloadHeaders{ContentType: "text/html", ContentDisposition: "attachment"}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	brief, err := b.PresignGet(ctx, key, time.Second)
+	brief, err := b.PresignGet(ctx, key, uds.DownloadHeaders{}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestLocalEngineOrigins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	get, err := b.PresignGet(ctx, key, time.Minute)
+	get, err := b.PresignGet(ctx, key, uds.DownloadHeaders{}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

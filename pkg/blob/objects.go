@@ -78,9 +78,10 @@ func (o Objects) PresignUpload(ctx context.Context, name, contentType string, si
 	return uds.PresignedPost{URL: up.URL, Fields: up.Fields}, err
 }
 
-// PresignGet signs a download of the named object.
-func (o Objects) PresignGet(ctx context.Context, name string, ttl time.Duration) (string, error) {
-	return o.Bucket.PresignGet(ctx, objectKey(name), ttl)
+// PresignGet signs a download of the named object, answered with the
+// headers answer names.
+func (o Objects) PresignGet(ctx context.Context, name string, answer uds.DownloadHeaders, ttl time.Duration) (string, error) {
+	return o.Bucket.PresignGet(ctx, objectKey(name), answer, ttl)
 }
 
 // Open streams the named object.

@@ -116,12 +116,13 @@ func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// eval answers a JavaScript expression's value.
-func eval[T any](b *browser, expr string) T {
+// eval answers a JavaScript expression's value (with
+// chromedp.EvalAwaitPromise, the value its promise ends with).
+func eval[T any](b *browser, expr string, opts ...chromedp.EvaluateOption) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		b.t.Fatalf("evaluating %s: %v\n%s", expr, err, b.page())
 	}
@@ -594,6 +595,19 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("download link %q", href)
 		}
 		b.shot("binary")
+		// A binary value whose type holds "json" and whose bytes look like
+		// a JSON item is still bytes: no data, no editor that would
+		// overwrite it with a JSON write.
+		lookalike := []byte(`{"data": {"made": "up"}, "version": 99}`)
+		_, err = dave.PutBytes(ctx, client.Key{App: app, Namespace: "avatars", ID: "json-bytes"}, bytes.NewReader(lookalike), int64(len(lookalike)), "text/json")
+		must(t, err)
+		b.open("#/apps/" + app + "/data?ns=avatars&id=json-bytes")
+		if got := b.text("#item-binary"); !strings.Contains(got, "text/json, "+strconv.Itoa(len(lookalike))+" B") {
+			t.Errorf("a text/json value shown as %q", got)
+		}
+		if eval[bool](b, `document.querySelector("#item-editor") !== null || document.querySelector("#item-data") !== null`) {
+			t.Errorf("a text/json value is shown as a JSON item, with an editor: %s", b.page())
+		}
 
 		// A list, two items a page, in both orders and within a range.
 		for i := 1; i <= 5; i++ {

@@ -9,8 +9,12 @@
 package console
 
 import (
+	"bytes"
+	"crypto/rand"
 	"embed"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"path"
@@ -55,16 +59,48 @@ var contentTypes = map[string]string{
 	".json": "application/json",
 }
 
-// securityPolicy allows the page only its own scripts, styles, images and
-// calls (the API at the same origin): no inline script, nothing from
-// elsewhere, and no framing by another page.
-const securityPolicy = "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// The page's security policy names its own script and style sheet by a
+// nonce that each answer of the page draws afresh, rather than by 'self':
+// the API shares the page's origin, and 'self' would let a stored value
+// the API answers as JavaScript or CSS run in the page. The modules
+// main.js imports inherit its nonce. Images (the icon) and calls (the API)
+// may come from the page's origin; nothing comes from elsewhere, and no
+// other page may frame it.
+const (
+	pagePolicyF = "default-src 'none'; script-src 'nonce-%[1]s'; style-src 'nonce-%[1]s'; img-src 'self'; connect-src 'self'; " + fileSources
+	// fileSources are what every answer's policy says: no base URL, no
+	// form's target, no framing.
+	fileSources = "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	// filePolicy is every other answer's: the page's files are never a
+	// document of their own, and opened as one they load nothing.
+	filePolicy = "default-src 'none'; " + fileSources
+	// noncePlaceholder marks where index.html takes the nonce.
+	noncePlaceholder = "{{nonce}}"
+)
+
+// newNonce is a fresh nonce for one answer of the page: 128 random bits.
+func newNonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// servePage answers index.html with a fresh nonce in its policy and on its
+// script and style sheet.
+func servePage(w http.ResponseWriter, page []byte) {
+	nonce := newNonce()
+	h := w.Header()
+	h.Set("Content-Security-Policy", fmt.Sprintf(pagePolicyF, nonce))
+	h.Set("Content-Type", contentTypes[".html"])
+	_, _ = w.Write(bytes.ReplaceAll(page, []byte(noncePlaceholder), []byte(nonce)))
+}
 
 // Handler serves the console under Path: index.html for Path itself,
 // config.json from cfg, and the embedded assets, every answer with
 // Cache-Control no-cache (a new binary's page is never mixed with an old
-// one's modules) and the strict security policy. /console without the
-// slash redirects to Path; anything else is a 404.
+// one's modules) and a strict security policy (the page's with a nonce of
+// its own). /console without the slash redirects to Path; anything else is
+// a 404.
 func Handler(cfg Config) http.Handler {
 	config, err := json.Marshal(cfg)
 	if err != nil {
@@ -72,7 +108,7 @@ func Handler(cfg Config) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", securityPolicy)
+		h.Set("Content-Security-Policy", filePolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")
@@ -102,6 +138,10 @@ func Handler(cfg Config) http.Handler {
 		body, err := fs.ReadFile(assets, name)
 		if err != nil {
 			http.NotFound(w, r)
+			return
+		}
+		if name == "index.html" {
+			servePage(w, body)
 			return
 		}
 		h.Set("Content-Type", ctype)

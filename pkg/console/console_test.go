@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -44,7 +45,7 @@ func TestHandler(t *testing.T) {
 		status             int
 		ctype, body        string
 	}{
-		{"the page", "GET", "/console/", 200, "text/html; charset=utf-8", `<script type="module" src="js/main.js">`},
+		{"the page", "GET", "/console/", 200, "text/html; charset=utf-8", `<script type="module" src="js/main.js" nonce="`},
 		{"the page by name", "GET", "/console/index.html", 200, "text/html; charset=utf-8", "<title>UDS console</title>"},
 		{"a module", "GET", "/console/js/main.js", 200, "text/javascript; charset=utf-8", "import "},
 		{"the style sheet", "GET", "/console/style.css", 200, "text/css; charset=utf-8", ":root"},
@@ -76,7 +77,7 @@ func TestHandler(t *testing.T) {
 				}
 				return
 			}
-			if got := res.Header.Get("Content-Security-Policy"); !strings.HasPrefix(got, "default-src 'self';") || !strings.Contains(got, "frame-ancestors 'none'") {
+			if got := res.Header.Get("Content-Security-Policy"); !strings.HasPrefix(got, "default-src 'none';") || !strings.Contains(got, "frame-ancestors 'none'") {
 				t.Errorf("Content-Security-Policy %q", got)
 			}
 			if got := res.Header.Get("Cache-Control"); got != "no-cache" {
@@ -126,5 +127,39 @@ func TestAssetsHaveTypes(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPageNonce: the page names its script and style sheet by a nonce
+// drawn afresh for each answer, the one its policy names, and the policy
+// admits no script or style by origin: the API shares the page's origin,
+// and a stored value it answers as JavaScript must not run in the page.
+func TestPageNonce(t *testing.T) {
+	nonceAttr := regexp.MustCompile(`<(script|link)[^>]* nonce="([^"]*)"`)
+	seen := map[string]bool{}
+	for range 2 {
+		rec := httptest.NewRecorder()
+		Handler(Config{}).ServeHTTP(rec, httptest.NewRequest("GET", Path, nil))
+		policy := rec.Header().Get("Content-Security-Policy")
+		tags := nonceAttr.FindAllStringSubmatch(rec.Body.String(), -1)
+		if len(tags) != 2 || tags[0][2] != tags[1][2] || len(tags[0][2]) < 22 {
+			t.Fatalf("the page's nonces %q, want one of 128 bits on its style sheet and its script", tags)
+		}
+		nonce := tags[0][2]
+		if seen[nonce] {
+			t.Errorf("two answers of the page have the nonce %s", nonce)
+		}
+		seen[nonce] = true
+		for _, want := range []string{"script-src 'nonce-" + nonce + "';", "style-src 'nonce-" + nonce + "';", "default-src 'none';"} {
+			if !strings.Contains(policy, want) {
+				t.Errorf("the policy %q does not say %s", policy, want)
+			}
+		}
+		if regexp.MustCompile(`(script|style|default)-src[^;]*'self'`).MatchString(policy) {
+			t.Errorf("the policy %q admits scripts or styles of the page's origin", policy)
+		}
+		if strings.Contains(rec.Body.String(), noncePlaceholder) {
+			t.Errorf("the page still holds %s", noncePlaceholder)
+		}
 	}
 }

@@ -34,6 +34,7 @@ const (
 	HeaderSize           = "Uds-Size"
 	headerContentType    = "Content-Type"
 	headerContentRange   = "Content-Range"
+	headerNoSniff        = "X-Content-Type-Options"
 	binaryBodyTooLargeFY = "the value has more than %d bytes (350 KiB), the most one request stores; send larger values (up to 5 GB) with POST {item}?upload, which answers a URL to upload them to"
 )
 
@@ -178,10 +179,39 @@ func headerText(s string) string {
 	return b.String()
 }
 
+// Stored bytes are a client's data, never a page of the API's origin
+// (decisions.md, "Stored values are inert"): a browser that opens them
+// neither runs nor renders what they hold, whatever type they were stored
+// with. storedBytesPolicy allows the bytes nothing and sandboxes them into
+// an origin of their own; storedBytesDisposition has the browser save
+// them rather than show them, for every type alike.
+const (
+	storedBytesPolicy      = "default-src 'none'; sandbox"
+	storedBytesDisposition = "attachment"
+)
+
+// setInert makes an answer of stored bytes inert in a browser. It is the
+// one place that decides those headers; the presigned GET of a large
+// value asks S3 for the same (inertDownload).
+func setInert(h http.Header) {
+	h.Set(headerNoSniff, "nosniff")
+	h.Set("Content-Security-Policy", storedBytesPolicy)
+	h.Set("Content-Disposition", storedBytesDisposition)
+}
+
+// inertDownload is what a presigned GET of a large value of contentType
+// asks S3 to answer with: the type UDS recorded, saved rather than shown.
+// S3 sends no Content-Security-Policy or nosniff of its own, but answers
+// from the bucket's origin, not the API's.
+func inertDownload(contentType string) uds.DownloadHeaders {
+	return uds.DownloadHeaders{ContentType: contentType, ContentDisposition: storedBytesDisposition}
+}
+
 // answerBinary answers the bytes of an inline binary item, or the part a
 // Range header asks for (206, or 416 when it lies past the end).
 func answerBinary(w http.ResponseWriter, r *http.Request, it *uds.Item) {
 	h := w.Header()
+	setInert(h)
 	setItemHeaders(h, it)
 	h.Set(headerContentType, it.Binary.ContentType)
 	h.Set("Accept-Ranges", "bytes")

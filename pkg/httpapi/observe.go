@@ -182,6 +182,9 @@ func (a *API) serveObserved(w http.ResponseWriter, r *http.Request, d dispatched
 		r.Body = &st.body
 	}
 	st.w.ResponseWriter = w
+	// No answer is ever taken for another type than it says: a browser
+	// that sniffed a JSON answer could render it as a page.
+	w.Header().Set(headerNoSniff, "nosniff")
 	r = r.WithContext(ctx)
 	st.cw = compressor{ResponseWriter: &st.w, acceptsGzip: acceptsGzip(r)}
 	if err := requestCoding(r); err != nil {

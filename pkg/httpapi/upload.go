@@ -27,8 +27,9 @@ type Bucket interface {
 	// stores exactly size bytes of contentType as the named object, valid
 	// for ttl.
 	PresignUpload(ctx context.Context, name, contentType string, size int64, ttl time.Duration) (uds.PresignedPost, error)
-	// PresignGet answers a URL that reads the named object, valid for ttl.
-	PresignGet(ctx context.Context, name string, ttl time.Duration) (string, error)
+	// PresignGet answers a URL that reads the named object, answered with
+	// the headers answer names, valid for ttl.
+	PresignGet(ctx context.Context, name string, answer uds.DownloadHeaders, ttl time.Duration) (string, error)
 	// Open streams the named object.
 	Open(ctx context.Context, name string) (io.ReadCloser, error)
 }
@@ -204,7 +205,7 @@ func (a *API) answerLarge(w http.ResponseWriter, r *http.Request, it *uds.Item) 
 	h := w.Header()
 	setItemHeaders(h, it)
 	if !r.URL.Query().Has("inline") {
-		url, err := a.bucket.PresignGet(r.Context(), it.Binary.Object, downloadLife)
+		url, err := a.bucket.PresignGet(r.Context(), it.Binary.Object, inertDownload(it.Binary.ContentType), downloadLife)
 		if err != nil {
 			a.fail(w, r, err, &it.Key)
 			return

@@ -239,3 +239,13 @@ type PresignedPost struct {
 	URL    string
 	Fields map[string]string
 }
+
+// DownloadHeaders are the headers a presigned GET asks S3 to answer an
+// object's bytes with (GetObject's response-content-type and
+// response-content-disposition), so that the bucket answers them as the
+// API answers stored bytes. An empty field asks for nothing: S3 answers
+// what the object was stored with.
+type DownloadHeaders struct {
+	ContentType        string
+	ContentDisposition string
+}

@@ -77,7 +77,7 @@ export async function call(method, route, { query, json, raw, data = false, head
   const type = res.headers.get("Content-Type") ?? "";
   let parsed = null;
   let blob = null;
-  if (/json/.test(type)) {
+  if (isApiJSON(type)) {
     const text = await res.text();
     try {
       parsed = text ? JSON.parse(text) : null;
@@ -92,6 +92,14 @@ export async function call(method, route, { query, json, raw, data = false, head
     throw new ApiError(res.status, parsed, res.headers);
   }
   return { status: res.status, headers: res.headers, body: parsed, blob, type };
+}
+
+// isApiJSON says an answer's type is the API's own JSON, application/json,
+// which no binary value may have (the API refuses JSON types for bytes);
+// not any type that merely holds "json", such as a value stored as
+// text/json, whose bytes are the value and not an answer to read.
+function isApiJSON(type) {
+  return type.split(";")[0].trim().toLowerCase() === "application/json";
 }
 
 // pages calls a paged listing until its cursor ends, or until each page

@@ -30,7 +30,9 @@ function dataHash(app, params) {
 async function read(app, key, version) {
   const res = await call("GET", itemRoute(app, key), { data: true, query: { inline: version === undefined, version } });
   const etag = res.headers.get("ETag");
-  if (res.body) return { item: res.body, etag };
+  // A JSON item is known by its own marker, its data; a binary value is
+  // answered as its bytes, never parsed whatever its type says.
+  if (res.body && "data" in res.body) return { item: res.body, etag };
   const hd = (n) => res.headers.get(n);
   return {
     etag,
