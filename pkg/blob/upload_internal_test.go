@@ -23,6 +23,11 @@ type fakeS3 struct {
 	tags    []types.Tag
 }
 
+// HeadObject answers a small source, which Copy copies in one CopyObject.
+func (f *fakeS3) HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+	return &s3.HeadObjectOutput{ContentLength: aws.Int64(9)}, nil
+}
+
 func (f *fakeS3) CopyObject(_ context.Context, in *s3.CopyObjectInput, _ ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
 	f.copied = in
 	return &s3.CopyObjectOutput{}, f.copyErr
