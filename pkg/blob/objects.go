@@ -46,8 +46,11 @@ func (o Objects) Copy(ctx context.Context, from, to string) error {
 	switch {
 	case errors.Is(err, ErrNoObject):
 		return uds.ErrUploadPending
-	case errorCode(err) == "ConditionalRequestConflict" || errors.Is(err, ErrSourceChanged):
+	case errorCode(err) == "ConditionalRequestConflict":
 		return &uds.UnavailableError{Op: "copy " + from, Err: err}
+	case errors.Is(err, ErrSourceChanged):
+		return &uds.UnavailableError{Op: "copy " + from, Err: err,
+			Reason: "the upload's object was replaced (its form was posted again) while the commit copied it; nothing was committed: commit again to commit the object as it is now"}
 	}
 	return err
 }
