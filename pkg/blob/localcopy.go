@@ -1,11 +1,12 @@
 package blob
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/xml"
 	"errors"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -134,19 +135,19 @@ func (e *localEngine) copyPart(w http.ResponseWriter, r *http.Request) {
 	}
 	part.Body, part.ContentLength = obj.Contents, length
 	part.Header.Set("Content-Length", strconv.FormatInt(length, 10))
-	answer := &capturedAnswer{header: http.Header{}, status: http.StatusOK}
+	// gofakes3's answer is held, to be answered in S3's words for a
+	// part's copy.
+	answer := httptest.NewRecorder()
 	e.s3.ServeHTTP(answer, part)
-	if answer.status != http.StatusOK {
-		for name, values := range answer.header {
-			w.Header()[name] = values
-		}
-		w.WriteHeader(answer.status)
-		_, _ = w.Write(answer.body.Bytes())
+	if answer.Code != http.StatusOK {
+		maps.Copy(w.Header(), answer.Header())
+		w.WriteHeader(answer.Code)
+		_, _ = w.Write(answer.Body.Bytes())
 		return
 	}
 	w.Header().Set("Content-Type", "application/xml")
 	_, _ = w.Write([]byte(xml.Header))
-	_ = xml.NewEncoder(w).Encode(copyPartResult{ETag: answer.header.Get("ETag"), LastModified: e.now().UTC().Format(time.RFC3339Nano)})
+	_ = xml.NewEncoder(w).Encode(copyPartResult{ETag: answer.Header().Get("ETag"), LastModified: e.now().UTC().Format(time.RFC3339Nano)})
 }
 
 // backendError is the S3 error XML of an error gofakes3's backend
@@ -160,15 +161,3 @@ func backendError(err error) *engineError {
 	}
 	return &engineError{http.StatusInternalServerError, "InternalError", err.Error()}
 }
-
-// capturedAnswer holds gofakes3's answer to a part's upload, for copyPart
-// to answer in S3's words for a part's copy.
-type capturedAnswer struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (c *capturedAnswer) Header() http.Header         { return c.header }
-func (c *capturedAnswer) WriteHeader(status int)      { c.status = status }
-func (c *capturedAnswer) Write(b []byte) (int, error) { return c.body.Write(b) }
