@@ -25,7 +25,8 @@ var ErrSourceChanged = errors.New("the object changed during its copy")
 // The multipart copy's defaults (multipartCopy). A CopyObject takes time
 // in proportion to the object's size, and so does each part of a copy in
 // parts; parts copied side by side take the time of one. An object of one
-// part or less is copied with one CopyObject, the cheapest (one request).
+// part or less is copied with one CopyObject: a part of its size would
+// take as long, and a multipart upload costs two requests more.
 // Above that, parts of 256 MiB, 20 at a time, copy a value of
 // uds.MaxObjectBytes (5 GiB, 20 parts) in one round.
 const (
