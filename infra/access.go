@@ -281,8 +281,11 @@ var functionAccess = map[string][]tableAccess{
 // puts the object with its pending tag: S3 authorises the POST as the
 // signer's PutObject and PutObjectTagging under uploads/. They commit an
 // upload by copying it (GetObject on the source, PutObject and
-// PutObjectTagging on the target, the copy's tags being replaced by none)
-// and deleting the upload's object, read a large value (HeadObject for a
+// PutObjectTagging on the target, the copy's tags being replaced by none;
+// a value above 256 MiB is copied in parts, which S3 authorises as
+// PutObject on the target and GetObject on the source, and a copy in
+// parts that fails is aborted, AbortMultipartUpload on the target) and
+// deleting the upload's object, read a large value (HeadObject for a
 // commit's checks, GetObject for ?inline, and the presigned GET they
 // redirect to, which S3 authorises as the signer's GetObject), and delete
 // the object of a value deleted or replaced, or of an upload the commit
@@ -297,7 +300,7 @@ var objectAccess = map[string]map[string][]string{
 	fnAdmin: {uploadsPrefix: {"s3:GetObject", "s3:DeleteObject"}, valuesPrefix: {"s3:GetObject", "s3:DeleteObject"}},
 	fnExpiry: {
 		uploadsPrefix: {"s3:GetObject", "s3:GetObjectTagging", "s3:DeleteObject"},
-		valuesPrefix:  {"s3:PutObject", "s3:PutObjectTagging", "s3:GetObject", "s3:DeleteObject"},
+		valuesPrefix:  {"s3:PutObject", "s3:PutObjectTagging", "s3:AbortMultipartUpload", "s3:GetObject", "s3:DeleteObject"},
 	},
 }
 
@@ -305,7 +308,7 @@ var objectAccess = map[string]map[string][]string{
 // routes (see objectAccess).
 var dataObjectActions = map[string][]string{
 	uploadsPrefix: {"s3:PutObject", "s3:PutObjectTagging", "s3:GetObject", "s3:DeleteObject"},
-	valuesPrefix:  {"s3:PutObject", "s3:PutObjectTagging", "s3:GetObject", "s3:DeleteObject"},
+	valuesPrefix:  {"s3:PutObject", "s3:PutObjectTagging", "s3:AbortMultipartUpload", "s3:GetObject", "s3:DeleteObject"},
 }
 
 // rateBuckets is the data functions' grant on the rate buckets' items in

@@ -289,12 +289,12 @@ var wantAccess = map[string]map[string][]string{
 var wantBucketAccess = map[string]map[string][]string{
 	fnKV: {
 		"uploads/*": {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject"},
-		"values/*":  {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject"},
+		"values/*":  {"PutObject", "PutObjectTagging", "AbortMultipartUpload", "GetObject", "DeleteObject"},
 		"bucket":    {"ListBucket"},
 	},
 	fnList: {
 		"uploads/*": {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject"},
-		"values/*":  {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject"},
+		"values/*":  {"PutObject", "PutObjectTagging", "AbortMultipartUpload", "GetObject", "DeleteObject"},
 		"bucket":    {"ListBucket"},
 	},
 	fnAdmin: {
@@ -304,7 +304,7 @@ var wantBucketAccess = map[string]map[string][]string{
 	},
 	fnExpiry: {
 		"uploads/*": {"GetObject", "GetObjectTagging", "DeleteObject"},
-		"values/*":  {"PutObject", "PutObjectTagging", "GetObject", "DeleteObject"},
+		"values/*":  {"PutObject", "PutObjectTagging", "AbortMultipartUpload", "GetObject", "DeleteObject"},
 		"bucket":    {"ListBucket"},
 	},
 }

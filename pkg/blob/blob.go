@@ -43,7 +43,8 @@ type Object struct {
 // presigner they are all a Bucket asks of S3, so they are the grants a
 // function needs: s3:GetObject (HEAD and GET, the presigned GETs it signs,
 // and the source of a copy), s3:PutObject (the POSTs it signs, and the
-// target of a copy), s3:GetObjectTagging (an upload's pending tag) and
+// target of a copy, in parts too), s3:AbortMultipartUpload (a copy in
+// parts that failed), s3:GetObjectTagging (an upload's pending tag) and
 // s3:DeleteObject; and s3:ListBucket on the bucket, without which S3
 // answers a missing key 403 rather than 404, and ErrNoObject would be an
 // access error.
@@ -51,6 +52,10 @@ type objects interface {
 	HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	CopyObject(context.Context, *s3.CopyObjectInput, ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+	CreateMultipartUpload(context.Context, *s3.CreateMultipartUploadInput, ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
+	UploadPartCopy(context.Context, *s3.UploadPartCopyInput, ...func(*s3.Options)) (*s3.UploadPartCopyOutput, error)
+	CompleteMultipartUpload(context.Context, *s3.CompleteMultipartUploadInput, ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error)
+	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
 	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 	GetObjectTagging(context.Context, *s3.GetObjectTaggingInput, ...func(*s3.Options)) (*s3.GetObjectTaggingOutput, error)
 }
@@ -75,6 +80,8 @@ type Bucket struct {
 	// ?tagging). There, abandoned uploads go when their reservations
 	// lapse (store/upload.go).
 	tagPending bool
+	// multipart says which copies go in parts, and how (copy.go).
+	multipart multipartCopy
 }
 
 // New is the bucket named name, reached through client.
@@ -119,6 +126,9 @@ func FromConfig(ctx context.Context, bucket, endpoint string) (*Bucket, error) {
 	}
 	b := New(client, bucket)
 	b.tagPending = endpoint == ""
+	if endpoint != "" {
+		b.multipart.threshold = engineCopyThreshold
+	}
 	return b, nil
 }
 

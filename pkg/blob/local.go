@@ -52,11 +52,12 @@ func ServeLocal(ln net.Listener, dir, bucket string, allowedOrigins []string) (s
 		return nil, err
 	}
 	engine := &localEngine{
-		s3:     gofakes3.New(backend).Server(),
-		guard:  sameorigin.New(addr, "", allowedOrigins),
-		creds:  creds,
-		signer: v4.NewSigner(),
-		now:    time.Now,
+		s3:      gofakes3.New(backend).Server(),
+		backend: backend,
+		guard:   sameorigin.New(addr, "", allowedOrigins),
+		creds:   creds,
+		signer:  v4.NewSigner(),
+		now:     time.Now,
 	}
 	srv := &http.Server{Handler: engine, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)

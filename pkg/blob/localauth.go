@@ -28,14 +28,17 @@ import (
 // and only requests signed with its credentials: header-signed SDK calls,
 // presigned GETs until they expire, and POST forms whose policy it signed
 // and whose every field the policy allows. Everything else gets S3's
-// error XML. It drops gofakes3's "Access-Control-Allow-Origin: *" and
+// error XML. It copies the parts of a multipart upload, which gofakes3
+// does not (copyPart). It drops gofakes3's "Access-Control-Allow-Origin: *" and
 // answers CORS to the allowed origins only.
 type localEngine struct {
-	s3     http.Handler
-	guard  *sameorigin.Guard
-	creds  aws.Credentials
-	signer *v4.Signer
-	now    func() time.Time
+	s3 http.Handler
+	// backend is the store s3 serves, which copyPart reads parts from.
+	backend gofakes3.Backend
+	guard   *sameorigin.Guard
+	creds   aws.Credentials
+	signer  *v4.Signer
+	now     func() time.Time
 }
 
 // engineCredentials are the credentials UDS's S3 clients sign with against
@@ -97,7 +100,12 @@ func (e *localEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.Add("Vary", "Origin")
 		}
 	}}
-	e.s3.ServeHTTP(cors, r)
+	if isPartCopy(r) {
+		// gofakes3 has no UploadPartCopy.
+		e.copyPart(cors, r)
+	} else {
+		e.s3.ServeHTTP(cors, r)
+	}
 	// An answer the handler wrote nothing of is sent after it returns,
 	// with the headers as they are then.
 	cors.replace()

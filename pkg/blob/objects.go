@@ -35,10 +35,12 @@ func (o Objects) Stat(ctx context.Context, name string) (int64, string, error) {
 }
 
 // Copy copies the object named from to the name to, once (Bucket.Copy),
-// uds.ErrUploadPending when from has not arrived. S3 answers 409
-// ConditionalRequestConflict while another copy to the same key is under
-// way (the bucket's event and the client committing at once): the commit
-// is then unavailable for now, and the one sent again finds the copy.
+// uds.ErrUploadPending when from has not arrived. The commit is
+// unavailable for now, to be sent again, while another copy to the same
+// key is under way (S3's 409 ConditionalRequestConflict: the bucket's
+// event and the client committing at once; the one sent again finds the
+// copy), and when a POST replaced from during a copy in parts
+// (ErrSourceChanged: the one sent again copies the new object whole).
 func (o Objects) Copy(ctx context.Context, from, to string) error {
 	err := o.Bucket.Copy(ctx, objectKey(from), objectKey(to))
 	switch {
@@ -46,6 +48,9 @@ func (o Objects) Copy(ctx context.Context, from, to string) error {
 		return uds.ErrUploadPending
 	case errorCode(err) == "ConditionalRequestConflict":
 		return &uds.UnavailableError{Op: "copy " + from, Err: err}
+	case errors.Is(err, ErrSourceChanged):
+		return &uds.UnavailableError{Op: "copy " + from, Err: err,
+			Reason: "the upload's object was replaced (its form was posted again) while the commit copied it; nothing was committed: commit again to commit the object as it is now"}
 	}
 	return err
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -73,32 +71,6 @@ const (
 	pendingTagging = "<Tagging><TagSet><Tag><Key>uds-pending</Key><Value>1</Value></Tag></TagSet></Tagging>"
 	pendingTagKey  = "uds-pending"
 )
-
-// Copy copies the object at src to dst, with its type and without its
-// tags, unless dst holds an object already. The copy is made once: a
-// commit that runs again after its copy (a retry, or the bucket's event
-// racing the client) keeps the first, and no later POST to src reaches
-// dst through a copy. A src that holds no object is ErrNoObject.
-//
-// A CopyObject copies up to 5 GiB, uds.MaxObjectBytes, so one call copies
-// any value; larger objects would need UploadPartCopy.
-func (b *Bucket) Copy(ctx context.Context, src, dst string) error {
-	source := (&url.URL{Path: b.name + "/" + src}).EscapedPath()
-	_, err := b.objects.CopyObject(ctx, &s3.CopyObjectInput{
-		Bucket: &b.name, Key: &dst, CopySource: &source,
-		// S3 answers 412 when dst exists; engines that ignore the
-		// condition copy again, from an upload the commit has not
-		// claimed yet.
-		IfNoneMatch: aws.String("*"),
-		// Tags are replaced by none: the copy is not pending, and the
-		// function needs no grant to read the source's tags.
-		TaggingDirective: types.TaggingDirectiveReplace,
-	})
-	if err == nil || errorCode(err) == "PreconditionFailed" {
-		return nil
-	}
-	return b.fail("copy to "+dst+" from", src, err)
-}
 
 // Pending reports whether the object at key still carries the pending tag
 // of an upload never committed; a key that holds no object is

@@ -48,10 +48,16 @@ const lifetime = time.Hour
 // store's test options and so override them.
 func newEnv(t *testing.T, opts ...store.Option) *env {
 	t.Helper()
+	return newEnvOn(t, blobtest.New(t), opts...)
+}
+
+// newEnvOn is newEnv with its large values in bucket.
+func newEnvOn(t *testing.T, bucket *blob.Bucket, opts ...store.Option) *env {
+	t.Helper()
 	tables := storetest.NewTables(t)
 	client := storetest.Client(t)
 	clock := &storetest.Clock{}
-	objects := blob.Objects{Bucket: blobtest.New(t)}
+	objects := blob.Objects{Bucket: bucket}
 	// The quiet period outlasts every move of the clock, so recompute
 	// never lowers a record in these tests and a drift stays visible. A
 	// change into or out of private settles quickly: these tests do not

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/udsproject/uds/pkg/blob"
@@ -120,4 +121,58 @@ func Put(t testing.TB, up blob.Upload, contentType string, body []byte) {
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, ContentType: &contentType, Body: bytes.NewReader(body)}); err != nil {
 		t.Fatalf("putting %s: %v", key, err)
 	}
+}
+
+// Intercepted is a bucket on an engine of its own, as New, whose copies
+// of more than threshold bytes go in parts of partSize bytes, and whose
+// S3 requests pass through intercept first: a test counts them, changes
+// the bucket meanwhile, or answers one itself (a non-nil answer goes back
+// without reaching the engine). client reaches the same engine directly,
+// for the test's own calls.
+func Intercepted(t testing.TB, threshold, partSize int64, intercept func(*http.Request) *http.Response) (b *blob.Bucket, client *s3.Client) {
+	t.Helper()
+	_, endpoint := Serve(t, nil)
+	client, err := blob.NewClient(context.Background(), endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	intercepted := s3.New(client.Options(), func(o *s3.Options) {
+		o.HTTPClient = interceptor{next: o.HTTPClient, intercept: intercept}
+	})
+	return blob.New(intercepted, Name).WithMultipartCopy(threshold, partSize), client
+}
+
+// interceptor is the HTTP client of an Intercepted bucket.
+type interceptor struct {
+	next      s3.HTTPClient
+	intercept func(*http.Request) *http.Response
+}
+
+func (i interceptor) Do(r *http.Request) (*http.Response, error) {
+	if res := i.intercept(r); res != nil {
+		return res, nil
+	}
+	return i.next.Do(r)
+}
+
+// IsPartCopy reports whether r is an UploadPartCopy, one part of a copy
+// in parts, and which part.
+func IsPartCopy(r *http.Request) (part string, ok bool) {
+	q := r.URL.Query()
+	return q.Get("partNumber"), r.Method == http.MethodPut && q.Has("partNumber") && r.Header.Get("X-Amz-Copy-Source") != ""
+}
+
+// MultipartUploads are the keys of the multipart uploads the engine of
+// client holds: begun, and neither completed nor aborted.
+func MultipartUploads(t testing.TB, client *s3.Client) []string {
+	t.Helper()
+	out, err := client.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(Name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, up := range out.Uploads {
+		keys = append(keys, aws.ToString(up.Key))
+	}
+	return keys
 }
