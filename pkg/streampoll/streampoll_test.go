@@ -465,7 +465,9 @@ func TestDelivery(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkRecords(t, rec.accepted(), ops)
-				calls := rec.snapshot()
+				// A window that ends during the backoff is closed by a
+				// call without records, which hands nothing over again.
+				calls := slices.DeleteFunc(rec.snapshot(), func(c call) bool { return len(c.ev.Records) == 0 })
 				first, next := calls[0], calls[1]
 				if !reflect.DeepEqual(next.ev.Records[0], first.ev.Records[tc.resumeAt]) {
 					t.Errorf("handed over again from %s, want record %d (%s)", next.ev.Records[0].Change.SequenceNumber, tc.resumeAt, first.ev.Records[tc.resumeAt].Change.SequenceNumber)
