@@ -30,7 +30,9 @@ and --region or AWS_REGION) when the endpoint is not a loopback address, or with
 data calls with --token (UDS_TOKEN), or as --subject (UDS_SUBJECT) for a local server.
 It prints the console's URL and opens a browser on it (xdg-open, or open on macOS)
 unless --no-open; Ctrl-C stops it. Only pages of the console's own address may call
-through it: a request naming another host, or sent from another origin, is refused.`
+through it: a request naming another host, or sent from another origin, is refused, and so
+is a browser's load of an API path other than the page's own fetch calls (a link to an item
+opened in a tab: stored values are read through the console's data page).`
 
 func consoleFlags(fs *flag.FlagSet) {
 	fs.Int("port", 8090, "the port to serve the console on, on 127.0.0.1 (0: any free port)")
