@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/udsproject/uds/internal/sameorigin"
 )
 
 // apiBase is the prefix of every route (seed 002).
@@ -222,39 +224,30 @@ func routeKeys() []string {
 	return keys
 }
 
-// corsOptions allows origins to call the API from a browser, with the
-// conditional-request headers the API uses; nil origins mean no CORS at all,
-// which is right for server-to-server callers.
+// corsOptions allows origins to call the API from a browser, as
+// sameorigin.API says (the local server answers its allowed origins the
+// same); nil origins mean no CORS at all, which is right for
+// server-to-server callers.
 func corsOptions(origins []string) *awsapigatewayv2.CorsPreflightOptions {
 	if len(origins) == 0 {
 		return nil
 	}
 	return &awsapigatewayv2.CorsPreflightOptions{
-		AllowOrigins: jsii.Strings(origins...),
-		AllowMethods: &[]awsapigatewayv2.CorsHttpMethod{
-			awsapigatewayv2.CorsHttpMethod_GET, awsapigatewayv2.CorsHttpMethod_HEAD, awsapigatewayv2.CorsHttpMethod_POST,
-			awsapigatewayv2.CorsHttpMethod_PUT, awsapigatewayv2.CorsHttpMethod_DELETE,
-			awsapigatewayv2.CorsHttpMethod_OPTIONS,
-		},
-		// A binary write carries its metadata in the Uds-* headers, and
-		// a read of a binary value may ask for a range.
-		AllowHeaders: jsii.Strings(
-			"Authorization", "Content-Type", "If-Match", "If-None-Match",
-			"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256",
-			"Uds-Class-Name", "Uds-Ttl", "Uds-Expires-At", "Range",
-		),
-		// Scripts read the ETag for If-Match, Location after a create
-		// (and a large value's presigned GET), Retry-After on 429 and
-		// 503, the rate limits' state to pace themselves, and a binary
-		// value's metadata and range from its headers; browsers hide
-		// what is not exposed.
-		ExposeHeaders: jsii.Strings(
-			"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy",
-			"Uds-Version", "Uds-Created-Date", "Uds-Created-By-Subject", "Uds-Updated-Date", "Uds-Updated-By-Subject",
-			"Uds-Expires-At", "Uds-Class-Name", "Uds-Content-Type", "Uds-Size", "Content-Range", "Accept-Ranges",
-		),
-		MaxAge: awscdk.Duration_Hours(jsii.Number(1)),
+		AllowOrigins:  jsii.Strings(origins...),
+		AllowMethods:  corsMethods(sameorigin.API.Methods),
+		AllowHeaders:  jsii.Strings(sameorigin.API.Headers...),
+		ExposeHeaders: jsii.Strings(sameorigin.API.Expose...),
+		MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
 	}
+}
+
+// corsMethods is methods as API Gateway's CORS names them.
+func corsMethods(methods []string) *[]awsapigatewayv2.CorsHttpMethod {
+	out := make([]awsapigatewayv2.CorsHttpMethod, len(methods))
+	for i, m := range methods {
+		out[i] = awsapigatewayv2.CorsHttpMethod(m)
+	}
+	return &out
 }
 
 // servesDataRoutes reports whether a function serves data routes, which

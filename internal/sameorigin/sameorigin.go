@@ -136,6 +136,24 @@ type CORS struct {
 	Methods, Headers, Expose []string
 }
 
+// API is what the API answers the origins it allows, deployed (API
+// Gateway's CORS, infra/api.go) and on the local server, which adds the
+// subject header it may trust. A binary write carries its metadata in the
+// Uds-* headers, and a read of a binary value may ask for a range. Scripts
+// read the ETag for If-Match, Location after a create (and a large value's
+// presigned GET), Retry-After on 429 and 503, the rate limits' state to
+// pace themselves, and a binary value's metadata and range from its
+// headers; browsers hide what is not exposed.
+var API = CORS{
+	Methods: []string{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"},
+	Headers: []string{"Authorization", "Content-Type", "If-Match", "If-None-Match",
+		"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256",
+		"Uds-Class-Name", "Uds-Ttl", "Uds-Expires-At", "Range"},
+	Expose: []string{"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy",
+		"Uds-Version", "Uds-Created-Date", "Uds-Created-By-Subject", "Uds-Updated-Date", "Uds-Updated-By-Subject",
+		"Uds-Expires-At", "Uds-Class-Name", "Uds-Content-Type", "Uds-Size", "Content-Range", "Accept-Ranges"},
+}
+
 // Preflight says whether r is a CORS preflight: an OPTIONS that asks which
 // method a page may send.
 func Preflight(r *http.Request) bool {
