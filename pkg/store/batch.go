@@ -4,21 +4,22 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// WriteAtomic applies a batch of writes all or none: one TransactWriteItems
-// of every item write and one usage change per owner, with a client
-// request token. The items to update or delete are read first (one
-// strongly consistent BatchGetItem) and written at exactly the revision
-// read; if one changed meanwhile, the batch starts over. It returns the
-// items the writes left (zero for deletes), or a *uds.BatchError naming
-// the operation that refused the batch.
+// WriteAtomic applies a batch of writes all or none: the writes the single
+// verbs would make (createChange, replaceChange, removeChange), with what
+// every capability adds to them, in one plan, which the commit loop sends
+// as one TransactWriteItems with one usage change per owner. The items to
+// update or delete are read first (one strongly consistent BatchGetItem)
+// and written at exactly the revision read; if one changed meanwhile, the
+// batch starts over. It returns the items the writes left (zero for
+// deletes), or a *uds.BatchError naming the operation that refused the
+// batch.
 func (s *Store) WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item, error) {
 	values := make([]encodedValue, len(ops))
 	total := int64(0)
@@ -35,220 +36,104 @@ func (s *Store) WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item,
 		}
 		values[i] = v
 	}
-	op := "atomic batch"
-	token := newToken()
-	for range maxWriteAttempts {
-		states, heads, err := s.readStates(ctx, ops)
-		if err != nil {
-			return nil, err
-		}
-		plan, err := s.planAtomic(ctx, ops, values, states, heads, token)
-		if err != nil {
-			return nil, err
-		}
-		if len(plan.actions) == 0 {
-			plan.settleRestores(ops)
-			return plan.items, nil
-		}
-		refused, err := s.transact(ctx, op, plan.actions...)
-		if err != nil {
-			return nil, err
-		}
-		if refused == nil {
-			plan.settleRestores(ops)
-			s.removeObjects(ctx, plan.replaced...)
-			return plan.items, nil
-		}
-		for a, owner := range plan.usageOwner {
-			if owner != "" && refused.conditionFailed(a) {
-				i := plan.firstGrowth[owner]
-				return nil, &uds.BatchError{Index: i, Err: s.quotaError(ctx, ops[i].Write.App, owner, plan.limits[owner], refused.item(a))}
-			}
-		}
-		// An item changed since it was read: read again and start over.
+	bv := &batchVerb{s: s, ops: ops, values: values, token: newToken()}
+	p, err := s.run(ctx, "atomic batch", bv)
+	var refusal *quotaRefusal
+	switch {
+	case errors.As(err, &refusal):
+		return nil, &uds.BatchError{Index: bv.opOf[refusal.change], Err: refusal.err}
+	case err != nil:
+		return nil, err
 	}
-	return nil, &uds.UnavailableError{Op: op, Err: errContended}
+	items := make([]uds.Item, len(ops))
+	for i, c := range p.changes {
+		if c.kind != removeItem {
+			items[bv.opOf[i]] = c.result
+		}
+	}
+	for i := range ops {
+		if ops[i].Restore {
+			ops[i].Method = bv.methods[i]
+		}
+	}
+	return items, nil
 }
 
-// atomicPlan is the transaction of one attempt at an atomic batch.
-type atomicPlan struct {
-	actions []types.TransactWriteItem
-	// replaced holds the states of the items the batch replaces or
-	// deletes outside history, whose large values' objects go once it
-	// commits.
-	replaced []map[string]types.AttributeValue
-	// usageOwner names, per action, the owner whose usage it changes ("" for
-	// item writes).
-	usageOwner  []string
-	firstGrowth map[string]int
-	limits      map[string]uds.Limits
-	items       []uds.Item
+// batchVerb is an atomic batch as the commit loop runs it.
+type batchVerb struct {
+	s      *Store
+	ops    []uds.BatchOp
+	values []encodedValue
+	token  string
+	// opOf is the operation each change of the last plan serves.
+	opOf []int
 	// methods is the write each operation makes: its own method, or for
 	// a restore the update or create it became.
 	methods []string
 }
 
-// settleRestores tells each restore of ops the write it became.
-func (p *atomicPlan) settleRestores(ops []uds.BatchOp) {
-	for i := range ops {
-		if ops[i].Restore {
-			ops[i].Method = p.methods[i]
-		}
+// plan reads every item the batch writes and decides each operation as
+// its single verb does. A write of an atomic batch, which shares its
+// transaction with up to 49 others, prunes one version.
+func (bv *batchVerb) plan(ctx context.Context, _ bool) (*plan, error) {
+	states, heads, err := bv.s.readStates(ctx, bv.ops)
+	if err != nil {
+		return nil, err
 	}
-}
-
-// planAtomic checks every operation against the state read and builds the
-// transaction: item writes conditional on that state (with, where history
-// is kept, the versions they keep and their heads), then one usage change
-// per owner.
-func (s *Store) planAtomic(ctx context.Context, ops []uds.BatchOp, values []encodedValue, states []map[string]types.AttributeValue, heads []historyHead, token string) (atomicPlan, error) {
-	p := atomicPlan{firstGrowth: map[string]int{}, limits: map[string]uds.Limits{}, items: make([]uds.Item, len(ops)), methods: make([]string, len(ops))}
-	app := ops[0].Write.App
-	deltas := ownerDeltas{}
-	move := func(owner string, d uds.Usage, i int) {
-		deltas.add(app, owner, d)
-		if _, seen := p.firstGrowth[owner]; !seen && d.Grows() {
-			p.firstGrowth[owner] = i
-		}
-	}
-	now := s.writeTime()
-	// keep adds what a write that replaces old keeps of it.
-	kept := int64(0)
-	keep := func(i int, w *uds.Write, old map[string]types.AttributeValue, deleter *string) {
-		ch := s.keepVersion(w.Key, w.History, heads[i], old, deleter, now, 1)
-		for _, a := range ch.actions {
-			p.add(a, "")
-		}
-		ch.deltas.each(func(_, o string, d uds.Usage) { move(o, d, i) })
-		kept += num(old, schema.AttrItemSize)
-	}
-	for i, op := range ops {
-		w, old := &ops[i].Write, states[i]
-		live := old != nil && !expired(old, now)
-		method := op.Method
-		if op.Restore {
-			switch {
-			case live:
-				method = http.MethodPut
-			case len(w.IfMatch.Revisions) > 0:
-				return p, &uds.BatchError{Index: i, Err: uds.ErrNotFound}
-			case op.RecreateForbidden:
-				return p, &uds.BatchError{Index: i, Err: uds.ErrForbidden}
-			default:
-				method = http.MethodPost
-			}
-		}
-		p.methods[i] = method
-		if old != nil && !w.History.On() {
-			p.replaced = append(p.replaced, old)
-		}
-		switch method {
-		case http.MethodPost:
-			if live {
-				return p, &uds.BatchError{Index: i, Err: uds.ErrConflict}
-			}
-			it := newItem(w, now)
-			if w.History.On() {
-				it.Version = heads[i].last + 1
-				p.add(s.headUnchanged(w.Key, heads[i]), "")
-			}
-			put := &types.Put{TableName: aws.String(s.table(w.Key)), Item: encodeItem(&it, values[i])}
-			if old == nil {
-				put.ConditionExpression = aws.String("attribute_not_exists(#k)")
-				put.ExpressionAttributeNames = map[string]string{"#k": schema.AttrDataKey}
-			} else {
-				// An expired item holds the key: the create replaces it
-				// and releases it.
-				names, vals := map[string]string{}, map[string]types.AttributeValue{}
-				put.ConditionExpression = aws.String(exactRevision(old, names, vals))
-				put.ExpressionAttributeNames, put.ExpressionAttributeValues = names, vals
-				who, _ := owner(w.App, old)
-				move(who, charged(old).Negate(), i)
-			}
-			p.add(types.TransactWriteItem{Put: put}, "")
-			p.addAll(s.indexUpkeep(w.Key, w.Indexes, storedData(w.Key, old), w.Data))
-			move(w.Subject, uds.Usage{Bytes: values[i].size, Items: 1}, i)
-			p.items[i] = it
-		case http.MethodPut:
-			switch {
-			case !live:
-				return p, &uds.BatchError{Index: i, Err: uds.ErrNotFound}
-			case refusesWriter(w.IfMatch, old):
-				return p, &uds.BatchError{Index: i, Err: uds.ErrForbidden}
-			case !w.IfMatch.Matches(decodeMeta(w.Key, old).Revision()):
-				return p, &uds.BatchError{Index: i, Err: uds.ErrPrecondition}
-			}
-			who, counted := owner(w.App, old)
-			if !counted {
-				who = w.Subject
-			}
-			change := uds.Usage{Bytes: values[i].size, Items: 1}.Plus(charged(old).Negate())
-			p.add(types.TransactWriteItem{Update: s.itemUpdate(w, values[i], now, token, old, !counted, false)}, "")
-			p.addAll(s.indexUpkeep(w.Key, w.Indexes, storedData(w.Key, old), w.Data))
-			move(who, change, i)
-			if w.History.On() {
-				keep(i, w, old, nil)
-			}
-			p.items[i] = updated(w, old, now)
-		case http.MethodDelete:
-			switch {
-			case !live && w.IfMatch.IsSet():
-				return p, &uds.BatchError{Index: i, Err: uds.ErrPrecondition}
-			case !live:
-				continue // nothing there: 204, nothing to write
-			case refusesWriter(w.IfMatch, old):
-				return p, &uds.BatchError{Index: i, Err: uds.ErrForbidden}
-			case !w.IfMatch.Matches(decodeMeta(w.Key, old).Revision()):
-				return p, &uds.BatchError{Index: i, Err: uds.ErrPrecondition}
-			}
-			p.add(s.deleteAction(w.Key, old), "")
-			p.addAll(s.indexUpkeep(w.Key, w.Indexes, storedData(w.Key, old), nil))
-			who, _ := owner(w.App, old)
-			move(who, charged(old).Negate(), i)
-			if w.History.On() {
-				keep(i, w, old, &w.Subject)
-			}
-		}
-	}
-	if kept > 0 {
-		// The kept versions travel in the transaction beside the new
-		// values, which WriteAtomic has measured.
-		total := kept
-		for _, v := range values {
-			total += v.size
-		}
-		if total > maxTxBytes {
-			return p, &uds.TooLargeError{Reason: "with the versions its writes keep, this atomic batch holds more than about 3.5 MB (one DynamoDB transaction); split it or use \"atomic\": false"}
-		}
-	}
-	var err error
-	deltas.each(func(app, o string, d uds.Usage) {
+	now := bv.s.writeTime()
+	bv.opOf, bv.methods = bv.opOf[:0], make([]string, len(bv.ops))
+	var changes []*change
+	for i := range bv.ops {
+		c, err := bv.decide(i, stateOf(bv.ops[i].Write.Key, states[i]), now)
 		if err != nil {
-			return
+			return nil, &uds.BatchError{Index: i, Err: err}
 		}
-		var action types.TransactWriteItem
-		action, p.limits[o], err = s.usageAction(ctx, app, o, d)
-		if errors.As(err, new(*uds.QuotaError)) {
-			err = &uds.BatchError{Index: p.firstGrowth[o], Err: err}
+		if c != nil {
+			c.head = heads[i]
+			changes = append(changes, c)
+			bv.opOf = append(bv.opOf, i)
 		}
-		p.add(action, o)
-	})
-	if err == nil && len(p.actions) > maxTxActions {
-		err = uds.Invalid("operations", "with the versions its writes keep, their history heads, index entries and usage changes, this atomic batch needs %d actions; one DynamoDB transaction takes %d: split it or use \"atomic\": false", len(p.actions), maxTxActions)
 	}
-	return p, err
+	return newPlan(now, 1, changes...), nil
 }
 
-func (p *atomicPlan) add(a types.TransactWriteItem, owner string) {
-	p.actions = append(p.actions, a)
-	p.usageOwner = append(p.usageOwner, owner)
+// decide is operation i's change over the state read (nil: nothing to
+// write). A restore becomes an update of a live item or a create.
+func (bv *batchVerb) decide(i int, old *itemState, now time.Time) (*change, error) {
+	op, w := bv.ops[i], &bv.ops[i].Write
+	live := old != nil && !old.expired(now)
+	method := op.Method
+	if op.Restore {
+		switch {
+		case live:
+			method = http.MethodPut
+		case len(w.IfMatch.Revisions) > 0:
+			return nil, uds.ErrNotFound
+		case op.RecreateForbidden:
+			return nil, uds.ErrForbidden
+		default:
+			method = http.MethodPost
+		}
+	}
+	bv.methods[i] = method
+	switch method {
+	case http.MethodPost:
+		return bv.s.createChange(w, bv.values[i], old, now)
+	case http.MethodPut:
+		return bv.s.replaceChange(w, bv.values[i], old, now, bv.token, false)
+	}
+	switch {
+	case !live && w.IfMatch.IsSet():
+		return nil, uds.ErrPrecondition
+	case !live:
+		return nil, nil // nothing there: 204, nothing to write
+	}
+	return bv.s.removeChange(w, old)
 }
 
-// addAll adds actions that change no usage (index entries).
-func (p *atomicPlan) addAll(actions []types.TransactWriteItem) {
-	for _, a := range actions {
-		p.add(a, "")
-	}
+func (bv *batchVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error) {
+	// An item or a history changed since it was read: read again.
+	return r.anyOf(roleItem) || r.anyOf(roleHistory), nil
 }
 
 // readStates reads the items a batch writes, strongly consistent (nil

@@ -223,6 +223,12 @@ func compress(b []byte) []byte {
 
 func ownerKey(app, owner string) string { return app + uds.KeyDelimiter + owner }
 
+// splitOwnerKey is the app and owner an owner key names.
+func splitOwnerKey(k string) (app, owner string) {
+	app, owner, _ = strings.Cut(k, uds.KeyDelimiter)
+	return app, owner
+}
+
 // decodeItem turns a DynamoDB item back into a uds.Item. Items written
 // before UDS (the seed's Java service) lack version and size and still
 // decode.

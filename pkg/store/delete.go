@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/schema"
@@ -31,80 +30,78 @@ func (s *Store) Delete(ctx context.Context, w uds.Write) error {
 // deleteOne is Delete, reporting whether it removed an item: a delete-all
 // counts only what it removed itself.
 func (s *Store) deleteOne(ctx context.Context, w uds.Write) (bool, error) {
-	key, ifMatch := w.Key, w.IfMatch
-	op := "delete " + key.DataKey()
-	// uncertain is set once a delete got no answer: it may have removed
-	// the item (sent, at that revision), so the item's absence is no proof
-	// that the precondition failed, and another item on the key may have
-	// come after it.
-	uncertain := false
-	var sent uds.Revision
-	for attempt := range maxWriteAttempts {
-		old, head, err := s.readForWrite(ctx, &w)
-		switch {
-		case err != nil:
-			return false, err
-		case old == nil && ifMatch.IsSet() && uncertain:
-			return false, unknownOutcome(op, "the item is gone")
-		case old == nil && ifMatch.IsSet():
-			return false, uds.ErrPrecondition
-		case old == nil:
-			return false, nil
-		case uncertain && decodeMeta(key, old).Revision() != sent:
-			return false, unknownOutcome(op, "the key holds another item")
-		case refusesWriter(ifMatch, old):
-			return false, uds.ErrForbidden
-		case !ifMatch.Matches(decodeMeta(key, old).Revision()):
-			return false, uds.ErrPrecondition
-		}
-		who, _ := owner(key.App, old)
-		release := charged(old).Negate()
-		entries := s.indexUpkeep(key, w.Indexes, storedData(key, old), nil)
-		if w.History.On() {
-			ch := s.keepVersion(key, w.History, head, old, &w.Subject, s.writeTime(), maxPrunes)
-			ch.actions = append(ch.actions, entries...)
-			outcome, err := s.commitKeeping(ctx, op, s.deleteAction(key, old), key.App, who, release, ch)
-			switch {
-			case err != nil:
-				return false, err
-			case outcome == written:
-				return true, nil
-			}
-			continue // changed since it was read
-		}
-		if release == (uds.Usage{}) && len(entries) == 0 {
-			// An item the stream counts (or one never counted) goes
-			// alone; the stream releases it.
-			sent = decodeMeta(key, old).Revision()
-			outcome, err := s.deleteAlone(ctx, op, s.deleteAction(key, old).Delete, attempt)
-			switch {
-			case err != nil:
-				return false, err
-			case outcome == written:
-				s.removeObjects(ctx, old)
-				return true, nil
-			case outcome == unanswered:
-				uncertain = true
-			}
-			continue
-		}
-		actions := []types.TransactWriteItem{s.deleteAction(key, old)}
-		if release != (uds.Usage{}) {
-			actions = append(actions, s.usageChange(key.App, who, release))
-		}
-		refused, err := s.transact(ctx, op, append(actions, entries...)...)
-		switch {
-		case err != nil:
-			return false, err
-		case refused.conditionFailed(0):
-			continue // changed since it was read
-		case refused != nil:
-			return false, failed(op, errUnexpectedCancel(refused))
-		}
-		s.removeObjects(ctx, old)
-		return true, nil
+	dv := &deleteVerb{s: s, w: &w, op: "delete " + w.Key.DataKey()}
+	p, err := s.run(ctx, dv.op, dv)
+	if err != nil {
+		return false, plainRefusal(err)
 	}
-	return false, &uds.UnavailableError{Op: op, Err: errContended}
+	return p != nil && !dv.absent, nil
+}
+
+// deleteVerb is a delete as the commit loop runs it.
+type deleteVerb struct {
+	s  *Store
+	w  *uds.Write
+	op string
+	// sent is the revision the last attempt removed: once an attempt went
+	// unanswered, another revision on the key is another item, which may
+	// have come after the removal.
+	sent uds.Revision
+	// absent is set when the key held nothing to delete.
+	absent bool
+}
+
+func (dv *deleteVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
+	av, head, err := dv.s.readForWrite(ctx, dv.w)
+	if err != nil {
+		return nil, err
+	}
+	old := stateOf(dv.w.Key, av)
+	dv.absent = old == nil
+	switch {
+	case old == nil && dv.w.IfMatch.IsSet() && uncertain:
+		return nil, unknownOutcome(dv.op, "the item is gone")
+	case old == nil:
+		// Nothing there: deleting nothing succeeds, unless it was to be
+		// at a revision.
+		if dv.w.IfMatch.IsSet() {
+			return nil, uds.ErrPrecondition
+		}
+		return newPlan(dv.s.writeTime(), maxPrunes), nil
+	case uncertain && old.revision() != dv.sent:
+		return nil, unknownOutcome(dv.op, "the key holds another item")
+	}
+	now := dv.s.writeTime()
+	c, err := dv.s.removeChange(dv.w, old)
+	if err != nil {
+		return nil, err
+	}
+	c.head, dv.sent = head, old.revision()
+	return newPlan(now, maxPrunes, c), nil
+}
+
+func (dv *deleteVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error) {
+	refused, _ := r.item(0)
+	// The item or its history changed since it was read.
+	return refused || r.anyOf(roleHistory), nil
+}
+
+// removeChange decides a delete of w of the item old (live): its checks,
+// then the removal of exactly the revision read. In a namespace with
+// history the item becomes a kept version under a delete marker of the
+// writer's.
+func (s *Store) removeChange(w *uds.Write, old *itemState) (*change, error) {
+	switch {
+	case refusesWriter(w.IfMatch, old):
+		return nil, uds.ErrForbidden
+	case !w.IfMatch.Matches(old.revision()):
+		return nil, uds.ErrPrecondition
+	}
+	c := &change{kind: removeItem, key: w.Key, w: w, old: old, item: s.deleteAction(w.Key, old.av), owner: old.owner}
+	if w.History.On() {
+		c.deleter = &w.Subject
+	}
+	return c, nil
 }
 
 // deleteAction deletes the item at key if it is still at the revision old
@@ -124,25 +121,4 @@ func (s *Store) deleteAction(key uds.Key, old map[string]types.AttributeValue) t
 		d.ExpressionAttributeValues = values
 	}
 	return types.TransactWriteItem{Delete: d}
-}
-
-// deleteAlone removes an item with one conditional DeleteItem. The SDK
-// does not retry it: a retry of a removal whose answer was lost would be
-// refused by the condition, and only the caller, reading the key again,
-// can tell what happened.
-func (s *Store) deleteAlone(ctx context.Context, op string, d *types.Delete, attempt int) (writeOutcome, error) {
-	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 d.TableName,
-		Key:                       d.Key,
-		ConditionExpression:       d.ConditionExpression,
-		ExpressionAttributeNames:  d.ExpressionAttributeNames,
-		ExpressionAttributeValues: d.ExpressionAttributeValues,
-	}, withoutRetries)
-	switch {
-	case err == nil:
-		return written, nil
-	case isConditionFailed(err):
-		return raced, nil
-	}
-	return unansweredOrFailed(ctx, op, err, attempt)
 }

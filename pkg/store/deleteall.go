@@ -207,71 +207,66 @@ func (s *Store) readEntries(ctx context.Context, list uds.Key, creator string, b
 	return nil
 }
 
-// removeEntries removes a batch of items in one transaction with the
-// release of their owners' usage, dropping and refreshing entries that
-// changed until the transaction commits. It returns how many items it
-// removed.
+// removeEntries removes a batch of items in one plan, which releases
+// their owners' usage and removes their index entries in the same
+// transaction, dropping and refreshing entries that changed until it
+// commits. It returns how many items it removed.
 func (s *Store) removeEntries(ctx context.Context, op, app string, pending []listEntry) (int, error) {
-	for len(pending) > 0 {
-		actions := make([]types.TransactWriteItem, 0, len(pending)+1)
-		var entries []types.TransactWriteItem
-		freed := ownerDeltas{}
-		for _, e := range pending {
-			actions = append(actions, s.removeAction(e))
-			if d := charged(e.state); d != (uds.Usage{}) {
-				who, _ := owner(app, e.state)
-				freed.add(app, who, d)
-			}
-			entries = append(entries, s.removedEntries(ctx, e.key, e.state)...)
-		}
-		if len(actions)+len(freed)+len(entries) > maxTxActions && len(pending) > 1 {
-			// Refreshed items brought new owners: split the batch.
-			half := len(pending) / 2
-			n, err := s.removeEntries(ctx, op, app, pending[:half])
-			if err != nil {
-				return n, err
-			}
-			m, err := s.removeEntries(ctx, op, app, pending[half:])
-			return n + m, err
-		}
-		freed.each(func(app, who string, u uds.Usage) {
-			actions = append(actions, s.usageChange(app, who, u.Negate()))
-		})
-		refused, err := s.transact(ctx, op, append(actions, entries...)...)
+	rv := &removeVerb{s: s, pending: pending}
+	_, err := s.run(ctx, op, rv)
+	if errors.As(err, new(*planTooLarge)) && len(rv.pending) > 1 {
+		// Refreshed items brought new owners, or index entries: split.
+		half := len(rv.pending) / 2
+		n, err := s.removeEntries(ctx, op, app, rv.pending[:half])
 		if err != nil {
-			return 0, err
+			return n, err
 		}
-		if refused == nil {
-			for _, e := range pending {
-				s.removeObjects(ctx, e.state)
-			}
-			return len(pending), nil
-		}
-		// Items that changed since they were read: keep those still there
-		// (and, for a reclaim, still expired) at their current state, drop
-		// the others.
-		var next []listEntry
-		changed := false
-		now := s.now()
-		for i, e := range pending {
-			if !refused.conditionFailed(i) {
-				next = append(next, e)
-				continue
-			}
-			changed = true
-			current := refused.item(i)
-			keep := current != nil && (!e.expiredOnly || expired(current, now)) &&
-				(e.creator == "" || str(current, schema.AttrCreatedBySubject) == e.creator)
-			if keep {
-				next = append(next, listEntry{key: e.key, state: current, expiredOnly: e.expiredOnly, creator: e.creator})
-			}
-		}
-		if !changed {
-			return 0, failed(op, errUnexpectedCancel(refused))
-		}
-		pending = next
+		m, err := s.removeEntries(ctx, op, app, rv.pending[half:])
+		return n + m, err
 	}
-	return 0, nil
+	if err != nil {
+		return 0, err
+	}
+	return len(rv.pending), nil
+}
+
+// removeVerb is a removal of listed items as the commit loop runs it.
+type removeVerb struct {
+	s       *Store
+	pending []listEntry
+}
+
+func (rv *removeVerb) plan(context.Context, bool) (*plan, error) {
+	changes := make([]*change, len(rv.pending))
+	for i, e := range rv.pending {
+		old := stateOf(e.key, e.state)
+		changes[i] = &change{kind: removeItem, key: e.key, old: old, item: rv.s.removeAction(e), owner: old.owner, expiredOnly: e.expiredOnly}
+	}
+	return newPlan(rv.s.writeTime(), 0, changes...), nil
+}
+
+// refused keeps the items that changed since they were read while they
+// are still there (and, for a reclaim, still expired) at their current
+// state, and drops the others.
+func (rv *removeVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error) {
+	var next []listEntry
+	changed := false
+	now := rv.s.now()
+	for i, e := range rv.pending {
+		refused, current := r.item(i)
+		if !refused {
+			next = append(next, e)
+			continue
+		}
+		changed = true
+		keep := current != nil && (!e.expiredOnly || expired(current, now)) &&
+			(e.creator == "" || str(current, schema.AttrCreatedBySubject) == e.creator)
+		if keep {
+			next = append(next, listEntry{key: e.key, state: current, expiredOnly: e.expiredOnly, creator: e.creator})
+		}
+	}
+	rv.pending = next
+	return changed, nil
 }
 
 // removeAction deletes an entry's item if it is still as the entry says.

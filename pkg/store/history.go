@@ -360,45 +360,31 @@ func headAsRead(head historyHead) (*string, map[string]string, map[string]types.
 		map[string]types.AttributeValue{":hr": &types.AttributeValueMemberN{Value: strconv.FormatInt(head.revision, 10)}}
 }
 
-// commitKeeping commits a write in a namespace with history: the item's
-// own action first, then every owner's usage change (the writer's, which
-// may grow, under its limits), then the history's actions. A refusal of
-// the item's, a release's or the history's condition means the state read
-// changed: the caller reads again.
-func (s *Store) commitKeeping(ctx context.Context, op string, item types.TransactWriteItem, app, grower string, change uds.Usage, ch historyChange) (writeOutcome, error) {
-	ch.deltas.add(app, grower, change)
-	actions := []types.TransactWriteItem{item}
-	growerAt, lim := -1, uds.Limits{}
-	var err error
-	ch.deltas.each(func(a, o string, d uds.Usage) {
-		if err != nil {
-			return
+// planHistory adds what history does to a plan's writes in namespaces
+// that keep versions: a create takes the version after the last its key
+// used (so that it follows the versions kept of the key's earlier items),
+// on the condition that the head still says so; a write that replaces or
+// removes a live item keeps it as a version (with a delete marker above
+// it for a removal), prunes what the policy no longer keeps, and charges
+// the kept bytes to the item's owner.
+func (s *Store) planHistory(_ context.Context, p *plan) error {
+	for i, c := range p.changes {
+		switch {
+		case c.w == nil || !c.w.History.On():
+		case c.kind == createItem:
+			c.result.Version = c.head.last + 1
+			c.item.Put.Item[schema.AttrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.result.Version, 10)}
+			p.add(roleHistory, i, s.headUnchanged(c.key, c.head))
+		case c.kept():
+			ch := s.keepVersion(c.key, c.w.History, c.head, c.old.av, c.deleter, p.now, p.prunes)
+			for _, a := range ch.actions {
+				p.add(roleHistory, i, a)
+			}
+			ch.deltas.each(func(app, who string, d uds.Usage) { p.charge(app, who, d, i) })
+			p.bytes += c.old.size
 		}
-		action := s.usageChange(a, o, d)
-		if a == app && o == grower {
-			growerAt = len(actions)
-			action, lim, err = s.usageAction(ctx, a, o, d)
-		}
-		actions = append(actions, action)
-	})
-	if err != nil {
-		return 0, err
 	}
-	refused, err := s.transact(ctx, op, append(actions, ch.actions...)...)
-	switch {
-	case err != nil:
-		return 0, err
-	case refused == nil:
-		return written, nil
-	case growerAt >= 0 && refused.conditionFailed(growerAt) && s.reclaimOwner(ctx, app, grower) > 0:
-		return raced, nil // the owner's expired items made room: try again
-	case growerAt >= 0 && refused.conditionFailed(growerAt):
-		return 0, s.quotaError(ctx, app, grower, lim, refused.item(growerAt))
-	}
-	if refused.anyConditionFailed() {
-		return raced, nil
-	}
-	return 0, failed(op, errUnexpectedCancel(refused))
+	return nil
 }
 
 // finishHistory prunes list (newest first) to what h keeps, removing at

@@ -87,7 +87,7 @@ func (s *Store) mayDrop(w uds.Write, got historyRead) bool {
 	case w.IfMatch.Creator == "":
 		return true
 	case got.item != nil:
-		return !refusesWriter(w.IfMatch, got.item)
+		return !refusesWriter(w.IfMatch, stateOf(w.Key, got.item))
 	}
 	for _, k := range got.head.kept {
 		if !k.deleted && k.owner != ownerKey(w.App, w.IfMatch.Creator) {

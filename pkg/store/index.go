@@ -238,3 +238,26 @@ func (s *Store) releaseEntries(ctx context.Context, old map[string]types.Attribu
 	}}
 	_, _ = s.transact(ctx, "remove the index entries of expired "+key.DataKey(), append([]types.TransactWriteItem{absent}, deletes...)...)
 }
+
+// planIndexes adds the index upkeep of a plan's writes in namespaces that
+// declare indexes: the entries the old value named and the new one does
+// not go, the new value's new ones come, in the write's transaction.
+func (s *Store) planIndexes(ctx context.Context, p *plan) error {
+	for i, c := range p.changes {
+		var upkeep []types.TransactWriteItem
+		switch {
+		case c.w == nil:
+			// A removal of listed items: the namespace's indexes, when the
+			// item was read with its value.
+			upkeep = s.removedEntries(ctx, c.key, c.old.av)
+		case c.kind == removeItem:
+			upkeep = s.indexUpkeep(c.key, c.w.Indexes, c.old.data(), nil)
+		default:
+			upkeep = s.indexUpkeep(c.key, c.w.Indexes, c.old.data(), c.w.Data)
+		}
+		for _, a := range upkeep {
+			p.add(roleIndex, i, a)
+		}
+	}
+	return nil
+}

@@ -66,3 +66,19 @@ func (s *Store) removeObject(ctx context.Context, name string) {
 		slog.Default().WarnContext(ctx, "remove a large value's object", slog.String("object", name), slog.String("cause", err.Error()))
 	}
 }
+
+// planObjects releases the objects of the large values a plan's writes
+// replace or remove, once it commits: an object cannot share the
+// transaction. A value that history keeps stays with its version.
+func (s *Store) planObjects(_ context.Context, p *plan) error {
+	var gone []map[string]types.AttributeValue
+	for _, c := range p.changes {
+		if c.old != nil && !c.kept() {
+			gone = append(gone, c.old.av)
+		}
+	}
+	if len(gone) > 0 {
+		p.afterCommit(func(ctx context.Context) { s.removeObjects(ctx, gone...) })
+	}
+	return nil
+}

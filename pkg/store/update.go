@@ -8,114 +8,138 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// maxWriteAttempts bounds the attempts of a single-item write that keeps
-// losing races with other writers of the item, or getting no answer.
-const maxWriteAttempts = 12
-
 // Update replaces the value of an existing item: uds.ErrNotFound if it does
 // not exist, uds.ErrPrecondition if w.IfMatch names none of its revisions,
 // a *uds.QuotaError if it grows past its owner's limit.
 //
 // It reads the item's revision, owner and size first, then writes on
-// exactly that revision. A write that changes no usage a transaction
-// counts (one that keeps the size, or any in streamed mode over an item
-// the stream counts) is one UpdateItem; any other is a transaction with
-// the owner's usage change. Either
-// way the item records the request's write token, so a retry recognises
-// its own earlier commit. If another writer got in between, it starts
-// over from the new state.
+// exactly that revision; if another writer got in between, it starts over
+// from the new state. The item records the request's write token, so a
+// retry recognises its own earlier commit.
 func (s *Store) Update(ctx context.Context, w uds.Write) (uds.Item, error) {
 	v, err := encodeValue(&w)
 	if err != nil {
 		return uds.Item{}, err
 	}
-	op := "update " + w.DataKey()
-	token := newToken()
-	// uncertain is set once a write attempt ended without an answer: it may
-	// have committed, so a refusal that the token does not explain is no
-	// proof that nothing was written.
-	uncertain := false
-	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
-		old, head, err := s.readForWrite(ctx, &w)
-		switch {
-		case err != nil:
-			return uds.Item{}, err
-		case old != nil && str(old, schema.AttrWriteToken) == token:
-			return committed(&w, old), nil
-		case old == nil && uncertain:
-			return uds.Item{}, unknownOutcome(op, "the item is gone")
-		case old == nil:
-			return uds.Item{}, uds.ErrNotFound
-		case refusesWriter(w.IfMatch, old) && uncertain:
-			return uds.Item{}, unknownOutcome(op, "the item changed")
-		case refusesWriter(w.IfMatch, old):
-			return uds.Item{}, uds.ErrForbidden
-		case !w.IfMatch.Matches(decodeMeta(w.Key, old).Revision()) && uncertain:
-			return uds.Item{}, unknownOutcome(op, "the item changed")
-		case !w.IfMatch.Matches(decodeMeta(w.Key, old).Revision()):
-			return uds.Item{}, uds.ErrPrecondition
-		}
-		who, counted := owner(w.App, old)
-		if !counted {
-			// The item predates UDS: its writer becomes its owner and it
-			// is counted from now on.
-			who = w.Subject
-		}
-		// The transaction charges what the write changes of the part it
-		// counts; in streamed mode the stream charges the new value.
-		lim, streamed, err := s.quotaOf(ctx, &w, who)
-		if err != nil {
-			return uds.Item{}, err
-		}
-		value := uds.Usage{Bytes: v.size, Items: 1}
-		change := value.Plus(charged(old).Negate())
-		if streamed {
-			if err := s.checkTracked(ctx, w.App, who, lim, value.Plus(held(old).Negate())); err != nil {
-				return uds.Item{}, err
-			}
-			change = charged(old).Negate()
-		}
-		now := s.writeTime()
-		up := s.itemUpdate(&w, v, now, token, old, !counted, streamed)
-		entries := s.indexUpkeep(w.Key, w.Indexes, storedData(w.Key, old), w.Data)
-		var outcome writeOutcome
-		switch {
-		case w.History.On():
-			ch := s.keepVersion(w.Key, w.History, head, old, nil, now, maxPrunes)
-			ch.actions = append(ch.actions, entries...)
-			outcome, err = s.commitKeeping(ctx, op, types.TransactWriteItem{Update: up}, w.App, who, change, ch)
-		case change == (uds.Usage{}) && len(entries) == 0:
-			outcome, err = s.updateAlone(ctx, op, up, token, attempt)
-		default:
-			// A streamed item rewritten here is released by the stream.
-			due := held(old).Plus(charged(old).Negate())
-			if streamed {
-				due = uds.Usage{}
-			}
-			outcome, err = s.updateCharged(ctx, op, up, w.App, who, change, lim, due, entries)
-		}
-		switch {
-		case err != nil:
-			return uds.Item{}, err
-		case outcome == written:
-			if !w.History.On() {
-				// A large value replaced goes from the bucket; one kept as
-				// a version stays with it.
-				s.removeObjects(ctx, old)
-			}
-			return updated(&w, old, now), nil
-		case outcome == unanswered:
-			uncertain = true
-		}
+	uv := &updateVerb{s: s, w: &w, value: v, token: newToken(), op: "update " + w.DataKey()}
+	p, err := s.run(ctx, uv.op, uv)
+	switch {
+	case err != nil:
+		return uds.Item{}, plainRefusal(err)
+	case p == nil:
+		return uv.committed, nil
 	}
-	return uds.Item{}, &uds.UnavailableError{Op: op, Err: errContended}
+	return p.changes[0].result, nil
+}
+
+// updateVerb is an update as the commit loop runs it.
+type updateVerb struct {
+	s     *Store
+	w     *uds.Write
+	value encodedValue
+	token string
+	op    string
+	// committed is the item as an earlier attempt left it, when a later
+	// one found it by its write token.
+	committed uds.Item
+}
+
+func (uv *updateVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
+	av, head, err := uv.s.readForWrite(ctx, uv.w)
+	if err != nil {
+		return nil, err
+	}
+	old := stateOf(uv.w.Key, av)
+	if old != nil && old.token == uv.token {
+		uv.committed = committed(uv.w, av)
+		return nil, nil
+	}
+	now := uv.s.writeTime()
+	if err := replaceable(uv.w, old, now); err != nil {
+		return nil, surely(err, uncertain, uv.op)
+	}
+	lim, streamed, err := uv.s.quotaOf(ctx, uv.w, ownerAfter(uv.w, old))
+	if err != nil {
+		return nil, err
+	}
+	c, err := uv.s.replaceChange(uv.w, uv.value, old, now, uv.token, streamed)
+	if err != nil {
+		return nil, err
+	}
+	c.limits, c.head = lim, head
+	return newPlan(now, maxPrunes, c), nil
+}
+
+func (uv *updateVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error) {
+	refused, current := r.item(0)
+	if refused && ownTokenIn(current, uv.token) {
+		uv.committed = committed(uv.w, current)
+		return false, errCommitted
+	}
+	// The item or its history changed since it was read.
+	return refused || r.anyOf(roleHistory), nil
+}
+
+// replaceChange decides an update of w over the item the key holds (old,
+// nil when none): its checks, then the write of the new value on exactly
+// the revision read. The owner of an item that predates UDS becomes the
+// writer; streamed marks the new value as counted by the stream.
+func (s *Store) replaceChange(w *uds.Write, v encodedValue, old *itemState, now time.Time, token string, streamed bool) (*change, error) {
+	if err := replaceable(w, old, now); err != nil {
+		return nil, err
+	}
+	up := s.itemUpdate(w, v, now, token, old.av, !old.counted, streamed)
+	return &change{kind: replaceItem, key: w.Key, w: w, old: old, value: v, item: types.TransactWriteItem{Update: up},
+		owner: ownerAfter(w, old), streamed: streamed, result: updated(w, old.av, now)}, nil
+}
+
+// replaceable is an update's checks of the item it replaces: that it is
+// there, that w may write over it, at a revision w names.
+func replaceable(w *uds.Write, old *itemState, now time.Time) error {
+	switch {
+	case old == nil || old.expired(now):
+		return uds.ErrNotFound
+	case refusesWriter(w.IfMatch, old):
+		return uds.ErrForbidden
+	case !w.IfMatch.Matches(old.revision()):
+		return uds.ErrPrecondition
+	}
+	return nil
+}
+
+// ownerAfter is who owns an item once w replaces old: old's owner, or the
+// writer of an item that predates UDS, which is counted from then on.
+func ownerAfter(w *uds.Write, old *itemState) string {
+	if old == nil || !old.counted {
+		return w.Subject
+	}
+	return old.owner
+}
+
+// surely is a verb's answer err once it read what it writes again after
+// an attempt went unanswered: an item gone or changed may be the work of
+// that attempt, so a refusal is no proof that nothing was written.
+func surely(err error, uncertain bool, op string) error {
+	if uncertain && (errors.Is(err, uds.ErrNotFound) || errors.Is(err, uds.ErrForbidden) || errors.Is(err, uds.ErrPrecondition)) {
+		return unknownOutcome(op, "the item changed")
+	}
+	return err
+}
+
+// plainRefusal is a single write's answer to a refusal by an owner's
+// limit: the *uds.QuotaError itself.
+func plainRefusal(err error) error {
+	var refusal *quotaRefusal
+	if errors.As(err, &refusal) {
+		return refusal.err
+	}
+	return err
 }
 
 // readForWrite reads what a write of w replaces: the item's state; in a
@@ -127,86 +151,6 @@ func (s *Store) readForWrite(ctx context.Context, w *uds.Write) (map[string]type
 	}
 	old, err := s.readLive(ctx, w.Key, len(w.Indexes) > 0)
 	return old, historyHead{}, err
-}
-
-// writeOutcome is how one attempt at a conditional write ended, when it did
-// not fail outright.
-type writeOutcome int
-
-const (
-	written    writeOutcome = iota
-	raced                   // the item changed since it was read
-	unanswered              // no answer: the write may or may not have happened
-)
-
-// updateAlone writes an update that leaves the usage as it is, with one
-// UpdateItem. The SDK does not retry it: a retry of a commit whose answer
-// was lost would be refused by the revision condition, and only the caller,
-// re-reading the item, can tell that refusal from a real race.
-func (s *Store) updateAlone(ctx context.Context, op string, up *types.Update, token string, attempt int) (writeOutcome, error) {
-	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           up.TableName,
-		Key:                                 up.Key,
-		UpdateExpression:                    up.UpdateExpression,
-		ConditionExpression:                 up.ConditionExpression,
-		ExpressionAttributeNames:            up.ExpressionAttributeNames,
-		ExpressionAttributeValues:           up.ExpressionAttributeValues,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, withoutRetries)
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return written, nil
-	case asCCF(err, &ccf) && str(ccf.Item, schema.AttrWriteToken) == token:
-		return written, nil
-	case asCCF(err, &ccf):
-		return raced, nil
-	}
-	return unansweredOrFailed(ctx, op, err, attempt)
-}
-
-// unansweredOrFailed is how a single-item write that the SDK does not
-// retry ended when it neither committed nor was refused: a transient
-// error leaves it unanswered (it may have committed), after a pause before
-// the caller's next attempt; anything else fails it.
-func unansweredOrFailed(ctx context.Context, op string, err error, attempt int) (writeOutcome, error) {
-	if !isTransient(err) {
-		return 0, failed(op, err)
-	}
-	if serr := sleep(ctx, backoff(attempt)); serr != nil {
-		return 0, failed(op, errors.Join(err, serr))
-	}
-	return unanswered, nil
-}
-
-// updateCharged writes an update together with the usage change it makes
-// under the owner's limits lim (no change when it keeps the size), of
-// which the stream is due to release streamDue, and the index entries it
-// moves.
-func (s *Store) updateCharged(ctx context.Context, op string, up *types.Update, app, who string, change uds.Usage, lim uds.Limits, streamDue uds.Usage, entries []types.TransactWriteItem) (writeOutcome, error) {
-	actions := []types.TransactWriteItem{{Update: up}}
-	if change != (uds.Usage{}) {
-		usage, _, err := s.usageActionWithin(ctx, app, who, change, lim, streamDue)
-		if err != nil {
-			return 0, err
-		}
-		actions = append(actions, usage)
-	}
-	charged := len(actions) == 2
-	refused, err := s.transact(ctx, op, append(actions, entries...)...)
-	switch {
-	case err != nil:
-		return 0, err
-	case refused.conditionFailed(0):
-		return raced, nil
-	case charged && refused.conditionFailed(1) && s.reclaimOwner(ctx, app, who) > 0:
-		return raced, nil // the owner's expired items made room: try again
-	case charged && refused.conditionFailed(1):
-		return 0, s.quotaError(ctx, app, who, lim, refused.item(1))
-	case refused != nil:
-		return 0, failed(op, errUnexpectedCancel(refused))
-	}
-	return written, nil
 }
 
 // itemUpdate writes w's value over the item at the revision old shows,
@@ -309,8 +253,8 @@ func committed(w *uds.Write, current map[string]types.AttributeValue) uds.Item {
 // refusesWriter reports whether pre names a creator other than the one of
 // the item old shows. The write that follows is conditional on exactly
 // that revision, so the creator cannot change in between.
-func refusesWriter(pre uds.Precondition, old map[string]types.AttributeValue) bool {
-	return pre.Creator != "" && str(old, schema.AttrCreatedBySubject) != pre.Creator
+func refusesWriter(pre uds.Precondition, old *itemState) bool {
+	return pre.Creator != "" && old.createdBy != pre.Creator
 }
 
 // exactRevision is a condition that holds only while the item is still at

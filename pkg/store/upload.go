@@ -66,7 +66,7 @@ func (s *Store) ReserveUpload(ctx context.Context, w uds.Write) (uds.Upload, err
 		switch {
 		case err != nil:
 			return uds.Upload{}, err
-		case old != nil && refusesWriter(w.IfMatch, old):
+		case old != nil && refusesWriter(w.IfMatch, stateOf(w.Key, old)):
 			return uds.Upload{}, uds.ErrForbidden
 		}
 	}
@@ -285,7 +285,7 @@ func (s *Store) commitOnce(ctx context.Context, op string, rk uds.Key, res map[s
 	if err != nil {
 		return uds.Item{}, false, 0, err
 	}
-	if old != nil && refusesWriter(w.IfMatch, old) {
+	if old != nil && refusesWriter(w.IfMatch, stateOf(w.Key, old)) {
 		s.discardUpload(ctx, rk, res)
 		return uds.Item{}, false, 0, uds.ErrForbidden
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"sort"
 	"strconv"
@@ -123,6 +124,68 @@ func (s *Store) usageActionWithin(ctx context.Context, app, owner string, d uds.
 	return action, lim, nil
 }
 
+// planUsage charges a plan's writes to their owners: each new value to
+// its owner (unless the stream charges it: quotaOf decides, and a
+// streamed write is checked against the owner's tracked usage here), and
+// releases what transactions charged for each item replaced or removed.
+// With what the other capabilities moved (the versions history keeps), it
+// then changes each owner's record once, under the owner's limits where it
+// grows.
+func (s *Store) planUsage(ctx context.Context, p *plan) error {
+	for i, c := range p.changes {
+		if c.limits != nil {
+			p.limits[ownerKey(c.key.App, c.owner)] = *c.limits
+		}
+		var old uds.Usage // what the owner holds of old, however counted
+		if c.old != nil {
+			old = c.old.held()
+			p.charge(c.key.App, c.old.owner, c.old.charged().Negate(), i)
+		}
+		if c.kind == removeItem {
+			continue
+		}
+		value := uds.Usage{Bytes: c.value.size, Items: 1}
+		if c.streamed {
+			var lim uds.Limits
+			if c.limits != nil {
+				lim = *c.limits
+			}
+			if err := s.checkTracked(ctx, c.key.App, c.owner, lim, value.Plus(old.Negate())); err != nil {
+				return &quotaRefusal{change: i, err: err}
+			}
+			continue
+		}
+		p.charge(c.key.App, c.owner, value, i)
+		if c.old != nil {
+			// The stream releases what it counted of old.
+			p.streamDue.add(c.key.App, c.old.owner, old.Plus(c.old.charged().Negate()))
+		}
+	}
+	var err error
+	p.deltas.each(func(app, who string, d uds.Usage) {
+		if err != nil {
+			return
+		}
+		k := ownerKey(app, who)
+		write := s.usageChange(app, who, d)
+		if d.Plus(p.streamDue[k].Negate()).Grows() {
+			lim, known := p.limits[k]
+			if !known {
+				lim, err = s.limitsInEffect(ctx, app, who)
+				p.limits[k] = lim
+			}
+			if err == nil {
+				write, _, err = s.usageActionWithin(ctx, app, who, d, lim, p.streamDue[k])
+			}
+			if errors.Is(err, uds.ErrQuotaExceeded) {
+				err = &quotaRefusal{change: p.growth[k], err: err}
+			}
+		}
+		p.actions = append(p.actions, action{role: roleUsage, change: p.growth[k], owner: k, write: write})
+	})
+	return err
+}
+
 // ownerDeltas adds up the usage changes of one transaction per owner (by
 // owner key), so that it moves each owner's record once.
 type ownerDeltas map[string]uds.Usage
@@ -142,7 +205,7 @@ func (d ownerDeltas) each(fn func(app, owner string, u uds.Usage)) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		app, owner, _ := strings.Cut(k, uds.KeyDelimiter)
+		app, owner := splitOwnerKey(k)
 		fn(app, owner, d[k])
 	}
 }
@@ -211,14 +274,14 @@ func streamCounted(av map[string]types.AttributeValue) bool {
 // read a write makes of them. The write goes the streamed way when the
 // mode is streamed and its namespace keeps no history (kept versions are
 // written in the write's transaction, which then charges them and the item
-// as strict mode does; such a write reads the limits itself, later, if it
-// needs them).
-func (s *Store) quotaOf(ctx context.Context, w *uds.Write, owner string) (lim uds.Limits, streamed bool, err error) {
+// as strict mode does; its usage change reads the limits, later, if it
+// grows the owner's usage: lim is then nil).
+func (s *Store) quotaOf(ctx context.Context, w *uds.Write, owner string) (lim *uds.Limits, streamed bool, err error) {
 	if w.History.On() {
-		return uds.Limits{}, false, nil
+		return nil, false, nil
 	}
 	e, err := s.recordsInEffect(ctx, w.App, owner)
-	return e.limits, e.mode == uds.QuotaStreamed, err
+	return &e.limits, e.mode == uds.QuotaStreamed, err
 }
 
 // held is what a stored item adds to its owner's usage, whichever way it

@@ -1,0 +1,249 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// maxWriteAttempts bounds the attempts of a write that keeps losing races
+// with other writers of its items, or getting no answer.
+const maxWriteAttempts = 12
+
+// verb is one write request as the commit loop runs it: it reads and
+// decides (plan), and says what a refusal of its items means (refused).
+type verb interface {
+	// plan reads what the write needs and decides its changes: a plan, a
+	// domain error that answers the request, or (nil, nil) when what it
+	// read shows the write committed already (an earlier attempt whose
+	// answer was lost). uncertain is set once an attempt went
+	// unanswered: it may have committed.
+	plan(ctx context.Context, uncertain bool) (*plan, error)
+	// refused reads a refusal of the plan's item or history actions:
+	// explained when what they were conditional on changed (the loop then
+	// reads again), errCommitted when it shows this write's own earlier
+	// commit, or the error that answers the request.
+	refused(ctx context.Context, r *refusal, uncertain bool) (explained bool, err error)
+}
+
+// errCommitted is a verb's word that a refusal shows its own earlier
+// commit.
+var errCommitted = errors.New("committed by an earlier attempt")
+
+// run commits a write: it plans, lets every capability contribute,
+// commits, and starts over while the write races with others or goes
+// unanswered. A refusal by an owner's limit reclaims that owner's expired
+// items once and tries again, then answers a *uds.QuotaError. It returns
+// the plan that committed, nil when the verb found its own earlier commit.
+func (s *Store) run(ctx context.Context, op string, v verb) (*plan, error) {
+	uncertain := false
+	reclaimed := map[string]bool{}
+	// lost is the last plan sent without an answer: when the verb then
+	// finds it committed, what waits for its commit runs.
+	var lost *plan
+	done := func() (*plan, error) {
+		if lost != nil {
+			lost.committed(ctx)
+		}
+		return nil, nil
+	}
+	for attempt := range maxWriteAttempts {
+		p, err := v.plan(ctx, uncertain)
+		switch {
+		case err != nil:
+			return nil, err
+		case p == nil:
+			return done()
+		}
+		if err := s.contribute(ctx, p); err != nil {
+			return nil, err
+		}
+		outcome, r, err := s.commit(ctx, op, p, attempt)
+		switch {
+		case err != nil:
+			return nil, err
+		case outcome == written:
+			p.committed(ctx)
+			return p, nil
+		case outcome == unanswered:
+			uncertain, lost = true, p
+			continue
+		}
+		explained, err := v.refused(ctx, r, uncertain)
+		switch {
+		case errors.Is(err, errCommitted):
+			return done()
+		case err != nil:
+			return nil, err
+		case explained:
+			continue
+		}
+		who, record, limited := r.usage()
+		if !limited {
+			return nil, failed(op, errUnexpectedCancel(r.reasons))
+		}
+		app, owner := splitOwnerKey(who)
+		if !reclaimed[who] && s.reclaimOwner(ctx, app, owner) > 0 {
+			reclaimed[who] = true // the owner's expired items made room
+			continue
+		}
+		return nil, &quotaRefusal{change: p.growth[who], err: s.quotaError(ctx, app, owner, p.limits[who], record)}
+	}
+	return nil, &uds.UnavailableError{Op: op, Err: errContended}
+}
+
+// quotaRefusal is a plan refused by an owner's limit: the change that
+// first grew the owner (a batch names its operation) and the refusal.
+type quotaRefusal struct {
+	change int
+	err    error
+}
+
+func (q *quotaRefusal) Error() string { return q.err.Error() }
+func (q *quotaRefusal) Unwrap() error { return q.err }
+
+// refusal is how DynamoDB refused a plan: per action, whether its
+// condition failed and the item as it stood.
+type refusal struct {
+	plan    *plan
+	reasons cancelled
+}
+
+// item reports whether the item action of change i was refused, with the
+// item as it stood (nil when there is none).
+func (r *refusal) item(i int) (bool, map[string]types.AttributeValue) {
+	for a, act := range r.plan.actions {
+		if act.role == roleItem && act.change == i && r.reasons.conditionFailed(a) {
+			return true, r.reasons.item(a)
+		}
+	}
+	return false, nil
+}
+
+// anyOf reports whether an action of role ro was refused.
+func (r *refusal) anyOf(ro role) bool {
+	for a, act := range r.plan.actions {
+		if act.role == ro && r.reasons.conditionFailed(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// usage names the owner whose limit refused the plan, with the usage
+// record as it stood.
+func (r *refusal) usage() (owner string, record map[string]types.AttributeValue, ok bool) {
+	for a, act := range r.plan.actions {
+		if act.role == roleUsage && r.reasons.conditionFailed(a) {
+			return act.owner, r.reasons.item(a), true
+		}
+	}
+	return "", nil, false
+}
+
+// writeOutcome is how one attempt at a write ended, when it did not fail
+// outright.
+type writeOutcome int
+
+const (
+	written    writeOutcome = iota
+	raced                   // a condition refused it
+	unanswered              // no answer: the write may or may not have happened
+)
+
+// commit sends a plan once: one action as its own call, more as one
+// idempotent transaction (transact.go). A single call is not retried by
+// the SDK: a retry of a commit whose answer was lost would be refused by
+// its own condition, and only the verb, reading again, can tell that
+// refusal from a race; it comes back unanswered instead.
+func (s *Store) commit(ctx context.Context, op string, p *plan, attempt int) (writeOutcome, *refusal, error) {
+	switch len(p.actions) {
+	case 0:
+		return written, nil, nil // nothing to write: a delete of nothing
+	case 1:
+		return s.commitAlone(ctx, op, p, attempt)
+	}
+	writes := make([]types.TransactWriteItem, len(p.actions))
+	for i, a := range p.actions {
+		writes[i] = a.write
+	}
+	reasons, err := s.transact(ctx, op, writes...)
+	switch {
+	case err != nil:
+		return 0, nil, err
+	case reasons != nil:
+		return raced, &refusal{plan: p, reasons: reasons}, nil
+	}
+	return written, nil, nil
+}
+
+// commitAlone sends a plan's one action as its own call.
+func (s *Store) commitAlone(ctx context.Context, op string, p *plan, attempt int) (writeOutcome, *refusal, error) {
+	err := s.writeAlone(ctx, p.actions[0].write)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return written, nil, nil
+	case asCCF(err, &ccf):
+		reason := types.CancellationReason{Code: aws.String("ConditionalCheckFailed"), Item: ccf.Item}
+		return raced, &refusal{plan: p, reasons: cancelled{reason}}, nil
+	}
+	outcome, err := unansweredOrFailed(ctx, op, err, attempt)
+	return outcome, nil, err
+}
+
+// writeAlone sends one action as its own PutItem, UpdateItem or
+// DeleteItem, asking for the item as it stood if its condition fails.
+func (s *Store) writeAlone(ctx context.Context, w types.TransactWriteItem) error {
+	allOld := types.ReturnValuesOnConditionCheckFailureAllOld
+	var err error
+	switch {
+	case w.Put != nil:
+		_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: w.Put.TableName, Item: w.Put.Item, ConditionExpression: w.Put.ConditionExpression,
+			ExpressionAttributeNames: w.Put.ExpressionAttributeNames, ExpressionAttributeValues: w.Put.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: allOld,
+		}, withoutRetries)
+	case w.Update != nil:
+		_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: w.Update.TableName, Key: w.Update.Key, UpdateExpression: w.Update.UpdateExpression,
+			ConditionExpression: w.Update.ConditionExpression, ExpressionAttributeNames: w.Update.ExpressionAttributeNames,
+			ExpressionAttributeValues: w.Update.ExpressionAttributeValues, ReturnValuesOnConditionCheckFailure: allOld,
+		}, withoutRetries)
+	case w.Delete != nil:
+		_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: w.Delete.TableName, Key: w.Delete.Key, ConditionExpression: w.Delete.ConditionExpression,
+			ExpressionAttributeNames: w.Delete.ExpressionAttributeNames, ExpressionAttributeValues: w.Delete.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: allOld,
+		}, withoutRetries)
+	default:
+		err = errors.New("a condition check cannot be sent alone")
+	}
+	return err
+}
+
+// unansweredOrFailed is how a single call that the SDK does not retry
+// ended when it neither committed nor was refused: a transient error
+// leaves it unanswered (it may have committed), after a pause before the
+// next attempt; anything else fails it.
+func unansweredOrFailed(ctx context.Context, op string, err error, attempt int) (writeOutcome, error) {
+	if !isTransient(err) {
+		return 0, failed(op, err)
+	}
+	if serr := sleep(ctx, backoff(attempt)); serr != nil {
+		return 0, failed(op, errors.Join(err, serr))
+	}
+	return unanswered, nil
+}
+
+// ownTokenIn reports whether the item as it stood carries this write's
+// token: the refusal is of a retry, whose earlier attempt committed.
+func ownTokenIn(current map[string]types.AttributeValue, token string) bool {
+	return token != "" && str(current, schema.AttrWriteToken) == token
+}

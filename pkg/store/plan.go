@@ -1,0 +1,200 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/udsproject/uds/pkg/uds"
+)
+
+// A write is a plan. The verb (create.go, update.go, delete.go; a batch
+// runs the same verbs' decisions for each of its operations, batch.go;
+// a delete-all and a reclaim remove entries, deleteall.go) reads what it
+// needs and decides what it does to its item: a change, with the action
+// that writes the item. Each capability then adds its actions to the plan
+// from its own file, through one signature (contributor) registered in
+// contributors below. One loop (commit.go) sends the plan, as a single
+// call when it holds one action and as one transaction otherwise, and
+// reads a refusal by the role of the action refused.
+
+// role is what an action of a plan does, by which a refusal is read.
+type role uint8
+
+const (
+	// roleItem is a verb's write of its item.
+	roleItem role = iota
+	// roleHistory keeps, prunes or lists versions (history.go).
+	roleHistory
+	// roleIndex puts or deletes an index entry (index.go).
+	roleIndex
+	// roleUsage changes an owner's usage record (usage.go).
+	roleUsage
+)
+
+// action is one write of a plan.
+type action struct {
+	role role
+	// change is the plan's change the action serves (its position in
+	// p.changes).
+	change int
+	// owner is, for roleUsage, the owner key whose record it changes.
+	owner string
+	write types.TransactWriteItem
+}
+
+// changeKind is what a change does to its item.
+type changeKind uint8
+
+const (
+	// createItem writes a new item on a free key, or on one that an
+	// expired item holds (old), which it replaces and nothing keeps.
+	createItem changeKind = iota
+	// replaceItem writes a new value over a live item (old).
+	replaceItem
+	// removeItem deletes an item (old).
+	removeItem
+)
+
+// change is what a write does to one item, as its verb decided it.
+type change struct {
+	kind changeKind
+	key  uds.Key
+	// w is the write's request: its value, subject and the namespace's
+	// policy as the request read it (history, indexes).
+	w *uds.Write
+	// old is what the key held when it was read; nil for a create on a
+	// free key.
+	old *itemState
+	// value is the new value (not for a removal).
+	value encodedValue
+	// item is the verb's action on the item.
+	item types.TransactWriteItem
+	// owner is who the new value is charged to.
+	owner string
+	// streamed is set when the stream charges the new value (usage.go,
+	// quotaOf decides); the transaction then releases only what it
+	// charged of old.
+	streamed bool
+	// limits are the owner's limits as the write read them with its
+	// quota mode; nil when not read (the usage contributor reads them
+	// if the change grows the owner's usage).
+	limits *uds.Limits
+	// head is the key's history head, read when w.History is on.
+	head historyHead
+	// deleter names, for a removal that history keeps, who deleted.
+	deleter *string
+	// expiredOnly marks a reclaim: the removal holds only while the item
+	// is still the expired item read.
+	expiredOnly bool
+	// result is the item the write leaves (not for a removal).
+	result uds.Item
+}
+
+// kept reports whether the change keeps its old item as a version.
+func (c *change) kept() bool {
+	return c.old != nil && c.kind != createItem && !c.expiredOnly && c.w != nil && c.w.History.On()
+}
+
+// plan is one attempt at a write: its changes and every capability's
+// actions for them, and what is done once it commits.
+type plan struct {
+	// now is the instant the write is made at.
+	now     time.Time
+	changes []*change
+	actions []action
+	// deltas is the usage each owner's record moves by; growth names, per
+	// owner key, the first change that grows it, which a batch names when
+	// the owner's limit refuses it; limits, the limits each growth was
+	// checked against.
+	deltas ownerDeltas
+	growth map[string]int
+	limits map[string]uds.Limits
+	// streamDue is, per owner key, what the stream is due to release
+	// because of this plan (the streamed items it replaces): the limits
+	// hold for the usage once the stream has released it.
+	streamDue ownerDeltas
+	// prunes bounds the versions each change removes (history.go,
+	// maxPrunes).
+	prunes int
+	// bytes is what the plan's items and kept versions carry, which one
+	// transaction bounds.
+	bytes int64
+	// after runs once the plan committed: removals the bucket cannot
+	// share a transaction with.
+	after []func(context.Context)
+}
+
+// newPlan starts a plan made at now of changes, each with its item's
+// action.
+func newPlan(now time.Time, prunes int, changes ...*change) *plan {
+	p := &plan{now: now, changes: changes, deltas: ownerDeltas{}, growth: map[string]int{}, limits: map[string]uds.Limits{}, streamDue: ownerDeltas{}, prunes: prunes}
+	for i, c := range changes {
+		p.add(roleItem, i, c.item)
+		p.bytes += c.value.size
+	}
+	return p
+}
+
+// add appends an action serving change i.
+func (p *plan) add(r role, i int, w types.TransactWriteItem) {
+	p.actions = append(p.actions, action{role: r, change: i, write: w})
+}
+
+// charge moves owner's usage by u because of change i.
+func (p *plan) charge(app, owner string, u uds.Usage, i int) {
+	p.deltas.add(app, owner, u)
+	k := ownerKey(app, owner)
+	if _, seen := p.growth[k]; !seen && u.Grows() {
+		p.growth[k] = i
+	}
+}
+
+// afterCommit adds what runs once the plan committed.
+func (p *plan) afterCommit(fn func(context.Context)) { p.after = append(p.after, fn) }
+
+// committed runs what waits for the plan's commit.
+func (p *plan) committed(ctx context.Context) {
+	for _, fn := range p.after {
+		fn(ctx)
+	}
+}
+
+// contributor adds a capability's actions for a plan's changes. Each
+// lives in its capability's file.
+type contributor func(s *Store, ctx context.Context, p *plan) error
+
+// contributors are the capabilities every write meets, in the order they
+// add to a plan: usage comes last, as it charges what the others move
+// (the versions history keeps).
+var contributors = []contributor{
+	(*Store).planHistory, // history.go: versions kept and pruned, the head
+	(*Store).planIndexes, // index.go: the entries the values name
+	(*Store).planObjects, // objects.go: large values' objects released
+	(*Store).planUsage,   // usage.go: each owner's usage, under limits
+}
+
+// contribute lets every capability add to p.
+func (s *Store) contribute(ctx context.Context, p *plan) error {
+	for _, c := range contributors {
+		if err := c(s, ctx, p); err != nil {
+			return err
+		}
+	}
+	if len(p.actions) > maxTxActions {
+		return &planTooLarge{uds.Invalid("operations", "with the versions its writes keep, their history heads, index entries and usage changes, this write needs %d actions; one DynamoDB transaction takes %d: split it or use \"atomic\": false", len(p.actions), maxTxActions)}
+	}
+	if p.bytes > maxTxBytes {
+		return &uds.TooLargeError{Reason: "with the versions its writes keep, this atomic batch holds more than about 3.5 MB (one DynamoDB transaction); split it or use \"atomic\": false"}
+	}
+	return nil
+}
+
+// planTooLarge is a plan with more actions than one transaction takes:
+// to a client, an invalid batch; to a removal of listed items, a batch to
+// split.
+type planTooLarge struct{ err error }
+
+func (e *planTooLarge) Error() string { return e.err.Error() }
+func (e *planTooLarge) Unwrap() error { return e.err }
