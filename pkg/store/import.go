@@ -71,7 +71,8 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 		if err != nil {
 			return uds.ImportResult{}, err
 		}
-		e.entries = s.indexUpkeep(rec.Key, indexes, nil, rec.Data)
+		e.write = &uds.Write{Key: rec.Key, Data: rec.Data, Indexes: indexes}
+		e.entries = len(indexEntries(rec.Key, indexes, rec.Data))
 		pending = append(pending, e)
 	}
 	for len(pending) > 0 {
@@ -95,7 +96,7 @@ func importGroupSize(pending []importEntry) int {
 	for ; n < len(pending); n++ {
 		e := pending[n]
 		// The puts so far with their entries, this one, the usage changes.
-		actions := n + 1 + entries + len(e.entries) + len(owners)
+		actions := n + 1 + entries + e.entries + len(owners)
 		if !owners[e.rec.Owner] {
 			actions++
 		}
@@ -104,7 +105,7 @@ func importGroupSize(pending []importEntry) int {
 		}
 		owners[e.rec.Owner] = true
 		size += e.value.size
-		entries += len(e.entries)
+		entries += e.entries
 	}
 	return n
 }
@@ -118,73 +119,92 @@ type importEntry struct {
 	index int
 	rec   *uds.Record
 	value encodedValue
-	// entries puts the item's index entries.
-	entries []types.TransactWriteItem
-	// reclaimed is set once an expired item on the record's key was
-	// removed to make room, so that it is done once.
-	reclaimed bool
+	// write is the record as a create of its item: its key, value and
+	// the indexes its namespace declares.
+	write *uds.Write
+	// entries counts the item's index entries.
+	entries int
+	// expired is an expired item a refusal showed on the record's key,
+	// which the import replaces.
+	expired *itemState
 }
 
 // importGroup writes one group of records in one transaction. Records
 // whose key turns out taken are sorted into skipped and conflicts, and the
 // rest is sent again without them.
 func (s *Store) importGroup(ctx context.Context, app string, group []importEntry, res *uds.ImportResult) error {
-	op := "import into " + app
-	for len(group) > 0 {
-		actions := make([]types.TransactWriteItem, 0, len(group)+1)
-		deltas := ownerDeltas{}
-		for _, e := range group {
-			actions = append(actions, types.TransactWriteItem{Put: s.importPut(app, e)})
-			deltas.add(app, e.rec.Owner, uds.Usage{Bytes: e.value.size, Items: 1})
-		}
-		deltas.each(func(app, owner string, d uds.Usage) {
-			actions = append(actions, s.usageChange(app, owner, d))
-		})
-		for _, e := range group {
-			actions = append(actions, e.entries...)
-		}
-		refused, err := s.transact(ctx, op, actions...)
-		if err != nil {
-			return err
-		}
-		if refused == nil {
-			res.Imported += len(group)
-			return nil
-		}
-		rest := group[:0:0]
-		now := s.now()
-		refusedAny := false
-		for i, e := range group {
-			stored := refused.item(i)
-			if refused.conditionFailed(i) {
-				refusedAny = true
-			}
-			switch {
-			case !refused.conditionFailed(i):
-				rest = append(rest, e)
-			case expired(stored, now) && !e.reclaimed:
-				key, _ := keyOf(stored)
-				s.reclaim(ctx, app, []listEntry{{key: key, state: stored}})
-				e.reclaimed = true
-				rest = append(rest, e)
-			default:
-				same, err := sameItem(app, e.rec, stored)
-				if err != nil {
-					return failed(op, err)
-				}
-				if same {
-					res.Skipped++
-				} else {
-					res.Conflicts = append(res.Conflicts, uds.ImportConflict{Index: e.index, Key: e.rec.Key, Version: num(stored, schema.AttrVersion)})
-				}
-			}
-		}
-		if !refusedAny {
-			return failed(op, errUnexpectedCancel(refused))
-		}
-		group = rest
+	iv := &importVerb{s: s, app: app, group: group, res: res}
+	p, err := s.run(ctx, "import into "+app, iv)
+	if err != nil {
+		return err
 	}
+	res.Imported += len(p.changes)
 	return nil
+}
+
+// importVerb is a group of imported records as the commit loop runs it.
+type importVerb struct {
+	s     *Store
+	app   string
+	group []importEntry
+	res   *uds.ImportResult
+}
+
+// noLimits holds an import to no limit: it restores what was stored.
+var noLimits uds.Limits
+
+// plan creates each record's item as exported, its owner charged, on a
+// free key or over an expired item, which it replaces.
+func (iv *importVerb) plan(context.Context, bool) (*plan, error) {
+	changes := make([]*change, len(iv.group))
+	for i, e := range iv.group {
+		put := iv.s.importPut(iv.app, e)
+		if e.expired != nil {
+			names, values := map[string]string{}, map[string]types.AttributeValue{}
+			put.ConditionExpression = aws.String(exactRevision(e.expired.av, names, values))
+			put.ExpressionAttributeNames, put.ExpressionAttributeValues = names, values
+		}
+		changes[i] = &change{kind: createItem, key: e.rec.Key, w: e.write, old: e.expired, value: e.value,
+			item: types.TransactWriteItem{Put: put}, owner: e.rec.Owner, limits: &noLimits}
+	}
+	return newPlan(iv.s.writeTime(), 0, changes...), nil
+}
+
+// refused sorts the records whose keys were taken: over an expired item
+// the record is tried again, replacing it; the same item stored already
+// is skipped; another is a conflict. The others go again without them.
+func (iv *importVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error) {
+	rest := iv.group[:0:0]
+	now := iv.s.now()
+	refusedAny := false
+	for i, e := range iv.group {
+		refused, stored := r.item(i)
+		if refused {
+			refusedAny = true
+		}
+		switch {
+		case !refused:
+			rest = append(rest, e)
+		case stored == nil:
+			e.expired = nil // the expired item went meanwhile
+			rest = append(rest, e)
+		case expired(stored, now):
+			e.expired = stateOf(e.rec.Key, stored)
+			rest = append(rest, e)
+		default:
+			same, err := sameItem(iv.app, e.rec, stored)
+			if err != nil {
+				return false, failed("import into "+iv.app, err)
+			}
+			if same {
+				iv.res.Skipped++
+			} else {
+				iv.res.Conflicts = append(iv.res.Conflicts, uds.ImportConflict{Index: e.index, Key: e.rec.Key, Version: num(stored, schema.AttrVersion)})
+			}
+		}
+	}
+	iv.group = rest
+	return refusedAny, nil
 }
 
 // importPut writes a record's item where its key is free, as it was
