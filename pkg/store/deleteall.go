@@ -86,7 +86,7 @@ func (s *Store) DeleteList(ctx context.Context, w uds.Write) (int, error) {
 			// when the context is cancelled), not the process.
 			err := safe.Call(func() {
 				for batch := range batches {
-					n, err := s.removeBatch(ctx, w, batch)
+					n, err := s.removeEntries(ctx, "delete list "+list.DataKey(), &w, batch)
 					deleted.Add(int64(n))
 					if err != nil {
 						cancel(err)
@@ -99,7 +99,7 @@ func (s *Store) DeleteList(ctx context.Context, w uds.Write) (int, error) {
 			}
 		}()
 	}
-	readErr := s.readEntries(ctx, list, creator, batches)
+	readErr := s.readEntries(ctx, &w, batches)
 	close(batches)
 	wg.Wait()
 	n := int(deleted.Load())
@@ -119,34 +119,18 @@ func (s *Store) DeleteList(ctx context.Context, w uds.Write) (int, error) {
 	}
 }
 
-// removeBatch removes a batch of a delete-all's items: in one transaction,
-// or, where history is kept or indexes are declared, one by one as Delete
-// removes them (each keeps its version, or removes its index entries,
-// in a transaction of its own). It returns how many it removed.
-func (s *Store) removeBatch(ctx context.Context, w uds.Write, batch []listEntry) (int, error) {
-	if !w.History.On() && len(w.Indexes) == 0 {
-		return s.removeEntries(ctx, "delete list "+w.Key.DataKey(), w.Key.App, batch)
+// readEntries queries the keys, revisions, creators, owners and sizes of
+// the list w names (whole items, where history keeps them or indexes name
+// their values) and sends them in batches that fit one transaction with
+// what their removal adds: their owners' usage changes, and per item a
+// kept version, a delete marker and a head, and its index entries. With
+// w.IfMatch.Creator set, it leaves other creators' items out.
+func (s *Store) readEntries(ctx context.Context, w *uds.Write, batches chan<- []listEntry) error {
+	list, creator := w.Key, w.IfMatch.Creator
+	per, weight := 1+len(w.Indexes), int64(1)
+	if w.History.On() {
+		per, weight = per+3, 2 // the kept version carries the item again
 	}
-	n := 0
-	for _, e := range batch {
-		one := w
-		one.Key = e.key
-		removed, err := s.deleteOne(ctx, one)
-		if err != nil {
-			return n, err
-		}
-		if removed {
-			n++
-		}
-	}
-	return n, nil
-}
-
-// readEntries queries the list's keys, revisions, creators, owners and
-// sizes and sends them in batches that fit one transaction with their
-// owners' usage changes. With creator set, it leaves other creators' items
-// out.
-func (s *Store) readEntries(ctx context.Context, list uds.Key, creator string, batches chan<- []listEntry) error {
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.tables.List),
 		KeyConditionExpression: aws.String("#k = :k"),
@@ -158,6 +142,9 @@ func (s *Store) readEntries(ctx context.Context, list uds.Key, creator string, b
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":k": &types.AttributeValueMemberS{Value: list.DataKey()}},
 		ConsistentRead:            aws.Bool(true),
+	}
+	if per > 1 {
+		in.ProjectionExpression, in.ExpressionAttributeNames = nil, map[string]string{"#k": schema.AttrDataKey}
 	}
 	var (
 		batch  []listEntry
@@ -183,8 +170,12 @@ func (s *Store) readEntries(ctx context.Context, list uds.Key, creator string, b
 				continue
 			}
 			who, _ := owner(list.App, it)
-			size := num(it, schema.AttrItemSize)
-			fits := len(batch)+len(owners)+1 < maxTxActions || (owners[who] && len(batch)+len(owners) < maxTxActions)
+			size := num(it, schema.AttrItemSize) * weight
+			actions := (len(batch)+1)*per + len(owners)
+			if !owners[who] {
+				actions++
+			}
+			fits := actions < maxTxActions
 			if len(batch) > 0 && (!fits || bytes+size > maxTxBytes) {
 				if err := send(); err != nil {
 					return err
@@ -210,18 +201,22 @@ func (s *Store) readEntries(ctx context.Context, list uds.Key, creator string, b
 // removeEntries removes a batch of items in one plan, which releases
 // their owners' usage and removes their index entries in the same
 // transaction, dropping and refreshing entries that changed until it
-// commits. It returns how many items it removed.
-func (s *Store) removeEntries(ctx context.Context, op, app string, pending []listEntry) (int, error) {
-	rv := &removeVerb{s: s, pending: pending}
+// commits. A delete-all's removals are the writes of w (its key aside):
+// they keep versions and move index entries as a delete of w does. A
+// removal as read (w nil: a reclaim, strays, an upload discarded) removes
+// the entries of the indexes the item's namespace declares. It returns
+// how many items it removed.
+func (s *Store) removeEntries(ctx context.Context, op string, w *uds.Write, pending []listEntry) (int, error) {
+	rv := &removeVerb{s: s, w: w, pending: pending}
 	_, err := s.run(ctx, op, rv)
 	if errors.As(err, new(*planTooLarge)) && len(rv.pending) > 1 {
 		// Refreshed items brought new owners, or index entries: split.
 		half := len(rv.pending) / 2
-		n, err := s.removeEntries(ctx, op, app, rv.pending[:half])
+		n, err := s.removeEntries(ctx, op, w, rv.pending[:half])
 		if err != nil {
 			return n, err
 		}
-		m, err := s.removeEntries(ctx, op, app, rv.pending[half:])
+		m, err := s.removeEntries(ctx, op, w, rv.pending[half:])
 		return n + m, err
 	}
 	if err != nil {
@@ -233,16 +228,39 @@ func (s *Store) removeEntries(ctx context.Context, op, app string, pending []lis
 // removeVerb is a removal of listed items as the commit loop runs it.
 type removeVerb struct {
 	s       *Store
+	w       *uds.Write
 	pending []listEntry
 }
 
-func (rv *removeVerb) plan(context.Context, bool) (*plan, error) {
+func (rv *removeVerb) plan(ctx context.Context, _ bool) (*plan, error) {
+	heads := map[string]historyHead{}
+	if rv.w != nil && rv.w.History.On() {
+		keys := make([]uds.Key, len(rv.pending))
+		for i, e := range rv.pending {
+			keys[i] = e.key
+		}
+		var err error
+		if heads, err = rv.s.readHeads(ctx, keys); err != nil {
+			return nil, err
+		}
+	}
 	changes := make([]*change, len(rv.pending))
 	for i, e := range rv.pending {
 		old := stateOf(e.key, e.state)
-		changes[i] = &change{kind: removeItem, key: e.key, old: old, item: rv.s.removeAction(e), owner: old.owner, expiredOnly: e.expiredOnly}
+		if rv.w == nil {
+			changes[i] = &change{kind: removeItem, key: e.key, old: old, item: rv.s.removeAction(e), owner: old.owner, expiredOnly: e.expiredOnly}
+			continue
+		}
+		one := *rv.w
+		one.Key = e.key
+		c, err := rv.s.removeChange(&one, old)
+		if err != nil {
+			return nil, err
+		}
+		c.head = heads[historyKey(e.key)]
+		changes[i] = c
 	}
-	return newPlan(rv.s.writeTime(), 0, changes...), nil
+	return newPlan(rv.s.writeTime(), 1, changes...), nil
 }
 
 // refused keeps the items that changed since they were read while they

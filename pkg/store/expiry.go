@@ -32,11 +32,11 @@ const maxReclaim = 200
 // reclaim removes expired items UDS met, releasing their sizes. It is best
 // effort: an item left behind is still treated as gone, and DynamoDB's TTL
 // removes it in the end.
-func (s *Store) reclaim(ctx context.Context, app string, items []listEntry) int {
+func (s *Store) reclaim(ctx context.Context, items []listEntry) int {
 	for i := range items {
 		items[i].expiredOnly = true
 	}
-	n, _ := s.removeEntries(ctx, "reclaim expired items", app, items)
+	n, _ := s.removeEntries(ctx, "reclaim expired items", nil, items)
 	return n
 }
 
@@ -48,7 +48,7 @@ func (s *Store) readLive(ctx context.Context, key uds.Key, whole bool) (map[stri
 	if err != nil || old == nil || !expired(old, s.now()) {
 		return old, err
 	}
-	s.reclaim(ctx, key.App, []listEntry{{key: key, state: old}})
+	s.reclaim(ctx, []listEntry{{key: key, state: old}})
 	return nil, nil
 }
 
@@ -60,7 +60,7 @@ func (s *Store) reclaimOwner(ctx context.Context, app, owner string) int {
 	if err != nil || len(gone) == 0 {
 		return 0
 	}
-	return s.reclaim(ctx, app, gone)
+	return s.reclaim(ctx, gone)
 }
 
 // keyOf parses a stored item's key; false for a dataKey UDS could not
@@ -171,15 +171,13 @@ func (s *Store) SweepExpired(ctx context.Context) (int, error) {
 				}
 				return
 			}
-			byApp := map[string][]listEntry{}
+			var items []listEntry
 			for _, it := range found {
 				if key, ok := keyOf(it); ok {
-					byApp[key.App] = append(byApp[key.App], listEntry{key: key, state: it})
+					items = append(items, listEntry{key: key, state: it})
 				}
 			}
-			for app, items := range byApp {
-				removed += s.reclaim(ctx, app, items)
-			}
+			removed += s.reclaim(ctx, items)
 		})
 		if err != nil {
 			return removed, err

@@ -32,7 +32,7 @@ func (s *Store) liveItem(ctx context.Context, key uds.Key, av map[string]types.A
 	case av == nil:
 		return uds.Item{}, uds.ErrNotFound
 	case expired(av, now):
-		s.reclaim(ctx, key.App, []listEntry{{key: key, state: av}})
+		s.reclaim(ctx, []listEntry{{key: key, state: av}})
 		return uds.Item{}, uds.ErrNotFound
 	}
 	return decodeItem(key, av)

@@ -206,7 +206,7 @@ func (s *Store) readHistory(ctx context.Context, key uds.Key, projection string,
 		return historyRead{}, err
 	}
 	if got.item != nil && expired(got.item, s.now()) {
-		s.reclaim(ctx, key.App, []listEntry{{key: key, state: got.item}})
+		s.reclaim(ctx, []listEntry{{key: key, state: got.item}})
 		got.item = nil
 	}
 	return got, nil

@@ -13,7 +13,7 @@ import (
 // was read in: the tests hand it a stale one, as a concurrent writer would
 // leave it.
 func (s *Store) RemoveAsRead(ctx context.Context, app string, key uds.Key, state map[string]types.AttributeValue) (int, error) {
-	return s.removeEntries(ctx, "remove as read", app, []listEntry{{key: key, state: state}})
+	return s.removeEntries(ctx, "remove as read", nil, []listEntry{{key: key, state: state}})
 }
 
 // MaxReclaim is how many expired items one reclaim removes at most.

@@ -186,7 +186,7 @@ func (s *Store) contribute(ctx context.Context, p *plan) error {
 		return &planTooLarge{uds.Invalid("operations", "with the versions its writes keep, their history heads, index entries and usage changes, this write needs %d actions; one DynamoDB transaction takes %d: split it or use \"atomic\": false", len(p.actions), maxTxActions)}
 	}
 	if p.bytes > maxTxBytes {
-		return &uds.TooLargeError{Reason: "with the versions its writes keep, this atomic batch holds more than about 3.5 MB (one DynamoDB transaction); split it or use \"atomic\": false"}
+		return &planTooLarge{&uds.TooLargeError{Reason: "with the versions its writes keep, this atomic batch holds more than about 3.5 MB (one DynamoDB transaction); split it or use \"atomic\": false"}}
 	}
 	return nil
 }

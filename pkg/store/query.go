@@ -165,7 +165,7 @@ func (s *Store) ListItems(ctx context.Context, q ListQuery) (ListPage, error) {
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 	if len(gone) > 0 {
-		s.reclaim(ctx, q.List.App, gone)
+		s.reclaim(ctx, gone)
 	}
 	page := ListPage{Items: items}
 	if len(items) > q.Limit {

@@ -131,7 +131,7 @@ func (s *Store) RemoveStrays(ctx context.Context, app, namespace string, private
 		// flush removes the batch in one transaction with its owners'
 		// releases.
 		flush := func() {
-			n, err := s.removeEntries(ctx, op, app, batch)
+			n, err := s.removeEntries(ctx, op, nil, batch)
 			removed += n
 			batch, owners, bytes, flushErr = nil, map[string]bool{}, 0, err
 		}

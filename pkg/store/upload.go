@@ -165,7 +165,7 @@ func (s *Store) CommitUpload(ctx context.Context, app, id string, key *uds.Key) 
 		return uds.Item{}, false, uds.ErrNotFound
 	}
 	if expired(res, s.now()) {
-		s.reclaim(ctx, app, []listEntry{{key: rk, state: res}})
+		s.reclaim(ctx, []listEntry{{key: rk, state: res}})
 		return uds.Item{}, false, uds.ErrNotFound
 	}
 	// The reservation never changes, so the object is checked once,
@@ -271,7 +271,7 @@ func (s *Store) checkUpload(ctx context.Context, rk uds.Key, res map[string]type
 // discardUpload removes a reservation, releasing its bytes, and its
 // object with any copy of it.
 func (s *Store) discardUpload(ctx context.Context, rk uds.Key, res map[string]types.AttributeValue) {
-	_, _ = s.removeEntries(ctx, "discard upload "+rk.ID, rk.App, []listEntry{{key: rk, state: res}})
+	_, _ = s.removeEntries(ctx, "discard upload "+rk.ID, nil, []listEntry{{key: rk, state: res}})
 }
 
 // commitOnce tries the commit's transaction once against the item as it
