@@ -1,15 +1,18 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,6 +67,22 @@ type scenario struct {
 	kill bool
 }
 
+// injectsErrors reports whether the scenario makes any call fail or any
+// request go unanswered; delays alone fail nothing. Without such faults
+// every answer must be one the workers' models explain: a 503 or a 412
+// there is a defect, not bad luck.
+func (sc scenario) injectsErrors() bool {
+	if sc.kill {
+		return true
+	}
+	for _, r := range sc.rules {
+		if r.Kind != faults.Delay {
+			return true
+		}
+	}
+	return false
+}
+
 var scenarios = []scenario{
 	{name: "no faults"},
 	{name: "lost answers", rules: []faults.Rule{
@@ -76,6 +95,10 @@ var scenarios = []scenario{
 	}},
 	{name: "latency spikes", rules: []faults.Rule{{Kind: faults.Delay, Rate: 0.05, Delay: 150 * time.Millisecond}}},
 	{name: "killed requests", kill: true},
+	// Transactions cancelled for a conflict with another transaction, as
+	// DynamoDB answers when two hold one item (an owner's usage record,
+	// say) at once; DynamoDB Local never does.
+	{name: "conflicts", rules: []faults.Rule{{Kind: faults.Conflict, Rate: 0.15}}},
 	{name: "everything", kill: true, rules: []faults.Rule{
 		{Kind: faults.LostAfterCommit, Ops: writeOps, Rate: 0.03},
 		{Kind: faults.ResetAfterCommit, Ops: writeOps, Rate: 0.02},
@@ -83,6 +106,7 @@ var scenarios = []scenario{
 		{Kind: faults.ServerError, Rate: 0.02},
 		{Kind: faults.Reset, Rate: 0.02},
 		{Kind: faults.Delay, Rate: 0.03, Delay: 100 * time.Millisecond},
+		{Kind: faults.Conflict, Rate: 0.03},
 	}},
 }
 
@@ -158,6 +182,80 @@ type workloadEnv struct {
 	lateWrites atomic.Int64
 	// mode is the app's quota mode.
 	mode uds.QuotaMode
+	// faultless says the scenario injects no error (injectsErrors).
+	faultless bool
+	// grown keeps, in streamed mode, the writes that may have added to
+	// their owners' usage, which bound how far they pass their limits.
+	grown ownerWrites
+	// lines keeps the server's log lines of the answers a faultless
+	// scenario must not give, shown if the run fails.
+	lines *answerLines
+}
+
+// answerLines keeps the server's request lines of 503 and 412 answers,
+// the answers a scenario without faults must not give: when the run fails,
+// the test logger's last lines may no longer hold them.
+type answerLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// keptAnswerLines is how many lines answerLines keeps, the first ones.
+const keptAnswerLines = 100
+
+// logger is base, with the lines of 503 and 412 answers also kept.
+func (k *answerLines) logger(base *slog.Logger) *slog.Logger {
+	return slog.New(keepingHandler{Handler: base.Handler(), kept: k})
+}
+
+// replay logs the lines kept, if the test failed.
+func (k *answerLines) replay(t *testing.T) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !t.Failed() {
+		return
+	}
+	for _, line := range k.lines {
+		t.Log("503/412: " + line)
+	}
+}
+
+// keepingHandler hands every record to its Handler, and keeps the request
+// lines of 503 and 412 answers in kept.
+type keepingHandler struct {
+	slog.Handler
+	kept *answerLines
+}
+
+func (h keepingHandler) Handle(ctx context.Context, r slog.Record) error {
+	status := 0
+	r.Attrs(func(a slog.Attr) bool {
+		// A request line's attributes are one group without a key.
+		for _, g := range a.Value.Group() {
+			if g.Key == "status" {
+				status = int(g.Value.Int64())
+			}
+		}
+		return true
+	})
+	if status == 503 || status == 412 {
+		var line bytes.Buffer
+		_ = slog.NewTextHandler(&line, nil).Handle(ctx, r)
+		h.kept.mu.Lock()
+		if len(h.kept.lines) < keptAnswerLines {
+			h.kept.lines = append(h.kept.lines, strings.TrimSuffix(line.String(), "\n"))
+		}
+		h.kept.mu.Unlock()
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h keepingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return keepingHandler{Handler: h.Handler.WithAttrs(attrs), kept: h.kept}
+}
+
+func (h keepingHandler) WithGroup(name string) slog.Handler {
+	return keepingHandler{Handler: h.Handler.WithGroup(name), kept: h.kept}
 }
 
 // killAfter is the test's own header: the server stops working on the
@@ -188,6 +286,8 @@ func runWorkload(t *testing.T, sc scenario, seed uint64, mode uds.QuotaMode, his
 	objects := blob.Objects{Bucket: blobtest.New(t)}
 	// Uploads abandoned lapse within the run, so that their reservations
 	// are reclaimed while the workers write.
+	lines := &answerLines{}
+	t.Cleanup(func() { lines.replay(t) })
 	st := store.New(client, tables, store.WithRecomputeQuiet(0), store.WithPolicySettle(testSettle),
 		store.WithObjects(objects), store.WithUploadLapse(uploadLapse))
 	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
@@ -195,11 +295,11 @@ func runWorkload(t *testing.T, sc scenario, seed uint64, mode uds.QuotaMode, his
 		CursorSecret:    []byte("workload"),
 		DeleteAllBudget: 3 * time.Second,
 		RequestBudget:   4 * time.Second,
-		Logger:          apitest.Logger(t),
+		Logger:          lines.logger(apitest.Logger(t)),
 		Bucket:          objects,
 	})
 	plain := storetest.Client(t)
-	e := &workloadEnv{srv: httptest.NewServer(killable(api)), faults: ft, tables: tables, plain: plain, history: history, objects: objects, mode: mode,
+	e := &workloadEnv{srv: httptest.NewServer(killable(api)), faults: ft, tables: tables, plain: plain, history: history, objects: objects, mode: mode, faultless: !sc.injectsErrors(), lines: lines,
 		bucketEvents: store.New(plain, tables, store.WithObjects(objects))}
 	t.Cleanup(e.srv.Close)
 	var stream *streamPump
@@ -239,7 +339,7 @@ func runWorkload(t *testing.T, sc scenario, seed uint64, mode uds.QuotaMode, his
 	for i := range workers {
 		w := &worker{
 			id: i, owner: "u" + strconv.Itoa(i%workloadOwners), env: e, t: t, stats: stats,
-			rng: rand.New(rand.NewPCG(seed, uint64(i))), kill: sc.kill, items: make([]model, workloadKeys), unsettled: make([]unsettled, workloadKeys),
+			rng: rand.New(rand.NewPCG(seed, uint64(i))), kill: sc.kill, items: make([]model, workloadKeys), unsettled: make([][]unsettled, workloadKeys),
 		}
 		workers[i] = w
 		wg.Add(1)
@@ -285,8 +385,8 @@ func runWorkload(t *testing.T, sc scenario, seed uint64, mode uds.QuotaMode, his
 		case owner == importOwner:
 		case mode == uds.QuotaStreamed:
 			// An owner may pass its limit by what it writes within the
-			// stream's lag: measured, not refused.
-			overshoot.add(real)
+			// stream's lag, and no further.
+			overshoot.add(t, owner, real, e.grown.bound(owner))
 		case real.Items > limitItems || real.Bytes > limitBytes:
 			t.Errorf("%s stores %+v, over the limit of %d items, %d bytes", owner, real, limitItems, limitBytes)
 		}
@@ -376,13 +476,23 @@ func (e *workloadEnv) sendAs(kill time.Duration, method, path, subject, contentT
 	if ifMatch != "" {
 		req.Header.Set("If-Match", ifMatch)
 	}
+	sent := time.Now()
+	status, answer := e.do(req, kill > 0)
+	if e.mode == uds.QuotaStreamed && subject != "admin" {
+		e.grown.add(subject, method, path, sent, status)
+	}
+	return status, answer
+}
+
+// do sends a request of sendAs and reads its answer, none if killed.
+func (e *workloadEnv) do(req *http.Request, killed bool) (int, string) {
 	res, err := noRedirects.Do(req)
 	if err != nil {
 		panic(err) // the test server is on this machine and always answers
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	if kill > 0 {
+	if killed {
 		return 0, ""
 	}
 	if res.StatusCode == 503 && res.Header.Get("Retry-After") == "" {
@@ -452,18 +562,22 @@ type worker struct {
 	rng   *rand.Rand
 	kill  bool
 	items []model
-	// unsettled is, for each item, what lateWrite needs to know of the
-	// last request on it whose outcome was left open, kept through every
-	// change of the model.
-	unsettled []unsettled
+	// unsettled is, for each item, its writes whose outcome was left
+	// open within lateWindow, which lateWrite needs to know, kept through
+	// every change of the model.
+	unsettled [][]unsettled
 }
 
-// unsettled is a request whose answer left its outcome open.
+// unsettled is a write whose answer left its outcome open.
 type unsettled struct {
 	at    time.Time // when it was answered (or killed)
 	label string
-	// learnt is when the model was next learnt again, from a GET.
-	learnt time.Time
+	// removes says it was a delete, which may leave the item absent.
+	removes bool
+}
+
+func (u unsettled) String() string {
+	return u.label + " at " + u.at.UTC().Format(time.StampMilli)
 }
 
 // itemPath is the path of a worker's key-value item: the odd ones are in
@@ -591,11 +705,10 @@ func (w *worker) step() {
 		w.importStep(kill)
 	case r < 92:
 		list := base + "/" + w.listPath()
-		st, _ := w.env.send(kill, "DELETE", list+"/list", w.owner, "", "")
 		if strings.Contains(list, "/owned/") {
-			w.expect("DELETE owner-write list", st, killed, 204, 403)
+			w.deleteAll(kill, list, "DELETE owner-write list", 204, 403)
 		} else {
-			w.expect("DELETE list", st, killed, 204)
+			w.deleteAll(kill, list, "DELETE list", 204)
 		}
 	default:
 		// Another owner's list items change under a delete-all: PUT
@@ -626,6 +739,30 @@ func (w *worker) step() {
 		if foreign && st == 403 && !strings.Contains(answer, `"error":"Forbidden"`) {
 			w.t.Errorf("a write of another owner's item was refused for another reason: %s", answer)
 		}
+	}
+}
+
+// deleteAll sends a delete-all of list, again while it answers that its
+// time budget ran out (503 "List not fully deleted", with how many it
+// deleted), and checks the last answer: such an answer is true and
+// settles its outcome (the rest is left, and a repeat continues), and on a
+// slow engine, while the other workers fill the list and change its items
+// (which cancels its transactions), a delete-all need not empty it in the
+// workload's 2 s (DeleteAllBudget, within the request budget less
+// deleteAllMargin). So it is counted, not reported, fault or none.
+func (w *worker) deleteAll(kill time.Duration, list, label string, allowed ...int) {
+	st, answer := w.env.send(kill, "DELETE", list+"/list", w.owner, "", "")
+	for repeat := 0; ; repeat++ {
+		var partial struct{ Error string }
+		if st != 503 || json.Unmarshal([]byte(answer[:strings.LastIndexByte(answer, 0)]), &partial) != nil || partial.Error != "List not fully deleted" {
+			w.expect(label, st, kill > 0, allowed...)
+			return
+		}
+		w.stats.add(st, false)
+		if repeat == 3 {
+			return
+		}
+		st, answer = w.env.send(0, "DELETE", list+"/list", w.owner, "", "")
 	}
 }
 
@@ -704,8 +841,7 @@ func (w *worker) itemStep(kill time.Duration) {
 	if m.exists && !m.expires.IsZero() && !time.Now().Add(50*time.Millisecond).Before(m.expires) {
 		// The item expired while the request ran (a slow one, under
 		// faults): either answer is true. Learn which from a GET.
-		w.stats.add(st, killed)
-		w.leaveOpen(i, method+" item", killed || st == 503)
+		w.leaveOpen(i, method+" item", !w.record(method+" item", st, killed))
 		return
 	}
 	etag := answer[strings.LastIndexByte(answer, 0)+1:]
@@ -770,8 +906,7 @@ func (w *worker) historyStep(kill time.Duration, i int) {
 	if m.exists && !m.expires.IsZero() && !time.Now().Add(50*time.Millisecond).Before(m.expires) {
 		// The item expired while the request ran: an update or a
 		// create of it again are both true. Learn which from a GET.
-		w.stats.add(st, killed)
-		w.leaveOpen(i, "POST restore", killed || st == 503)
+		w.leaveOpen(i, "POST restore", !w.record("POST restore", st, killed))
 		return
 	}
 	if st == 412 && ifMatch != "" && w.lateWrite(i, "POST restore If-Match", ifMatch, killed) {
@@ -800,14 +935,11 @@ func versionOf(etag string) int {
 	return v
 }
 
-// expect records an answer and reports whether the model may rely on it.
-// 503 (with Retry-After) leaves the outcome open; so does a killed request.
+// expect records an answer and reports whether the model may rely on it:
+// whether it settles the request's outcome (record) and is one of those
+// allowed.
 func (w *worker) expect(label string, status int, killed bool, allowed ...int) bool {
-	w.stats.add(status, killed)
-	if killed && (status == 0 || status == 503) {
-		return false
-	}
-	if status == 503 {
+	if !w.record(label, status, killed) {
 		return false
 	}
 	for _, a := range allowed {
@@ -819,6 +951,22 @@ func (w *worker) expect(label string, status int, killed bool, allowed ...int) b
 	return false
 }
 
+// record counts an answer and reports whether it settles the request's
+// outcome: a killed request's does not, nor does a 503 (with Retry-After).
+// Where the scenario injects no error, a 503 has no cause the workload
+// gives the server and is reported.
+func (w *worker) record(label string, status int, killed bool) bool {
+	w.stats.add(status, killed)
+	switch {
+	case killed:
+		return false
+	case status == 503 && w.env.faultless:
+		w.t.Errorf("worker %d: %s answered 503 in a scenario without faults (the server's lines are at the end)", w.id, label)
+		return false
+	}
+	return status != 503
+}
+
 // leaveOpen marks the model of item i unknown, to be learnt again from a
 // GET, after an answer to label that was not the one expected or that may
 // not be true (it expired meanwhile); open says the answer left the
@@ -826,8 +974,29 @@ func (w *worker) expect(label string, status int, killed bool, allowed ...int) b
 func (w *worker) leaveOpen(i int, label string, open bool) {
 	w.items[i].known = false
 	if open {
-		w.unsettled[i] = unsettled{at: time.Now(), label: label}
+		w.unsettled[i] = append(w.openWrites(i), unsettled{at: time.Now(), label: label, removes: strings.HasPrefix(label, "DELETE")})
 	}
+}
+
+// openWrites is item i's writes whose outcome was left open and that may
+// still land.
+func (w *worker) openWrites(i int) []unsettled {
+	w.unsettled[i] = slices.DeleteFunc(w.unsettled[i], func(u unsettled) bool { return time.Since(u.at) > lateWindow })
+	return w.unsettled[i]
+}
+
+// explains reports whether writes left open, landing after the model
+// learnt the item at ifMatch, could have brought it to its state now:
+// absent, if one of them is a delete; present, at a later version, at
+// most one version per write (a version of its own for each), or, after
+// a delete among them, at one a create afresh could have.
+func explains(open []unsettled, ifMatch string, absent bool, etag string) bool {
+	removes := slices.ContainsFunc(open, func(u unsettled) bool { return u.removes })
+	if absent {
+		return removes
+	}
+	v, from, n := versionOf(etag), versionOf(ifMatch), len(open)
+	return v > from && v-from <= n || removes && v >= 1 && v <= n
 }
 
 // lateWindow is how long after a request left its outcome open a write of
@@ -841,10 +1010,11 @@ const lateWindow = time.Minute
 // lateWrite reports whether it dealt with a 412 to a write of item i
 // under If-Match: a 412 while the item is at the revision named is a
 // defect, reported here; one explained by such a write of the worker's
-// own, landed after the model was learnt again (the item is at another
-// revision, and a request on it left its outcome open within lateWindow),
-// is counted, and the model is learnt again. Either way the answer joins
-// the stats. A 412 it does not explain is left to the caller to report.
+// own, landed after the model was learnt again (the item is at a revision
+// that the worker's writes on it left open within lateWindow could have
+// made: explains), is counted, and the model is learnt again. Either way
+// the answer joins the stats. A 412 it does not explain is left to the
+// caller to report.
 func (w *worker) lateWrite(i int, label, ifMatch string, killed bool) bool {
 	st, answer := w.env.answered("GET", w.itemPath(i), w.owner, "")
 	now := answer[strings.LastIndexByte(answer, 0)+1:]
@@ -853,14 +1023,18 @@ func (w *worker) lateWrite(i int, label, ifMatch string, killed bool) bool {
 		w.stats.add(412, killed)
 		return true
 	}
-	u := w.unsettled[i]
-	if u.at.IsZero() || time.Since(u.at) > lateWindow {
+	open := w.openWrites(i)
+	if !explains(open, ifMatch, st == 404, now) {
+		if len(open) > 0 {
+			w.t.Logf("worker %d item %d: %s %s answered 412 with the item at %d %s, which its %d writes left open (%v) cannot explain",
+				w.id, i, label, ifMatch, st, now, len(open), open)
+		}
 		return false
 	}
 	w.stats.add(412, killed)
 	_, history := w.env.answered("GET", w.itemPath(i)+"?history", w.owner, "")
-	w.t.Logf("worker %d item %d: at %s, %s %s answered 412 with the item at %d %s; %s left its outcome open at %s, and a GET learnt the item again at %s; its history: %s",
-		w.id, i, time.Now().UTC().Format(time.StampMilli), label, ifMatch, st, now, u.label, u.at.UTC().Format(time.StampMilli), u.learnt.UTC().Format(time.StampMilli), history)
+	w.t.Logf("worker %d item %d: at %s, %s %s answered 412 with the item at %d %s, which its writes left open could have made: %v; its history: %s",
+		w.id, i, time.Now().UTC().Format(time.StampMilli), label, ifMatch, st, now, open, history)
 	w.env.lateWrites.Add(1)
 	w.items[i].known = false
 	return true
@@ -870,9 +1044,6 @@ func (w *worker) lateWrite(i int, label, ifMatch string, killed bool) bool {
 func (w *worker) resync(i int) {
 	for range 20 {
 		st, answer := w.env.send(0, "GET", w.itemPath(i), w.owner, "", "")
-		if st == 200 || st == 302 || st == 404 {
-			w.unsettled[i].learnt = time.Now()
-		}
 		switch st {
 		case 200, 302: // 302: a large value
 			w.items[i] = model{known: true, exists: true, etag: answer[strings.LastIndexByte(answer, 0)+1:], expires: expiresIn(answer)}

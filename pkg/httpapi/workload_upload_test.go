@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -159,8 +160,9 @@ func (w *worker) repost(form blob.Upload, uploadID string, body []byte) {
 
 // checkObjects checks, once quiet, that every large value stored names an
 // object the bucket holds, of the value's size: no removal of an object
-// ever runs ahead of its item's. It returns how many large values there
-// are.
+// ever runs ahead of its item's; and that no item is larger than the
+// overshoot's bound takes one to be (maxWorkloadItemBytes). It returns how
+// many large values there are.
 func (e *workloadEnv) checkObjects(t *testing.T) int {
 	t.Helper()
 	n := 0
@@ -172,6 +174,11 @@ func (e *workloadEnv) checkObjects(t *testing.T) int {
 				t.Fatal(err)
 			}
 			for _, it := range out.Items {
+				if size, ok := it[schema.AttrItemSize].(*types.AttributeValueMemberN); ok && len(size.Value) > 0 {
+					if n, _ := strconv.Atoi(size.Value); n > maxWorkloadItemBytes {
+						t.Errorf("an item of %d bytes: the overshoot's bound takes items to be at most %d", n, maxWorkloadItemBytes)
+					}
+				}
 				name, ok := it[schema.AttrDataObject].(*types.AttributeValueMemberS)
 				if !ok {
 					continue

@@ -119,68 +119,83 @@ func TestConcurrentDeleteAllsReleaseOnce(t *testing.T) {
 	}
 }
 
+// faultedWrite is a write of an item that the store holds, created by
+// alice: a test aims a fault at op, the operation that commits it.
+type faultedWrite struct {
+	name string
+	op   string
+	run  func(f faultyStore, k uds.Key, it uds.Item) error
+}
+
+// faultedWrites are the writes whose faults the tests below inject.
+func faultedWrites(ctx context.Context) []faultedWrite {
+	return []faultedWrite{
+		{"create", "TransactWriteItems", func(f faultyStore, k uds.Key, _ uds.Item) error {
+			k.ID += "-new"
+			created, err := f.Create(ctx, writeAs("alice", k, `{"new":true}`))
+			if err == nil && created.Version != 1 {
+				err = fmt.Errorf("created version %d", created.Version)
+			}
+			return err
+		}},
+		{"growing update with If-Match", "TransactWriteItems", func(f faultyStore, k uds.Key, it uds.Item) error {
+			w := writeAs("alice", k, `{"v":"`+strings.Repeat("y", 1500)+`"}`)
+			w.IfMatch = uds.Precondition{Revisions: []uds.Revision{it.Revision()}}
+			got, err := f.Update(ctx, w)
+			if err == nil && got.Version != 2 {
+				err = fmt.Errorf("updated version %d, want 2", got.Version)
+			}
+			return err
+		}},
+		{"shrinking update", "TransactWriteItems", func(f faultyStore, k uds.Key, _ uds.Item) error {
+			_, err := f.Update(ctx, writeAs("alice", k, `{}`))
+			return err
+		}},
+		{"same-size update with If-Match", "UpdateItem", func(f faultyStore, k uds.Key, it uds.Item) error {
+			w := writeAs("bob", k, `{"v":"`+strings.Repeat("z", 300)+`"}`)
+			w.IfMatch = uds.Precondition{Revisions: []uds.Revision{it.Revision()}}
+			got, err := f.Update(ctx, w)
+			if err == nil && (got.Version != 2 || got.UpdatedBy != "bob") {
+				err = fmt.Errorf("updated item %+v", got)
+			}
+			return err
+		}},
+		{"delete with If-Match", "TransactWriteItems", func(f faultyStore, k uds.Key, it uds.Item) error {
+			return f.Delete(ctx, uds.Write{Key: k, IfMatch: uds.Precondition{Revisions: []uds.Revision{it.Revision()}}})
+		}},
+		{"delete-all", "TransactWriteItems", func(f faultyStore, k uds.Key, _ uds.Item) error {
+			list := k
+			list.SortKey = ""
+			n, err := f.DeleteList(ctx, uds.Write{Key: list})
+			if err == nil && n != 1 {
+				err = fmt.Errorf("deleted %d, want 1", n)
+			}
+			return err
+		}},
+	}
+}
+
+// newFaultedItem is the item a faultedWrite changes.
+func newFaultedItem(t *testing.T, f faultyStore) (uds.Key, uds.Item) {
+	t.Helper()
+	k := listKey(t, "l", "item")
+	it, err := f.Create(context.Background(), writeAs("alice", k, `{"v":"`+strings.Repeat("x", 300)+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, it
+}
+
 // A write that DynamoDB applied but whose answer was lost is retried by the
 // SDK or the store; the retry recognises it: the answer is the success the
 // first attempt earned, and usage moves once.
 func TestLostAnswersAreRecognised(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	for _, kind := range []faults.Kind{faults.LostAfterCommit, faults.ResetAfterCommit} {
-		for _, tc := range []struct {
-			name string
-			op   string // the operation whose answer is lost
-			run  func(f faultyStore, k uds.Key, it uds.Item) error
-		}{
-			{"create", "TransactWriteItems", func(f faultyStore, k uds.Key, _ uds.Item) error {
-				k.ID += "-new"
-				created, err := f.Create(ctx, writeAs("alice", k, `{"new":true}`))
-				if err == nil && created.Version != 1 {
-					err = fmt.Errorf("created version %d", created.Version)
-				}
-				return err
-			}},
-			{"growing update with If-Match", "TransactWriteItems", func(f faultyStore, k uds.Key, it uds.Item) error {
-				w := writeAs("alice", k, `{"v":"`+strings.Repeat("y", 1500)+`"}`)
-				w.IfMatch = uds.Precondition{Revisions: []uds.Revision{it.Revision()}}
-				got, err := f.Update(ctx, w)
-				if err == nil && got.Version != 2 {
-					err = fmt.Errorf("updated version %d, want 2", got.Version)
-				}
-				return err
-			}},
-			{"shrinking update", "TransactWriteItems", func(f faultyStore, k uds.Key, _ uds.Item) error {
-				_, err := f.Update(ctx, writeAs("alice", k, `{}`))
-				return err
-			}},
-			{"same-size update with If-Match", "UpdateItem", func(f faultyStore, k uds.Key, it uds.Item) error {
-				w := writeAs("bob", k, `{"v":"`+strings.Repeat("z", 300)+`"}`)
-				w.IfMatch = uds.Precondition{Revisions: []uds.Revision{it.Revision()}}
-				got, err := f.Update(ctx, w)
-				if err == nil && (got.Version != 2 || got.UpdatedBy != "bob") {
-					err = fmt.Errorf("updated item %+v", got)
-				}
-				return err
-			}},
-			{"delete with If-Match", "TransactWriteItems", func(f faultyStore, k uds.Key, it uds.Item) error {
-				return f.Delete(ctx, uds.Write{Key: k, IfMatch: uds.Precondition{Revisions: []uds.Revision{it.Revision()}}})
-			}},
-			{"delete-all", "TransactWriteItems", func(f faultyStore, k uds.Key, _ uds.Item) error {
-				list := k
-				list.SortKey = ""
-				n, err := f.DeleteList(ctx, uds.Write{Key: list})
-				if err == nil && n != 1 {
-					err = fmt.Errorf("deleted %d, want 1", n)
-				}
-				return err
-			}},
-		} {
+		for _, tc := range faultedWrites(context.Background()) {
 			t.Run(kind.String()+"/"+tc.name, func(t *testing.T) {
 				f := newFaultyStore(t, 2)
-				k := listKey(t, "l", "item")
-				it, err := f.Create(ctx, writeAs("alice", k, `{"v":"`+strings.Repeat("x", 300)+`"}`))
-				if err != nil {
-					t.Fatal(err)
-				}
+				k, it := newFaultedItem(t, f)
 				f.faults.Set(faults.Rule{Kind: kind, Ops: []string{tc.op}, Nth: 1})
 				if err := tc.run(f, k, it); err != nil {
 					t.Errorf("answer: %v, want success", err)
@@ -191,6 +206,38 @@ func TestLostAnswersAreRecognised(t *testing.T) {
 				f.exact(t, "alice")
 			})
 		}
+	}
+}
+
+// A transaction that DynamoDB cancelled only because another transaction
+// held one of its items committed nothing, and transact sends it again:
+// the write succeeds, after one more attempt per conflict, and usage moves
+// once. DynamoDB Local never cancels for a conflict; the fault injector
+// answers as DynamoDB does.
+func TestConflictsAreSentAgain(t *testing.T) {
+	t.Parallel()
+	for _, tc := range faultedWrites(context.Background()) {
+		if tc.op != "TransactWriteItems" {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFaultyStore(t, 3)
+			k, it := newFaultedItem(t, f)
+			// The first rule takes the first transaction; the second
+			// counts only the calls the first let through, so it takes
+			// the second transaction.
+			f.faults.Set(faults.Rule{Kind: faults.Conflict, Nth: 1}, faults.Rule{Kind: faults.Conflict, Nth: 1})
+			if err := tc.run(f, k, it); err != nil {
+				t.Errorf("answer: %v, want success", err)
+			}
+			if injected, _ := f.faults.Injected(); injected[faults.Conflict] != 2 {
+				t.Fatalf("%v injected, want two conflicts", injected)
+			}
+			if sent := f.faults.Calls("TransactWriteItems"); sent != 3 {
+				t.Errorf("%d transactions sent, want the one transaction sent 3 times: once, and again after each conflict", sent)
+			}
+			f.exact(t, "alice")
+		})
 	}
 }
 

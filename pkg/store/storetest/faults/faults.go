@@ -7,6 +7,7 @@
 package faults
 
 import (
+	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -23,6 +24,10 @@ type Kind int
 // Fault kinds. The first four stop the request before DynamoDB sees it;
 // the two "after commit" kinds let DynamoDB apply it and then lose the
 // answer, which is what makes retries dangerous; Delay slows it down.
+// Conflict stops a transaction before DynamoDB sees it, too, with the
+// cancellation DynamoDB answers when another transaction holds one of its
+// items: DynamoDB Local applies transactions one at a time and never
+// answers so.
 const (
 	Throttle         Kind = iota // 400 ProvisionedThroughputExceededException
 	ServerError                  // 500 InternalServerError
@@ -31,10 +36,11 @@ const (
 	LostAfterCommit              // DynamoDB applies the request; the answer is a 500
 	ResetAfterCommit             // DynamoDB applies the request; the connection resets
 	Delay                        // the request is sent after Rule.Delay
+	Conflict                     // 400 TransactionCanceledException, one action in a TransactionConflict
 	numKinds
 )
 
-var kindNames = [...]string{"throttle", "500", "503", "reset", "lost-after-commit", "reset-after-commit", "delay"}
+var kindNames = [...]string{"throttle", "500", "503", "reset", "lost-after-commit", "reset-after-commit", "delay", "conflict"}
 
 func (k Kind) String() string {
 	if k >= 0 && k < numKinds {
@@ -63,7 +69,13 @@ type rule struct {
 	seen int
 }
 
+// matches reports whether the rule applies to a call of op. A conflict
+// cancels a transaction, so it applies to TransactWriteItems only,
+// whatever Ops says.
 func (r *rule) matches(op string) bool {
+	if r.Kind == Conflict && op != "TransactWriteItems" {
+		return false
+	}
 	if len(r.Ops) == 0 {
 		return true
 	}
@@ -84,6 +96,8 @@ type Transport struct {
 	rules []*rule
 	count map[Kind]int
 	calls int
+	// opCalls counts the calls per operation, faulted or not.
+	opCalls map[string]int
 }
 
 // New returns a transport over base with the given seed and rules.
@@ -103,6 +117,7 @@ func (t *Transport) Set(rules ...Rule) {
 	}
 	t.count = map[Kind]int{}
 	t.calls = 0
+	t.opCalls = map[string]int{}
 }
 
 // Injected returns how many faults of each kind were injected, and how many
@@ -117,12 +132,22 @@ func (t *Transport) Injected() (map[Kind]int, int) {
 	return out, t.calls
 }
 
+// Calls returns how many calls of op ("TransactWriteItems", ...) passed
+// through since the last Set, faulted or not: a test counts with it the
+// attempts a fault made the caller send again.
+func (t *Transport) Calls(op string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.opCalls[op]
+}
+
 // pick chooses the fault for one call of op, if any: the first rule that
 // fires wins.
 func (t *Transport) pick(op string) (Rule, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.calls++
+	t.opCalls[op]++
 	for _, r := range t.rules {
 		if !r.matches(op) {
 			continue
@@ -135,6 +160,13 @@ func (t *Transport) pick(op string) (Rule, bool) {
 		}
 	}
 	return Rule{}, false
+}
+
+// intN draws a number in [0, n) from the transport's generator.
+func (t *Transport) intN(n int) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rng.IntN(n)
 }
 
 // RoundTrip sends the request through its fault, if one fires.
@@ -154,6 +186,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case Reset:
 		drain(req)
 		return nil, connectionReset()
+	case Conflict:
+		return t.conflict(req), nil
 	case Delay:
 		select {
 		case <-time.After(r.Delay):
@@ -198,10 +232,44 @@ func connectionReset() error {
 	return &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 }
 
+// conflict is DynamoDB's answer to a TransactWriteItems that another
+// transaction got in the way of: cancelled, with one reason per action,
+// TransactionConflict for one of them (drawn at random) and None for the
+// others. A body that is not a transaction is answered as one action.
+func (t *Transport) conflict(req *http.Request) *http.Response {
+	var in struct{ TransactItems []json.RawMessage }
+	if req.Body != nil {
+		_ = json.NewDecoder(req.Body).Decode(&in)
+	}
+	n := max(1, len(in.TransactItems))
+	held := t.intN(n)
+	codes := make([]string, n)
+	reasons := make([]map[string]string, n)
+	for i := range n {
+		codes[i], reasons[i] = "None", map[string]string{"Code": "None"}
+		if i == held {
+			codes[i], reasons[i] = "TransactionConflict", map[string]string{"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"}
+		}
+	}
+	body, _ := json.Marshal(map[string]any{
+		"__type":              "com.amazonaws.dynamodb.v20120810#" + transactionCanceled,
+		"Message":             "Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "]",
+		"CancellationReasons": reasons,
+	})
+	return response(req, 400, transactionCanceled, string(body))
+}
+
+const transactionCanceled = "TransactionCanceledException"
+
 // errorResponse is a DynamoDB error answer in the JSON protocol.
 func errorResponse(req *http.Request, status int, code string) *http.Response {
+	return response(req, status, code, `{"__type":"com.amazonaws.dynamodb.v20120810#`+code+`","message":"injected fault"}`)
+}
+
+// response is an answer of DynamoDB's JSON protocol with the given error
+// code and body; the request is read to its end, as DynamoDB would.
+func response(req *http.Request, status int, code, body string) *http.Response {
 	drain(req)
-	body := `{"__type":"com.amazonaws.dynamodb.v20120810#` + code + `","message":"injected fault"}`
 	return &http.Response{
 		Status:        http.StatusText(status),
 		StatusCode:    status,

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -10,6 +11,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // server counts the requests that reach it, as DynamoDB would apply them.
@@ -120,5 +125,48 @@ func TestRateIsSeeded(t *testing.T) {
 	}
 	if faults < 4 || faults > 20 {
 		t.Errorf("%d faults in 40 calls at a rate of 0.3", faults)
+	}
+}
+
+// A conflict is DynamoDB's cancellation of a transaction that another one
+// got in the way of, as the SDK reads it: one reason per action, one of
+// them a TransactionConflict. DynamoDB never sees the transaction, and
+// other operations pass.
+func TestConflict(t *testing.T) {
+	srv, applied := server(t)
+	tr := New(5, http.DefaultTransport, Rule{Kind: Conflict, Rate: 1})
+	client := dynamodb.New(dynamodb.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: aws.AnonymousCredentials{},
+		HTTPClient: &http.Client{Transport: tr}, RetryMaxAttempts: 1,
+	})
+	put := func(id string) types.TransactWriteItem {
+		return types.TransactWriteItem{Put: &types.Put{TableName: aws.String("t"), Item: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: id}}}}
+	}
+	_, err := client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{put("a"), put("b"), put("c")}})
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		t.Fatalf("error %v, want a TransactionCanceledException", err)
+	}
+	var codes []string
+	for _, r := range tce.CancellationReasons {
+		codes = append(codes, aws.ToString(r.Code))
+	}
+	conflicts := slices.Index(codes, "TransactionConflict")
+	want := []string{"None", "None", "None"}
+	if conflicts >= 0 {
+		want[conflicts] = "TransactionConflict"
+	}
+	if conflicts < 0 || !slices.Equal(codes, want) {
+		t.Errorf("reasons %v, want one TransactionConflict and None for the other two actions", codes)
+	}
+	if msg := "Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "]"; tce.ErrorMessage() != msg {
+		t.Errorf("message %q, want %q", tce.ErrorMessage(), msg)
+	}
+	if _, err := client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String("t"), Item: put("d").Put.Item}); err != nil {
+		t.Errorf("a PutItem met %v: a conflict is for transactions only", err)
+	}
+	if applied.Load() != 1 || tr.Calls("TransactWriteItems") != 1 || tr.Calls("PutItem") != 1 {
+		t.Errorf("the server applied %d requests of %d transactions and %d puts sent, want the put only",
+			applied.Load(), tr.Calls("TransactWriteItems"), tr.Calls("PutItem"))
 	}
 }
