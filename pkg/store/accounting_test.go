@@ -209,6 +209,41 @@ func TestLostAnswersAreRecognised(t *testing.T) {
 	}
 }
 
+// A streamed create is one PutItem that the SDK does not retry: when its
+// answer is lost, the next attempt finds the item by its write token, and
+// the create answers the item as stored, whose revision (version and
+// creation instant) an If-Match then names. An answer made up from the
+// later attempt would carry that attempt's instant: a revision that no
+// stored item has.
+func TestLostStreamedCreateAnswersTheStoredRevision(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, kind := range []faults.Kind{faults.LostAfterCommit, faults.ResetAfterCommit} {
+		t.Run(kind.String(), func(t *testing.T) {
+			f := newFaultyStore(t, 4)
+			if err := f.SetQuotaMode(ctx, app, uds.QuotaStreamed); err != nil {
+				t.Fatal(err)
+			}
+			k := key(t, "prefs", "lost-"+kind.String())
+			f.faults.Set(faults.Rule{Kind: kind, Ops: []string{"PutItem"}, Nth: 1})
+			created, err := f.Create(ctx, writeAs("alice", k, `{"a":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if injected, _ := f.faults.Injected(); injected[kind] != 1 {
+				t.Fatalf("the fault was not injected: %v", injected)
+			}
+			stored, err := f.Get(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if created.Revision() != stored.Revision() {
+				t.Errorf("create answered revision %v, the item stored is at %v", created.Revision(), stored.Revision())
+			}
+		})
+	}
+}
+
 // A transaction that DynamoDB cancelled only because another transaction
 // held one of its items committed nothing, and transact sends it again:
 // the write succeeds, after one more attempt per conflict, and usage moves

@@ -47,7 +47,7 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	case err != nil:
 		return uds.Item{}, err
 	case p == nil:
-		return cv.last.result, nil // an earlier attempt's, whose answer was lost
+		return cv.committed, nil
 	}
 	return p.changes[0].result, nil
 }
@@ -64,7 +64,9 @@ type createVerb struct {
 	// expired is an expired item a refusal showed on the key, which the
 	// next attempt replaces.
 	expired *itemState
-	last    *change
+	// committed is the item as an earlier attempt left it, when a later
+	// one found it by its write token.
+	committed uds.Item
 }
 
 func (cv *createVerb) plan(ctx context.Context, _ bool) (*plan, error) {
@@ -83,7 +85,6 @@ func (cv *createVerb) plan(ctx context.Context, _ bool) (*plan, error) {
 			return nil, err
 		}
 	}
-	cv.last = c
 	return newPlan(now, maxPrunes, c), nil
 }
 
@@ -95,6 +96,7 @@ func (cv *createVerb) refused(_ context.Context, r *refusal, uncertain bool) (bo
 		// the owner's limit, which the loop reads.
 		return r.anyOf(roleHistory), nil
 	case ownTokenIn(current, cv.token):
+		cv.committed = committed(cv.w, current)
 		return false, errCommitted
 	case current == nil:
 		// The expired item the create was to replace went meanwhile.
