@@ -137,19 +137,19 @@ func (bv *batchVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error
 }
 
 // readStates reads the items a batch writes, strongly consistent (nil
-// where there is none): without their values, unless a write keeps the
-// version it replaces or moves index entries, which the value names; then
-// also the history heads of the items written with history.
+// where there is none): without their values, unless a write needs them
+// (needsOf); then also the history heads the writes need.
 func (s *Store) readStates(ctx context.Context, ops []uds.BatchOp) ([]map[string]types.AttributeValue, []historyHead, error) {
 	keys := make([]uds.Key, len(ops))
 	var kept []uds.Key
 	projection := metaProjection
 	for i, op := range ops {
 		keys[i] = op.Write.Key
-		if op.Write.History.On() {
+		n := needsOf(&op.Write)
+		if n.head {
 			kept = append(kept, op.Write.Key)
 		}
-		if op.Write.History.On() || len(op.Write.Indexes) > 0 {
+		if n.whole {
 			projection = ""
 		}
 	}

@@ -80,7 +80,7 @@ func (cv *createVerb) plan(ctx context.Context, _ bool) (*plan, error) {
 		c.item.Put.Item[schema.AttrStreamCounted] = &types.AttributeValueMemberBOOL{Value: true}
 		c.item.Put.Item[schema.AttrWriteToken] = &types.AttributeValueMemberS{Value: cv.token}
 	}
-	if cv.w.History.On() {
+	if needsOf(cv.w).head {
 		if c.head, err = cv.s.readHead(ctx, cv.w.Key); err != nil {
 			return nil, err
 		}

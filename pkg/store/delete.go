@@ -97,11 +97,7 @@ func (s *Store) removeChange(w *uds.Write, old *itemState) (*change, error) {
 	case !w.IfMatch.Matches(old.revision()):
 		return nil, uds.ErrPrecondition
 	}
-	c := &change{kind: removeItem, key: w.Key, w: w, old: old, item: s.deleteAction(w.Key, old.av), owner: old.owner}
-	if w.History.On() {
-		c.deleter = &w.Subject
-	}
-	return c, nil
+	return &change{kind: removeItem, key: w.Key, w: w, old: old, item: s.deleteAction(w.Key, old.av), owner: old.owner}, nil
 }
 
 // deleteAction deletes the item at key if it is still at the revision old

@@ -234,7 +234,7 @@ type removeVerb struct {
 
 func (rv *removeVerb) plan(ctx context.Context, _ bool) (*plan, error) {
 	heads := map[string]historyHead{}
-	if rv.w != nil && rv.w.History.On() {
+	if rv.w != nil && needsOf(rv.w).head {
 		keys := make([]uds.Key, len(rv.pending))
 		for i, e := range rv.pending {
 			keys[i] = e.key

@@ -360,6 +360,13 @@ func headAsRead(head historyHead) (*string, map[string]string, map[string]types.
 		map[string]types.AttributeValue{":hr": &types.AttributeValueMemberN{Value: strconv.FormatInt(head.revision, 10)}}
 }
 
+// historyNeeds: a write with history keeps the value it replaces and
+// moves the key's head.
+func historyNeeds(w *uds.Write) needs {
+	on := w.History.On()
+	return needs{whole: on, head: on}
+}
+
 // planHistory adds what history does to a plan's writes in namespaces
 // that keep versions: a create takes the version after the last its key
 // used (so that it follows the versions kept of the key's earlier items),
@@ -376,7 +383,11 @@ func (s *Store) planHistory(_ context.Context, p *plan) error {
 			c.item.Put.Item[schema.AttrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.result.Version, 10)}
 			p.add(roleHistory, i, s.headUnchanged(c.key, c.head))
 		case c.kept():
-			ch := s.keepVersion(c.key, c.w.History, c.head, c.old.av, c.deleter, p.now, p.prunes)
+			var deleter *string // a removal leaves a delete marker of its writer's
+			if c.kind == removeItem {
+				deleter = &c.w.Subject
+			}
+			ch := s.keepVersion(c.key, c.w.History, c.head, c.old.av, deleter, p.now, p.prunes)
 			for _, a := range ch.actions {
 				p.add(roleHistory, i, a)
 			}

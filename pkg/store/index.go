@@ -239,6 +239,10 @@ func (s *Store) releaseEntries(ctx context.Context, old map[string]types.Attribu
 	_, _ = s.transact(ctx, "remove the index entries of expired "+key.DataKey(), append([]types.TransactWriteItem{absent}, deletes...)...)
 }
 
+// indexNeeds: the entries an item has are named by its value, which a
+// write that moves them reads.
+func indexNeeds(w *uds.Write) needs { return needs{whole: len(w.Indexes) > 0} }
+
 // planIndexes adds the index upkeep of a plan's writes in namespaces that
 // declare indexes: the entries the old value named and the new one does
 // not go, the new value's new ones come, in the write's transaction.

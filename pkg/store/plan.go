@@ -83,8 +83,6 @@ type change struct {
 	limits *uds.Limits
 	// head is the key's history head, read when w.History is on.
 	head historyHead
-	// deleter names, for a removal that history keeps, who deleted.
-	deleter *string
 	// expiredOnly marks a reclaim: the removal holds only while the item
 	// is still the expired item read.
 	expiredOnly bool
@@ -159,6 +157,32 @@ func (p *plan) committed(ctx context.Context) {
 	for _, fn := range p.after {
 		fn(ctx)
 	}
+}
+
+// needs is what a verb reads of its item before it decides, beyond the
+// item's state, because a capability the write meets asks for it.
+type needs struct {
+	// whole is the item's value: history keeps it as a version, and the
+	// index entries it has are named by it.
+	whole bool
+	// head is the key's history head.
+	head bool
+}
+
+// readNeeds are the capabilities' needs, each from its own file.
+var readNeeds = []func(w *uds.Write) needs{
+	historyNeeds, // history.go
+	indexNeeds,   // index.go
+}
+
+// needsOf is what a write of w reads of its item.
+func needsOf(w *uds.Write) needs {
+	var n needs
+	for _, of := range readNeeds {
+		m := of(w)
+		n.whole, n.head = n.whole || m.whole, n.head || m.head
+	}
+	return n
 }
 
 // contributor adds a capability's actions for a plan's changes. Each

@@ -142,14 +142,15 @@ func plainRefusal(err error) error {
 	return err
 }
 
-// readForWrite reads what a write of w replaces: the item's state; in a
-// namespace with history the whole item and its history head, and in one
-// with indexes the whole item, whose value names the entries it has.
+// readForWrite reads what a write of w replaces: the item's state, and
+// what the capabilities it meets need (needsOf): the whole item, and the
+// history head with it in one read.
 func (s *Store) readForWrite(ctx context.Context, w *uds.Write) (map[string]types.AttributeValue, historyHead, error) {
-	if w.History.On() {
+	n := needsOf(w)
+	if n.head {
 		return s.readWithHead(ctx, w.Key)
 	}
-	old, err := s.readLive(ctx, w.Key, len(w.Indexes) > 0)
+	old, err := s.readLive(ctx, w.Key, n.whole)
 	return old, historyHead{}, err
 }
 
