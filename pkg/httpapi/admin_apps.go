@@ -14,7 +14,7 @@ import (
 // operator types one (GET /admin/apps?name=).
 
 // errNotRegistered answers a read of an app that has no registration.
-var errNotRegistered = errors.New("app not registered")
+var errNotRegistered = uds.NewError(uds.CodeNotFound, "app not registered")
 
 // appsQuery is what GET /admin/apps takes: a page of the registry, or
 // one app found by its name.

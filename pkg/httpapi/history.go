@@ -117,6 +117,7 @@ func (e *notKept) Error() string {
 }
 
 func (e *notKept) Is(target error) bool { return target == uds.ErrNotFound }
+func (e *notKept) Code() uds.Code       { return uds.CodeNotFound }
 
 // version reads version v of sc's item as a read of the item shows it.
 func (a *API) version(ctx context.Context, sc *scope, v int64) (uds.Item, error) {

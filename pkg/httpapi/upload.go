@@ -39,7 +39,7 @@ const downloadLife = 5 * time.Minute
 
 // errNoUpload answers a commit of an upload that is not (or no longer)
 // pending for the item.
-var errNoUpload = errors.New("upload not found")
+var errNoUpload = uds.NewError(uds.CodeNotFound, "upload not found")
 
 // uploadBody is POST {item}?upload's body. size is read as sent, as the
 // history's numbers are.
