@@ -361,7 +361,7 @@ func fitResults(results []batchResult, isRead func(int) bool) {
 		}
 		if isRead(i) {
 			results[i] = batchResult{Status: http.StatusRequestEntityTooLarge, Body: json.RawMessage(fmt.Sprintf(
-				`{"error":"Payload too large","details":"the batch answer would pass Lambda's 6 MB; read this item on its own","timestamp":%q}`, now()))}
+				`{"code":"too_large","error":"Payload too large","details":"the batch answer would pass Lambda's 6 MB; read this item on its own","timestamp":%q}`, now()))}
 			continue
 		}
 		results[i].Body, results[i].BodyOmitted = nil, true
