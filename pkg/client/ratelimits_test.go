@@ -77,7 +77,7 @@ func TestRateLimitsAdmin(t *testing.T) {
 func limitedServer(t *testing.T) string {
 	t.Helper()
 	st := store.New(storetest.Client(t), storetest.NewTables(t), store.WithLimitsTTL(0))
-	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
+	api := httpapi.New(httpapi.StoresOf(st), httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("api tests"), DeleteAllBudget: apitest.Budget,
 		RequestBudget: apitest.Budget, Logger: apitest.Logger(t), Limiter: ratelimit.New(st, time.Now),
 	})
