@@ -151,7 +151,7 @@ func TestErrorsCarryTheServersDetails(t *testing.T) {
 	if !errors.Is(err, client.ErrQuotaExceeded) || !errors.As(err, &apiErr) {
 		t.Fatalf("over the limit: %v, want ErrQuotaExceeded", err)
 	}
-	if apiErr.Status != 403 || apiErr.User != "bob" || apiErr.UsedItems != 1 || apiErr.LimitItems == nil || *apiErr.LimitItems != 1 || apiErr.LimitBytes != nil {
+	if apiErr.Status != 403 || apiErr.Code != "quota_exceeded" || apiErr.User != "bob" || apiErr.UsedItems != 1 || apiErr.LimitItems == nil || *apiErr.LimitItems != 1 || apiErr.LimitBytes != nil {
 		t.Errorf("the refusal carries %+v", apiErr)
 	}
 	q, err := c.Quota(ctx, app)
@@ -527,14 +527,14 @@ func TestImportBatchSize(t *testing.T) {
 }
 
 // flaky answers the first failures requests with status, Retry-After
-// (retryAfter, or 0) and the error message (message, or "Service
-// unavailable") before passing requests to next, counting them all.
+// (retryAfter, or 0), the error's code (code: none, the status then says
+// its kind) and message (message, or "Service unavailable") before passing requests to next, counting them all.
 type flaky struct {
-	failures            int32
-	status              int
-	retryAfter, message string
-	calls               atomic.Int32
-	next                http.Handler
+	failures                  int32
+	status                    int
+	retryAfter, code, message string
+	calls                     atomic.Int32
+	next                      http.Handler
 }
 
 func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -542,7 +542,7 @@ func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", cmp.Or(f.retryAfter, "0"))
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(f.status)
-		fmt.Fprintf(w, `{"error":%q,"timestamp":"2026-01-01T00:00:00.000Z"}`, cmp.Or(f.message, "Service unavailable"))
+		fmt.Fprintf(w, `{"code":%q,"error":%q,"timestamp":"2026-01-01T00:00:00.000Z"}`, f.code, cmp.Or(f.message, "Service unavailable"))
 		return
 	}
 	f.next.ServeHTTP(w, r)

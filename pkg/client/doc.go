@@ -67,8 +67,8 @@
 //
 // Errors from the API are *APIError values, matched with errors.Is against
 // ErrNotFound, ErrConflict, ErrPreconditionFailed, ErrQuotaExceeded,
-// ErrIndexNotReady, ErrInvalid and the others; errors.As gives the
-// server's details. No error text names this package or UDS ("404 Key not
+// ErrIndexNotReady, ErrInvalid and the others, by the answer's code
+// (APIError.Code); errors.As gives the server's details. No error text names this package or UDS ("404 Key not
 // found: ..."): the caller adds what it was doing, once.
 //
 // Retries: requests are sent again, only where that is safe, after the

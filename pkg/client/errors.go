@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// Sentinel errors: an *APIError is one of them (errors.Is) by its status
-// and error message; a rate limit's (ErrRateLimited) is also ErrThrottled,
-// as every 429 is.
+// Sentinel errors: an *APIError is one of them (errors.Is) by its code, or
+// by its status when the answer has no code (API Gateway's, a proxy's, S3's)
+// or a code without a sentinel of its own; a rate limit's (ErrRateLimited)
+// is also ErrThrottled, as every 429 is.
 var (
 	ErrInvalid            = errors.New("invalid request")          // 400
 	ErrUnauthenticated    = errors.New("unauthenticated")          // 401
@@ -36,6 +37,10 @@ var (
 // matches it against the sentinels.
 type APIError struct {
 	Status int
+	// Code is the body's "code", the kind of error ("not_found",
+	// "quota_exceeded", ...: docs/openapi.json lists them); empty when the
+	// answer is not UDS's.
+	Code string
 	// Message is the body's "error" ("Quota exceeded", "Invalid limit",
 	// ...), or API Gateway's "message".
 	Message string
@@ -98,7 +103,29 @@ func (e *APIError) Is(target error) bool {
 	return target == kind || (kind == ErrRateLimited && target == ErrThrottled)
 }
 
+// codeKinds gives the sentinel of the codes that name one; the other codes
+// (in_use, upload_mismatch, ...) are their status's kind.
+var codeKinds = map[string]error{
+	"invalid":             ErrInvalid,
+	"unauthenticated":     ErrUnauthenticated,
+	"forbidden":           ErrForbidden,
+	"quota_exceeded":      ErrQuotaExceeded,
+	"not_found":           ErrNotFound,
+	"conflict":            ErrConflict,
+	"index_not_ready":     ErrIndexNotReady,
+	"precondition_failed": ErrPreconditionFailed,
+	"too_large":           ErrTooLarge,
+	"schema_violation":    ErrSchema,
+	"rate_limited":        ErrRateLimited,
+	"unavailable":         ErrUnavailable,
+	"internal":            ErrServer,
+	"not_configured":      ErrNotImplemented,
+}
+
 func (e *APIError) kind() error {
+	if kind, ok := codeKinds[e.Code]; ok {
+		return kind
+	}
 	switch e.Status {
 	case http.StatusNotModified:
 		return ErrNotModified
@@ -107,16 +134,10 @@ func (e *APIError) kind() error {
 	case http.StatusUnauthorized:
 		return ErrUnauthenticated
 	case http.StatusForbidden:
-		if e.Message == "Quota exceeded" {
-			return ErrQuotaExceeded
-		}
 		return ErrForbidden
 	case http.StatusNotFound:
 		return ErrNotFound
 	case http.StatusConflict:
-		if e.Message == "Index not ready" {
-			return ErrIndexNotReady
-		}
 		return ErrConflict
 	case http.StatusPreconditionFailed:
 		return ErrPreconditionFailed
@@ -125,9 +146,6 @@ func (e *APIError) kind() error {
 	case http.StatusUnprocessableEntity:
 		return ErrSchema
 	case http.StatusTooManyRequests:
-		if e.Message == "Too many requests" {
-			return ErrRateLimited
-		}
 		return ErrThrottled
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return ErrUnavailable
@@ -144,6 +162,7 @@ func (e *APIError) kind() error {
 func newAPIError(status int, h http.Header, body []byte) *APIError {
 	e := &APIError{Status: status, RetryAfter: retryAfter(h), Body: body}
 	var b struct {
+		Code            string      `json:"code"`
 		Error           string      `json:"error"`
 		Message         string      `json:"message"`
 		Details         string      `json:"details"`
@@ -163,7 +182,7 @@ func newAPIError(status int, h http.Header, body []byte) *APIError {
 	if json.Unmarshal(body, &b) != nil {
 		return e
 	}
-	e.Message, e.Details = b.Error, b.Details
+	e.Code, e.Message, e.Details = b.Code, b.Error, b.Details
 	if e.Message == "" {
 		e.Message = b.Message
 	}

@@ -77,7 +77,7 @@ func TestRateLimitsAdmin(t *testing.T) {
 func limitedServer(t *testing.T) string {
 	t.Helper()
 	st := store.New(storetest.Client(t), storetest.NewTables(t), store.WithLimitsTTL(0))
-	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
+	api := httpapi.New(httpapi.StoresOf(st), httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("api tests"), DeleteAllBudget: apitest.Budget,
 		RequestBudget: apitest.Budget, Logger: apitest.Logger(t), Limiter: ratelimit.New(st, time.Now),
 	})
@@ -222,7 +222,7 @@ func TestRateLimitedRetries(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := &flaky{failures: 2, status: http.StatusTooManyRequests, message: "Too many requests", next: answered}
+			f := &flaky{failures: 2, status: http.StatusTooManyRequests, code: "rate_limited", message: "Too many requests", next: answered}
 			srv := httptest.NewServer(f)
 			defer srv.Close()
 			if err := tc.call(newClient(t, srv.URL)); err != nil || f.calls.Load() != 3 {
@@ -231,7 +231,7 @@ func TestRateLimitedRetries(t *testing.T) {
 			// Refused every time: the call gives up after the attempts
 			// WithRetries allows (4 retries, so 5), a list's delete too
 			// (its rounds do not retry what each round's request did).
-			f = &flaky{failures: 1000, status: http.StatusTooManyRequests, message: "Too many requests", next: answered}
+			f = &flaky{failures: 1000, status: http.StatusTooManyRequests, code: "rate_limited", message: "Too many requests", next: answered}
 			srv = httptest.NewServer(f)
 			defer srv.Close()
 			err := tc.call(newClient(t, srv.URL))
@@ -256,7 +256,7 @@ func TestRateLimitedRetries(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				f := &flaky{failures: 1000, status: http.StatusTooManyRequests, retryAfter: tc.retryAfter, message: "Too many requests", next: answered}
+				f := &flaky{failures: 1000, status: http.StatusTooManyRequests, retryAfter: tc.retryAfter, code: "rate_limited", message: "Too many requests", next: answered}
 				srv := httptest.NewServer(f)
 				defer srv.Close()
 				start := time.Now()

@@ -71,15 +71,41 @@ func TestRetryAfterHasJitter(t *testing.T) {
 	}
 }
 
+// TestAPIErrorKindsFollowTheCode checks that an answer's kind is its code,
+// whatever its message says, and its status when it has no code of a kind.
+func TestAPIErrorKindsFollowTheCode(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  *APIError
+		kind error
+	}{
+		{"a quota", &APIError{Status: 403, Code: "quota_exceeded", Message: "Quota exceeded"}, ErrQuotaExceeded},
+		{"a quota whatever its message", &APIError{Status: 403, Code: "quota_exceeded", Message: "Over the limit"}, ErrQuotaExceeded},
+		{"a refusal whose message reads like a quota", &APIError{Status: 403, Code: "forbidden", Message: "Quota exceeded"}, ErrForbidden},
+		{"a 403 without a code", &APIError{Status: 403, Message: "Quota exceeded"}, ErrForbidden},
+		{"an index still building", &APIError{Status: 409, Code: "index_not_ready"}, ErrIndexNotReady},
+		{"a code of its status's kind", &APIError{Status: 409, Code: "in_use"}, ErrConflict},
+		{"a policy change under way", &APIError{Status: 503, Code: "policy_pending"}, ErrUnavailable},
+		{"a deployment without a bucket", &APIError{Status: 501, Code: "not_configured"}, ErrNotImplemented},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !errors.Is(tc.err, tc.kind) {
+				t.Errorf("%v is not %v", tc.err, tc.kind)
+			}
+		})
+	}
+}
+
 // TestRetryable checks which failures are sent again, and after how
 // long, against the bounds of attempts and of the pauses in total.
 func TestRetryable(t *testing.T) {
 	t.Parallel()
 	c := &Client{maxRetries: 4, backoff: 10 * time.Millisecond, maxWait: time.Minute}
-	answer := func(status int, message string, retryAfter time.Duration) error {
-		return &APIError{Status: status, Message: message, RetryAfter: retryAfter}
+	answer := func(status int, code string, retryAfter time.Duration) error {
+		return &APIError{Status: status, Code: code, RetryAfter: retryAfter}
 	}
-	rateLimited := answer(http.StatusTooManyRequests, "Too many requests", time.Second)
+	rateLimited := answer(http.StatusTooManyRequests, "rate_limited", time.Second)
 	dial := &net.OpError{Op: "dial", Err: errors.New("connection refused")}
 	for _, tc := range []struct {
 		name     string
@@ -95,11 +121,11 @@ func TestRetryable(t *testing.T) {
 		{"a rate limit, attempts spent", rateLimited, always, 4, 0, false, 0, 0},
 		{"a rate limit, its Retry-After past the wait left", rateLimited, always, 1, time.Minute - 999*time.Millisecond, false, 0, 0},
 		{"a rate limit, its jitter cut to the wait left", rateLimited, always, 1, time.Minute - time.Second, true, time.Second, time.Second},
-		{"a rate limit asking for more than the whole wait", answer(http.StatusTooManyRequests, "Too many requests", time.Hour), always, 0, 0, false, 0, 0},
-		{"API Gateway's throttle, no Retry-After", answer(http.StatusTooManyRequests, "Too Many Requests", 0), unsent, 2, 0, true, 0, 40 * time.Millisecond},
-		{"503, a read", answer(http.StatusServiceUnavailable, "Service unavailable", 2*time.Second), always, 0, 0, true, 2 * time.Second, 3 * time.Second},
-		{"503, a create", answer(http.StatusServiceUnavailable, "Service unavailable", 2*time.Second), unsent, 0, 0, false, 0, 0},
-		{"500", answer(http.StatusInternalServerError, "Internal server error", 0), always, 0, 0, false, 0, 0},
+		{"a rate limit asking for more than the whole wait", answer(http.StatusTooManyRequests, "rate_limited", time.Hour), always, 0, 0, false, 0, 0},
+		{"API Gateway's throttle, no Retry-After", answer(http.StatusTooManyRequests, "", 0), unsent, 2, 0, true, 0, 40 * time.Millisecond},
+		{"503, a read", answer(http.StatusServiceUnavailable, "unavailable", 2*time.Second), always, 0, 0, true, 2 * time.Second, 3 * time.Second},
+		{"503, a create", answer(http.StatusServiceUnavailable, "unavailable", 2*time.Second), unsent, 0, 0, false, 0, 0},
+		{"500", answer(http.StatusInternalServerError, "internal", 0), always, 0, 0, false, 0, 0},
 		{"no connection, a create", dial, unsent, 0, 0, true, 0, 10 * time.Millisecond},
 		{"a connection lost, a create", errors.New("connection reset"), unsent, 0, 0, false, 0, 0},
 		{"a connection lost, a read", errors.New("connection reset"), always, 1, 0, true, 0, 20 * time.Millisecond},
@@ -126,9 +152,10 @@ func TestAPIErrorKinds(t *testing.T) {
 		throttled, rateLimited bool
 		text                   string
 	}{
-		{"a rate limit", &APIError{Status: 429, Message: "Too many requests", Details: "over the caller rate limit of 2 requests a second (burst 2)", Attempts: 5, Waited: 6234 * time.Millisecond},
+		{"a rate limit", &APIError{Status: 429, Code: "rate_limited", Message: "Too many requests", Details: "over the caller rate limit of 2 requests a second (burst 2)", Attempts: 5, Waited: 6234 * time.Millisecond},
 			true, true, "429 Too many requests: over the caller rate limit of 2 requests a second (burst 2) (sent 5 times over 6.2s)"},
 		{"API Gateway's throttle", &APIError{Status: 429, Message: "Too Many Requests", Attempts: 1}, true, false, "429 Too Many Requests"},
+		{"a throttle whose message reads like a rate limit", &APIError{Status: 429, Message: "Too many requests", Attempts: 1}, true, false, "429 Too many requests"},
 		{"another status", &APIError{Status: 503, Message: "Service unavailable", Attempts: 2, Waited: time.Second}, false, false, "503 Service unavailable (sent 2 times over 1s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

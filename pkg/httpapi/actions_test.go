@@ -164,8 +164,8 @@ func TestExportImportDynamoDBActions(t *testing.T) {
 	cfg := httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), RequestBudget: apitest.Budget, Logger: apitest.Logger(t), Now: clock.Now,
 	}
-	data := httpapi.New(store.New(client, tables, store.WithClock(clock.Now)), httpapi.GroupAll, cfg)
-	admin := httpapi.New(store.New(recorder, tables, store.WithClock(clock.Now)), httpapi.GroupAdmin, cfg)
+	data := httpapi.New(httpapi.StoresOf(store.New(client, tables, store.WithClock(clock.Now))), httpapi.GroupAll, cfg)
+	admin := httpapi.New(httpapi.StoresOf(store.New(recorder, tables, store.WithClock(clock.Now))), httpapi.GroupAdmin, cfg)
 	do := func(api http.Handler, method, path, body string, status int) string {
 		t.Helper()
 		return serveAs(t, api, "alice", method, path, body, status)
@@ -287,7 +287,7 @@ func TestHistoryDynamoDBActions(t *testing.T) {
 				t.Fatal(err)
 			}
 			recorder := newActionRecorder(client, tables)
-			api := httpapi.New(store.New(recorder, tables), tc.group, httpapi.Config{
+			api := httpapi.New(httpapi.StoresOf(store.New(recorder, tables)), tc.group, httpapi.Config{
 				Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), RequestBudget: apitest.Budget, Logger: apitest.Logger(t),
 			})
 			do := func(method, path, body string, status int) {
@@ -387,8 +387,8 @@ func TestIndexDynamoDBActions(t *testing.T) {
 			}
 			opts := []store.Option{store.WithClock(clock.Now), store.WithPolicySettle(testSettle)}
 			recorder := newActionRecorder(client, tables)
-			api := httpapi.New(store.New(recorder, tables, opts...), tc.group, cfg)
-			plain := httpapi.New(store.New(client, tables, opts...), httpapi.GroupAll, cfg)
+			api := httpapi.New(httpapi.StoresOf(store.New(recorder, tables, opts...)), tc.group, cfg)
+			plain := httpapi.New(httpapi.StoresOf(store.New(client, tables, opts...)), httpapi.GroupAll, cfg)
 			tc.run(t, api, plain, clock)
 			if missing := ungranted(tc.group, recorder); len(missing) > 0 {
 				t.Errorf("the %s function's index work takes DynamoDB actions infra/access.go does not grant it:\n%s\n(all it took:\n%s)",
@@ -461,8 +461,8 @@ func TestRateLimitDynamoDBActions(t *testing.T) {
 					DeleteAllBudget: apitest.Budget, Logger: logger, Now: clock.Now, Limiter: ratelimit.New(st, clock.Now),
 				}
 			}
-			api := httpapi.New(recorded, tc.group, config(recorded))
-			plain := httpapi.New(plainStore, httpapi.GroupAll, config(plainStore))
+			api := httpapi.New(httpapi.StoresOf(recorded), tc.group, config(recorded))
+			plain := httpapi.New(httpapi.StoresOf(plainStore), httpapi.GroupAll, config(plainStore))
 			// No token accrues between the requests, however slowly a
 			// loaded machine serves them: the second GET is refused.
 			clock.Freeze()
@@ -489,7 +489,7 @@ func TestRegistryDynamoDBActions(t *testing.T) {
 	t.Parallel()
 	tables := storetest.NewTables(t)
 	recorder := newActionRecorder(storetest.Client(t), tables)
-	api := httpapi.New(store.New(recorder, tables), httpapi.GroupAdmin, httpapi.Config{
+	api := httpapi.New(httpapi.StoresOf(store.New(recorder, tables)), httpapi.GroupAdmin, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), RequestBudget: apitest.Budget, Logger: apitest.Logger(t),
 	})
 	const registry = "/rest/api/v1/admin/apps"

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"math"
@@ -9,6 +10,17 @@ import (
 
 	"github.com/udsproject/uds/pkg/uds"
 )
+
+// UsageStore reads usage and sets limits, for the admin routes.
+type UsageStore interface {
+	Quota(ctx context.Context, app, user string) (uds.Quota, error)
+	AppLimits(ctx context.Context, app string) (uds.Limits, error)
+	SetAppLimits(ctx context.Context, app string, l uds.Limits) error
+	SetUserLimits(ctx context.Context, app, user string, l uds.Limits) error
+	AppUsers(ctx context.Context, app, after string, limit int) ([]uds.UserUsage, bool, error)
+	UserApps(ctx context.Context, user, after string, limit int) ([]uds.AppUsage, bool, error)
+	Recompute(ctx context.Context, app, user string) (uds.Recomputed, error)
+}
 
 // quotaJSON is one owner's usage and limits in an app; a null limit is
 // unlimited.
@@ -73,7 +85,7 @@ func (a *API) userQuota(w http.ResponseWriter, r *http.Request, p params) {
 }
 
 func (a *API) answerQuota(w http.ResponseWriter, r *http.Request, app, user string) {
-	q, err := a.store.Quota(r.Context(), app, user)
+	q, err := a.stores.Usage.Quota(r.Context(), app, user)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
@@ -87,7 +99,7 @@ func (a *API) getAppLimits(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	l, err := a.store.AppLimits(r.Context(), app)
+	l, err := a.stores.Usage.AppLimits(r.Context(), app)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
@@ -103,7 +115,7 @@ func (a *API) putAppLimits(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	l, err := readLimits(r)
 	if err == nil {
-		err = a.store.SetAppLimits(r.Context(), app, l)
+		err = a.stores.Usage.SetAppLimits(r.Context(), app, l)
 	}
 	if err != nil {
 		a.fail(w, r, err, nil)
@@ -120,7 +132,7 @@ func (a *API) putUserLimits(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	l, err := readLimits(r)
 	if err == nil {
-		err = a.store.SetUserLimits(r.Context(), app, user, l)
+		err = a.stores.Usage.SetUserLimits(r.Context(), app, user, l)
 	}
 	if err != nil {
 		a.fail(w, r, err, nil)
@@ -132,7 +144,7 @@ func (a *API) putUserLimits(w http.ResponseWriter, r *http.Request, p params) {
 func (a *API) deleteUserLimits(w http.ResponseWriter, r *http.Request, p params) {
 	app, user, err := appAndUser(p)
 	if err == nil {
-		err = a.store.SetUserLimits(r.Context(), app, user, uds.Limits{})
+		err = a.stores.Usage.SetUserLimits(r.Context(), app, user, uds.Limits{})
 	}
 	if err != nil {
 		a.fail(w, r, err, nil)
@@ -147,7 +159,7 @@ func (a *API) recompute(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	rc, err := a.store.Recompute(r.Context(), app, user)
+	rc, err := a.stores.Usage.Recompute(r.Context(), app, user)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
@@ -187,7 +199,7 @@ func (a *API) appUsers(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	page(a, w, r, "users", "users\x00"+app,
 		func(after string, limit int) ([]uds.UserUsage, bool, error) {
-			return a.store.AppUsers(r.Context(), app, after, limit)
+			return a.stores.Usage.AppUsers(r.Context(), app, after, limit)
 		},
 		func(u uds.UserUsage) (any, string) { return userRow{u.User, u.Bytes, u.Items, u.History}, u.User })
 }
@@ -202,7 +214,7 @@ func (a *API) userApps(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	page(a, w, r, "apps", "apps\x00"+user,
 		func(after string, limit int) ([]uds.AppUsage, bool, error) {
-			return a.store.UserApps(r.Context(), user, after, limit)
+			return a.stores.Usage.UserApps(r.Context(), user, after, limit)
 		},
 		func(u uds.AppUsage) (any, string) { return appRow{u.App, u.Bytes, u.Items, u.History}, u.App })
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -9,12 +10,21 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
+// RegistryStore keeps the apps' registered names.
+type RegistryStore interface {
+	RegisterApp(ctx context.Context, app, name, description string) (uds.AppRegistration, error)
+	App(ctx context.Context, app string) (uds.AppRegistration, error)
+	UnregisterApp(ctx context.Context, app string) error
+	AppByName(ctx context.Context, name string) (uds.AppRegistration, error)
+	Apps(ctx context.Context, after uds.AppRegistration, limit int) ([]uds.AppRegistration, bool, error)
+}
+
 // The app registry gives apps names that operators know them by. Data
 // paths keep the app's id: a name resolves to it only here, where an
 // operator types one (GET /admin/apps?name=).
 
 // errNotRegistered answers a read of an app that has no registration.
-var errNotRegistered = errors.New("app not registered")
+var errNotRegistered = uds.NewError(uds.CodeNotFound, "app not registered")
 
 // appsQuery is what GET /admin/apps takes: a page of the registry, or
 // one app found by its name.
@@ -97,7 +107,7 @@ func (a *API) registerApp(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	reg, err := a.store.RegisterApp(r.Context(), app, name, description)
+	reg, err := a.stores.Registry.RegisterApp(r.Context(), app, name, description)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
@@ -111,7 +121,7 @@ func (a *API) getApp(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	reg, err := a.store.App(r.Context(), app)
+	reg, err := a.stores.Registry.App(r.Context(), app)
 	if errors.Is(err, uds.ErrNotFound) {
 		err = errNotRegistered
 	}
@@ -127,7 +137,7 @@ func (a *API) getApp(w http.ResponseWriter, r *http.Request, p params) {
 func (a *API) unregisterApp(w http.ResponseWriter, r *http.Request, p params) {
 	app, err := uds.ParseApp(p.app)
 	if err == nil {
-		err = a.store.UnregisterApp(r.Context(), app)
+		err = a.stores.Registry.UnregisterApp(r.Context(), app)
 	}
 	if err != nil {
 		a.fail(w, r, err, nil)
@@ -157,7 +167,7 @@ func (a *API) listApps(w http.ResponseWriter, r *http.Request, _ params) {
 	page(a, w, r, "apps", registryBinding,
 		func(after string, limit int) ([]uds.AppRegistration, bool, error) {
 			app, key, _ := strings.Cut(after, "\x00")
-			return a.store.Apps(r.Context(), uds.AppRegistration{App: app, NameKey: key}, limit)
+			return a.stores.Registry.Apps(r.Context(), uds.AppRegistration{App: app, NameKey: key}, limit)
 		},
 		func(reg uds.AppRegistration) (any, string) {
 			return registrationBody(reg), reg.App + "\x00" + reg.NameKey
@@ -173,7 +183,7 @@ func (a *API) appNamed(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	apps := []registrationJSON{}
-	reg, err := a.store.AppByName(r.Context(), name)
+	reg, err := a.stores.Registry.AppByName(r.Context(), name)
 	switch {
 	case err == nil:
 		apps = append(apps, registrationBody(reg))

@@ -13,6 +13,12 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
+// TransferStore exports an app's data and imports it.
+type TransferStore interface {
+	Export(context.Context, store.ExportQuery) (store.ExportPage, error)
+	Import(ctx context.Context, app string, records []uds.Record) (uds.ImportResult, error)
+}
+
 // Export and import of an app's data: GET .../admin/apps/{app}/export
 // pages through every owner's items, and POST .../admin/apps/{app}/import
 // writes such records back. Records name no app, so an export can also be
@@ -103,7 +109,7 @@ func (a *API) export(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	page, err := a.store.Export(r.Context(), q)
+	page, err := a.stores.Transfer.Export(r.Context(), q)
 	var cursor string
 	if err == nil && page.Next != nil {
 		cursor, err = a.sealPosition(exportBinding(app, q.Namespace), page.Next)
@@ -242,7 +248,7 @@ func (a *API) importRecords(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	res, err := a.store.Import(r.Context(), app, records)
+	res, err := a.stores.Transfer.Import(r.Context(), app, records)
 	var batch *uds.BatchError
 	if errors.As(err, &batch) {
 		err = inRecord(batch.Index, batch.Err)
@@ -390,7 +396,7 @@ func (a *API) checkPolicies(ctx context.Context, app string, records []uds.Recor
 		ns := rec.Key.Namespace
 		sc := policies[ns]
 		if sc == nil {
-			p, err := a.store.Policy(ctx, app, ns)
+			p, err := a.stores.Policy.Policy(ctx, app, ns)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -10,6 +11,13 @@ import (
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
+
+// PolicyStore reads and sets namespaces' policies, for the admin routes.
+type PolicyStore interface {
+	StoredPolicy(ctx context.Context, app, namespace string) (uds.Policy, error)
+	SetPolicy(ctx context.Context, app, namespace string, p uds.Policy) (uds.Policy, error)
+	Policies(ctx context.Context, app, after string, limit int) ([]uds.NamespacePolicy, bool, error)
+}
 
 // policyJSON is a namespace's policy as the admin routes show it; a
 // namespace without one shows the defaults at version 0.
@@ -87,7 +95,7 @@ func (a *API) namespaceInEffect(r *http.Request, p params) (app, namespace strin
 	if app, namespace, err = appAndNamespace(p); err != nil {
 		return
 	}
-	pol, err = a.store.StoredPolicy(r.Context(), app, namespace)
+	pol, err = a.stores.Policies.StoredPolicy(r.Context(), app, namespace)
 	return
 }
 
@@ -133,7 +141,7 @@ func (a *API) deletePolicy(w http.ResponseWriter, r *http.Request, p params) {
 // change, and Retry-After until it may be completed by repeating the
 // request (store/policy_change.go).
 func (a *API) setPolicy(w http.ResponseWriter, r *http.Request, app, namespace string, pol uds.Policy, done int) {
-	pol, err := a.store.SetPolicy(r.Context(), app, namespace, pol)
+	pol, err := a.stores.Policies.SetPolicy(r.Context(), app, namespace, pol)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
@@ -160,7 +168,7 @@ func (a *API) listPolicies(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	page(a, w, r, "namespaces", "namespaces\x00"+app,
 		func(after string, limit int) ([]uds.NamespacePolicy, bool, error) {
-			return a.store.Policies(r.Context(), app, after, limit)
+			return a.stores.Policies.Policies(r.Context(), app, after, limit)
 		},
 		func(np uds.NamespacePolicy) (any, string) {
 			return policyBody(app, np.Namespace, np.Policy, a.now()), np.Namespace

@@ -1,11 +1,18 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
 	"github.com/udsproject/uds/pkg/uds"
 )
+
+// QuotaModeStore reads and sets how an app's quotas are kept.
+type QuotaModeStore interface {
+	QuotaMode(ctx context.Context, app string) (uds.QuotaMode, error)
+	SetQuotaMode(ctx context.Context, app string, mode uds.QuotaMode) error
+}
 
 // An app's quota mode (uds.QuotaMode): how its owners' usage is kept,
 // charged by each write's transaction (strict) or summed from the tables'
@@ -31,7 +38,7 @@ func (a *API) getQuotaMode(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	mode, err := a.store.QuotaMode(r.Context(), app)
+	mode, err := a.stores.QuotaModes.QuotaMode(r.Context(), app)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
@@ -51,7 +58,7 @@ func (a *API) putQuotaMode(w http.ResponseWriter, r *http.Request, p params) {
 		mode, err = parseQuotaMode(body)
 	}
 	if err == nil {
-		err = a.store.SetQuotaMode(r.Context(), app, mode)
+		err = a.stores.QuotaModes.SetQuotaMode(r.Context(), app, mode)
 	}
 	if err != nil {
 		a.fail(w, r, err, nil)

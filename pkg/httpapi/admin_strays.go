@@ -1,11 +1,18 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
+
+// StrayStore finds and removes the items no data route reaches.
+type StrayStore interface {
+	Strays(context.Context, store.StrayQuery) (store.StrayPage, error)
+	RemoveStrays(ctx context.Context, app, namespace string, private bool) (int, error)
+}
 
 // A namespace's strays are its items in the key space its policy does not
 // use (store/strays.go): GET .../namespaces/{namespace}/strays lists them
@@ -27,7 +34,7 @@ func (a *API) listStrays(w http.ResponseWriter, r *http.Request, p params) {
 	q.Limit, q.Deadline, err = a.recordsQuery(r, binding, "this namespace's strays under its policy in effect", &q.After)
 	var page store.StrayPage
 	if err == nil {
-		page, err = a.store.Strays(r.Context(), q)
+		page, err = a.stores.Strays.Strays(r.Context(), q)
 	}
 	var cursor string
 	if err == nil && page.Next != nil {
@@ -51,7 +58,7 @@ func (a *API) removeStrays(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	ctx, cancel := withBudget(r.Context(), a.budget, deleteAllMargin)
 	defer cancel()
-	n, err := a.store.RemoveStrays(ctx, app, namespace, pol.Mode() == uds.AccessPrivate)
+	n, err := a.stores.Strays.RemoveStrays(ctx, app, namespace, pol.Mode() == uds.AccessPrivate)
 	observationFrom(r.Context()).noteDeleted(n)
 	if err != nil {
 		a.fail(w, r, err, nil)

@@ -16,58 +16,36 @@ import (
 	"github.com/udsproject/uds/pkg/policy"
 	"github.com/udsproject/uds/pkg/ratelimit"
 	"github.com/udsproject/uds/pkg/store"
-	"github.com/udsproject/uds/pkg/uds"
 )
 
-// Store is what the HTTP layer needs from storage; *store.Store has it.
-type Store interface {
-	Get(context.Context, uds.Key) (uds.Item, error)
-	GetMany(context.Context, []uds.Key) ([]uds.Item, []error)
-	Create(context.Context, uds.Write) (uds.Item, error)
-	Update(context.Context, uds.Write) (uds.Item, error)
-	Delete(context.Context, uds.Write) error
-	ListItems(context.Context, store.ListQuery) (store.ListPage, error)
-	DeleteList(context.Context, uds.Write) (int, error)
-	Versions(ctx context.Context, key uds.Key, h uds.History) ([]uds.Version, error)
-	Version(ctx context.Context, key uds.Key, h uds.History, version int64) (uds.Item, error)
-	DropHistory(context.Context, uds.Write) (int, error)
-	QueryIndex(context.Context, store.IndexQuery) (store.IndexPage, error)
+// Stores is what the HTTP layer needs from storage: one small interface
+// per capability, each declared in the file that uses it, so that a fake
+// (a benchmark's, a fuzz test's) implements only what its routes call.
+// StoresOf fills every one from the one *store.Store.
+type Stores struct {
+	Items      ItemStore
+	Lists      ListStore
+	Batches    BatchStore
+	History    HistoryStore
+	Indexes    IndexStore
+	Uploads    UploadStore
+	Usage      UsageStore
+	QuotaModes QuotaModeStore
+	Registry   RegistryStore
+	RateLimits RateLimitStore
+	Policy     PolicyReader
+	Policies   PolicyStore
+	Transfer   TransferStore
+	Strays     StrayStore
+}
 
-	Quota(ctx context.Context, app, user string) (uds.Quota, error)
-	AppLimits(ctx context.Context, app string) (uds.Limits, error)
-	SetAppLimits(ctx context.Context, app string, l uds.Limits) error
-	SetUserLimits(ctx context.Context, app, user string, l uds.Limits) error
-	QuotaMode(ctx context.Context, app string) (uds.QuotaMode, error)
-	SetQuotaMode(ctx context.Context, app string, mode uds.QuotaMode) error
-	AppUsers(ctx context.Context, app, after string, limit int) ([]uds.UserUsage, bool, error)
-	UserApps(ctx context.Context, user, after string, limit int) ([]uds.AppUsage, bool, error)
-	Recompute(ctx context.Context, app, user string) (uds.Recomputed, error)
-	RegisterApp(ctx context.Context, app, name, description string) (uds.AppRegistration, error)
-	App(ctx context.Context, app string) (uds.AppRegistration, error)
-	UnregisterApp(ctx context.Context, app string) error
-	AppByName(ctx context.Context, name string) (uds.AppRegistration, error)
-	Apps(ctx context.Context, after uds.AppRegistration, limit int) ([]uds.AppRegistration, bool, error)
-	WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item, error)
-
-	Policy(ctx context.Context, app, namespace string) (uds.Policy, error)
-	StoredPolicy(ctx context.Context, app, namespace string) (uds.Policy, error)
-	SetPolicy(ctx context.Context, app, namespace string, p uds.Policy) (uds.Policy, error)
-	Policies(ctx context.Context, app, after string, limit int) ([]uds.NamespacePolicy, bool, error)
-	Strays(context.Context, store.StrayQuery) (store.StrayPage, error)
-	RemoveStrays(ctx context.Context, app, namespace string, private bool) (int, error)
-	BuildIndexes(ctx context.Context, app, namespace string, budget time.Duration) (uds.Policy, error)
-
-	Export(context.Context, store.ExportQuery) (store.ExportPage, error)
-
-	RatesInEffect(ctx context.Context, app, user string) (caller, whole uds.Rate, err error)
-	AppRateLimits(ctx context.Context, app string) (uds.RateLimits, error)
-	SetAppRateLimits(ctx context.Context, app string, r uds.RateLimits) error
-	UserRateLimits(ctx context.Context, app, user string) (uds.Rate, error)
-	SetUserRateLimits(ctx context.Context, app, user string, r uds.Rate) error
-	Import(ctx context.Context, app string, records []uds.Record) (uds.ImportResult, error)
-
-	ReserveUpload(ctx context.Context, w uds.Write) (uds.Upload, error)
-	CommitUpload(ctx context.Context, app, id string, key *uds.Key) (uds.Item, bool, error)
+// StoresOf returns st as every capability.
+func StoresOf(st *store.Store) Stores {
+	return Stores{
+		Items: st, Lists: st, Batches: st, History: st, Indexes: st, Uploads: st,
+		Usage: st, QuotaModes: st, Registry: st, RateLimits: st,
+		Policy: st, Policies: st, Transfer: st, Strays: st,
+	}
 }
 
 // SubjectFunc names the caller of a request. It returns ErrUnauthenticated
@@ -142,7 +120,7 @@ const answerMargin = time.Second
 
 // API serves the UDS routes of its groups.
 type API struct {
-	store   Store
+	stores  Stores
 	groups  Group
 	subject SubjectFunc
 	cursors *cursor.Sealer
@@ -163,8 +141,9 @@ type API struct {
 	bucket  Bucket
 }
 
-// New returns the handler for the given route groups.
-func New(st Store, groups Group, c Config) *API {
+// New returns the handler for the given route groups, served from s
+// (StoresOf for a *store.Store).
+func New(s Stores, groups Group, c Config) *API {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -175,7 +154,7 @@ func New(st Store, groups Group, c Config) *API {
 		c.Now = time.Now
 	}
 	return &API{
-		store:   st,
+		stores:  s,
 		groups:  groups,
 		subject: c.Subject,
 		cursors: cursor.NewSealer(c.CursorSecret),

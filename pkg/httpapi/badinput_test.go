@@ -110,6 +110,9 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 			if r.body == nil || r.body["timestamp"] == nil {
 				t.Fatalf("error body lacks a timestamp: %.300s", r.raw)
 			}
+			if want := map[int]string{400: "invalid", 401: "unauthenticated", 404: "not_found", 405: "method_not_allowed", 412: "precondition_failed", 413: "too_large"}[tc.status]; r.body["code"] != want {
+				t.Errorf("code %v, want %q: %.300s", r.body["code"], want, r.raw)
+			}
 			if tc.error != "" && r.body["error"] != tc.error {
 				t.Errorf("error %q, want %q (details %q)", r.body["error"], tc.error, r.body["details"])
 			}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,12 @@ import (
 	"github.com/udsproject/uds/internal/safe"
 	"github.com/udsproject/uds/pkg/uds"
 )
+
+// BatchStore reads many items at once and writes a batch all or none.
+type BatchStore interface {
+	GetMany(context.Context, []uds.Key) ([]uds.Item, []error)
+	WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item, error)
+}
 
 // maxBatchBodyBytes bounds a batch request (Lambda takes at most 6 MB).
 const maxBatchBodyBytes = 6 << 20
@@ -153,7 +160,7 @@ func (a *API) batchOneByOne(w http.ResponseWriter, r *http.Request, ops []batchO
 		}
 	}
 	if len(keys) > 0 {
-		items, errs := a.store.GetMany(r.Context(), keys)
+		items, errs := a.stores.Batches.GetMany(r.Context(), keys)
 		for j, i := range reads {
 			results[i] = a.record(r, func(w http.ResponseWriter) { a.answerGet(w, r, keys[j], items[j], errs[j], ops[i].ifNoneMatch, false) })
 		}
@@ -361,7 +368,7 @@ func fitResults(results []batchResult, isRead func(int) bool) {
 		}
 		if isRead(i) {
 			results[i] = batchResult{Status: http.StatusRequestEntityTooLarge, Body: json.RawMessage(fmt.Sprintf(
-				`{"error":"Payload too large","details":"the batch answer would pass Lambda's 6 MB; read this item on its own","timestamp":%q}`, now()))}
+				`{"code":"too_large","error":"Payload too large","details":"the batch answer would pass Lambda's 6 MB; read this item on its own","timestamp":%q}`, now()))}
 			continue
 		}
 		results[i].Body, results[i].BodyOmitted = nil, true
@@ -402,7 +409,7 @@ func (a *API) batchAtomic(w http.ResponseWriter, r *http.Request, ops []batchOp)
 	for i := range ops {
 		writes[i] = ops[i].BatchOp
 	}
-	items, err := a.store.WriteAtomic(r.Context(), writes) // sets each restore's Method to the write it became
+	items, err := a.stores.Batches.WriteAtomic(r.Context(), writes) // sets each restore's Method to the write it became
 	if err != nil {
 		var be *uds.BatchError
 		if errors.As(err, &be) {

@@ -195,7 +195,7 @@ func TestBatchesUnderFaults(t *testing.T) {
 	t.Parallel()
 	client, ft := storetest.FaultyClient(t, 21)
 	tables := storetest.NewTables(t)
-	srv := httptest.NewServer(httpapi.New(store.New(client, tables), httpapi.GroupAll, httpapi.Config{
+	srv := httptest.NewServer(httpapi.New(httpapi.StoresOf(store.New(client, tables)), httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("b"), RequestBudget: apitest.Budget, Logger: apitest.Logger(t),
 	}))
 	t.Cleanup(srv.Close)

@@ -226,7 +226,7 @@ func answerBinary(w http.ResponseWriter, r *http.Request, it *uds.Item) {
 		case start < 0:
 			h.Set(headerContentRange, "bytes */"+strconv.Itoa(len(body)))
 			k := it.Key
-			writeJSON(w, http.StatusRequestedRangeNotSatisfiable, errorBody{Error: "Range not satisfiable",
+			writeJSON(w, http.StatusRequestedRangeNotSatisfiable, errorBody{Code: uds.CodeRangeNotSatisfiable, Error: "Range not satisfiable",
 				Details: fmt.Sprintf("the value has %d bytes", len(body)), Timestamp: now(),
 				ApplicationUUID: k.App, Namespace: k.Namespace, ID: k.ID, SortKey: k.SortKey})
 			return

@@ -83,7 +83,7 @@ func TestCapacityTable(t *testing.T) {
 	objects := blob.Objects{Bucket: blobtest.New(t)}
 	st := store.New(counter, tables, store.WithLimitsTTL(24*lifetime), store.WithTrackedTTL(24*lifetime), store.WithClock(clock.Now),
 		store.WithPolicySettle(testSettle), store.WithPolicyWindow(48*lifetime), store.WithObjects(objects))
-	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
+	api := httpapi.New(httpapi.StoresOf(st), httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: apitest.Budget, RequestBudget: apitest.Budget,
 		Logger: apitest.Logger(t), Now: clock.Now, Bucket: objects,
 	})

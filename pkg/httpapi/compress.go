@@ -3,12 +3,13 @@ package httpapi
 import (
 	"bytes"
 	"compress/gzip"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // Compression in both directions. API Gateway HTTP APIs pass bodies
@@ -24,7 +25,7 @@ import (
 const compressMin = 4 << 10
 
 // errUnsupportedEncoding is a request body in a coding UDS does not read.
-var errUnsupportedEncoding = errors.New("unsupported content encoding")
+var errUnsupportedEncoding = uds.NewError(uds.CodeUnsupportedMediaType, "unsupported content encoding")
 
 // encodingError names the coding a request body came in.
 type encodingError struct{ coding string }
@@ -33,6 +34,7 @@ func (e *encodingError) Error() string {
 	return "unsupported content encoding " + strconv.Quote(e.coding)
 }
 func (e *encodingError) Is(target error) bool { return target == errUnsupportedEncoding }
+func (e *encodingError) Code() uds.Code       { return uds.CodeUnsupportedMediaType }
 
 var gzipWriters = sync.Pool{New: func() any {
 	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)

@@ -12,18 +12,20 @@ import (
 
 // ErrUnauthenticated is returned by a SubjectFunc when the request carries
 // no identity the API can use.
-var ErrUnauthenticated = errors.New("unauthenticated")
+var ErrUnauthenticated = uds.NewError(uds.CodeUnauthenticated, "unauthenticated")
 
 // errorBody is every error response: what went wrong, details where they
 // help, when, and the key fields of the resource concerned.
 type errorBody struct {
-	Error           string `json:"error"`
-	Details         string `json:"details,omitempty"`
-	Timestamp       string `json:"timestamp"`
-	ApplicationUUID string `json:"applicationUuid,omitempty"`
-	Namespace       string `json:"namespace,omitempty"`
-	ID              string `json:"id,omitempty"`
-	SortKey         string `json:"sortKey,omitempty"`
+	// Code is the error's kind (uds.Code), for clients to match on.
+	Code            uds.Code `json:"code"`
+	Error           string   `json:"error"`
+	Details         string   `json:"details,omitempty"`
+	Timestamp       string   `json:"timestamp"`
+	ApplicationUUID string   `json:"applicationUuid,omitempty"`
+	Namespace       string   `json:"namespace,omitempty"`
+	ID              string   `json:"id,omitempty"`
+	SortKey         string   `json:"sortKey,omitempty"`
 	// Quota fields, on 403 Quota exceeded.
 	User      string `json:"user,omitempty"`
 	UsedBytes *int64 `json:"usedBytes,omitempty"`
@@ -46,55 +48,86 @@ type violationJSON struct {
 	Message          string `json:"message"`
 }
 
-// statusTable maps each domain error to its status and message: the one
-// place where errors become HTTP. The messages for keys and list items are
-// the seed's ("Key not found", "Item not found", ...).
-var statusTable = []struct {
-	err           error
-	status        int
-	key, listItem string
-}{
-	{uds.ErrInvalid, http.StatusBadRequest, "Bad request", "Bad request"},
-	{ErrUnauthenticated, http.StatusUnauthorized, "Unauthenticated", "Unauthenticated"},
-	{ErrUntrustedSubjectHeader, http.StatusBadRequest, "Subject header not trusted", "Subject header not trusted"},
-	{uds.ErrQuotaExceeded, http.StatusForbidden, "Quota exceeded", "Quota exceeded"},
-	{uds.ErrForbidden, http.StatusForbidden, "Forbidden", "Forbidden"},
-	{uds.ErrSchema, http.StatusUnprocessableEntity, "Schema validation failed", "Schema validation failed"},
-	{uds.ErrInUse, http.StatusConflict, "Namespace holds data", "Namespace holds data"},
-	{uds.ErrIndexNotReady, http.StatusConflict, "Index not ready", "Index not ready"},
-	{errNoUpload, http.StatusNotFound, "Upload not found", "Upload not found"},
-	{errNotRegistered, http.StatusNotFound, "App not registered", "App not registered"},
-	{uds.ErrUploadPending, http.StatusConflict, "Upload not received", "Upload not received"},
-	{uds.ErrUploadMismatch, http.StatusUnprocessableEntity, "Upload does not match", "Upload does not match"},
-	{uds.ErrNoBucket, http.StatusNotImplemented, "Large values not configured", "Large values not configured"},
-	{uds.ErrNoStreams, http.StatusNotImplemented, "Streamed quotas not available", "Streamed quotas not available"},
-	{uds.ErrNotFound, http.StatusNotFound, "Key not found", "Item not found"},
-	{uds.ErrConflict, http.StatusConflict, "Key already exists", "Item already exists"},
-	{uds.ErrPrecondition, http.StatusPreconditionFailed, "Precondition failed", "Precondition failed"},
-	{uds.ErrTooLarge, http.StatusRequestEntityTooLarge, "Payload too large", "Payload too large"},
-	{errUnsupportedEncoding, http.StatusUnsupportedMediaType, "Unsupported content encoding", "Unsupported content encoding"},
-	{uds.ErrIncomplete, http.StatusServiceUnavailable, "List not fully deleted", "List not fully deleted"},
-	{uds.ErrUnavailable, http.StatusServiceUnavailable, "Service unavailable", "Service unavailable"},
-	{uds.ErrRateLimited, http.StatusTooManyRequests, "Too many requests", "Too many requests"},
+// statusOf is the one place where errors become HTTP: each code's status.
+// Errors carry their code (uds.CodeOf); TestErrorCodesHaveStatuses checks
+// that every code has a status here.
+var statusOf = map[uds.Code]int{
+	uds.CodeInvalid:              http.StatusBadRequest,
+	uds.CodeUnauthenticated:      http.StatusUnauthorized,
+	uds.CodeForbidden:            http.StatusForbidden,
+	uds.CodeQuotaExceeded:        http.StatusForbidden,
+	uds.CodeNotFound:             http.StatusNotFound,
+	uds.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	uds.CodeConflict:             http.StatusConflict,
+	uds.CodeInUse:                http.StatusConflict,
+	uds.CodeIndexNotReady:        http.StatusConflict,
+	uds.CodeUploadPending:        http.StatusConflict,
+	uds.CodePreconditionFailed:   http.StatusPreconditionFailed,
+	uds.CodeTooLarge:             http.StatusRequestEntityTooLarge,
+	uds.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	uds.CodeRangeNotSatisfiable:  http.StatusRequestedRangeNotSatisfiable,
+	uds.CodeSchemaViolation:      http.StatusUnprocessableEntity,
+	uds.CodeUploadMismatch:       http.StatusUnprocessableEntity,
+	uds.CodeRateLimited:          http.StatusTooManyRequests,
+	uds.CodeInternal:             http.StatusInternalServerError,
+	uds.CodeNotConfigured:        http.StatusNotImplemented,
+	uds.CodeUnavailable:          http.StatusServiceUnavailable,
+	uds.CodeIncomplete:           http.StatusServiceUnavailable,
+	uds.CodePolicyPending:        http.StatusServiceUnavailable,
 }
 
-// fail answers err. Domain errors get their status and a message safe to
-// show; anything else is answered 500 without its text, which goes to the
+// messages gives the "error" member of the errors whose message is not
+// their public text (uds.PublicOf): the seed's messages for keys and list
+// items ("Key not found", "Item not found", ...), and the others in the
+// same style. Several errors share a code and differ in message (an
+// unknown upload is "Upload not found", an unknown item "Key not found").
+var messages = []struct {
+	err           error
+	key, listItem string
+}{
+	{uds.ErrInvalid, "Bad request", "Bad request"},
+	{ErrUnauthenticated, "Unauthenticated", "Unauthenticated"},
+	{ErrUntrustedSubjectHeader, "Subject header not trusted", "Subject header not trusted"},
+	{uds.ErrQuotaExceeded, "Quota exceeded", "Quota exceeded"},
+	{uds.ErrForbidden, "Forbidden", "Forbidden"},
+	{uds.ErrSchema, "Schema validation failed", "Schema validation failed"},
+	{uds.ErrInUse, "Namespace holds data", "Namespace holds data"},
+	{uds.ErrIndexNotReady, "Index not ready", "Index not ready"},
+	{errNoUpload, "Upload not found", "Upload not found"},
+	{errNotRegistered, "App not registered", "App not registered"},
+	{uds.ErrUploadPending, "Upload not received", "Upload not received"},
+	{uds.ErrUploadMismatch, "Upload does not match", "Upload does not match"},
+	{uds.ErrNoBucket, "Large values not configured", "Large values not configured"},
+	{uds.ErrNoStreams, "Streamed quotas not available", "Streamed quotas not available"},
+	{uds.ErrNotFound, "Key not found", "Item not found"},
+	{uds.ErrConflict, "Key already exists", "Item already exists"},
+	{uds.ErrPrecondition, "Precondition failed", "Precondition failed"},
+	{uds.ErrTooLarge, "Payload too large", "Payload too large"},
+	{errUnsupportedEncoding, "Unsupported content encoding", "Unsupported content encoding"},
+	{uds.ErrIncomplete, "List not fully deleted", "List not fully deleted"},
+	{uds.ErrUnavailable, "Service unavailable", "Service unavailable"},
+	{uds.ErrRateLimited, "Too many requests", "Too many requests"},
+}
+
+// fail answers err with its code's status and a message safe to show;
+// an internal error is answered 500 without its text, which goes to the
 // request's log line.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.Key) {
-	body := errorBody{Timestamp: now()}
+	code := uds.CodeOf(err)
+	body := errorBody{Code: code, Error: uds.PublicOf(err), Timestamp: now()}
 	if key != nil {
 		body.ApplicationUUID, body.Namespace, body.ID, body.SortKey = key.App, key.Namespace, key.ID, key.SortKey
 	}
-	status := http.StatusInternalServerError
-	body.Error = "Internal server error"
-	for _, e := range statusTable {
-		if errors.Is(err, e.err) {
-			status, body.Error = e.status, e.key
-			if key != nil && key.SortKey != "" {
-				body.Error = e.listItem
+	status := statusOf[code]
+	if code != uds.CodeInternal {
+		for _, m := range messages {
+			if errors.Is(err, m.err) {
+				body.Error = m.key
+				if key != nil && key.SortKey != "" {
+					body.Error = m.listItem
+				}
+				break
 			}
-			break
 		}
 	}
 	var invalid *uds.InvalidError
@@ -224,6 +257,7 @@ const badURLError = "Invalid path"
 // character in the path or query): 400, with details that say which.
 func WriteBadEvent(w http.ResponseWriter, details string) {
 	writeJSON(w, http.StatusBadRequest, errorBody{
+		Code:      uds.CodeInvalid,
 		Error:     "Bad request",
 		Details:   details,
 		Timestamp: now(),
@@ -233,7 +267,7 @@ func WriteBadEvent(w http.ResponseWriter, details string) {
 // WriteInternalError answers a request its host failed to serve (a panic
 // outside the API's handlers): 500, saying nothing of why.
 func WriteInternalError(w http.ResponseWriter) {
-	writeJSON(w, http.StatusInternalServerError, errorBody{Error: "Internal server error", Timestamp: now()})
+	writeJSON(w, http.StatusInternalServerError, errorBody{Code: uds.CodeInternal, Error: "Internal server error", Timestamp: now()})
 }
 
 // WriteBadURL answers a request whose URL cannot even be parsed (malformed
@@ -241,6 +275,7 @@ func WriteInternalError(w http.ResponseWriter) {
 // Hosts call it when they cannot build an *http.Request at all.
 func WriteBadURL(w http.ResponseWriter, path string) {
 	writeJSON(w, http.StatusBadRequest, errorBody{
+		Code:      uds.CodeInvalid,
 		Error:     badURLError,
 		Details:   "malformed percent-encoding in " + strconv.Quote(path),
 		Timestamp: now(),

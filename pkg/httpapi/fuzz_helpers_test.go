@@ -31,7 +31,7 @@ var fuzzNow = time.Now()
 // fuzzAPI answers refusals as the handlers do, and serves the parsers
 // that need an API (cursors, dispatch). It has no store: nothing the
 // targets run reaches one.
-var fuzzAPI = New(nil, GroupAll, Config{
+var fuzzAPI = New(Stores{}, GroupAll, Config{
 	Subject: AnonymousSubject, CursorSecret: []byte("fuzz"), Logger: slog.New(slog.DiscardHandler),
 })
 

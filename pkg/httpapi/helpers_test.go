@@ -64,7 +64,7 @@ func newEnvOn(t *testing.T, bucket *blob.Bucket, opts ...store.Option) *env {
 	// race writes against it (policy_race_test.go does).
 	st := store.New(client, tables, append([]store.Option{store.WithClock(clock.Now), store.WithRecomputeQuiet(24 * lifetime),
 		store.WithPolicySettle(testSettle), store.WithObjects(objects)}, opts...)...)
-	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
+	api := httpapi.New(httpapi.StoresOf(st), httpapi.GroupAll, httpapi.Config{
 		Subject:         httpapi.HeaderSubject,
 		CursorSecret:    []byte("test secret"),
 		DeleteAllBudget: apitest.Budget,

@@ -12,6 +12,13 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
+// HistoryStore reads an item's kept versions and drops them.
+type HistoryStore interface {
+	Versions(ctx context.Context, key uds.Key, h uds.History) ([]uds.Version, error)
+	Version(ctx context.Context, key uds.Key, h uds.History, version int64) (uds.Item, error)
+	DropHistory(context.Context, uds.Write) (int, error)
+}
+
 // Version history on the item routes (docs/decisions.md, "Version
 // history"): GET {item}?version=V reads a kept version, GET {item}?history
 // lists them, POST {item}?restore=V writes one back as the item's current
@@ -117,10 +124,11 @@ func (e *notKept) Error() string {
 }
 
 func (e *notKept) Is(target error) bool { return target == uds.ErrNotFound }
+func (e *notKept) Code() uds.Code       { return uds.CodeNotFound }
 
 // version reads version v of sc's item as a read of the item shows it.
 func (a *API) version(ctx context.Context, sc *scope, v int64) (uds.Item, error) {
-	it, err := a.store.Version(ctx, sc.key, sc.policy.History, v)
+	it, err := a.stores.History.Version(ctx, sc.key, sc.policy.History, v)
 	if errors.Is(err, uds.ErrNotFound) {
 		err = &notKept{v}
 	}
@@ -166,7 +174,7 @@ func (a *API) listVersions(w http.ResponseWriter, r *http.Request, key uds.Key, 
 			return
 		}
 	}
-	versions, err := a.store.Versions(r.Context(), sc.key, sc.policy.History)
+	versions, err := a.stores.History.Versions(r.Context(), sc.key, sc.policy.History)
 	if err != nil {
 		a.fail(w, r, err, &key)
 		return
@@ -282,7 +290,7 @@ func (a *API) restore(ctx context.Context, sc *scope, pre uds.Precondition, v in
 	if err != nil {
 		return uds.Item{}, 0, err
 	}
-	it, err := a.store.Update(ctx, op.Write)
+	it, err := a.stores.Items.Update(ctx, op.Write)
 	if !errors.Is(err, uds.ErrNotFound) || pre.IsSet() {
 		return it, http.StatusOK, err
 	}
@@ -290,7 +298,7 @@ func (a *API) restore(ctx context.Context, sc *scope, pre uds.Precondition, v in
 		return uds.Item{}, 0, uds.ErrForbidden
 	}
 	op.Write.IfMatch = uds.Precondition{}
-	it, err = a.store.Create(ctx, op.Write)
+	it, err = a.stores.Items.Create(ctx, op.Write)
 	return it, http.StatusCreated, err
 }
 
@@ -337,7 +345,7 @@ func (a *API) dropHistory(w http.ResponseWriter, r *http.Request, key uds.Key, s
 		a.fail(w, r, uds.Invalid("If-Match", "has no place in DELETE ?history, which leaves the item as it is"), &key)
 		return
 	}
-	n, err := a.store.DropHistory(r.Context(), uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: sc.guard(uds.Precondition{})})
+	n, err := a.stores.History.DropHistory(r.Context(), uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: sc.guard(uds.Precondition{})})
 	observationFrom(r.Context()).noteDeleted(n)
 	if err != nil {
 		a.fail(w, r, err, &key)

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/udsproject/uds/pkg/uds"
@@ -19,7 +18,7 @@ const SubjectHeader = "X-Uds-Subject"
 
 // ErrUntrustedSubjectHeader is answered 400 to a request that carries
 // SubjectHeader where the host does not take the caller from it.
-var ErrUntrustedSubjectHeader = errors.New("subject header not trusted")
+var ErrUntrustedSubjectHeader = uds.NewError(uds.CodeInvalid, "subject header not trusted")
 
 // AnonymousSubject names every caller anonymous.
 func AnonymousSubject(*http.Request) (string, error) { return Anonymous, nil }
@@ -50,6 +49,7 @@ type unauthenticatedError struct{ reason string }
 
 func (e *unauthenticatedError) Error() string        { return e.reason }
 func (e *unauthenticatedError) Is(target error) bool { return target == ErrUnauthenticated }
+func (e *unauthenticatedError) Code() uds.Code       { return uds.CodeUnauthenticated }
 
 // checkSubjectHeader refuses a request that names its caller in
 // SubjectHeader where the host takes the caller from elsewhere. Ignoring
@@ -70,3 +70,4 @@ type untrustedHeaderError struct{ details string }
 
 func (e *untrustedHeaderError) Error() string        { return e.details }
 func (e *untrustedHeaderError) Is(target error) bool { return target == ErrUntrustedSubjectHeader }
+func (e *untrustedHeaderError) Code() uds.Code       { return uds.CodeInvalid }

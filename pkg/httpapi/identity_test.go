@@ -19,7 +19,7 @@ func TestSubjectHeaderRefused(t *testing.T) {
 	tables := storetest.NewTables(t)
 	client := storetest.Client(t)
 	serve := func(subject httpapi.SubjectFunc, refuse string) *env {
-		api := httpapi.New(store.New(client, tables), httpapi.GroupAll, httpapi.Config{
+		api := httpapi.New(httpapi.StoresOf(store.New(client, tables)), httpapi.GroupAll, httpapi.Config{
 			Subject: subject, RefuseSubjectHeader: refuse,
 			CursorSecret: []byte("identity"), DeleteAllBudget: 20 * time.Second,
 		})

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"slices"
@@ -11,6 +12,12 @@ import (
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
+
+// IndexStore queries a namespace's indexes and builds them.
+type IndexStore interface {
+	QueryIndex(context.Context, store.IndexQuery) (store.IndexPage, error)
+	BuildIndexes(ctx context.Context, app, namespace string, budget time.Duration) (uds.Policy, error)
+}
 
 // indexBody is one declared index in a policy body.
 type indexBody struct {
@@ -107,7 +114,7 @@ func (a *API) buildIndexes(w http.ResponseWriter, r *http.Request, p params) {
 	if deadline, ok := ctx.Deadline(); ok {
 		step = min(step, time.Until(deadline))
 	}
-	pol, err := a.store.BuildIndexes(ctx, app, namespace, step)
+	pol, err := a.stores.Indexes.BuildIndexes(ctx, app, namespace, step)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
@@ -158,7 +165,7 @@ func (a *API) queryIndex(w http.ResponseWriter, r *http.Request, p params) {
 			return
 		}
 	}
-	page, err := a.store.QueryIndex(r.Context(), q)
+	page, err := a.stores.Indexes.QueryIndex(r.Context(), q)
 	if err != nil {
 		a.fail(w, r, err, &key)
 		return

@@ -1,11 +1,21 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 
 	"github.com/udsproject/uds/pkg/uds"
 )
+
+// ItemStore reads and writes single items (items.go; history.go restores
+// through it).
+type ItemStore interface {
+	Get(context.Context, uds.Key) (uds.Item, error)
+	Create(context.Context, uds.Write) (uds.Item, error)
+	Update(context.Context, uds.Write) (uds.Item, error)
+	Delete(context.Context, uds.Write) error
+}
 
 // itemKey validates the key a route captured. On failure it still returns
 // the raw parts, for the error body.
@@ -61,7 +71,7 @@ func (a *API) getItem(w http.ResponseWriter, r *http.Request, p params) {
 	case q.version != noVersion:
 		it, err = a.version(r.Context(), &sc, q.version)
 	default:
-		it, err = a.store.Get(r.Context(), sc.key)
+		it, err = a.stores.Items.Get(r.Context(), sc.key)
 	}
 	a.answerGet(w, r, sc.key, it, err, r.Header.Values("If-None-Match"), true)
 }
@@ -155,9 +165,9 @@ func (a *API) applyWrite(w http.ResponseWriter, r *http.Request, write uds.Write
 	var it uds.Item
 	var err error
 	if status == http.StatusCreated {
-		it, err = a.store.Create(r.Context(), write)
+		it, err = a.stores.Items.Create(r.Context(), write)
 	} else {
-		it, err = a.store.Update(r.Context(), write)
+		it, err = a.stores.Items.Update(r.Context(), write)
 	}
 	if err != nil {
 		a.fail(w, r, err, &write.Key)
@@ -204,7 +214,7 @@ func (a *API) deleteItem(w http.ResponseWriter, r *http.Request, p params) {
 
 // applyDelete deletes the item a checked delete names and answers.
 func (a *API) applyDelete(w http.ResponseWriter, r *http.Request, del uds.Write) {
-	if err := a.store.Delete(r.Context(), del); err != nil {
+	if err := a.stores.Items.Delete(r.Context(), del); err != nil {
 		a.fail(w, r, err, &del.Key)
 		return
 	}

@@ -72,7 +72,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
 		buf.Reset()
-		buf.WriteString(`{"error":"Internal server error","timestamp":"` + now() + `"}` + "\n")
+		buf.WriteString(`{"code":"internal","error":"Internal server error","timestamp":"` + now() + `"}` + "\n")
 	}
 	answerBody(w, status, buf.Bytes())
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -10,6 +11,12 @@ import (
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
+
+// ListStore pages through a list and deletes it whole.
+type ListStore interface {
+	ListItems(context.Context, store.ListQuery) (store.ListPage, error)
+	DeleteList(context.Context, uds.Write) (int, error)
+}
 
 // List paging limits (seed 002).
 const (
@@ -48,7 +55,7 @@ func (a *API) listItems(w http.ResponseWriter, r *http.Request, p params) {
 		}
 		q.After, q.Expect = openPosition(position)
 	}
-	page, err := a.store.ListItems(r.Context(), q)
+	page, err := a.stores.Lists.ListItems(r.Context(), q)
 	if err != nil {
 		a.fail(w, r, err, &key)
 		return
@@ -156,7 +163,7 @@ func (a *API) deleteList(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	ctx, cancel := withBudget(r.Context(), a.budget, deleteAllMargin)
 	defer cancel()
-	n, err := a.store.DeleteList(ctx, uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: uds.Precondition{Creator: sc.onlyCreator()}, History: sc.policy.History, Indexes: sc.policy.Indexes})
+	n, err := a.stores.Lists.DeleteList(ctx, uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: uds.Precondition{Creator: sc.onlyCreator()}, History: sc.policy.History, Indexes: sc.policy.Indexes})
 	observationFrom(r.Context()).noteDeleted(n)
 	if err != nil {
 		a.fail(w, r, err, &key)

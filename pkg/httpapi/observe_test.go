@@ -66,7 +66,7 @@ func newObservedEnv(t *testing.T) *observedEnv {
 	client, ft := storetest.FaultyClient(t, 1)
 	tables := storetest.NewTables(t)
 	o := &observedEnv{logs: &lockedBuffer{}, metrics: &lockedBuffer{}, faults: ft}
-	api := httpapi.New(store.New(client, tables), httpapi.GroupAll, httpapi.Config{
+	api := httpapi.New(httpapi.StoresOf(store.New(client, tables)), httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: 20 * time.Second,
 		Logger: slog.New(slog.NewJSONHandler(o.logs, nil)), Metrics: emf.NewWriter(o.metrics), Function: "local",
 	})

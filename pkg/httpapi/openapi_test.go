@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // TestOpenAPIMatchesRoutes keeps docs/openapi.json true: every served route
@@ -191,5 +192,48 @@ func TestOpenAPIRateLimits(t *testing.T) {
 				t.Errorf("%s %s: the %s answer does not document RateLimit-Policy and RateLimit", route.Method, route.Path, code)
 			}
 		}
+	}
+}
+
+// TestOpenAPIErrorCodes keeps the Error schema's code enum equal to the
+// codes the server answers (uds.Codes): a code missing from the enum
+// would fail clients generated from the document, one too many would
+// promise a kind that never comes.
+func TestOpenAPIErrorCodes(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../docs/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				Error struct {
+					Required   []string `json:"required"`
+					Properties struct {
+						Code struct {
+							Enum []string `json:"enum"`
+						} `json:"code"`
+					} `json:"properties"`
+				} `json:"Error"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	schema := doc.Components.Schemas.Error
+	var codes []string
+	for _, c := range uds.Codes() {
+		codes = append(codes, string(c))
+	}
+	documented := slices.Clone(schema.Properties.Code.Enum)
+	slices.Sort(codes)
+	slices.Sort(documented)
+	if !slices.Equal(codes, documented) {
+		t.Errorf("Error.code enum %v, want the codes %v", documented, codes)
+	}
+	if !slices.Contains(schema.Required, "code") {
+		t.Errorf("Error requires %v, not code: every error body has one", schema.Required)
 	}
 }

@@ -10,6 +10,12 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
+// PolicyReader gives the policy in effect for a namespace, which every
+// data request reads first.
+type PolicyReader interface {
+	Policy(ctx context.Context, app, namespace string) (uds.Policy, error)
+}
+
 // scope is what a namespace's policy makes of a request on one item or
 // list: the key in the caller's key space, the caller, and the policy.
 type scope struct {
@@ -34,7 +40,7 @@ func (a *API) inNamespace(r *http.Request, key uds.Key) (scope, error) {
 func (a *API) scopeOf(ctx context.Context, subject string, key uds.Key) (scope, error) {
 	sc := scope{key: key, subject: subject}
 	var err error
-	if sc.policy, err = a.store.Policy(ctx, key.App, key.Namespace); err != nil {
+	if sc.policy, err = a.stores.Policy.Policy(ctx, key.App, key.Namespace); err != nil {
 		return sc, err
 	}
 	if sc.policy.Mode() != uds.AccessPrivate {

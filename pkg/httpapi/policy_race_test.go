@@ -48,7 +48,7 @@ func TestPolicyChangesRacingWriters(t *testing.T) {
 			// just before its budget ran out that a loaded engine commits
 			// late.
 			store.WithPolicySettle(ttl+budget+margin))
-		api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
+		api := httpapi.New(httpapi.StoresOf(st), httpapi.GroupAll, httpapi.Config{
 			Subject: httpapi.HeaderSubject, CursorSecret: []byte("race"), RequestBudget: budget, Logger: apitest.Logger(t),
 		})
 		srv := httptest.NewServer(api)

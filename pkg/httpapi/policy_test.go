@@ -587,7 +587,7 @@ func TestPolicyChangeReachesOtherContainers(t *testing.T) {
 	clock := &storetest.Clock{}
 	serve := func() *env {
 		st := store.New(client, tables, store.WithClock(clock.Now), store.WithPolicySettle(testSettle))
-		api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
+		api := httpapi.New(httpapi.StoresOf(st), httpapi.GroupAll, httpapi.Config{
 			Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), RequestBudget: apitest.Budget, Logger: apitest.Logger(t), Now: clock.Now,
 		})
 		srv := httptest.NewServer(api)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,6 +11,15 @@ import (
 
 	"github.com/udsproject/uds/pkg/uds"
 )
+
+// RateLimitStore reads and sets rate limits.
+type RateLimitStore interface {
+	RatesInEffect(ctx context.Context, app, user string) (caller, whole uds.Rate, err error)
+	AppRateLimits(ctx context.Context, app string) (uds.RateLimits, error)
+	SetAppRateLimits(ctx context.Context, app string, r uds.RateLimits) error
+	UserRateLimits(ctx context.Context, app, user string) (uds.Rate, error)
+	SetUserRateLimits(ctx context.Context, app, user string, r uds.Rate) error
+}
 
 // Rate limits. Every data request (batches included) spends tokens of
 // its caller's bucket in its app, and of the app's, before its handler
@@ -37,7 +47,7 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request, p params, n int) boo
 	if err != nil {
 		return true
 	}
-	caller, whole, err := a.store.RatesInEffect(r.Context(), app, subject)
+	caller, whole, err := a.stores.RateLimits.RatesInEffect(r.Context(), app, subject)
 	if err != nil {
 		return true
 	}
@@ -126,7 +136,7 @@ func (a *API) getAppRateLimits(w http.ResponseWriter, r *http.Request, p params)
 		a.fail(w, r, err, nil)
 		return
 	}
-	rl, err := a.store.AppRateLimits(r.Context(), app)
+	rl, err := a.stores.RateLimits.AppRateLimits(r.Context(), app)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
@@ -150,7 +160,7 @@ func (a *API) putAppRateLimits(w http.ResponseWriter, r *http.Request, p params)
 	}
 	rl, err := readRateLimits(r, true)
 	if err == nil {
-		err = a.store.SetAppRateLimits(r.Context(), app, rl)
+		err = a.stores.RateLimits.SetAppRateLimits(r.Context(), app, rl)
 	}
 	if err != nil {
 		a.fail(w, r, err, nil)
@@ -162,7 +172,7 @@ func (a *API) putAppRateLimits(w http.ResponseWriter, r *http.Request, p params)
 func (a *API) deleteAppRateLimits(w http.ResponseWriter, r *http.Request, p params) {
 	app, err := uds.ParseApp(p.app)
 	if err == nil {
-		err = a.store.SetAppRateLimits(r.Context(), app, uds.RateLimits{})
+		err = a.stores.RateLimits.SetAppRateLimits(r.Context(), app, uds.RateLimits{})
 	}
 	if err != nil {
 		a.fail(w, r, err, nil)
@@ -177,7 +187,7 @@ func (a *API) getUserRateLimits(w http.ResponseWriter, r *http.Request, p params
 		a.fail(w, r, err, nil)
 		return
 	}
-	rate, err := a.store.UserRateLimits(r.Context(), app, user)
+	rate, err := a.stores.RateLimits.UserRateLimits(r.Context(), app, user)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
@@ -193,7 +203,7 @@ func (a *API) putUserRateLimits(w http.ResponseWriter, r *http.Request, p params
 	}
 	rl, err := readRateLimits(r, false)
 	if err == nil {
-		err = a.store.SetUserRateLimits(r.Context(), app, user, rl.PerCaller)
+		err = a.stores.RateLimits.SetUserRateLimits(r.Context(), app, user, rl.PerCaller)
 	}
 	if err != nil {
 		a.fail(w, r, err, nil)
@@ -205,7 +215,7 @@ func (a *API) putUserRateLimits(w http.ResponseWriter, r *http.Request, p params
 func (a *API) deleteUserRateLimits(w http.ResponseWriter, r *http.Request, p params) {
 	app, user, err := appAndUser(p)
 	if err == nil {
-		err = a.store.SetUserRateLimits(r.Context(), app, user, uds.Rate{})
+		err = a.stores.RateLimits.SetUserRateLimits(r.Context(), app, user, uds.Rate{})
 	}
 	if err != nil {
 		a.fail(w, r, err, nil)

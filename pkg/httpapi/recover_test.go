@@ -16,8 +16,8 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// panickyStore is the real store, except that reads and creates of the id
-// "boom" panic: a defect anywhere under a handler looks like this.
+// panickyStore is the real store's items, except that reads and creates of
+// the id "boom" panic: a defect anywhere under a handler looks like this.
 type panickyStore struct{ *store.Store }
 
 func (p panickyStore) Get(ctx context.Context, k uds.Key) (uds.Item, error) {
@@ -44,7 +44,9 @@ func TestPanicsAreAnswered(t *testing.T) {
 	t.Parallel()
 	logs, metrics := &lockedBuffer{}, &lockedBuffer{}
 	st := store.New(storetest.Client(t), storetest.NewTables(t))
-	api := httpapi.New(panickyStore{st}, httpapi.GroupAll, httpapi.Config{
+	stores := httpapi.StoresOf(st)
+	stores.Items = panickyStore{st}
+	api := httpapi.New(stores, httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: apitest.Budget, RequestBudget: apitest.Budget,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: emf.NewWriter(metrics), Function: "local",
 	})

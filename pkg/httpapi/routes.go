@@ -466,7 +466,7 @@ func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
 	if near := nearestRoute(a.groups, r.Method, r.URL.EscapedPath()); near != "" {
 		details += "; did you mean " + near + "?"
 	}
-	writeJSON(w, http.StatusNotFound, errorBody{Error: "Route not found", Details: details, Timestamp: now()})
+	writeJSON(w, http.StatusNotFound, errorBody{Code: uds.CodeNotFound, Error: "Route not found", Details: details, Timestamp: now()})
 }
 
 func (a *API) servedBy() string {
@@ -480,5 +480,5 @@ func (a *API) servedBy() string {
 func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
 	observationFrom(r.Context()).noteError(http.StatusMethodNotAllowed, "Method not allowed", nil)
-	writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: "Method not allowed", Details: r.Method + " is not allowed here; allowed: " + allow, Timestamp: now()})
+	writeJSON(w, http.StatusMethodNotAllowed, errorBody{Code: uds.CodeMethodNotAllowed, Error: "Method not allowed", Details: r.Method + " is not allowed here; allowed: " + allow, Timestamp: now()})
 }

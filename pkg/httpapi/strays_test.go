@@ -42,7 +42,7 @@ func TestStraysAreListedAndRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A server started now reads the policy afresh.
-	api := httpapi.New(store.New(e.client, e.tables, store.WithPolicySettle(testSettle)), httpapi.GroupAll, httpapi.Config{
+	api := httpapi.New(httpapi.StoresOf(store.New(e.client, e.tables, store.WithPolicySettle(testSettle))), httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), DeleteAllBudget: apitest.Budget, RequestBudget: apitest.Budget,
 		Logger: apitest.Logger(t),
 	})

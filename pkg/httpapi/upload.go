@@ -15,6 +15,12 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
+// UploadStore reserves and commits uploads of large values.
+type UploadStore interface {
+	ReserveUpload(ctx context.Context, w uds.Write) (uds.Upload, error)
+	CommitUpload(ctx context.Context, app, id string, key *uds.Key) (uds.Item, bool, error)
+}
+
 // Large values go straight between the client and the bucket: POST
 // {item}?upload reserves the bytes in the owner's quota and answers a
 // presigned S3 POST; the bucket's event, or POST {item}?commit, commits the
@@ -39,7 +45,7 @@ const downloadLife = 5 * time.Minute
 
 // errNoUpload answers a commit of an upload that is not (or no longer)
 // pending for the item.
-var errNoUpload = errors.New("upload not found")
+var errNoUpload = uds.NewError(uds.CodeNotFound, "upload not found")
 
 // uploadBody is POST {item}?upload's body. size is read as sent, as the
 // history's numbers are.
@@ -121,7 +127,7 @@ func (a *API) reserveUpload(w http.ResponseWriter, r *http.Request, key uds.Key,
 	}
 	var up uds.Upload
 	if err == nil {
-		up, err = a.store.ReserveUpload(r.Context(), write)
+		up, err = a.stores.Uploads.ReserveUpload(r.Context(), write)
 	}
 	var post uds.PresignedPost
 	if err == nil {
@@ -170,7 +176,7 @@ func (a *API) commitUpload(w http.ResponseWriter, r *http.Request, key uds.Key, 
 	var it uds.Item
 	var created bool
 	if err == nil {
-		it, created, err = a.store.CommitUpload(r.Context(), sc.key.App, id, &sc.key)
+		it, created, err = a.stores.Uploads.CommitUpload(r.Context(), sc.key.App, id, &sc.key)
 		if errors.Is(err, uds.ErrNotFound) {
 			err = errNoUpload
 		}

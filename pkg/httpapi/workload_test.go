@@ -290,7 +290,7 @@ func runWorkload(t *testing.T, sc scenario, seed uint64, mode uds.QuotaMode, his
 	t.Cleanup(func() { lines.replay(t) })
 	st := store.New(client, tables, store.WithRecomputeQuiet(0), store.WithPolicySettle(testSettle),
 		store.WithObjects(objects), store.WithUploadLapse(uploadLapse))
-	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
+	api := httpapi.New(httpapi.StoresOf(st), httpapi.GroupAll, httpapi.Config{
 		Subject:         httpapi.HeaderSubject,
 		CursorSecret:    []byte("workload"),
 		DeleteAllBudget: 3 * time.Second,

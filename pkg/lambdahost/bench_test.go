@@ -100,7 +100,7 @@ var benchTables = store.Tables{Data: "data_store", List: "data_store_list", Hist
 // apiHandler serves st as the functions do, request lines (JSON, as the
 // stack configures them) and EMF records included; they are encoded in
 // full and then discarded rather than written to the terminal.
-func apiHandler(st httpapi.Store) lambdahost.HandlerFunc {
+func apiHandler(st httpapi.Stores) lambdahost.HandlerFunc {
 	return lambdahost.Handler(httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject: lambdahost.Subject("sub"), CursorSecret: []byte("k"),
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: emf.NewWriter(io.Discard), Function: "kv",
@@ -110,7 +110,7 @@ func apiHandler(st httpapi.Store) lambdahost.HandlerFunc {
 // quietHandler is apiHandler without request lines and metrics: the
 // Quiet benchmarks beside the observed ones measure what observing costs.
 func quietHandler(b *testing.B) lambdahost.HandlerFunc {
-	return lambdahost.Handler(httpapi.New(store.New(stubClient(b), benchTables), httpapi.GroupAll, httpapi.Config{
+	return lambdahost.Handler(httpapi.New(httpapi.StoresOf(store.New(stubClient(b), benchTables)), httpapi.GroupAll, httpapi.Config{
 		Subject: lambdahost.Subject("sub"), CursorSecret: []byte("k"), Logger: slog.New(slog.DiscardHandler),
 	}))
 }
@@ -118,7 +118,7 @@ func quietHandler(b *testing.B) lambdahost.HandlerFunc {
 // benchHandler is the production handler: the client is built by
 // store.NewClient as on Lambda, and only its HTTP transport is replaced.
 func benchHandler(b *testing.B) lambdahost.HandlerFunc {
-	return apiHandler(store.New(stubClient(b), benchTables))
+	return apiHandler(httpapi.StoresOf(store.New(stubClient(b), benchTables)))
 }
 
 // stubClient is the client store.NewClient builds on Lambda, over the
@@ -149,9 +149,10 @@ func floorHandler() lambdahost.HandlerFunc {
 	}))
 }
 
-// fakeStore is an in-memory httpapi.Store for the item routes: with it the
-// benchmarks measure our HTTP layer (routing, validation, encoding) and the
-// adapter without the SDK.
+// fakeStore is an in-memory store of one item for the item routes: with it
+// the benchmarks measure our HTTP layer (routing, validation, encoding) and
+// the adapter without the SDK. It is the two capabilities those routes
+// call, items and the policy in effect (fakeStores), and nothing else.
 type fakeStore struct {
 	item uds.Item
 }
@@ -166,6 +167,13 @@ func newFakeStore() *fakeStore {
 		Key: k, Data: json.RawMessage(`{"s":"` + strings.Repeat("a", 980) + `"}`),
 		CreatedDate: t, CreatedBy: httpapi.Anonymous, UpdatedDate: t, UpdatedBy: httpapi.Anonymous, Version: 1,
 	}}
+}
+
+// fakeStores serves the item routes from a fakeStore; a route that needs
+// another capability would panic on its nil interface, and be answered 500.
+func fakeStores() httpapi.Stores {
+	f := newFakeStore()
+	return httpapi.Stores{Items: f, Policy: f}
 }
 
 var errFake = errors.New("not in the fake store")
@@ -185,91 +193,10 @@ func (f *fakeStore) Create(_ context.Context, w uds.Write) (uds.Item, error) {
 
 func (f *fakeStore) Update(context.Context, uds.Write) (uds.Item, error) { return uds.Item{}, errFake }
 func (f *fakeStore) Delete(context.Context, uds.Write) error             { return errFake }
-func (f *fakeStore) ListItems(context.Context, store.ListQuery) (store.ListPage, error) {
-	return store.ListPage{}, errFake
-}
-func (f *fakeStore) DeleteList(context.Context, uds.Write) (int, error) { return 0, errFake }
-func (f *fakeStore) Versions(context.Context, uds.Key, uds.History) ([]uds.Version, error) {
-	return nil, errFake
-}
-func (f *fakeStore) Version(context.Context, uds.Key, uds.History, int64) (uds.Item, error) {
-	return uds.Item{}, errFake
-}
-func (f *fakeStore) DropHistory(context.Context, uds.Write) (int, error) { return 0, errFake }
-func (f *fakeStore) QueryIndex(context.Context, store.IndexQuery) (store.IndexPage, error) {
-	return store.IndexPage{}, errFake
-}
-func (f *fakeStore) BuildIndexes(context.Context, string, string, time.Duration) (uds.Policy, error) {
-	return uds.Policy{}, errFake
-}
-func (f *fakeStore) Quota(context.Context, string, string) (uds.Quota, error) {
-	return uds.Quota{}, errFake
-}
-func (f *fakeStore) AppLimits(context.Context, string) (uds.Limits, error) {
-	return uds.Limits{}, errFake
-}
-func (f *fakeStore) SetAppLimits(context.Context, string, uds.Limits) error          { return errFake }
-func (f *fakeStore) SetUserLimits(context.Context, string, string, uds.Limits) error { return errFake }
-func (f *fakeStore) QuotaMode(context.Context, string) (uds.QuotaMode, error) {
-	return "", errFake
-}
-func (f *fakeStore) SetQuotaMode(context.Context, string, uds.QuotaMode) error { return errFake }
-func (f *fakeStore) AppUsers(context.Context, string, string, int) ([]uds.UserUsage, bool, error) {
-	return nil, false, errFake
-}
-func (f *fakeStore) UserApps(context.Context, string, string, int) ([]uds.AppUsage, bool, error) {
-	return nil, false, errFake
-}
-func (f *fakeStore) Recompute(context.Context, string, string) (uds.Recomputed, error) {
-	return uds.Recomputed{}, errFake
-}
-func (f *fakeStore) RegisterApp(context.Context, string, string, string) (uds.AppRegistration, error) {
-	return uds.AppRegistration{}, errFake
-}
-func (f *fakeStore) App(context.Context, string) (uds.AppRegistration, error) {
-	return uds.AppRegistration{}, errFake
-}
-func (f *fakeStore) UnregisterApp(context.Context, string) error { return errFake }
-func (f *fakeStore) AppByName(context.Context, string) (uds.AppRegistration, error) {
-	return uds.AppRegistration{}, errFake
-}
-func (f *fakeStore) Apps(context.Context, uds.AppRegistration, int) ([]uds.AppRegistration, bool, error) {
-	return nil, false, errFake
-}
-
-func (f *fakeStore) GetMany(_ context.Context, keys []uds.Key) ([]uds.Item, []error) {
-	return make([]uds.Item, len(keys)), make([]error, len(keys))
-}
 
 // The benchmarked namespaces have no policy: shared, without a schema.
 func (f *fakeStore) Policy(context.Context, string, string) (uds.Policy, error) {
 	return uds.Policy{}, nil
-}
-func (f *fakeStore) StoredPolicy(context.Context, string, string) (uds.Policy, error) {
-	return uds.Policy{}, errFake
-}
-func (f *fakeStore) SetPolicy(context.Context, string, string, uds.Policy) (uds.Policy, error) {
-	return uds.Policy{}, errFake
-}
-func (f *fakeStore) Policies(context.Context, string, string, int) ([]uds.NamespacePolicy, bool, error) {
-	return nil, false, errFake
-}
-func (f *fakeStore) WriteAtomic(context.Context, []uds.BatchOp) ([]uds.Item, error) {
-	return nil, errFake
-}
-func (f *fakeStore) Export(context.Context, store.ExportQuery) (store.ExportPage, error) {
-	return store.ExportPage{}, errFake
-}
-func (f *fakeStore) Import(context.Context, string, []uds.Record) (uds.ImportResult, error) {
-	return uds.ImportResult{}, errFake
-}
-
-func (f *fakeStore) ReserveUpload(context.Context, uds.Write) (uds.Upload, error) {
-	return uds.Upload{}, errFake
-}
-
-func (f *fakeStore) CommitUpload(context.Context, string, string, *uds.Key) (uds.Item, bool, error) {
-	return uds.Item{}, false, errFake
 }
 
 func benchEvent(method, path, body string) events.APIGatewayV2HTTPRequest {
@@ -322,11 +249,11 @@ func BenchmarkQuietPost1KB(b *testing.B) {
 // The FakeStore benchmarks replace the store (and so the SDK) by an
 // in-memory one: what remains is the adapter and our HTTP layer.
 func BenchmarkFakeStoreGet1KB(b *testing.B) {
-	runBench(b, apiHandler(newFakeStore()), benchEvent("GET", benchPath, ""), 200)
+	runBench(b, apiHandler(fakeStores()), benchEvent("GET", benchPath, ""), 200)
 }
 
 func BenchmarkFakeStorePost1KB(b *testing.B) {
-	runBench(b, apiHandler(newFakeStore()), benchEvent("POST", benchPath, benchBody), 201)
+	runBench(b, apiHandler(fakeStores()), benchEvent("POST", benchPath, benchBody), 201)
 }
 
 func BenchmarkFloorGet1KB(b *testing.B) {
@@ -365,23 +292,4 @@ func BenchmarkBatch100Gets(b *testing.B) {
 
 func BenchmarkBatchAtomic50Posts(b *testing.B) {
 	runBench(b, benchHandler(b), benchEvent("POST", benchBatchPath, batchBody(50, "POST", true)), 200)
-}
-func (f *fakeStore) RatesInEffect(context.Context, string, string) (uds.Rate, uds.Rate, error) {
-	return uds.Rate{}, uds.Rate{}, errFake
-}
-func (f *fakeStore) AppRateLimits(context.Context, string) (uds.RateLimits, error) {
-	return uds.RateLimits{}, errFake
-}
-func (f *fakeStore) SetAppRateLimits(context.Context, string, uds.RateLimits) error { return errFake }
-func (f *fakeStore) UserRateLimits(context.Context, string, string) (uds.Rate, error) {
-	return uds.Rate{}, errFake
-}
-func (f *fakeStore) SetUserRateLimits(context.Context, string, string, uds.Rate) error {
-	return errFake
-}
-func (f *fakeStore) Strays(context.Context, store.StrayQuery) (store.StrayPage, error) {
-	return store.StrayPage{}, errFake
-}
-func (f *fakeStore) RemoveStrays(context.Context, string, string, bool) (int, error) {
-	return 0, errFake
 }

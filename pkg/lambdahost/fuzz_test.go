@@ -92,7 +92,7 @@ func FuzzLambdaEvent(f *testing.F) {
 	}
 	var got received
 	echo := lambdahost.Handler(http.HandlerFunc(got.record))
-	api := lambdahost.Handler(httpapi.New(echoStore{}, httpapi.GroupAll, httpapi.Config{
+	api := lambdahost.Handler(httpapi.New(echoStores(), httpapi.GroupAll, httpapi.Config{
 		Subject: lambdahost.Subject("sub"), RefuseSubjectHeader: lambdahost.AuthorizerOnly,
 		CursorSecret: []byte("fuzz"), Logger: slog.New(slog.DiscardHandler),
 	}))
@@ -219,6 +219,16 @@ func checkError(t *testing.T, res events.APIGatewayV2HTTPResponse) errorBody {
 // echoStore is a store that holds nothing and writes what it is given, so
 // that every handler runs to its end without an engine.
 type echoStore struct{}
+
+// echoStores is echoStore as every capability.
+func echoStores() httpapi.Stores {
+	e := echoStore{}
+	return httpapi.Stores{
+		Items: e, Lists: e, Batches: e, History: e, Indexes: e, Uploads: e,
+		Usage: e, QuotaModes: e, Registry: e, RateLimits: e,
+		Policy: e, Policies: e, Transfer: e, Strays: e,
+	}
+}
 
 func (echoStore) Get(context.Context, uds.Key) (uds.Item, error) { return uds.Item{}, uds.ErrNotFound }
 func (echoStore) GetMany(_ context.Context, keys []uds.Key) ([]uds.Item, []error) {

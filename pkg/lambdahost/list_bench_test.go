@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/store"
 )
 
@@ -99,7 +100,7 @@ func BenchmarkListPage(b *testing.B) {
 			answer := queryAnswer(c.n, c.size)
 			t := stubTransport{query: &answer}
 			client := stubClientOf(b, t)
-			h := apiHandler(store.New(client, benchTables))
+			h := apiHandler(httpapi.StoresOf(store.New(client, benchTables)))
 			ev := benchEvent("GET", benchListPath+"/list?limit="+strconv.Itoa(c.n), "")
 			if c.gzip {
 				ev.Headers["accept-encoding"] = "gzip"

@@ -121,7 +121,7 @@ func TestMigrateSeedDeployment(t *testing.T) {
 	items := fillSeed(t, plain, tables)
 	client, ft := storetest.FaultyClient(t, 11)
 	st := store.New(client, tables, store.WithRecomputeQuiet(0))
-	srv := httptest.NewServer(httpapi.New(st, httpapi.GroupAll, httpapi.Config{Subject: httpapi.HeaderSubject, CursorSecret: []byte("m"), Logger: apitest.Logger(t)}))
+	srv := httptest.NewServer(httpapi.New(httpapi.StoresOf(st), httpapi.GroupAll, httpapi.Config{Subject: httpapi.HeaderSubject, CursorSecret: []byte("m"), Logger: apitest.Logger(t)}))
 	t.Cleanup(srv.Close)
 	before := answers(t, srv, items)
 

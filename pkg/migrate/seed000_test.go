@@ -794,7 +794,7 @@ func (f *seedFixture) checkRegistry(t *testing.T, st *store.Store) {
 // user: an app's JSON, created content, a blob, calculated behavior.
 func (f *seedFixture) checkServed(t *testing.T, st *store.Store) {
 	t.Helper()
-	srv := httptest.NewServer(httpapi.New(st, httpapi.GroupAll, httpapi.Config{Subject: httpapi.HeaderSubject, CursorSecret: []byte("m"), Logger: apitest.Logger(t)}))
+	srv := httptest.NewServer(httpapi.New(httpapi.StoresOf(st), httpapi.GroupAll, httpapi.Config{Subject: httpapi.HeaderSubject, CursorSecret: []byte("m"), Logger: apitest.Logger(t)}))
 	t.Cleanup(srv.Close)
 	done := map[string]bool{}
 	for _, r := range f.records {

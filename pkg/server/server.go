@@ -53,7 +53,7 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 		opts = append(opts, store.WithObjects(o))
 	}
 	st := store.New(client, cfg.Tables, opts...)
-	api := httpapi.New(st, groups, httpapi.Config{
+	api := httpapi.New(httpapi.StoresOf(st), groups, httpapi.Config{
 		Subject:             host.Subject,
 		RefuseSubjectHeader: host.RefuseSubjectHeader,
 		CursorSecret:        cfg.CursorSecret,

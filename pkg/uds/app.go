@@ -128,3 +128,6 @@ func (e *NameTakenError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) hold.
 func (e *NameTakenError) Is(target error) bool { return target == ErrConflict }
+
+// Code returns CodeConflict.
+func (e *NameTakenError) Code() Code { return CodeConflict }

@@ -1,7 +1,6 @@
 package uds
 
 import (
-	"errors"
 	"fmt"
 	"mime"
 	"strings"
@@ -184,11 +183,11 @@ type Upload struct {
 }
 
 // ErrUploadPending: the upload's object has not arrived in the bucket yet.
-var ErrUploadPending = errors.New("upload not received")
+var ErrUploadPending = NewError(CodeUploadPending, "upload not received")
 
 // ErrUploadMismatch: the object that arrived is not the size or type the
 // upload declared; it was discarded with its reservation.
-var ErrUploadMismatch = errors.New("upload does not match")
+var ErrUploadMismatch = NewError(CodeUploadMismatch, "upload does not match")
 
 // UploadMismatchError says how the object differs from the declaration.
 type UploadMismatchError struct{ Reason string }
@@ -198,8 +197,11 @@ func (e *UploadMismatchError) Error() string { return "upload does not match: " 
 // Is makes errors.Is(err, ErrUploadMismatch) hold.
 func (e *UploadMismatchError) Is(target error) bool { return target == ErrUploadMismatch }
 
+// Code returns CodeUploadMismatch.
+func (e *UploadMismatchError) Code() Code { return CodeUploadMismatch }
+
 // ErrNoBucket: large values are not configured in this deployment.
-var ErrNoBucket = errors.New("large values not configured")
+var ErrNoBucket = NewError(CodeNotConfigured, "large values not configured")
 
 // ObjectName names the object an upload's presigned POST sends: its app
 // and the upload's ID. Items committed before commits copied their values

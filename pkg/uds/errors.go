@@ -4,33 +4,33 @@
 package uds
 
 import (
-	"errors"
 	"fmt"
 	"time"
 )
 
-// Sentinel errors. Layers wrap them with context; the HTTP layer maps them
-// to status codes in one table (httpapi.statusOf).
+// Sentinel errors, each with its code (codes.go). Layers wrap them with
+// context; the HTTP layer maps codes to statuses in one map
+// (httpapi.statusOf).
 var (
 	// ErrNotFound: the item does not exist.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = NewError(CodeNotFound, "not found")
 	// ErrConflict: the item already exists.
-	ErrConflict = errors.New("already exists")
+	ErrConflict = NewError(CodeConflict, "already exists")
 	// ErrPrecondition: an If-Match precondition did not hold.
-	ErrPrecondition = errors.New("precondition failed")
+	ErrPrecondition = NewError(CodePreconditionFailed, "precondition failed")
 	// ErrInvalid: the request is malformed; an *InvalidError says how.
-	ErrInvalid = errors.New("invalid input")
+	ErrInvalid = NewError(CodeInvalid, "invalid input")
 	// ErrTooLarge: the value exceeds what UDS stores.
-	ErrTooLarge = errors.New("too large")
+	ErrTooLarge = NewError(CodeTooLarge, "too large")
 	// ErrQuotaExceeded: the write would pass the owner's limit; a
 	// *QuotaError carries usage and limit.
-	ErrQuotaExceeded = errors.New("quota exceeded")
+	ErrQuotaExceeded = NewError(CodeQuotaExceeded, "quota exceeded")
 	// ErrIncomplete: a bulk operation ran out of time before finishing.
-	ErrIncomplete = errors.New("incomplete")
+	ErrIncomplete = NewError(CodeIncomplete, "incomplete")
 	// ErrUnavailable: the data store did not answer in time (throttling,
 	// server errors, lost connections); the client may retry. An
 	// *UnavailableError carries the cause, for the log.
-	ErrUnavailable = errors.New("unavailable")
+	ErrUnavailable = NewError(CodeUnavailable, "unavailable")
 )
 
 // InvalidError names the part of a request that is wrong and why.
@@ -43,6 +43,9 @@ func (e *InvalidError) Error() string { return fmt.Sprintf("invalid %s: %s", e.F
 
 // Is makes errors.Is(err, ErrInvalid) hold.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Code returns CodeInvalid.
+func (e *InvalidError) Code() Code { return CodeInvalid }
 
 // Invalid returns an *InvalidError.
 func Invalid(field, format string, args ...any) error {
@@ -59,6 +62,9 @@ func (e *TooLargeError) Error() string { return "too large: " + e.Reason }
 // Is makes errors.Is(err, ErrTooLarge) hold.
 func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 
+// Code returns CodeTooLarge.
+func (e *TooLargeError) Code() Code { return CodeTooLarge }
+
 // QuotaError is returned when a write would take an owner past a limit.
 type QuotaError struct {
 	Quota Quota
@@ -70,6 +76,9 @@ func (e *QuotaError) Error() string {
 
 // Is makes errors.Is(err, ErrQuotaExceeded) hold.
 func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
+
+// Code returns CodeQuotaExceeded.
+func (e *QuotaError) Code() Code { return CodeQuotaExceeded }
 
 // IncompleteError reports how far a bulk delete got before its time budget
 // ran out.
@@ -83,6 +92,9 @@ func (e *IncompleteError) Error() string {
 
 // Is makes errors.Is(err, ErrIncomplete) hold.
 func (e *IncompleteError) Is(target error) bool { return target == ErrIncomplete }
+
+// Code returns CodeIncomplete.
+func (e *IncompleteError) Code() Code { return CodeIncomplete }
 
 // UnavailableError is a transient failure of the data store that outlived
 // the request's retries. For a write, the outcome is unknown: it may or may
@@ -103,3 +115,14 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrUnavailable) hold.
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Code returns CodeUnavailable.
+func (e *UnavailableError) Code() Code { return CodeUnavailable }
+
+// Public is Reason when set: the cause names the data store's internals.
+func (e *UnavailableError) Public() string {
+	if e.Reason != "" {
+		return e.Reason
+	}
+	return "data store unavailable"
+}

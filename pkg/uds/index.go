@@ -247,7 +247,10 @@ func (e *IndexNotReadyError) Error() string {
 
 // ErrIndexNotReady: the index is declared but not built yet; an
 // *IndexNotReadyError says how far the build got.
-var ErrIndexNotReady = errors.New("index not ready")
+var ErrIndexNotReady = NewError(CodeIndexNotReady, "index not ready")
 
 // Is makes errors.Is(err, ErrIndexNotReady) hold.
 func (e *IndexNotReadyError) Is(target error) bool { return target == ErrIndexNotReady }
+
+// Code returns CodeIndexNotReady.
+func (e *IndexNotReadyError) Code() Code { return CodeIndexNotReady }

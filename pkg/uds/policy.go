@@ -2,7 +2,6 @@ package uds
 
 import (
 	"encoding/json"
-	"errors"
 	"time"
 )
 
@@ -108,6 +107,10 @@ func (e *ChangingError) Error() string {
 // Is makes errors.Is(err, ErrUnavailable) hold: the refusal is transient.
 func (e *ChangingError) Is(target error) bool { return target == ErrUnavailable }
 
+// Code returns CodePolicyPending: unlike a data store that did not answer,
+// nothing was written, and the wait is known.
+func (e *ChangingError) Code() Code { return CodePolicyPending }
+
 // Mode is the access mode in effect: shared when none is set.
 func (p Policy) Mode() Access {
 	if p.Access == "" {
@@ -134,7 +137,7 @@ func (k Key) InSpaceOf(subject string) (Key, error) {
 
 // ErrForbidden: the caller may not do this to the item (an owner-write
 // namespace's item of another creator). A *ForbiddenError may say why.
-var ErrForbidden = errors.New("forbidden")
+var ErrForbidden = NewError(CodeForbidden, "forbidden")
 
 // ForbiddenError is a refusal with a reason safe to show the caller.
 type ForbiddenError struct {
@@ -146,13 +149,16 @@ func (e *ForbiddenError) Error() string { return "forbidden: " + e.Reason }
 // Is makes errors.Is(err, ErrForbidden) hold.
 func (e *ForbiddenError) Is(target error) bool { return target == ErrForbidden }
 
+// Code returns CodeForbidden.
+func (e *ForbiddenError) Code() Code { return CodeForbidden }
+
 // ErrInUse: a policy change that would move the namespace's items to
 // another key space was refused because the namespace holds data.
-var ErrInUse = errors.New("namespace holds data")
+var ErrInUse = NewError(CodeInUse, "namespace holds data")
 
 // ErrSchema: the data does not match the namespace's JSON Schema; a
 // *SchemaError lists the violations.
-var ErrSchema = errors.New("schema validation failed")
+var ErrSchema = NewError(CodeSchemaViolation, "schema validation failed")
 
 // Violation is one way data fails a JSON Schema, located by JSON pointers
 // into the data and into the schema.
@@ -171,3 +177,6 @@ func (e *SchemaError) Error() string { return "data does not match the namespace
 
 // Is makes errors.Is(err, ErrSchema) hold.
 func (e *SchemaError) Is(target error) bool { return target == ErrSchema }
+
+// Code returns CodeSchemaViolation.
+func (e *SchemaError) Code() Code { return CodeSchemaViolation }

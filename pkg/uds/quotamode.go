@@ -1,14 +1,11 @@
 package uds
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // ErrNoStreams: this deployment reads no stream of the data tables (they
 // were imported from a seed deployment, whose tables the stack does not
 // control), so nothing would count writes in streamed mode.
-var ErrNoStreams = errors.New("streamed quotas not available")
+var ErrNoStreams = NewError(CodeNotConfigured, "streamed quotas not available")
 
 // QuotaMode is how an app's quotas are kept (docs/decisions.md, "Quota
 // modes").

@@ -1,7 +1,6 @@
 package uds
 
 import (
-	"errors"
 	"strconv"
 	"time"
 )
@@ -73,7 +72,7 @@ func ResolveRate(levels ...Rate) Rate {
 // ErrRateLimited: the caller, or the app, sent more requests than its
 // rate limit lets through; a *RateLimitedError says which and when to
 // come back.
-var ErrRateLimited = errors.New("rate limited")
+var ErrRateLimited = NewError(CodeRateLimited, "rate limited")
 
 // RateLimitedError refuses a request over a rate limit. Nothing was done.
 type RateLimitedError struct {
@@ -103,3 +102,6 @@ func (e *RateLimitedError) Error() string {
 
 // Is makes errors.Is(err, ErrRateLimited) hold.
 func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }
+
+// Code returns CodeRateLimited.
+func (e *RateLimitedError) Code() Code { return CodeRateLimited }

@@ -43,7 +43,7 @@ func ServerOver(t testing.TB, deleteAllBudget time.Duration) (string, store.Tabl
 	objects := blob.Objects{Bucket: blobtest.New(t)}
 	st := store.New(storetest.Client(t), tables, store.WithRecomputeQuiet(0), store.WithLimitsTTL(0),
 		store.WithPolicySettle(100*time.Millisecond), store.WithObjects(objects))
-	api := httpapi.New(st, httpapi.GroupAll, httpapi.Config{
+	api := httpapi.New(httpapi.StoresOf(st), httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("api tests"), DeleteAllBudget: deleteAllBudget,
 		RequestBudget: Budget, Logger: Logger(t), Bucket: objects,
 	})
