@@ -19,8 +19,8 @@ import (
 	"github.com/udsproject/uds/pkg/store"
 )
 
-// namedObjects lists the objects that items and kept versions name, in
-// the order the tables' scans give them.
+// namedObjects lists the objects that items and kept versions name,
+// sorted.
 func (e *env) namedObjects(t *testing.T) []string {
 	t.Helper()
 	var names []string
@@ -39,7 +39,37 @@ func (e *env) namedObjects(t *testing.T) []string {
 			names = append(names, it[schema.AttrDataObject].(*types.AttributeValueMemberS).Value)
 		}
 	}
+	slices.Sort(names)
 	return names
+}
+
+// historyRows are the rows of the history table of the items of
+// namespace ns, kept versions first, then the heads.
+func (e *env) historyRows(t *testing.T, ns string) []map[string]types.AttributeValue {
+	t.Helper()
+	out, err := e.client.Scan(context.Background(), &dynamodb.ScanInput{
+		TableName:                 aws.String(e.tables.History),
+		ConsistentRead:            aws.Bool(true),
+		FilterExpression:          aws.String("begins_with(#k, :p)"),
+		ExpressionAttributeNames:  map[string]string{"#k": schema.AttrDataKey},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: app + "|" + ns + "|"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := out.Items
+	slices.SortStableFunc(rows, func(a, b map[string]types.AttributeValue) int {
+		_, ah := a[schema.AttrKept]
+		_, bh := b[schema.AttrKept]
+		switch {
+		case ah == bh:
+			return 0
+		case ah:
+			return 1
+		}
+		return -1
+	})
+	return rows
 }
 
 // bucketKeys lists the keys of the objects in the bucket at endpoint.
@@ -66,14 +96,11 @@ func bucketKeys(t *testing.T, endpoint string) []string {
 func (e *env) oneRecordEach(t *testing.T, endpoint string) []string {
 	t.Helper()
 	names := e.namedObjects(t)
-	for i, name := range names {
-		if slices.Index(names, name) != i {
-			t.Errorf("object %s is named by two records", name)
-		}
+	if len(slices.Compact(slices.Clone(names))) != len(names) {
+		t.Errorf("an object is named by two records: %v", names)
 	}
-	keys, sorted := bucketKeys(t, endpoint), slices.Sorted(slices.Values(names))
-	if !slices.Equal(keys, sorted) {
-		t.Errorf("the bucket holds %v, the records name %v", keys, sorted)
+	if keys := bucketKeys(t, endpoint); !slices.Equal(keys, names) {
+		t.Errorf("the bucket holds %v, the records name %v", keys, names)
 	}
 	return names
 }
@@ -85,15 +112,20 @@ func (e *env) oneRecordEach(t *testing.T, endpoint string) []string {
 func (e *env) largeVersion(t *testing.T, who, ns, path, policy string) ([]byte, string) {
 	t.Helper()
 	value := bytes.Repeat([]byte("large!"), 100_000)
+	before := e.namedObjects(t)
 	id := e.upload(path, len(value), "application/octet-stream", value, "X-Uds-Subject", who)
 	e.commit(path, id, "X-Uds-Subject", who).expect(t, http.StatusCreated)
 	objects := e.namedObjects(t)
+	added := slices.DeleteFunc(slices.Clone(objects), func(name string) bool { return slices.Contains(before, name) })
+	if len(added) != 1 {
+		t.Fatalf("the commit named %v", added)
+	}
 	e.setPolicy(t, ns, policy)
 	e.as(who, "PUT", path, `{"data": "small"}`).expect(t, http.StatusOK)
-	if got := e.namedObjects(t); !slices.Equal(got, objects) || len(got) != 1 {
+	if got := e.namedObjects(t); !slices.Equal(got, objects) {
 		t.Fatalf("after the update the records name %v, before %v", got, objects)
 	}
-	return value, objects[0]
+	return value, added[0]
 }
 
 // TestHistoryLargeValueObjects: each large value's object is named by one
@@ -151,6 +183,42 @@ func TestHistoryLargeValueObjects(t *testing.T) {
 		if !e.absent(kept) {
 			t.Fatalf("the expired version's object %s is still in the bucket", kept)
 		}
+	})
+
+	t.Run("the TTL's removal of a version removes its object", func(t *testing.T) {
+		path := base + "/ttl/v"
+		_, kept := e.largeVersion(t, "alice", "ttl", path, `{"access":"shared","history":{"versions":5,"days":1}}`)
+		row := e.historyRows(t, "ttl")[0]
+		if _, err := e.client.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(e.tables.History),
+			Key: map[string]types.AttributeValue{schema.AttrHistoryKey: row[schema.AttrHistoryKey], schema.AttrVersion: row[schema.AttrVersion]}}); err != nil {
+			t.Fatal(err)
+		}
+		st := store.New(e.client, e.tables, store.WithObjects(e.objects))
+		if released, err := st.ReleaseRemoved(context.Background(), row, e.now()); err != nil || !released {
+			t.Fatalf("the release: %v %v", released, err)
+		}
+		if !e.absent(kept) {
+			t.Fatalf("the removed version's object %s is still in the bucket", kept)
+		}
+	})
+
+	t.Run("a prune removes the object of a version kept before heads named objects", func(t *testing.T) {
+		path := base + "/legacy/v"
+		_, kept := e.largeVersion(t, "alice", "legacy", path, `{"access":"shared","history":{"versions":1}}`)
+		// The head as it was written before heads named objects.
+		head := e.historyRows(t, "legacy")
+		if _, err := e.client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{TableName: aws.String(e.tables.History),
+			Key:                      map[string]types.AttributeValue{schema.AttrHistoryKey: head[len(head)-1][schema.AttrHistoryKey], schema.AttrVersion: &types.AttributeValueMemberN{Value: "-1"}},
+			UpdateExpression:         aws.String("REMOVE #of, #kept[0].ob"),
+			ExpressionAttributeNames: map[string]string{"#of": schema.AttrObjectsFrom, "#kept": schema.AttrKept},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		e.as("alice", "PUT", path, `{"data": "third"}`).expect(t, http.StatusOK)
+		if got := e.history(t, path); got != "3* 2" || !e.absent(kept) {
+			t.Fatalf("history %q, the pruned version's object gone: %v", got, e.absent(kept))
+		}
+		e.oneRecordEach(t, endpoint)
 	})
 
 	t.Run("a restore the quota refuses leaves no copy", func(t *testing.T) {
