@@ -101,12 +101,18 @@ type keptVersion struct {
 // createdBy is the subject who created the item the version was kept of,
 // to whom it answers in an owner-write namespace: the creator stored, or
 // else the owner charged, who is the creator of every item UDS counts.
+// An uncounted version listed before heads stored creators names neither:
+// its writer stands for its creator, as only the creator writes an item
+// of an owner-write namespace.
 func (k keptVersion) createdBy() string {
-	if k.creator != "" || k.owner == "" {
+	switch {
+	case k.creator != "":
 		return k.creator
+	case k.owner != "":
+		_, who := splitOwnerKey(k.owner)
+		return who
 	}
-	_, who := splitOwnerKey(k.owner)
-	return who
+	return k.updatedBy
 }
 
 // historyHead is an item's history head as read, or the zero head when the
