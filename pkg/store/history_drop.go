@@ -42,11 +42,11 @@ func (s *Store) DropHistory(ctx context.Context, w uds.Write) (int, error) {
 			gone    []keptVersion
 		)
 		deltas := ownerDeltas{}
-		versions, theirs, more := 0, 0, false
+		versions, own, more := 0, 0, false
 		for _, k := range head.kept {
 			mine := w.IfMatch.Creator == "" || k.createdBy() == w.IfMatch.Creator
 			if mine {
-				theirs++
+				own++
 			}
 			switch {
 			case !mine:
@@ -63,7 +63,7 @@ func (s *Store) DropHistory(ctx context.Context, w uds.Write) (int, error) {
 			}
 		}
 		switch {
-		case theirs == 0 && removed == 0:
+		case own == 0 && removed == 0:
 			return 0, uds.ErrForbidden
 		case len(actions) == 0:
 			return removed, nil
