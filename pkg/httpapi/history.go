@@ -281,10 +281,10 @@ func (a *API) answerRestore(w http.ResponseWriter, r *http.Request, key uds.Key,
 // against today's schema (a *uds.SchemaError), charged to the owner's
 // quota, and it keeps the version it replaces. An item that exists is
 // updated under pre and the namespace's owner-write rule (200); one that
-// was deleted, when pre is not set, is created again (201), in an
-// owner-write namespace only by the creator of the version restored, who
-// alone could have changed it. A version that is not kept is a *notKept,
-// and nothing is written.
+// was deleted, when pre is not set, is created again (201). In an
+// owner-write namespace only the creator of the version restored (of the
+// item it was kept of) restores it, as only they could have changed that
+// item. A version that is not kept is a *notKept, and nothing is written.
 func (a *API) restore(ctx context.Context, sc *scope, pre uds.Precondition, v int64) (uds.Item, int, error) {
 	op, err := a.restoreOp(ctx, sc, pre, v)
 	if err != nil {
@@ -293,9 +293,6 @@ func (a *API) restore(ctx context.Context, sc *scope, pre uds.Precondition, v in
 	it, err := a.stores.Items.Update(ctx, op.Write)
 	if !errors.Is(err, uds.ErrNotFound) || pre.IsSet() {
 		return it, http.StatusOK, err
-	}
-	if op.RecreateForbidden {
-		return uds.Item{}, 0, uds.ErrForbidden
 	}
 	op.Write.IfMatch = uds.Precondition{}
 	it, err = a.stores.Items.Create(ctx, op.Write)
@@ -310,20 +307,25 @@ func (a *API) restoreOp(ctx context.Context, sc *scope, pre uds.Precondition, v 
 		return uds.BatchOp{}, err
 	}
 	old, err := a.version(ctx, sc, v)
+	switch {
+	case err != nil:
+		return uds.BatchOp{}, err
+	case sc.policy.Mode() == uds.AccessOwnerWrite && old.CreatedBy != sc.subject:
+		// The version answers to its own creator, whoever holds the key
+		// now.
+		return uds.BatchOp{}, uds.ErrForbidden
+	}
 	write := uds.Write{Key: sc.key, Data: old.Data, Binary: old.Binary, ClassName: old.ClassName,
 		Subject: sc.subject, IfMatch: sc.guard(pre), History: sc.policy.History, Indexes: sc.policy.Indexes}
-	if err == nil {
-		err = a.checkValue(sc, &write)
+	if b := old.Binary; b != nil && b.Large() {
+		// The version keeps its object; the item gets a copy of its own
+		// (store.Objects.Copy, made before the write commits).
+		write.Binary = &uds.Binary{ContentType: b.ContentType, Object: store.NewValueName(sc.key.App), From: b.Object, Size: b.Size}
 	}
-	if err != nil {
+	if err := a.checkValue(sc, &write); err != nil {
 		return uds.BatchOp{}, err
 	}
-	return uds.BatchOp{
-		Method:            http.MethodPost,
-		Write:             write,
-		Restore:           true,
-		RecreateForbidden: sc.policy.Mode() == uds.AccessOwnerWrite && old.CreatedBy != sc.subject,
-	}, nil
+	return uds.BatchOp{Method: http.MethodPost, Write: write, Restore: true}, nil
 }
 
 // prepareRestore makes an atomic batch's restore the write restoreOp

@@ -320,6 +320,47 @@ func TestHistoryOwnerWrite(t *testing.T) {
 	e.as("alice", "DELETE", path+"?history", "").expect(t, 200)
 }
 
+// TestHistoryOwnerWriteNewCreator: once an item of an owner-write
+// namespace is deleted and another caller creates its key again, the
+// versions kept of the first item still answer to its creator. The new
+// creator reads them, as every caller reads the namespace, but neither
+// restores nor drops them; their own versions are theirs to drop. The
+// first creator drops theirs, and restores them once the key is free, not
+// over the other's item.
+func TestHistoryOwnerWriteNewCreator(t *testing.T) {
+	t.Parallel()
+	e := newHistoryEnv(t, map[string]string{"posts": `{"access":"owner-write","history":{"versions":5}}`})
+	path := base + "/posts/p1"
+	e.as("alice", "POST", path, `{"data":"alice one"}`).expect(t, 201)
+	e.as("alice", "PUT", path, `{"data":"alice two"}`).expect(t, 200)
+	e.as("alice", "DELETE", path, "").expect(t, 204)
+	e.as("bob", "POST", path, `{"data":"bob four"}`).expect(t, 201)
+	e.as("bob", "PUT", path, `{"data":"bob five"}`).expect(t, 200)
+	if got := e.history(t, path); got != "5* 4 3x 2 1" {
+		t.Fatalf("history %q", got)
+	}
+	e.as("bob", "GET", path+"?version=1", "").expect(t, 200)
+	e.as("bob", "POST", path+"?restore=1", "").expect(t, 403)
+	e.as("alice", "POST", path+"?restore=1", "").expect(t, 403)
+	if r := e.as("bob", "DELETE", path+"?history", "").expect(t, 200); num(t, r.body["removed"]) != 1 {
+		t.Errorf("bob's drop answered %s, want his one version dropped", r.raw)
+	}
+	if got := e.history(t, path); got != "5* 3x 2 1" {
+		t.Errorf("history after bob's drop %q, want alice's versions kept", got)
+	}
+	e.as("bob", "DELETE", path+"?history", "").expect(t, 403)
+	e.as("bob", "DELETE", path, "").expect(t, 204)
+	if r := e.as("alice", "POST", path+"?restore=1", "").expect(t, 201); r.body["data"] != "alice one" || r.body["createdBySubject"] != "alice" {
+		t.Errorf("alice's restore answered %s", r.raw)
+	}
+	if r := e.as("alice", "DELETE", path+"?history", "").expect(t, 200); num(t, r.body["removed"]) != 2 {
+		t.Errorf("alice's drop answered %s, want her two versions dropped", r.raw)
+	}
+	if got := e.history(t, path); got != "7* 6x 5" {
+		t.Errorf("history after alice's drop %q, want bob's last version and delete marker kept", got)
+	}
+}
+
 // TestHistoryPrivate: in a private namespace each caller's items have
 // their own histories, which no other caller lists, reads, restores or
 // pages with a cursor of theirs.

@@ -263,6 +263,11 @@ const (
 	AttrKept         = "kept"
 	AttrLastVersion  = "lastVersion"
 	AttrHeadRevision = "headRevision"
+	// AttrObjectsFrom is, in a history head, the lowest version number
+	// from which the head's kept list names each large version's object;
+	// a head written before heads named objects lacks it, and the entries
+	// of the versions it lists say.
+	AttrObjectsFrom = "objectsFrom"
 )
 
 // HeadVersion is the history table's sort key of an item's history head;

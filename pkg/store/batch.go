@@ -109,8 +109,6 @@ func (bv *batchVerb) decide(i int, old *itemState, now time.Time) (*change, erro
 			method = http.MethodPut
 		case len(w.IfMatch.Revisions) > 0:
 			return nil, uds.ErrNotFound
-		case op.RecreateForbidden:
-			return nil, uds.ErrForbidden
 		default:
 			method = http.MethodPost
 		}

@@ -41,9 +41,18 @@ var errCommitted = errors.New("committed by an earlier attempt")
 // unanswered. A refusal by an owner's limit reclaims that owner's expired
 // items once and tries again, then answers a *uds.QuotaError. It returns
 // the plan that committed, nil when the verb found its own earlier commit.
-func (s *Store) run(ctx context.Context, op string, v verb) (*plan, error) {
+func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error) {
 	uncertain := false
 	reclaimed := map[string]bool{}
+	// last is the last plan the capabilities contributed to: when the
+	// write fails and no attempt may have committed, what they made ready
+	// for it is undone (every attempt makes the same).
+	var last *plan
+	defer func() {
+		if err != nil && last != nil && !uncertain {
+			last.abandoned(ctx)
+		}
+	}()
 	// lost is the last plan sent without an answer: when the verb then
 	// finds it committed, what waits for its commit runs.
 	var lost *plan
@@ -61,6 +70,7 @@ func (s *Store) run(ctx context.Context, op string, v verb) (*plan, error) {
 		case p == nil:
 			return done()
 		}
+		last = p
 		if err := s.contribute(ctx, p); err != nil {
 			return nil, err
 		}

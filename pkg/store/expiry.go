@@ -102,11 +102,12 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 	// but no item.
 	_, kept := old[schema.AttrHistoryKey]
 	if !kept {
-		// An item's index entries and its large value's object go with
-		// it, counted or not.
+		// An item's index entries go with it, counted or not.
 		s.releaseEntries(ctx, old)
-		s.removeObjects(ctx, old)
 	}
+	// So does the object of a large value, the item's or the kept
+	// version's: no other record names it.
+	s.removeObjects(ctx, old)
 	who, counted := owner(app, old)
 	if !counted || (!kept && streamCounted(old)) {
 		// An item the stream counts is released by the stream's
@@ -209,9 +210,10 @@ func (s *Store) scanExpired(ctx context.Context, table string, fn func([]map[str
 
 // removeExpiredVersion removes a kept version past its age limit and
 // releases what it held, in one transaction conditional on the entry
-// still being there: it returns 1, or 0 when another sweep got it first
-// (or the removal failed: the next sweep tries again). Its head still
-// lists it; every reader and writer skips expired versions.
+// still being there, then the object of its large value: it returns 1,
+// or 0 when another sweep got it first (or the removal failed: the next
+// sweep tries again). Its head still lists it; every reader and writer
+// skips expired versions.
 func (s *Store) removeExpiredVersion(ctx context.Context, entry map[string]types.AttributeValue) int {
 	actions := []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName: aws.String(s.tables.History),
@@ -230,5 +232,6 @@ func (s *Store) removeExpiredVersion(ctx context.Context, entry map[string]types
 	if err != nil || refused != nil {
 		return 0
 	}
+	s.removeObjects(ctx, entry)
 	return 1
 }

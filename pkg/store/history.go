@@ -88,6 +88,31 @@ type keptVersion struct {
 	updatedDate string
 	updatedBy   string
 	deleted     bool
+	// object names the bucket's object that holds a large version's
+	// value, which no other record names (objects.go): it goes when the
+	// version goes.
+	object string
+	// creator is the subject who created the item the version was kept
+	// of (of the item a delete marker deleted), stored only when it is
+	// not the owner charged: see createdBy.
+	creator string
+}
+
+// createdBy is the subject who created the item the version was kept of,
+// to whom it answers in an owner-write namespace: the creator stored, or
+// else the owner charged, who is the creator of every item UDS counts.
+// An uncounted version listed before heads stored creators names neither:
+// its writer stands for its creator, as only the creator writes an item
+// of an owner-write namespace.
+func (k keptVersion) createdBy() string {
+	switch {
+	case k.creator != "":
+		return k.creator
+	case k.owner != "":
+		_, who := splitOwnerKey(k.owner)
+		return who
+	}
+	return k.updatedBy
 }
 
 // historyHead is an item's history head as read, or the zero head when the
@@ -100,6 +125,10 @@ type historyHead struct {
 	// it, so that no two versions share a number.
 	last int64
 	kept []keptVersion // newest first
+	// objectsFrom is the lowest version number from which the head names
+	// every kept version's object: versions below it were kept before
+	// heads named objects, and their entries say (keptObjects).
+	objectsFrom int64
 }
 
 // Attribute names inside a head's kept list.
@@ -112,6 +141,8 @@ const (
 	keptUpdatedAttr = "ud"
 	keptByAttr      = "ub"
 	keptDeletedAttr = "d"
+	keptObjectAttr  = "ob"
+	keptCreatorAttr = "c"
 )
 
 func decodeHead(av map[string]types.AttributeValue) historyHead {
@@ -119,6 +150,13 @@ func decodeHead(av map[string]types.AttributeValue) historyHead {
 		return historyHead{}
 	}
 	h := historyHead{exists: true, revision: num(av, schema.AttrHeadRevision), last: num(av, schema.AttrLastVersion)}
+	if _, named := av[schema.AttrObjectsFrom]; named {
+		h.objectsFrom = num(av, schema.AttrObjectsFrom)
+	} else {
+		// Every version this head lists was kept before heads named
+		// objects.
+		h.objectsFrom = h.last + 1
+	}
 	list, _ := av[schema.AttrKept].(*types.AttributeValueMemberL)
 	if list == nil {
 		return h
@@ -133,6 +171,7 @@ func decodeHead(av map[string]types.AttributeValue) historyHead {
 			version: num(m.Value, keptVersionAttr), size: num(m.Value, keptSizeAttr), owner: str(m.Value, keptOwnerAttr),
 			keptAt: num(m.Value, keptAtAttr), expiresAt: num(m.Value, keptExpiryAttr),
 			updatedDate: str(m.Value, keptUpdatedAttr), updatedBy: str(m.Value, keptByAttr), deleted: d != nil && d.Value,
+			object: str(m.Value, keptObjectAttr), creator: str(m.Value, keptCreatorAttr),
 		})
 	}
 	return h
@@ -155,6 +194,12 @@ func (k keptVersion) attributeValue() types.AttributeValue {
 	}
 	if k.expiresAt != 0 {
 		m[keptExpiryAttr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(k.expiresAt, 10)}
+	}
+	if k.object != "" {
+		m[keptObjectAttr] = &types.AttributeValueMemberS{Value: k.object}
+	}
+	if k.creator != "" {
+		m[keptCreatorAttr] = &types.AttributeValueMemberS{Value: k.creator}
 	}
 	return &types.AttributeValueMemberM{Value: m}
 }
@@ -260,7 +305,7 @@ const expiryMargin = time.Minute
 type historyChange struct {
 	actions []types.TransactWriteItem
 	deltas  ownerDeltas
-	pruned  int
+	pruned  []keptVersion
 }
 
 // keepVersion plans a write that replaces old, an update or (with a
@@ -276,6 +321,9 @@ func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old ma
 	kept := keptVersion{
 		version: num(old, schema.AttrVersion), size: num(old, schema.AttrItemSize),
 		keptAt: now.UnixMilli(), updatedDate: str(old, schema.AttrUpdatedDate), updatedBy: str(old, schema.AttrUpdatedBySubject),
+		// The version keeps the item's object: the item's next value
+		// names an object of its own.
+		object: str(old, schema.AttrDataObject),
 	}
 	if head.exists && kept.version <= head.last {
 		kept.version = head.last + 1
@@ -301,15 +349,19 @@ func (s *Store) keepVersion(key uds.Key, h uds.History, head historyHead, old ma
 		kept.expiresAt = now.Add(h.Age()).UnixMilli()
 		entry[schema.AttrExpiresAt], entry[schema.AttrExpiresAtMillis] = expiryAVs(time.UnixMilli(kept.expiresAt))
 	}
-	if who, counted := owner(key.App, old); counted {
+	who, counted := owner(key.App, old)
+	if counted {
 		kept.owner = ownerKey(key.App, who)
 		ch.deltas.add(key.App, who, uds.Usage{Bytes: kept.size, History: kept.size})
+	}
+	if creator := str(old, schema.AttrCreatedBySubject); creator != who || !counted {
+		kept.creator = creator
 	}
 	ch.actions = append(ch.actions, s.putKept(entry))
 	list := append([]keptVersion{kept}, head.kept...)
 	if deleter != nil {
 		last = kept.version + 1
-		marker := keptVersion{version: last, deleted: true, owner: kept.owner, keptAt: kept.keptAt, expiresAt: kept.expiresAt,
+		marker := keptVersion{version: last, deleted: true, owner: kept.owner, creator: kept.creator, keptAt: kept.keptAt, expiresAt: kept.expiresAt,
 			updatedDate: FormatTime(now), updatedBy: *deleter}
 		ch.actions = append(ch.actions, s.markerPut(key, marker))
 		list = append([]keptVersion{marker}, list...)
@@ -391,6 +443,7 @@ func (s *Store) planHistory(_ context.Context, p *plan) error {
 			for _, a := range ch.actions {
 				p.add(roleHistory, i, a)
 			}
+			c.pruned = ch.pruned
 			ch.deltas.each(func(app, who string, d uds.Usage) { p.charge(app, who, d, i) })
 			p.bytes += c.old.size
 		}
@@ -407,11 +460,11 @@ func (s *Store) finishHistory(key uds.Key, h uds.History, head historyHead, list
 		case k.expiresAt != 0 && k.expiresAt <= now.Add(expiryMargin).UnixMilli():
 			// DynamoDB's TTL removes it, and the expiry function
 			// releases it then.
-		case ch.pruned == prunes:
+		case len(ch.pruned) == prunes:
 			keep = append(keep, k)
 			continue
 		default:
-			ch.pruned++
+			ch.pruned = append(ch.pruned, k)
 			ch.actions = append(ch.actions, s.removeKept(key, k, ch.deltas))
 		}
 	}
@@ -475,6 +528,7 @@ func (s *Store) headPut(key uds.Key, head historyHead, kept []keptVersion, last 
 	item[schema.AttrKept] = &types.AttributeValueMemberL{Value: list}
 	item[schema.AttrLastVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(last, 10)}
 	item[schema.AttrHeadRevision] = &types.AttributeValueMemberN{Value: strconv.FormatInt(head.revision+1, 10)}
+	item[schema.AttrObjectsFrom] = &types.AttributeValueMemberN{Value: strconv.FormatInt(head.objectsFrom, 10)}
 	put := &types.Put{TableName: aws.String(s.tables.History), Item: item}
 	put.ConditionExpression, put.ExpressionAttributeNames, put.ExpressionAttributeValues = headAsRead(head)
 	return types.TransactWriteItem{Put: put}

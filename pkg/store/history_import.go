@@ -111,6 +111,12 @@ func keptOf(app string, e importEntry) keptVersion {
 	if !rec.ExpiresAt.IsZero() {
 		k.expiresAt = rec.ExpiresAt.UnixMilli()
 	}
+	if rec.CreatedBy != rec.Owner {
+		k.creator = rec.CreatedBy
+	}
+	if rec.Binary != nil {
+		k.object = rec.Binary.Object
+	}
 	return k
 }
 

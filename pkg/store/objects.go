@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/schema"
@@ -32,6 +35,10 @@ type Objects interface {
 
 // WithObjects gives the store the bucket of large values.
 func WithObjects(o Objects) Option { return func(s *Store) { s.objects = o } }
+
+// NewValueName names a new object of app's large values, where a restore
+// copies a kept version's value (uds.Binary.From).
+func NewValueName(app string) string { return uds.ValueName(app, newToken()) }
 
 // removeObjects deletes the objects that the stored states held, once
 // their items (or the reservations of their uploads) are gone: a large
@@ -67,18 +74,91 @@ func (s *Store) removeObject(ctx context.Context, name string) {
 	}
 }
 
-// planObjects releases the objects of the large values a plan's writes
-// replace or remove, once it commits: an object cannot share the
-// transaction. A value that history keeps stays with its version.
-func (s *Store) planObjects(_ context.Context, p *plan) error {
+// planObjects keeps each large value's object named by exactly one
+// record, the item or one kept version. The objects of the values a
+// plan's writes replace or remove go once it commits (an object cannot
+// share the transaction); a value that history keeps stays with its
+// version, and the objects of the versions history prunes go with them.
+// A restore of a large version copies the version's object to the name
+// its write gives the item, before the commit, and removes the copy if
+// the write ends without committing.
+func (s *Store) planObjects(ctx context.Context, p *plan) error {
 	var gone []map[string]types.AttributeValue
+	var pruned []string
 	for _, c := range p.changes {
+		if err := s.copyRestored(ctx, p, c); err != nil {
+			return err
+		}
 		if c.old != nil && !c.kept() {
 			gone = append(gone, c.old.av)
 		}
+		pruned = append(pruned, s.keptObjects(ctx, c.key, c.head, c.pruned)...)
 	}
-	if len(gone) > 0 {
-		p.afterCommit(func(ctx context.Context) { s.removeObjects(ctx, gone...) })
+	if len(gone) > 0 || len(pruned) > 0 {
+		p.afterCommit(func(ctx context.Context) {
+			s.removeObjects(ctx, gone...)
+			for _, name := range pruned {
+				s.removeObject(ctx, name)
+			}
+		})
 	}
 	return nil
+}
+
+// copyRestored copies the object of the large version a change restores
+// (uds.Binary.From) to the object its item will name. The copy is made
+// once, whatever the attempts (Objects.Copy); a version whose object is
+// gone has been dropped or pruned since it was read, and is not kept.
+func (s *Store) copyRestored(ctx context.Context, p *plan, c *change) error {
+	if c.kind == removeItem || c.w == nil || c.w.Binary == nil || c.w.Binary.From == "" {
+		return nil
+	}
+	if s.objects == nil {
+		return uds.ErrNoBucket
+	}
+	to := c.w.Binary.Object
+	p.onAbandon(func(ctx context.Context) { s.removeObject(ctx, to) })
+	err := s.objects.Copy(ctx, c.w.Binary.From, to)
+	if errors.Is(err, uds.ErrUploadPending) {
+		return uds.ErrNotFound
+	}
+	return err
+}
+
+// keptObjects names the objects of the kept versions gone of key's
+// history, whose head was read as head. The head names them, except for
+// versions kept before heads named objects (below head.objectsFrom):
+// their entries are read, before they go. A failed read is logged and
+// its objects stay in the bucket, as a failed removal's do.
+func (s *Store) keptObjects(ctx context.Context, key uds.Key, head historyHead, gone []keptVersion) []string {
+	if s.objects == nil || len(gone) == 0 {
+		return nil
+	}
+	var names []string
+	ka := types.KeysAndAttributes{
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#do"),
+		ExpressionAttributeNames: map[string]string{"#do": schema.AttrDataObject},
+	}
+	for _, k := range gone {
+		switch {
+		case k.object != "":
+			names = append(names, k.object)
+		case !k.deleted && k.version < head.objectsFrom:
+			ka.Keys = append(ka.Keys, historyEntryKey(key, k.version))
+		}
+	}
+	if len(ka.Keys) == 0 {
+		return names
+	}
+	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{s.tables.History: ka}}
+	err := s.getAll(ctx, "read the objects of versions of "+key.DataKey(), in, func(_ string, it map[string]types.AttributeValue) {
+		if name := str(it, schema.AttrDataObject); name != "" {
+			names = append(names, name)
+		}
+	})
+	if err != nil {
+		slog.Default().WarnContext(ctx, "read the objects of removed versions", slog.String("item", key.DataKey()), slog.String("cause", err.Error()))
+	}
+	return names
 }

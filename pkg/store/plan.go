@@ -88,6 +88,9 @@ type change struct {
 	expiredOnly bool
 	// result is the item the write leaves (not for a removal).
 	result uds.Item
+	// pruned are the kept versions history removes with the change
+	// (history.go), whose objects go once it commits (objects.go).
+	pruned []keptVersion
 }
 
 // kept reports whether the change keeps its old item as a version.
@@ -122,6 +125,10 @@ type plan struct {
 	// after runs once the plan committed: removals the bucket cannot
 	// share a transaction with.
 	after []func(context.Context)
+	// undo runs when the write ends without the plan committed, and
+	// without an attempt that may have: it removes what a contributor
+	// made ready outside the transaction (a restore's copy of its value).
+	undo []func(context.Context)
 }
 
 // newPlan starts a plan made at now of changes, each with its item's
@@ -151,6 +158,17 @@ func (p *plan) charge(app, owner string, u uds.Usage, i int) {
 
 // afterCommit adds what runs once the plan committed.
 func (p *plan) afterCommit(fn func(context.Context)) { p.after = append(p.after, fn) }
+
+// onAbandon adds what runs when the write ends and the plan never
+// committed.
+func (p *plan) onAbandon(fn func(context.Context)) { p.undo = append(p.undo, fn) }
+
+// abandoned runs what undoes the plan's preparations.
+func (p *plan) abandoned(ctx context.Context) {
+	for _, fn := range p.undo {
+		fn(ctx)
+	}
+}
 
 // committed runs what waits for the plan's commit.
 func (p *plan) committed(ctx context.Context) {

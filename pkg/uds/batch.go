@@ -18,12 +18,9 @@ type BatchOp struct {
 	// Restore marks a restore of a kept version, whose data and class
 	// name Write holds: it updates the item when it exists and creates it
 	// again when it was deleted, unless Write.IfMatch names revisions
-	// (then a deleted item is ErrNotFound) or RecreateForbidden (then it
-	// is ErrForbidden: in an owner-write namespace only the version's
-	// creator brings the item back). The batch sets Method to the write
-	// the restore became, POST or PUT.
-	Restore           bool
-	RecreateForbidden bool
+	// (then a deleted item is ErrNotFound). The batch sets Method to the
+	// write the restore became, POST or PUT.
+	Restore bool
 }
 
 // BatchError says which operation of a batch failed, and why.

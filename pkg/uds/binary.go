@@ -35,6 +35,11 @@ type Binary struct {
 	// or for an item committed before commits copied values, its
 	// upload's ObjectName.
 	Object string
+	// From, on a restore of a large version, names the version's object,
+	// which stays the version's: the store copies it to Object, a name
+	// of the restored item's own, before the write commits (one object,
+	// one record).
+	From string
 	// Size is the value's length in bytes.
 	Size int64
 }
