@@ -27,9 +27,13 @@ type Committer interface {
 }
 
 // UploadHandler commits the uploads an S3 event names. An upload already
-// committed, lapsed or discarded, or whose object is not what it declared
-// (discarded by the commit), is done with; any other failure fails the
-// invocation, so that Lambda delivers the event again.
+// committed, lapsed or discarded, whose object is not what it declared, or
+// that the namespace's policy in effect refuses (its binary rule, its
+// owner-write rule, a key space the namespace left, the quota: each
+// discarded by the commit), is done with; any other failure fails the
+// invocation, so that Lambda delivers the event again: among them a
+// commit while the namespace's access mode changes, which waits as writes
+// do.
 func UploadHandler(c Committer, names func(events.S3Event) []string, log *slog.Logger, metrics *emf.Writer) func(context.Context, events.S3Event) error {
 	return func(ctx context.Context, ev events.S3Event) error {
 		start := time.Now()
@@ -46,7 +50,8 @@ func UploadHandler(c Committer, names func(events.S3Event) []string, log *slog.L
 			switch {
 			case err == nil:
 				committed++
-			case errors.Is(err, uds.ErrNotFound), errors.Is(err, uds.ErrUploadMismatch), errors.Is(err, uds.ErrForbidden), errors.Is(err, uds.ErrQuotaExceeded):
+			case errors.Is(err, uds.ErrNotFound), errors.Is(err, uds.ErrUploadMismatch), errors.Is(err, uds.ErrForbidden), errors.Is(err, uds.ErrQuotaExceeded),
+				errors.Is(err, uds.ErrSchema):
 				done++
 			default:
 				failure = errors.Join(failure, fmt.Errorf("commit %s: %w", name, err))

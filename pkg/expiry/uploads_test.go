@@ -111,6 +111,34 @@ func TestBucketEventsCommitUploads(t *testing.T) {
 			t.Fatalf("the object is still there: %v", err)
 		}
 	})
+	t.Run("an upload the binary rule set since refuses is done with", func(t *testing.T) {
+		other, err := uds.NewKey(app, "photos", "p2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, err := st.ReserveUpload(ctx, uds.Write{Key: other, Subject: "alice", Binary: &uds.Binary{ContentType: "image/png", Size: 5}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := uds.ObjectName(app, up.ID)
+		post, err := objects.PresignUpload(ctx, name, "image/png", 5, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobtest.Post(t, blob.Upload{URL: post.URL, Fields: post.Fields}, []byte("pixel")).Body.Close()
+		if _, err := st.SetPolicy(ctx, app, "photos", uds.Policy{Binary: &uds.BinaryRule{ContentTypes: []string{"image/jpeg"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := handle(ctx, bucketEvent(t, blobtest.Name, blob.UploadKey(name))); err != nil {
+			t.Fatalf("the event of an upload the policy refuses failed, for Lambda to deliver it again: %v", err)
+		}
+		if _, err := st.Get(ctx, other); !errors.Is(err, uds.ErrNotFound) {
+			t.Fatalf("the refused upload's item: %v", err)
+		}
+		if _, _, err := objects.Stat(ctx, name); !errors.Is(err, uds.ErrUploadPending) {
+			t.Fatalf("the refused upload's object is still there: %v", err)
+		}
+	})
 	t.Run("a stream batch goes to the streams' handler", func(t *testing.T) {
 		if _, err := handle(ctx, json.RawMessage(`{"Records":[{"eventSource":"aws:dynamodb","eventName":"REMOVE"}]}`)); err == nil {
 			t.Fatal("a stream batch did not reach the streams' handler")

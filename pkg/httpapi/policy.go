@@ -57,22 +57,9 @@ func (a *API) scopeOf(ctx context.Context, subject string, key uds.Key) (scope, 
 }
 
 // writable refuses a write (create, update, import) while the namespace's
-// access mode is changing: a write that lands in the key space being left
-// after the namespace was found empty could never be read again
-// (store/policy_change.go). Reads and deletes go on under the policy in
-// effect; a delete only ever empties the namespace.
+// access mode is changing (uds.Policy.Writable).
 func (sc *scope) writable(now time.Time) error {
-	c := sc.policy.Changing(now)
-	if c == nil {
-		return nil
-	}
-	wait := c.SettlesAt.Sub(now)
-	if wait < time.Second {
-		// Settled: the change completes when an administrator repeats it,
-		// or lapses; either way soon.
-		wait = 5 * time.Second
-	}
-	return &uds.ChangingError{Namespace: sc.key.Namespace, From: sc.policy.Mode(), To: c.Target().Mode(), RetryAfter: wait}
+	return sc.policy.Writable(sc.key.Namespace, now)
 }
 
 // guard adds what the policy requires of a change to an existing item: in

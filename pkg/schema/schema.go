@@ -90,14 +90,13 @@ const (
 	AttrObjectSize = "objectSize"
 	// An upload's reservation (store/upload.go) names the object on its
 	// way (AttrPendingObject), the item it will become (AttrUploadItem,
-	// AttrUploadSortKey), that item's expiry (AttrUploadExpires, epoch
-	// milliseconds) and the only creator it may replace
-	// (AttrUploadCreator, in an owner-write namespace).
+	// AttrUploadSortKey) and that item's expiry (AttrUploadExpires, epoch
+	// milliseconds). Whom it may replace is the commit's to judge, under
+	// the policy in effect then.
 	AttrPendingObject = "pendingObject"
 	AttrUploadItem    = "uploadItem"
 	AttrUploadSortKey = "uploadSortKey"
 	AttrUploadExpires = "uploadExpires"
-	AttrUploadCreator = "uploadCreator"
 	// AttrVersion counts writes to an item; it backs ETag and If-Match.
 	AttrVersion = "version"
 	// AttrItemSize is the item's size in the quota byte measure.

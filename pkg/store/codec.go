@@ -94,6 +94,10 @@ type encodedValue struct {
 	// bytes plus itemOverhead. A binary value counts its bytes and its
 	// content type; a large one the object's bytes.
 	size int64
+	// itemBytes is what the value's item takes of DynamoDB, which a
+	// transaction carries: as size, but a large value counts its object's
+	// name, not its bytes.
+	itemBytes int64
 }
 
 // valueAttrs are every attribute that holds part of a value, whatever its
@@ -142,6 +146,7 @@ func encodeValue(w *uds.Write) (encodedValue, error) {
 	}
 	keyBytes := int64(len(w.DataKey()) + len(w.SortKey))
 	v.size = keyBytes + stored + int64(len(w.ClassName)) + itemOverhead
+	v.itemBytes = keyBytes + held + int64(len(w.ClassName)) + itemOverhead
 	// The real DynamoDB size adds attribute names, timestamps and the
 	// subjects; bound it from above so DynamoDB never has to refuse.
 	names := 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -53,14 +54,78 @@ func (s *Store) readLive(ctx context.Context, key uds.Key, whole bool) (map[stri
 }
 
 // reclaimOwner removes an owner's expired items, found through the owner
-// index (which projects the expiry and the size), so that they never cause
-// a quota refusal. It returns how many it removed.
+// index, so that they never cause a quota refusal. It returns how many it
+// removed.
 func (s *Store) reclaimOwner(ctx context.Context, app, owner string) int {
 	_, gone, err := s.ownedItems(ctx, app, owner)
 	if err != nil || len(gone) == 0 {
 		return 0
 	}
+	return s.reclaimFound(ctx, gone)
+}
+
+// reclaimFound removes expired items found through the owner index. The
+// index projects the expiry, the owner and the size, which is not enough
+// to remove an item whole: its index entries are named by its value and
+// its large value's object by the item. So the items are read again as
+// they stand (readExpired), and the removal's plan takes their entries in
+// its transaction and their objects after it, as any removal's does.
+func (s *Store) reclaimFound(ctx context.Context, found []listEntry) int {
+	gone, err := s.readExpired(ctx, found)
+	if err != nil || len(gone) == 0 {
+		return 0
+	}
 	return s.reclaim(ctx, gone)
+}
+
+// readExpired reads the items found expired, strongly consistent, in
+// BatchGetItem calls: whole in namespaces that declare indexes (the
+// entries to remove are named by the value), else what a removal needs
+// (metaProjection: the owner, size, stream mark and object name), which
+// costs the same capacity and transfers little. It keeps those that are
+// still there and still expired.
+func (s *Store) readExpired(ctx context.Context, found []listEntry) ([]listEntry, error) {
+	var whole, meta []uds.Key
+	indexed := map[string]bool{}
+	for _, e := range found {
+		ns := e.key.App + uds.KeyDelimiter + e.key.Namespace
+		has, seen := indexed[ns]
+		if !seen {
+			ix, err := s.namespaceIndexes(ctx, e.key.App, e.key.Namespace)
+			if err != nil {
+				return nil, err
+			}
+			has = len(ix) > 0
+			indexed[ns] = has
+		}
+		if has {
+			whole = append(whole, e.key)
+		} else {
+			meta = append(meta, e.key)
+		}
+	}
+	read := map[string]map[string]types.AttributeValue{}
+	for _, group := range []struct {
+		keys       []uds.Key
+		projection string
+	}{{whole, ""}, {meta, metaProjection}} {
+		if len(group.keys) == 0 {
+			continue
+		}
+		got, err := s.batchGet(ctx, group.keys, group.projection)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(read, got)
+	}
+	now := s.now()
+	var gone []listEntry
+	for _, e := range found {
+		if av := read[itemID(e.key)]; av != nil && expired(av, now) {
+			gone = append(gone, listEntry{key: e.key, state: av})
+		}
+	}
+	return gone, nil
 }
 
 // keyOf parses a stored item's key; false for a dataKey UDS could not

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -203,5 +204,50 @@ func TestReleaseOfAnItemNeverCountedLeavesUsageAlone(t *testing.T) {
 				t.Errorf("usage %+v before, %+v after; want it untouched and never negative", before, after)
 			}
 		})
+	}
+}
+
+// An owner at an item limit who writes expiring items in a namespace
+// with an index has them reclaimed by the write their limit refuses. The
+// owner index, through which the refused write finds them, carries no
+// value: the reclaim reads the items whole, so their index entries go in
+// the removal's transaction, and no entry stays without its item for
+// queries to meet.
+func TestReclaimRemovesIndexEntries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &storetest.Clock{}
+	tables, plain := storetest.NewTables(t), storetest.Client(t)
+	s := store.New(plain, tables, store.WithPolicySettle(testSettle), store.WithClock(clock.Now),
+		store.WithDefaultLimits(uds.Limits{Items: 3}))
+	const ns = "reclaimed"
+	p := declare(t, s, ns, testIndexes[:1])
+	const rounds, perRound = 4, 3
+	for round := range rounds {
+		for i := range perRound {
+			w := uds.Write{Key: key(t, ns, fmt.Sprintf("%d-%d", round, i)), Data: []byte(`{"status":"open"}`), Subject: "ivy",
+				Indexes: p.Indexes, ExpiresAt: clock.Now().Add(time.Hour)}
+			if _, err := s.Create(ctx, w); err != nil {
+				t.Fatalf("round %d, item %d: %v", round, i, err)
+			}
+		}
+		if round < rounds-1 {
+			clock.Advance(2 * time.Hour)
+		}
+	}
+	got := entriesByKey(t, plain, tables, ns, p.Indexes[0].ID)
+	want := map[string]int{}
+	for i := range perRound {
+		want[fmt.Sprintf("%d-%d", rounds-1, i)] = 1
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("index entries per item after the reclaims: %v, want those of the %d live items %v", got, perRound, want)
+	}
+	page, err := s.QueryIndex(ctx, store.IndexQuery{App: app, Namespace: ns, Index: p.Indexes[0], Eq: str("open"), Limit: perRound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != perRound {
+		t.Errorf("the first page of the query holds %d items, want the %d live ones", len(page.Items), perRound)
 	}
 }

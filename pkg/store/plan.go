@@ -31,6 +31,9 @@ const (
 	roleIndex
 	// roleUsage changes an owner's usage record (usage.go).
 	roleUsage
+	// roleUpload claims the reservation of an upload, which its commit
+	// turns into the item (upload.go).
+	roleUpload
 )
 
 // action is one write of a plan.
@@ -137,7 +140,7 @@ func newPlan(now time.Time, prunes int, changes ...*change) *plan {
 	p := &plan{now: now, changes: changes, deltas: ownerDeltas{}, growth: map[string]int{}, limits: map[string]uds.Limits{}, streamDue: ownerDeltas{}, prunes: prunes}
 	for i, c := range changes {
 		p.add(roleItem, i, c.item)
-		p.bytes += c.value.size
+		p.bytes += c.value.itemBytes
 	}
 	return p
 }

@@ -50,7 +50,7 @@ func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed
 			// Expired items still stored are removed (and released)
 			// first, so that the usage answered is what the live items
 			// hold.
-			s.reclaim(ctx, gone)
+			s.reclaimFound(ctx, gone)
 			continue
 		}
 		q := uds.Quota{

@@ -27,12 +27,16 @@ import (
 // its whole window, and a POST after the commit (the client's own retry of
 // a POST whose answer was lost) then lands where nothing counts or serves
 // it. The copy is made once, so no later commit copies such a POST either.
-// Then one transaction turns the reservation into the item: the
-// reservation's delete (conditioned on it still being there), the item's
-// create or replacement, naming the copy, the usage they move and the
-// item's index entries. So an upload commits once, whether the bucket's
-// event or the client commits first, and a commit whose answer was lost
-// finds the item holding its value. The upload's object goes after the
+// Then the commit is a write of the item, judged and planned as any write
+// is at that moment (commitVerb): the namespace's policy in effect then
+// decides whether it may land (a pending change of access mode, the
+// binary rule, the key space) and what it meets (history, indexes), and
+// one transaction holds the item's create or replacement, naming the copy,
+// what every capability adds to it, and the reservation's delete
+// (conditioned on it still being there), whose bytes the item takes over.
+// So an upload commits once, whether the bucket's event or the client
+// commits first, and a commit whose answer was lost finds the item
+// holding its value. The upload's object goes after the
 // transaction; one that arrives later is removed by the bucket's event for
 // it, which finds no reservation, and on AWS by the rule for pending
 // uploads.
@@ -56,7 +60,8 @@ func WithUploadLapse(d time.Duration) Option { return func(s *Store) { s.uploadL
 // type and size) and one item in the uploader's quota, until the upload
 // lapses: a *uds.QuotaError if they do not fit. In an owner-write
 // namespace (w.IfMatch.Creator) an item another subject created is
-// uds.ErrForbidden, now and again at the commit.
+// uds.ErrForbidden, now and again at the commit if the namespace is still
+// owner-write then.
 func (s *Store) ReserveUpload(ctx context.Context, w uds.Write) (uds.Upload, error) {
 	if s.objects == nil {
 		return uds.Upload{}, uds.ErrNoBucket
@@ -127,9 +132,6 @@ func reservationItem(w *uds.Write, v encodedValue, now time.Time, up uds.Upload)
 	if !w.ExpiresAt.IsZero() {
 		av[schema.AttrUploadExpires] = &types.AttributeValueMemberN{Value: strconv.FormatInt(w.ExpiresAt.UnixMilli(), 10)}
 	}
-	if w.IfMatch.Creator != "" {
-		av[schema.AttrUploadCreator] = &types.AttributeValueMemberS{Value: w.IfMatch.Creator}
-	}
 	return av
 }
 
@@ -138,6 +140,13 @@ func reservationItem(w *uds.Write, v encodedValue, now time.Time, up uds.Upload)
 // created or replaced, with a new version. key, when given (a client's
 // commit), must be the item the upload was reserved for; the bucket's
 // event gives none. It reports whether the item was created.
+//
+// The commit is a write, judged by the namespace's policy in effect when
+// it is made, not when the upload was reserved (judgeCommit): while the
+// namespace's access mode is changing it is a *uds.ChangingError, which
+// leaves the upload to be committed again; a value the binary rule now
+// refuses, an item the caller may no longer replace and a quota that
+// cannot take it are refused, and the upload discarded.
 //
 // It is idempotent: once committed, a commit of the same upload answers
 // the item (or uds.ErrNotFound without a key, or once the item has moved
@@ -150,8 +159,6 @@ func (s *Store) CommitUpload(ctx context.Context, app, id string, key *uds.Key) 
 		return uds.Item{}, false, uds.ErrNoBucket
 	}
 	rk := reservationKey(app, id)
-	name := uds.ObjectName(app, id)
-	op := "commit upload " + name
 	res, err := s.readMeta(ctx, rk, true)
 	switch {
 	case err != nil:
@@ -169,29 +176,131 @@ func (s *Store) CommitUpload(ctx context.Context, app, id string, key *uds.Key) 
 		return uds.Item{}, false, uds.ErrNotFound
 	}
 	// The reservation never changes, so the object is checked once,
-	// however often the transaction races other writers of the item.
+	// however often the write races other writers of the item.
 	w, err := s.checkUpload(ctx, rk, res, target, app, id)
 	if err != nil {
 		return uds.Item{}, false, err
 	}
-	for range maxWriteAttempts {
-		it, created, outcome, err := s.commitOnce(ctx, op, rk, res, w)
-		switch {
-		case err != nil:
-			return uds.Item{}, false, err
-		case outcome == written:
-			return it, created, nil
-		}
-		// The item changed since it was read, or the reservation is gone:
-		// the other commit (the bucket's event, or the client's) made it.
-		switch still, err := s.readMeta(ctx, rk, false); {
-		case err != nil:
-			return uds.Item{}, false, err
-		case still == nil:
-			return s.committed(ctx, app, id, key)
-		}
+	v, err := encodeValue(&w)
+	if err != nil {
+		return uds.Item{}, false, err
 	}
-	return uds.Item{}, false, &uds.UnavailableError{Op: op, Err: errContended}
+	cv := &commitVerb{s: s, reservation: stateOf(rk, res), w: w, value: v, token: newToken()}
+	p, err := s.run(ctx, "commit upload "+uds.ObjectName(app, id), cv)
+	switch {
+	case err != nil:
+		err = plainRefusal(err)
+		if discards(err) {
+			s.discardUpload(ctx, rk, res)
+		}
+		return uds.Item{}, false, err
+	case p == nil:
+		return s.committed(ctx, app, id, key)
+	}
+	c := p.changes[0]
+	return c.result, c.kind == createItem, nil
+}
+
+// discards reports whether a commit refused for err discards its upload:
+// a refusal that stays true however often the commit is sent again (the
+// quota, the binary rule, the owner-write rule, the key space left), as
+// opposed to one that passes (a pending change of access mode, DynamoDB
+// not answering).
+func discards(err error) bool {
+	return errors.Is(err, uds.ErrQuotaExceeded) || errors.Is(err, uds.ErrSchema) ||
+		errors.Is(err, uds.ErrForbidden) || errors.Is(err, uds.ErrNotFound)
+}
+
+// commitVerb is an upload's commit as the commit loop runs it: a write of
+// the item that claims the reservation in its transaction.
+type commitVerb struct {
+	s *Store
+	// reservation is the upload's reservation as read.
+	reservation *itemState
+	// w is the write the upload makes, before the policy (judgeCommit).
+	w     uds.Write
+	value encodedValue
+	token string
+}
+
+func (cv *commitVerb) plan(ctx context.Context, _ bool) (*plan, error) {
+	w := cv.w
+	if err := cv.s.judgeCommit(ctx, &w); err != nil {
+		return nil, err
+	}
+	av, head, err := cv.s.readForWrite(ctx, &w)
+	if err != nil {
+		return nil, err
+	}
+	now := cv.s.writeTime()
+	var c *change
+	if old := stateOf(w.Key, av); old == nil {
+		c, err = cv.s.createChange(&w, cv.value, nil, now)
+	} else {
+		c, err = cv.s.replaceChange(&w, cv.value, old, now, cv.token, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.head = head
+	p := newPlan(now, maxPrunes, c)
+	// The item takes over the reservation's bytes and item: its usage is
+	// released in the transaction that charges the item, so a commit
+	// moves its owner's usage by what the value differs from what was
+	// reserved (nothing, for a create).
+	res := cv.reservation
+	p.add(roleUpload, 0, types.TransactWriteItem{Delete: &types.Delete{
+		TableName:                 aws.String(cv.s.tables.Data),
+		Key:                       keyAV(res.key),
+		ConditionExpression:       aws.String("#po = :po"),
+		ExpressionAttributeNames:  map[string]string{"#po": schema.AttrPendingObject},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":po": res.av[schema.AttrPendingObject]},
+	}})
+	p.charge(res.key.App, res.owner, res.charged().Negate(), 0)
+	// The upload's object goes once the item names the copy.
+	p.afterCommit(func(ctx context.Context) { cv.s.removeObject(ctx, str(res.av, schema.AttrPendingObject)) })
+	return p, nil
+}
+
+func (cv *commitVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error) {
+	if r.anyOf(roleUpload) {
+		// The reservation is gone: the other commit (the bucket's event,
+		// or the client's) made the item, or the upload was discarded or
+		// lapsed; CommitUpload answers which.
+		return false, errCommitted
+	}
+	// The item or its history changed since it was read.
+	refused, _ := r.item(0)
+	return refused || r.anyOf(roleHistory), nil
+}
+
+// judgeCommit applies to an upload's write the policy of its namespace in
+// effect now, as a write's request applies it when it is made: while the
+// access mode is changing, the commit waits as writes do (a
+// *uds.ChangingError); an item whose key space the namespace has left
+// since the reservation (a change into or out of private completed
+// meanwhile) is uds.ErrNotFound, since committing it there would leave an
+// item no caller can reach; the binary rule judges the value; and the
+// write meets the history, indexes and owner-write rule of the namespace.
+func (s *Store) judgeCommit(ctx context.Context, w *uds.Write) error {
+	policy, err := s.Policy(ctx, w.App, w.Namespace)
+	if err != nil {
+		return err
+	}
+	if err := policy.Writable(w.Namespace, s.now()); err != nil {
+		return err
+	}
+	if (policy.Mode() == uds.AccessPrivate) != (w.Owner != "") {
+		return uds.ErrNotFound
+	}
+	if err := policy.Binary.Check(w.Binary, policy.Schema != nil); err != nil {
+		return err
+	}
+	w.History, w.Indexes, w.IfMatch = policy.History, policy.Indexes, uds.Precondition{}
+	if policy.Mode() == uds.AccessOwnerWrite {
+		w.IfMatch.Creator = w.Subject
+	}
+	return nil
 }
 
 // committed answers a commit whose reservation is gone: the item, if it
@@ -222,7 +331,8 @@ func (s *Store) committed(ctx context.Context, app, id string, key *uds.Key) (ud
 
 // checkUpload copies the upload's object to the value's own name, checks
 // the copy against the reservation and returns the write the commit
-// makes; an object of another size or type is discarded with the
+// makes, before the policy in effect at the commit applies to it
+// (judgeCommit); an object of another size or type is discarded with the
 // reservation. What is checked is the copy, the bytes the item will name,
 // whatever reaches the upload's key meanwhile. The copy carries no pending
 // tag, so the bucket's rule for abandoned uploads never removes a value an
@@ -255,13 +365,8 @@ func (s *Store) checkUpload(ctx context.Context, rk uds.Key, res map[string]type
 		s.discardUpload(ctx, rk, res)
 		return uds.Write{}, &uds.UploadMismatchError{Reason: mismatch}
 	}
-	policy, err := s.Policy(ctx, target.App, target.Namespace)
-	if err != nil {
-		return uds.Write{}, err
-	}
 	w := uds.Write{Key: target, Subject: str(res, schema.AttrCreatedBySubject), ClassName: str(res, schema.AttrClassName),
-		Binary:  &uds.Binary{ContentType: declaredType, Object: value, Size: size},
-		IfMatch: uds.Precondition{Creator: str(res, schema.AttrUploadCreator)}, Indexes: policy.Indexes}
+		Binary: &uds.Binary{ContentType: declaredType, Object: value, Size: size}}
 	if ms := num(res, schema.AttrUploadExpires); ms > 0 {
 		w.ExpiresAt = time.UnixMilli(ms).UTC()
 	}
@@ -272,92 +377,4 @@ func (s *Store) checkUpload(ctx context.Context, rk uds.Key, res map[string]type
 // object with any copy of it.
 func (s *Store) discardUpload(ctx context.Context, rk uds.Key, res map[string]types.AttributeValue) {
 	_, _ = s.removeEntries(ctx, "discard upload "+rk.ID, nil, []listEntry{{key: rk, state: res}})
-}
-
-// commitOnce tries the commit's transaction once against the item as it
-// is now.
-func (s *Store) commitOnce(ctx context.Context, op string, rk uds.Key, res map[string]types.AttributeValue, w uds.Write) (uds.Item, bool, writeOutcome, error) {
-	v, err := encodeValue(&w)
-	if err != nil {
-		return uds.Item{}, false, 0, err
-	}
-	old, err := s.readLive(ctx, w.Key, len(w.Indexes) > 0)
-	if err != nil {
-		return uds.Item{}, false, 0, err
-	}
-	if old != nil && refusesWriter(w.IfMatch, stateOf(w.Key, old)) {
-		s.discardUpload(ctx, rk, res)
-		return uds.Item{}, false, 0, uds.ErrForbidden
-	}
-	now := s.writeTime()
-	deltas := ownerDeltas{}
-	deltas.add(w.App, w.Subject, uds.Usage{Bytes: -num(res, schema.AttrItemSize), Items: -1})
-	var write types.TransactWriteItem
-	var it uds.Item
-	if old == nil {
-		it = newItem(&w, now)
-		write = types.TransactWriteItem{Put: &types.Put{
-			TableName:                aws.String(s.table(w.Key)),
-			Item:                     encodeItem(&it, v),
-			ConditionExpression:      aws.String("attribute_not_exists(#k)"),
-			ExpressionAttributeNames: map[string]string{"#k": schema.AttrDataKey},
-		}}
-		deltas.add(w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
-	} else {
-		who, counted := owner(w.App, old)
-		if !counted {
-			who = w.Subject
-		}
-		deltas.add(w.App, who, uds.Usage{Bytes: v.size, Items: 1}.Plus(charged(old).Negate()))
-		write = types.TransactWriteItem{Update: s.itemUpdate(&w, v, now, newToken(), old, !counted, false)}
-		it = updated(&w, old, now)
-	}
-	claim := types.TransactWriteItem{Delete: &types.Delete{
-		TableName:                 aws.String(s.tables.Data),
-		Key:                       keyAV(rk),
-		ConditionExpression:       aws.String("#po = :po"),
-		ExpressionAttributeNames:  map[string]string{"#po": schema.AttrPendingObject},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":po": res[schema.AttrPendingObject]},
-	}}
-	actions := []types.TransactWriteItem{write, claim}
-	var owners []string
-	limits := map[string]uds.Limits{}
-	deltas.each(func(app, who string, d uds.Usage) {
-		if err != nil {
-			return
-		}
-		var action types.TransactWriteItem
-		action, limits[who], err = s.usageAction(ctx, app, who, d)
-		actions, owners = append(actions, action), append(owners, who)
-	})
-	if err != nil {
-		return uds.Item{}, false, 0, s.refuseUpload(ctx, rk, res, err)
-	}
-	actions = append(actions, s.indexUpkeep(w.Key, w.Indexes, storedData(w.Key, old), nil)...)
-	refused, err := s.transact(ctx, op, actions...)
-	switch {
-	case err != nil:
-		return uds.Item{}, false, 0, err
-	case refused == nil:
-		s.removeObjects(ctx, old)
-		s.removeObject(ctx, str(res, schema.AttrPendingObject))
-		return it, old == nil, written, nil
-	case refused.conditionFailed(0) || refused.conditionFailed(1):
-		return uds.Item{}, false, raced, nil
-	}
-	for i, who := range owners {
-		if refused.conditionFailed(2 + i) {
-			return uds.Item{}, false, 0, s.refuseUpload(ctx, rk, res, s.quotaError(ctx, w.App, who, limits[who], refused.item(2+i)))
-		}
-	}
-	return uds.Item{}, false, 0, failed(op, errUnexpectedCancel(refused))
-}
-
-// refuseUpload discards an upload the commit cannot make, for the reason
-// err gives (a quota the replaced item's owner cannot grow by).
-func (s *Store) refuseUpload(ctx context.Context, rk uds.Key, res map[string]types.AttributeValue, err error) error {
-	if errors.As(err, new(*uds.QuotaError)) {
-		s.discardUpload(ctx, rk, res)
-	}
-	return err
 }

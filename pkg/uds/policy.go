@@ -85,6 +85,26 @@ func (p Policy) Changing(now time.Time) *PolicyChange {
 	return p.Pending
 }
 
+// Writable refuses a write to namespace (create, update, import, an
+// upload's commit) while its access mode is changing, with a
+// *ChangingError that says when to send it again: a write that lands in
+// the key space being left after the namespace was found empty could
+// never be read again. Reads and deletes go on under the policy in
+// effect; a delete only ever empties the namespace.
+func (p Policy) Writable(namespace string, now time.Time) error {
+	c := p.Changing(now)
+	if c == nil {
+		return nil
+	}
+	wait := c.SettlesAt.Sub(now)
+	if wait < time.Second {
+		// Settled: the change completes when an administrator repeats it,
+		// or lapses; either way soon.
+		wait = 5 * time.Second
+	}
+	return &ChangingError{Namespace: namespace, From: p.Mode(), To: c.Target().Mode(), RetryAfter: wait}
+}
+
 // CrossesPrivate reports whether going from p to next moves the
 // namespace's items to another key space: into or out of private.
 func (p Policy) CrossesPrivate(next Policy) bool {
