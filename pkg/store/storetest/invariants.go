@@ -229,6 +229,8 @@ func KeptVersions(t testing.TB, c *dynamodb.Client, tables store.Tables, app str
 		}
 		out = append(out, KeptVersion{Key: key, Version: version, CreatedBy: stringAttr(av, schema.AttrCreatedBySubject)})
 	})
-	slices.SortFunc(out, func(a, b KeptVersion) int { return cmp.Or(compareKeys(a.Key, b.Key), cmp.Compare(a.Version, b.Version)) })
+	slices.SortFunc(out, func(a, b KeptVersion) int {
+		return cmp.Or(compareKeys(a.Key, b.Key), cmp.Compare(a.Version, b.Version))
+	})
 	return out
 }
