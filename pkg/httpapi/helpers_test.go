@@ -38,6 +38,10 @@ type env struct {
 	// objects is the bucket of large values, on an S3 engine of the
 	// env's own (newEnv's API only).
 	objects blob.Objects
+	// st is the API's store (newEnv's API only), for the tests that run
+	// what no route does: the local server's sweep of expired items, the
+	// stream function's release of what DynamoDB's TTL deleted.
+	st *store.Store
 }
 
 // lifetime is how far ahead the tests' expiring items expire: longer than
@@ -54,7 +58,12 @@ func newEnv(t *testing.T, opts ...store.Option) *env {
 // newEnvOn is newEnv with its large values in bucket.
 func newEnvOn(t *testing.T, bucket *blob.Bucket, opts ...store.Option) *env {
 	t.Helper()
-	tables := storetest.NewTables(t)
+	return newEnvOver(t, storetest.NewTables(t), bucket, opts...)
+}
+
+// newEnvOver is newEnvOn over the given tables.
+func newEnvOver(t *testing.T, tables store.Tables, bucket *blob.Bucket, opts ...store.Option) *env {
+	t.Helper()
 	client := storetest.Client(t)
 	clock := &storetest.Clock{}
 	objects := blob.Objects{Bucket: bucket}
@@ -76,7 +85,7 @@ func newEnvOn(t *testing.T, bucket *blob.Bucket, opts ...store.Option) *env {
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, tables: tables, client: client, clock: clock, objects: objects}
+	return &env{t: t, srv: srv, tables: tables, client: client, clock: clock, objects: objects, st: st}
 }
 
 // now is the env's API's clock: the real time where it has none of its own.

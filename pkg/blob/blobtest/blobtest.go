@@ -176,3 +176,25 @@ func MultipartUploads(t testing.TB, client *s3.Client) []string {
 	}
 	return keys
 }
+
+// Keys lists every object the engine of client holds in the bucket, by
+// key, for the tests that hold the bucket against the records naming its
+// objects.
+func Keys(t testing.TB, client *s3.Client) []string {
+	t.Helper()
+	var keys []string
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(Name)}
+	for {
+		out, err := client.ListObjectsV2(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range out.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return keys
+		}
+		in.ContinuationToken = out.NextContinuationToken
+	}
+}
