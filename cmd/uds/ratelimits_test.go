@@ -74,7 +74,7 @@ func TestRateLimitedCommand(t *testing.T) {
 					// backoff: the test takes no seconds.
 					w.Header().Set("Retry-After", "0")
 					w.WriteHeader(http.StatusTooManyRequests)
-					_, _ = w.Write([]byte(`{"error":"Too many requests","details":"over the caller rate limit of 1 request a second (burst 1); nothing was done: send it again after the Retry-After delay"}`))
+					_, _ = w.Write([]byte(`{"code":"rate_limited","error":"Too many requests","details":"over the caller rate limit of 1 request a second (burst 1); nothing was done: send it again after the Retry-After delay"}`))
 					return
 				}
 				_, _ = w.Write([]byte(`{"applicationUuid":"` + app + `","namespace":"n","id":"i","data":1,"version":1}`))
