@@ -114,9 +114,8 @@ func keptOf(app string, e importEntry) keptVersion {
 	if rec.CreatedBy != rec.Owner {
 		k.creator = rec.CreatedBy
 	}
-	if rec.Binary != nil {
-		k.object = rec.Binary.Object
-	}
+	// No imported version names an object: an import takes no large
+	// value, whose object is in the exporting deployment's bucket.
 	return k
 }
 
