@@ -32,6 +32,22 @@ type verb interface {
 	refused(ctx context.Context, r *refusal, uncertain bool) (explained bool, err error)
 }
 
+// reclaimForStream reclaims the expired items of the owner whose tracked
+// usage refused a streamed write (checkTracked, before anything is sent).
+// The refusal stands: the stream releases what the reclaim removes, and a
+// write after that finds the room. Without it an owner at a limit stays
+// refused until DynamoDB's TTL deletes its expired items, which may take
+// days.
+func (s *Store) reclaimForStream(ctx context.Context, p *plan, err error) {
+	var refused *quotaRefusal
+	if !errors.As(err, &refused) || refused.change >= len(p.changes) {
+		return
+	}
+	if c := p.changes[refused.change]; c.streamed {
+		s.reclaimOwner(ctx, c.key.App, c.owner)
+	}
+}
+
 // errCommitted is a verb's word that a refusal shows its own earlier
 // commit.
 var errCommitted = errors.New("committed by an earlier attempt")
@@ -72,6 +88,7 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 		}
 		last = p
 		if err := s.contribute(ctx, p); err != nil {
+			s.reclaimForStream(ctx, p, err)
 			return nil, err
 		}
 		outcome, r, err := s.commit(ctx, op, p, attempt)

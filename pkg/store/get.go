@@ -42,7 +42,7 @@ func (s *Store) liveItem(ctx context.Context, key uds.Key, av map[string]types.A
 // removes: its revision, owner and size and how it is counted, and the token of its last update
 // (with its audit fields, for the answer to a retried update), and its
 // expiry.
-const metaProjection = "#k, #s, #v, #cd, #cb, #ud, #ub, #o, #z, #wt, #xm, #do, #sc"
+const metaProjection = "#k, #s, #v, #cd, #cb, #ud, #ub, #o, #z, #wt, #xm, #do, #po, #sc"
 
 var metaNames = map[string]string{
 	"#k": schema.AttrDataKey, "#s": schema.AttrSortKey, "#v": schema.AttrVersion, "#cd": schema.AttrCreatedDate,
@@ -50,8 +50,9 @@ var metaNames = map[string]string{
 	"#wt": schema.AttrWriteToken, "#xm": schema.AttrExpiresAtMillis,
 	// How the item is counted decides what its removal releases (usage.go).
 	"#sc": schema.AttrStreamCounted,
-	// A large value's object goes when its item does (objects.go).
-	"#do": schema.AttrDataObject,
+	// A large value's object goes when its item does, and an upload's
+	// object when its reservation does (objects.go).
+	"#do": schema.AttrDataObject, "#po": schema.AttrPendingObject,
 }
 
 // readMeta reads the state of an item that a write is about to change,
