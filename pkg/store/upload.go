@@ -84,35 +84,40 @@ func (s *Store) ReserveUpload(ctx context.Context, w uds.Write) (uds.Upload, err
 	}
 	now := s.writeTime()
 	up := uds.Upload{ID: id, Lapses: now.Add(s.uploadLapse)}
-	res := reservationItem(&value, v, now, up)
-	op := "reserve an upload to " + w.DataKey()
-	for attempt := 0; attempt < 2; attempt++ {
-		charge, lim, err := s.usageAction(ctx, w.App, w.Subject, uds.Usage{Bytes: v.size, Items: 1})
-		if err != nil {
-			return uds.Upload{}, err
-		}
-		put := types.TransactWriteItem{Put: &types.Put{
-			TableName:                aws.String(s.tables.Data),
-			Item:                     res,
-			ConditionExpression:      aws.String("attribute_not_exists(#k)"),
-			ExpressionAttributeNames: map[string]string{"#k": schema.AttrDataKey},
-		}}
-		refused, err := s.transact(ctx, op, put, charge)
-		switch {
-		case err != nil:
-			return uds.Upload{}, err
-		case refused == nil:
-			return up, nil
-		case refused.conditionFailed(1) && attempt == 0 && s.reclaimOwner(ctx, w.App, w.Subject) > 0:
-			// Expired items made room: try again.
-		case refused.conditionFailed(1):
-			return uds.Upload{}, s.quotaError(ctx, w.App, w.Subject, lim, refused.item(1))
-		default:
-			return uds.Upload{}, failed(op, errUnexpectedCancel(refused))
-		}
+	rv := &reserveVerb{s: s, w: &uds.Write{Key: reservationKey(w.App, id), Subject: w.Subject}, value: v,
+		item: reservationItem(&value, v, now, up)}
+	if _, err := s.run(ctx, "reserve an upload to "+w.DataKey(), rv); err != nil {
+		return uds.Upload{}, plainRefusal(err)
 	}
-	return uds.Upload{}, &uds.UnavailableError{Op: op, Err: errContended}
+	return up, nil
 }
+
+// reserveVerb is an upload's reservation as the commit loop runs it: the
+// create of the reservation, which usage charges to the uploader under
+// their limits (strictly, whatever the app's quota mode: the commit
+// releases it in the transaction that charges the item).
+type reserveVerb struct {
+	s *Store
+	// w is the reservation's write: its key and the uploader.
+	w     *uds.Write
+	value encodedValue
+	item  map[string]types.AttributeValue
+}
+
+func (rv *reserveVerb) plan(context.Context, bool) (*plan, error) {
+	put := types.TransactWriteItem{Put: &types.Put{
+		TableName:                aws.String(rv.s.tables.Data),
+		Item:                     rv.item,
+		ConditionExpression:      aws.String("attribute_not_exists(#k)"),
+		ExpressionAttributeNames: map[string]string{"#k": schema.AttrDataKey},
+	}}
+	c := &change{kind: createItem, key: rv.w.Key, w: rv.w, value: rv.value, item: put, owner: rv.w.Subject}
+	return newPlan(rv.s.writeTime(), 0, c), nil
+}
+
+// refused: a reservation's key is new, so only its owner's limit refuses
+// it, which the loop reads.
+func (rv *reserveVerb) refused(context.Context, *refusal, bool) (bool, error) { return false, nil }
 
 // reservationItem is the stored reservation of an upload of the item w
 // describes: an item of the uploader's, of the size the item will have,
