@@ -221,6 +221,30 @@ func TestHistoryLargeValueObjects(t *testing.T) {
 		e.oneRecordEach(t, endpoint)
 	})
 
+	t.Run("a value larger than a transaction is kept as a version", func(t *testing.T) {
+		// A kept large value carries its object's name, not its bytes,
+		// into the transaction that keeps it: 4 MB is past the 3.5 MB a
+		// transaction of the plan takes (the update answered 413).
+		// A namespace that keeps history takes no new large values, so
+		// history is set once the value is stored.
+		path := base + "/huge/v"
+		value := bytes.Repeat([]byte("huge"), 1<<20)
+		id := e.upload(path, len(value), "application/octet-stream", value, "X-Uds-Subject", "alice")
+		e.commit(path, id, "X-Uds-Subject", "alice").expect(t, http.StatusCreated)
+		e.setPolicy(t, "huge", `{"access":"shared","history":{"versions":5}}`)
+		e.as("alice", "PUT", path, `{"data": "small"}`).expect(t, http.StatusOK)
+		if r := e.send("GET", path+"?version=1&inline", nil).expect(t, http.StatusOK); !bytes.Equal(r.raw, value) {
+			t.Fatalf("the kept version reads %d bytes, want %d", len(r.raw), len(value))
+		}
+		e.oneRecordEach(t, endpoint)
+		// The next subtest counts the bucket's objects.
+		e.as("alice", "DELETE", path+"?history", "").expect(t, http.StatusOK)
+		e.as("alice", "DELETE", path, "").expect(t, http.StatusNoContent)
+		if names := e.oneRecordEach(t, endpoint); len(names) != 0 {
+			t.Fatalf("after the drop the records name %v", names)
+		}
+	})
+
 	t.Run("a restore the quota refuses leaves no copy", func(t *testing.T) {
 		path := base + "/refused/v"
 		// Carol's limit holds one large value, not two.

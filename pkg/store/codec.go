@@ -100,6 +100,10 @@ type encodedValue struct {
 	itemBytes int64
 }
 
+// objectAttrBytes is what a large value's item holds beside its object's
+// name and content type: the object's size.
+const objectAttrBytes = 20
+
 // valueAttrs are every attribute that holds part of a value, whatever its
 // form: a write sets those of its form and removes the others.
 var valueAttrs = []string{schema.AttrDataValue, schema.AttrDataValueGzip, schema.AttrDataBytes,
@@ -131,7 +135,7 @@ func encodeValue(w *uds.Write) (encodedValue, error) {
 				schema.AttrObjectSize:  &types.AttributeValueMemberN{Value: strconv.FormatInt(b.Size, 10)},
 			}}
 		stored = b.Size + int64(len(b.ContentType))
-		held = int64(len(b.Object) + len(b.ContentType) + 20)
+		held = int64(len(b.Object)+len(b.ContentType)) + objectAttrBytes
 	default:
 		bytes := b.Bytes
 		if bytes == nil {

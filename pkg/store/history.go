@@ -445,7 +445,7 @@ func (s *Store) planHistory(_ context.Context, p *plan) error {
 			}
 			c.pruned = ch.pruned
 			ch.deltas.each(func(app, who string, d uds.Usage) { p.charge(app, who, d, i) })
-			p.bytes += c.old.size
+			p.bytes += c.old.itemBytes()
 		}
 	}
 	return nil

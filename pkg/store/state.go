@@ -29,6 +29,10 @@ type itemState struct {
 	token string
 	// expiresAt is the item's expiry instant in milliseconds, 0 if none.
 	expiresAt int64
+	// object names a large value's object, "" for a value held in the
+	// item; objectSize is that object's size, which size counts.
+	object     string
+	objectSize int64
 }
 
 // stateOf decodes what a write needs of an item read at key; nil when
@@ -43,7 +47,18 @@ func stateOf(key uds.Key, av map[string]types.AttributeValue) *itemState {
 		size:      num(av, schema.AttrItemSize),
 		createdBy: str(av, schema.AttrCreatedBySubject), token: str(av, schema.AttrWriteToken),
 		expiresAt: num(av, schema.AttrExpiresAtMillis),
+		object:    str(av, schema.AttrDataObject), objectSize: num(av, schema.AttrObjectSize),
 	}
+}
+
+// itemBytes is what the item takes of DynamoDB, which a transaction that
+// keeps it as a version carries: its size, but for a large value its
+// object's name and not its bytes (as encodeValue counts a new value).
+func (st *itemState) itemBytes() int64 {
+	if st.object == "" {
+		return st.size
+	}
+	return st.size - st.objectSize + int64(len(st.object)) + objectAttrBytes
 }
 
 // expired reports whether the item's instant has passed at now.
