@@ -183,7 +183,6 @@ const crossingNS = "x"
 // written so far.
 type crossing struct {
 	*env
-	t   *testing.T
 	has map[string]bool
 	// policy is the namespace's policy as the pair sets it.
 	policy map[string]any
@@ -191,8 +190,7 @@ type crossing struct {
 	// poller reads the streams of a streamed app.
 	poller *streampoll.Poller
 	// uploads are the large values reserved for each item path before
-	// the history was switched on (a namespace that keeps history takes
-	// no reservation), to be committed in turn.
+	// the late capabilities' policy was set, to be committed in turn.
 	uploads map[string][]string
 	// etags are the items' last ETags, for If-Match.
 	etags map[string]string
@@ -208,9 +206,10 @@ const owner = "alice"
 // and two items of one list.
 var crossingKeys = []string{"a", "b", "l/s1", "l/s2"}
 
+// newCrossing sets up a subtest's world with the capabilities a and b.
 func newCrossing(t *testing.T, a, b capability) *crossing {
 	t.Helper()
-	x := &crossing{t: t, has: map[string]bool{a.name: true, b.name: true}, policy: map[string]any{"access": "shared"},
+	x := &crossing{has: map[string]bool{a.name: true, b.name: true}, policy: map[string]any{"access": "shared"},
 		uploads: map[string][]string{}, etags: map[string]string{}}
 	tables := storetest.NewTables(t)
 	if x.has["streamed"] {
@@ -297,9 +296,9 @@ func (x *crossing) streamed(tables store.Tables) {
 }
 
 // pendingChange announces a change of the namespace into private while
-// it is empty, and holds writes to what the policy brief says of a change
-// pending: a write waits (503), so does the commit of an upload reserved
-// before it; then the change completes. The rest of the script runs in
+// it is empty, and holds writes to what a pending change means: a write
+// waits (503), and so does the commit of an upload reserved before the
+// change; then the change completes. The rest of the script runs in
 // the private namespace.
 func (x *crossing) pendingChange() {
 	t := x.t
