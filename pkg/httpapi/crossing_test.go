@@ -592,10 +592,30 @@ func (x *crossing) importPath() {
 		}
 	}
 	x.importRecords(x.t, otherApp, records)
-	// The imported copy goes, and so does the original: neither takes
+	// The imported copy goes and the original is replaced: neither takes
 	// what the other names with it.
 	x.do("DELETE", dataRoute(otherApp, "a"), "", x.subject()...)
 	x.write("PUT", "a")
+	if !x.has["expiry"] {
+		return
+	}
+	// A record imported over an expired item replaces it, and what the
+	// expired item held (its index entries, its object, its usage) goes
+	// with it.
+	x.expire()
+	record := map[string]any{"namespace": crossingNS, "id": "a", "owner": owner, "data": map[string]any{"title": "imported", "rank": 1},
+		"createdDate": "2026-01-02T03:04:05.678Z", "createdBySubject": owner,
+		"updatedDate": "2026-01-02T03:04:05.678Z", "updatedBySubject": owner, "version": 40}
+	if x.policy["access"] == "private" {
+		record["private"] = true
+	}
+	raw, err := json.Marshal(record)
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	if got := x.importRecords(x.t, app, []json.RawMessage{raw}); got.Imported != 1 {
+		x.t.Errorf("an import over an expired item answered %+v", got)
+	}
 }
 
 func (x *crossing) atomic() {
