@@ -422,19 +422,31 @@ func (x *crossing) write(method, key string) int {
 
 // commitNext commits the next upload reserved for the item at key. A
 // commit is a write judged by the policy at its commit: a schema or a
-// binary rule set since the reservation refuses it.
+// binary rule set since the reservation refuses it, and a history set
+// since either keeps the version the commit replaces or refuses the
+// commit (400) as it refuses a reservation.
 func (x *crossing) commitNext(key string) int {
 	x.t.Helper()
 	id := x.uploads[key][0]
 	x.uploads[key] = x.uploads[key][1:]
+	var replaced int64
+	if x.has["history"] {
+		replaced = x.current(key)
+	}
 	r := x.commit(x.item(key), id, x.subject()...)
 	switch {
 	case x.has["binary"]:
 		return x.refused(key, r, "the commit of a large value past the binary rule set since its upload")
 	case x.has["schema"]:
 		return x.refused(key, r, "the commit of a large value in a namespace whose schema, set since its upload, takes JSON only")
+	case x.has["history"] && r.status == http.StatusBadRequest:
+		return r.status
 	}
-	return x.noted(key, r)
+	status := x.noted(key, r)
+	if replaced > 0 && status/100 == 2 && !slices.Contains(x.versions(key), replaced) {
+		x.t.Errorf("the commit to %q kept no version of the value it replaced (version %d) in a namespace that keeps history", key, replaced)
+	}
+	return status
 }
 
 // refused fails the test unless a write was refused as what the policy
@@ -534,12 +546,17 @@ func (x *crossing) restore() {
 	x.write("POST", "a")
 	x.write("PUT", "a")
 	versions := x.versions("a")
+	if len(versions) == 0 {
+		return // the writes failed, and said why
+	}
 	x.restoreVersion("a", versions[len(versions)-1])
 	if !x.has["history"] {
 		return
 	}
 	x.del("a")
-	x.restoreVersion("a", versions[0])
+	if kept := x.versions("a"); len(kept) > 0 {
+		x.restoreVersion("a", kept[0])
+	}
 	delete(x.policy, "history")
 	x.setPolicy()
 	x.noted("a", x.json("PUT", "a"))
@@ -549,14 +566,36 @@ func (x *crossing) restore() {
 // newest first: the current one alone without history.
 func (x *crossing) versions(key string) []int64 {
 	x.t.Helper()
-	entries, _ := historyAnswer(x.t, x.do("GET", x.item(key)+"?history", "", x.subject()...).expect(x.t, 200))
 	var out []int64
-	for _, e := range entries {
+	for _, e := range x.historyOf(key) {
 		if !e.Deleted {
 			out = append(out, e.Version)
 		}
 	}
 	return out
+}
+
+// current is the version of the item at key, 0 when there is none.
+func (x *crossing) current(key string) int64 {
+	x.t.Helper()
+	for _, e := range x.historyOf(key) {
+		if e.Current && !e.Deleted {
+			return e.Version
+		}
+	}
+	return 0
+}
+
+// historyOf is the item's history as GET ?history lists it: none for an
+// item without item or history.
+func (x *crossing) historyOf(key string) []historyEntry {
+	x.t.Helper()
+	r := x.do("GET", x.item(key)+"?history", "", x.subject()...)
+	if r.status == http.StatusNotFound {
+		return nil
+	}
+	entries, _ := historyAnswer(x.t, r.expect(x.t, 200))
+	return entries
 }
 
 // restoreVersion restores a version of the item at key. A restore is a
