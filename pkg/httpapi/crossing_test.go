@@ -410,10 +410,8 @@ func (x *crossing) write(method, key string) int {
 		if method == "PUT" && x.etags[key] != "" {
 			headers = append(headers, "If-Match", x.etags[key])
 		}
-		r = x.send(method, x.item(key), pngOf(300+10*x.written), headers...)
-		if x.has["schema"] && !x.has["binary"] {
-			return x.refused(key, r, "a binary value in a namespace whose schema takes JSON only")
-		}
+		// Sizes from 300 to 790 bytes: under the binary rule's cap.
+		r = x.send(method, x.item(key), pngOf(300+10*(x.written%50)), headers...)
 	default:
 		r = x.json(method, key)
 	}
