@@ -506,6 +506,8 @@ func (x *crossing) expire() {
 // The paths' scripts. Each writes a few values of the pair's kinds
 // through one write path; check then holds the result to the invariants.
 
+// create creates items, one again over the history its delete left and,
+// with expiry, one over an expired item.
 func (x *crossing) create() {
 	x.write("POST", "a")
 	x.write("POST", "l/s1")
@@ -528,6 +530,7 @@ func (x *crossing) update() {
 	x.write("PUT", "l/s1")
 }
 
+// remove deletes a replaced item and a list item.
 func (x *crossing) remove() {
 	x.write("POST", "a")
 	x.write("PUT", "a")
@@ -608,6 +611,8 @@ func (x *crossing) restoreVersion(key string, version int64) {
 	x.noted(key, r)
 }
 
+// commitPath commits two uploads over a JSON item, then replaces the
+// large value with JSON.
 func (x *crossing) commitPath() {
 	x.noted("a", x.json("POST", "a"))
 	x.commitNext("a")
@@ -615,6 +620,7 @@ func (x *crossing) commitPath() {
 	x.noted("a", x.json("PUT", "a"))
 }
 
+// importPath exports the namespace and imports it into another app.
 func (x *crossing) importPath() {
 	x.write("POST", "a")
 	x.write("PUT", "a")
@@ -655,6 +661,7 @@ func (x *crossing) importPath() {
 	}
 }
 
+// atomic replaces, deletes and creates items in two atomic batches.
 func (x *crossing) atomic() {
 	x.write("POST", "a")
 	x.write("POST", "l/s1")
@@ -677,6 +684,7 @@ func (x *crossing) atomic() {
 	}
 }
 
+// deleteAll deletes a list whose items were replaced.
 func (x *crossing) deleteAll() {
 	x.write("POST", "l/s1")
 	x.write("PUT", "l/s1")
@@ -717,6 +725,7 @@ func (x *crossing) reclaimPath() {
 	x.clock.Advance(store.DefaultLimitsTTL + time.Second)
 }
 
+// sweep expires the items and runs the local server's sweep.
 func (x *crossing) sweep() {
 	x.write("POST", "a")
 	x.write("PUT", "a")
@@ -771,6 +780,7 @@ func (x *crossing) streamRelease() {
 	}
 }
 
+// drop drops the history of an item replaced twice.
 func (x *crossing) drop() {
 	x.write("POST", "a")
 	x.write("PUT", "a")
