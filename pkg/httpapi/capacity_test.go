@@ -66,7 +66,8 @@ func expiring(body string) string {
 // size from it instead of reading first. In a namespace with one index a
 // write reads the whole item instead of its metadata and commits its
 // entries with it, and a query reads every write shard of the index, then
-// the page's items in one call.
+// the page's items in one call. The measured rows must be those of
+// docs/capacity.md (checkDocumented).
 func TestCapacityTable(t *testing.T) {
 	t.Parallel()
 	tables := storetest.NewTables(t)
@@ -322,6 +323,68 @@ func TestCapacityTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	checkDocumented(t, md.String())
+}
+
+// capacityDoc is the document whose tables give the measured rows, from
+// this package's directory.
+const capacityDoc = "../../docs/capacity.md"
+
+// checkDocumented holds docs/capacity.md to the measured table, so that a
+// change in what an operation costs cannot leave the document behind:
+// every measured row must stand in one of its tables of this release,
+// cell for cell, and every row of those tables must be measured. Sections
+// whose heading says "before" record earlier releases and are not held to
+// it.
+func checkDocumented(t *testing.T, measured string) {
+	t.Helper()
+	doc, err := os.ReadFile(capacityDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string][]string{} // operation → its rows' cells, joined
+	earlier, inTable := false, false
+	for _, line := range strings.Split(string(doc), "\n") {
+		switch {
+		case strings.HasPrefix(line, "## "):
+			earlier = strings.Contains(strings.ToLower(line), "before")
+		case strings.HasPrefix(line, "| API operation |"):
+			inTable = true
+		case !strings.HasPrefix(line, "|"):
+			inTable = false
+		case inTable && !earlier && !strings.HasPrefix(line, "|---"):
+			op, cells := tableRow(line)
+			documented[op] = append(documented[op], cells)
+		}
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(measured), "\n")[2:] {
+		op, cells := tableRow(line)
+		seen[op] = true
+		if len(documented[op]) == 0 {
+			t.Errorf("%s: measured %q, not in %s", op, cells, capacityDoc)
+		}
+		for _, r := range documented[op] {
+			if r != cells {
+				t.Errorf("%s: %s says %q, measured %q", op, capacityDoc, r, cells)
+			}
+		}
+	}
+	for op := range documented {
+		if !seen[op] {
+			t.Errorf("%s: in %s, not measured", op, capacityDoc)
+		}
+	}
+}
+
+// tableRow splits a Markdown table row into its first cell and the others,
+// trimmed and joined by " | ".
+func tableRow(line string) (string, string) {
+	cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+	for i := range cells {
+		cells[i] = strings.TrimSpace(cells[i])
+	}
+	return cells[0], strings.Join(cells[1:], " | ")
 }
 
 func callList(calls map[string]int) string {
