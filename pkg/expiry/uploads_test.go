@@ -51,20 +51,27 @@ func TestBucketEventsCommitUploads(t *testing.T) {
 	created := func(ev events.S3Event) []string { return blob.CreatedUploads(ev, blobtest.Name) }
 	handle := expiry.Dispatch(streams, expiry.UploadHandler(st, created, slog.New(slog.NewTextHandler(io.Discard, nil)), emf.NewWriter(io.Discard)))
 
-	key, err := uds.NewKey(app, "photos", "p1")
-	if err != nil {
-		t.Fatal(err)
+	// posted reserves an upload of a 5-byte PNG for the item id and posts
+	// its bytes through the presigned form, as a client does.
+	posted := func(t *testing.T, id string) (uds.Key, uds.Upload, blob.Upload) {
+		key, err := uds.NewKey(app, "photos", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, err := st.ReserveUpload(ctx, uds.Write{Key: key, Subject: "alice", Binary: &uds.Binary{ContentType: "image/png", Size: 5}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		post, err := objects.PresignUpload(ctx, uds.ObjectName(app, up.ID), "image/png", 5, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		form := blob.Upload{URL: post.URL, Fields: post.Fields}
+		blobtest.Post(t, form, []byte("pixel")).Body.Close()
+		return key, up, form
 	}
-	up, err := st.ReserveUpload(ctx, uds.Write{Key: key, Subject: "alice", Binary: &uds.Binary{ContentType: "image/png", Size: 5}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, up, form := posted(t, "p1")
 	name := uds.ObjectName(app, up.ID)
-	post, err := objects.PresignUpload(ctx, name, "image/png", 5, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobtest.Post(t, blob.Upload{URL: post.URL, Fields: post.Fields}, []byte("pixel")).Body.Close()
 
 	cases := []struct {
 		name  string
@@ -87,7 +94,7 @@ func TestBucketEventsCommitUploads(t *testing.T) {
 		})
 	}
 	t.Run("the event of a POST after the commit removes what it sent", func(t *testing.T) {
-		blobtest.Post(t, blob.Upload{URL: post.URL, Fields: post.Fields}, []byte("other")).Body.Close()
+		blobtest.Post(t, form, []byte("other")).Body.Close()
 		if _, err := handle(ctx, bucketEvent(t, blobtest.Name, blob.UploadKey(name))); err != nil {
 			t.Fatal(err)
 		}
@@ -112,20 +119,8 @@ func TestBucketEventsCommitUploads(t *testing.T) {
 		}
 	})
 	t.Run("an upload the binary rule set since refuses is done with", func(t *testing.T) {
-		other, err := uds.NewKey(app, "photos", "p2")
-		if err != nil {
-			t.Fatal(err)
-		}
-		up, err := st.ReserveUpload(ctx, uds.Write{Key: other, Subject: "alice", Binary: &uds.Binary{ContentType: "image/png", Size: 5}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		other, up, _ := posted(t, "p2")
 		name := uds.ObjectName(app, up.ID)
-		post, err := objects.PresignUpload(ctx, name, "image/png", 5, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		blobtest.Post(t, blob.Upload{URL: post.URL, Fields: post.Fields}, []byte("pixel")).Body.Close()
 		if _, err := st.SetPolicy(ctx, app, "photos", uds.Policy{Binary: &uds.BinaryRule{ContentTypes: []string{"image/jpeg"}}}); err != nil {
 			t.Fatal(err)
 		}
