@@ -57,7 +57,7 @@ const buildPageSize = 200
 // no build once every index is ready and every dropped one removed. A
 // build that has not settled yet is left as it is.
 func (s *Store) BuildIndexes(ctx context.Context, app, namespace string, budget time.Duration) (uds.Policy, error) {
-	p, err := s.readPolicy(ctx, app, namespace, true)
+	p, err := s.readPolicy(ctx, app, namespace)
 	if err != nil || p.IndexBuild == nil || s.now().Before(p.IndexBuild.SettlesAt) {
 		return p, err
 	}
@@ -96,7 +96,7 @@ func (s *Store) BuildIndexes(ctx context.Context, app, namespace string, budget 
 	case !ok:
 		// The policy changed meanwhile: the entries written stand, and the
 		// build goes on from the policy as it now is.
-		return s.readPolicy(ctx, app, namespace, true)
+		return s.readPolicy(ctx, app, namespace)
 	}
 	return next, nil
 }

@@ -33,10 +33,10 @@ func (s *Store) Policy(ctx context.Context, app, namespace string) (uds.Policy, 
 	key := app + uds.KeyDelimiter + namespace
 	now := s.now()
 	p, err := s.policies.get(now, key, func() (uds.Policy, error) {
-		return s.readPolicy(ctx, app, namespace, true)
+		return s.readPolicy(ctx, app, namespace)
 	})
 	if c := p.Changing(now); err == nil && c != nil && !now.Before(c.SettlesAt.Add(-policyMargin)) {
-		if p, err = s.readPolicy(ctx, app, namespace, true); err == nil {
+		if p, err = s.readPolicy(ctx, app, namespace); err == nil {
 			s.policies.put(key, p, now)
 		}
 	}
@@ -46,14 +46,18 @@ func (s *Store) Policy(ctx context.Context, app, namespace string) (uds.Policy, 
 // StoredPolicy reads a namespace's policy strongly consistent, for the
 // admin view.
 func (s *Store) StoredPolicy(ctx context.Context, app, namespace string) (uds.Policy, error) {
-	return s.readPolicy(ctx, app, namespace, true)
+	return s.readPolicy(ctx, app, namespace)
 }
 
-func (s *Store) readPolicy(ctx context.Context, app, namespace string, consistent bool) (uds.Policy, error) {
+// readPolicy reads a namespace's policy strongly consistent: a function
+// that reads it after a change into or out of private was announced must
+// see the change, or it would cache the old policy past the change's
+// settle time (Policy).
+func (s *Store) readPolicy(ctx context.Context, app, namespace string) (uds.Policy, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.tables.Namespaces),
 		Key:            policyKey(app, namespace),
-		ConsistentRead: aws.Bool(consistent),
+		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		return uds.Policy{}, failed("read the policy of "+app+"/"+namespace, err)

@@ -106,7 +106,7 @@ func (s *Store) SetPolicy(ctx context.Context, app, namespace string, p uds.Poli
 	}
 	requested := p.Indexes
 	for range maxWriteAttempts {
-		current, err := s.readPolicy(ctx, app, namespace, true)
+		current, err := s.readPolicy(ctx, app, namespace)
 		if err != nil {
 			return uds.Policy{}, err
 		}
