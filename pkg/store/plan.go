@@ -15,7 +15,7 @@ import (
 // needs and decides what it does to its item: a change, with the action
 // that writes the item. Each capability then adds its actions to the plan
 // from its own file, through one signature (contributor) registered in
-// contributors below. One loop (commit.go) sends the plan, as a single
+// capabilities below. One loop (commit.go) sends the plan, as a single
 // call when it holds one action and as one transaction otherwise, and
 // reads a refusal by the role of the action refused.
 
@@ -190,40 +190,46 @@ type needs struct {
 	head bool
 }
 
-// readNeeds are the capabilities' needs, each from its own file.
-var readNeeds = []func(w *uds.Write) needs{
-	historyNeeds, // history.go
-	indexNeeds,   // index.go
+// contributor adds a capability's actions for a plan's changes. Each
+// lives in its capability's file.
+type contributor func(s *Store, ctx context.Context, p *plan) error
+
+// capability is what the write engine knows of a capability: what a write
+// that meets it reads of its item (nil: nothing more than the state), and
+// how it adds to a plan. Each lives in its capability's file; a new one is
+// a line in capabilities.
+type capability struct {
+	needs func(w *uds.Write) needs
+	plan  contributor
+}
+
+// capabilities are the capabilities every write meets, in the order they
+// add to a plan: usage comes last, as it charges what the others move
+// (the versions history keeps).
+var capabilities = []capability{
+	{historyNeeds, (*Store).planHistory}, // history.go: versions kept and pruned, the head
+	{indexNeeds, (*Store).planIndexes},   // index.go: the entries the values name
+	{nil, (*Store).planObjects},          // objects.go: large values' objects released
+	{nil, (*Store).planUsage},            // usage.go: each owner's usage, under limits
 }
 
 // needsOf is what a write of w reads of its item.
 func needsOf(w *uds.Write) needs {
 	var n needs
-	for _, of := range readNeeds {
-		m := of(w)
+	for _, c := range capabilities {
+		if c.needs == nil {
+			continue
+		}
+		m := c.needs(w)
 		n.whole, n.head = n.whole || m.whole, n.head || m.head
 	}
 	return n
 }
 
-// contributor adds a capability's actions for a plan's changes. Each
-// lives in its capability's file.
-type contributor func(s *Store, ctx context.Context, p *plan) error
-
-// contributors are the capabilities every write meets, in the order they
-// add to a plan: usage comes last, as it charges what the others move
-// (the versions history keeps).
-var contributors = []contributor{
-	(*Store).planHistory, // history.go: versions kept and pruned, the head
-	(*Store).planIndexes, // index.go: the entries the values name
-	(*Store).planObjects, // objects.go: large values' objects released
-	(*Store).planUsage,   // usage.go: each owner's usage, under limits
-}
-
 // contribute lets every capability add to p.
 func (s *Store) contribute(ctx context.Context, p *plan) error {
-	for _, c := range contributors {
-		if err := c(s, ctx, p); err != nil {
+	for _, c := range capabilities {
+		if err := c.plan(s, ctx, p); err != nil {
 			return err
 		}
 	}
