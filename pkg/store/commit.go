@@ -37,15 +37,23 @@ type verb interface {
 // The refusal stands: the stream releases what the reclaim removes, and a
 // write after that finds the room. Without it an owner at a limit stays
 // refused until DynamoDB's TTL deletes its expired items, which may take
-// days.
+// days. A refusal costs a streamed write no DynamoDB call, and an owner at
+// its limit meets many in a row, so the reclaim (three queries of the
+// owner index) runs at most once per owner for as long as the refusing
+// usage is trusted: the writes refused meanwhile could not see its effect
+// anyway.
 func (s *Store) reclaimForStream(ctx context.Context, p *plan, err error) {
 	var refused *quotaRefusal
 	if !errors.As(err, &refused) || refused.change >= len(p.changes) {
 		return
 	}
-	if c := p.changes[refused.change]; c.streamed {
-		s.reclaimOwner(ctx, c.key.App, c.owner)
+	c := p.changes[refused.change]
+	if !c.streamed {
+		return
 	}
+	_, _ = s.streamReclaims.get(s.now(), ownerKey(c.key.App, c.owner), func() (int, error) {
+		return s.reclaimOwner(ctx, c.key.App, c.owner), nil
+	})
 }
 
 // errCommitted is a verb's word that a refusal shows its own earlier

@@ -41,7 +41,11 @@ type Store struct {
 	policies     ttlCache[uds.Policy]
 	// tracked keeps owners' usage as their records last said, for the
 	// quota check of writes in streamed mode.
-	tracked        ttlCache[uds.Usage]
+	tracked ttlCache[uds.Usage]
+	// streamReclaims notes, for the tracked usage's lifetime, the owners
+	// whose expired items a streamed write refused by that usage
+	// reclaimed (commit.go, reclaimForStream).
+	streamReclaims ttlCache[int]
 	recomputeQuiet time.Duration
 	// policySettle and policyWindow time a change into or out of private
 	// (policy_change.go).
@@ -111,6 +115,7 @@ func New(client Client, tables Tables, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
+	s.streamReclaims.ttl = s.tracked.ttl
 	return s
 }
 
