@@ -202,7 +202,7 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 	}
 	// The console beside the API: the page offers its caller field where
 	// the server takes the caller from the header.
-	handler := console.Mount(api, console.Config{SubjectHeader: trusted})
+	handler := console.Mount(api, console.Local(trusted))
 	srv := &http.Server{Handler: guard(ln.Addr(), cfg, handler), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -109,6 +109,17 @@ func (a consoleAuth) describe() string {
 	return admin + ", " + data
 }
 
+// actingAs is who the page's data calls act as, for its header.
+func (a consoleAuth) actingAs() string {
+	switch {
+	case a.token != "":
+		return "the token's subject"
+	case a.subject != "":
+		return a.subject
+	}
+	return "anonymous"
+}
+
 // loopbackHost says whether an endpoint's host is this machine: there
 // admin routes are open, and the console signs nothing unless told to.
 func loopbackHost(host string) bool {
@@ -176,7 +187,7 @@ func consoleHandler(self string, endpoint *url.URL, auth consoleAuth) http.Handl
 			return
 		}
 		proxy.ServeHTTP(w, r)
-	}), console.Config{})
+	}), console.Config{Server: endpoint.String(), Subject: auth.actingAs(), Calls: auth.describe()})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if refusal := guard.CheckHost(r); refusal != nil {
 			refuse(w, refusal.Why, "open the console at http://"+self+console.Path)

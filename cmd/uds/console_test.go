@@ -192,7 +192,7 @@ func TestConsoleAgainstLocalAPI(t *testing.T) {
 		want                     string
 	}{
 		{"the page", "GET", "/console/", "", 200, "<title>UDS console</title>"},
-		{"its configuration", "GET", "/console/config.json", "", 200, `{"subjectHeader":false}`},
+		{"its configuration", "GET", "/console/config.json", "", 200, `{"subjectHeader":false,"server":"` + srv + `","subject":"alice","calls":"admin calls unsigned, data calls as alice"}`},
 		{"a write as alice", "POST", "/rest/api/v1/data/" + app + "/notes/n1", `{"data": {"text": "hi"}}`, 201, `"createdBySubject":"alice"`},
 		{"an admin read", "GET", "/rest/api/v1/admin/apps/" + app + "/users", "", 200, `"user":"alice"`},
 		{"the API's error, as it answered", "GET", "/rest/api/v1/data/" + app + "/notes/missing", "", 404, `"error":"Key not found"`},

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,6 +80,79 @@ type browser struct {
 	ctx  context.Context
 	base string
 	dir  string
+
+	mu sync.Mutex
+	// errs are the page's errors not yet failed a test for: its uncaught
+	// exceptions and unhandled rejections, its console.error calls (which
+	// the page makes for any failure of its own code it catches), and the
+	// browser's own errors but the network's (a 404 the page asked for
+	// and shows is no fault of the page).
+	errs []string
+	// tolerated are texts of errors a test provokes on purpose.
+	tolerated []string
+}
+
+// listen collects the page's errors from the browser's console events,
+// from before the first page is loaded.
+func (b *browser) listen() {
+	messages := chromedp.Console(b.ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type != chromedp.ConsoleException && m.Type != chromedp.ConsoleError || m.Source == "network" {
+				continue
+			}
+			b.mu.Lock()
+			b.errs = append(b.errs, fmt.Sprintf("%s at %s:%d", m, m.URL, m.Line+1))
+			b.mu.Unlock()
+		}
+	}()
+}
+
+// pageErrors fails the test for each error the page reported since the
+// last call, but those it tolerates.
+func (b *browser) pageErrors() {
+	b.t.Helper()
+	b.mu.Lock()
+	errs := b.errs
+	b.errs = nil
+	tolerated := b.tolerated
+	b.mu.Unlock()
+next:
+	for _, e := range errs {
+		for _, want := range tolerated {
+			if strings.Contains(e, want) {
+				continue next
+			}
+		}
+		b.t.Errorf("the page reported an error: %s", e)
+	}
+}
+
+// tolerate lets the page report errors that say text, which the part of a
+// test that calls it (b.run) provokes on purpose.
+func (b *browser) tolerate(text string) {
+	b.mu.Lock()
+	b.tolerated = append(b.tolerated, text)
+	b.mu.Unlock()
+}
+
+// run runs a part of a test in the browser, and fails it for any error the
+// page reported meanwhile.
+func (b *browser) run(t *testing.T, name string, f func(t *testing.T)) {
+	t.Run(name, func(t *testing.T) {
+		b.t = t
+		f(t)
+		// An error the last step's work reports a moment after the step
+		// is still this part's.
+		time.Sleep(100 * time.Millisecond)
+		b.pageErrors()
+		b.mu.Lock()
+		b.tolerated = nil
+		b.mu.Unlock()
+	})
 }
 
 // newBrowser starts Chromium once for the whole test (its start is the
@@ -101,8 +175,13 @@ func newBrowser(t *testing.T, chromium, base string) *browser {
 		t.Fatalf("starting %s: %v", chromium, err)
 	}
 	b := &browser{t: t, ctx: ctx, base: base, dir: screenshots(t)}
+	b.listen()
 	b.do(chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+console.Path+"#/apps"))
 	b.ready()
+	t.Cleanup(func() {
+		b.t = t
+		b.pageErrors()
+	})
 	return b
 }
 
@@ -151,6 +230,7 @@ func (b *browser) until(cond string) {
 func (b *browser) ready() {
 	b.t.Helper()
 	b.until(`location.hash !== "" && document.querySelector("main").dataset.ready === location.hash`)
+	b.pageErrors()
 }
 
 // open shows the page of hash, as a person following a link would.
@@ -284,7 +364,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(console.Mount(httputil.NewSingleHostReverseProxy(api), console.Config{SubjectHeader: true}))
+	srv := httptest.NewServer(console.Mount(httputil.NewSingleHostReverseProxy(api), console.Local(true)))
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
 	as := func(subject string) *client.Client {
@@ -309,8 +389,21 @@ func TestConsoleInBrowser(t *testing.T) {
 	must(t, err)
 	b := newBrowser(t, chromium, srv.URL)
 
-	t.Run("apps", func(t *testing.T) {
-		b.t = t
+	b.run(t, "header", func(t *testing.T) {
+		// The header names the local server and the caller field's
+		// subject, as it changes.
+		b.fill("#caller", "")
+		if got := b.text("#stack"); got != "local server · subject anonymous" {
+			t.Errorf("the header says %q", got)
+		}
+		b.fill("#caller", "zoe")
+		if got := b.text("#stack"); got != "local server · subject zoe" {
+			t.Errorf("the header says %q after the caller changed", got)
+		}
+		b.fill("#caller", "")
+	})
+
+	b.run(t, "apps", func(t *testing.T) {
 		_, err := admin.RegisterApp(ctx, app, "Fitness", "Workouts and goals")
 		must(t, err)
 		b.open("#/apps")
@@ -345,8 +438,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.shot("apps")
 	})
 
-	t.Run("users", func(t *testing.T) {
-		b.t = t
+	b.run(t, "users", func(t *testing.T) {
 		b.open("#/apps/" + app + "/users")
 		type bar struct{ Used, Limit int64 }
 		type row struct {
@@ -415,8 +507,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.shot("user-panel")
 	})
 
-	t.Run("quota mode", func(t *testing.T) {
-		b.t = t
+	b.run(t, "quota mode", func(t *testing.T) {
 		b.open("#/apps/" + app + "/users")
 		// shows checks the mode the page shows and selects against the
 		// API's.
@@ -448,8 +539,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		shows(uds.QuotaStrict)
 	})
 
-	t.Run("namespaces", func(t *testing.T) {
-		b.t = t
+	b.run(t, "namespaces", func(t *testing.T) {
 		_, err := as("alice").Create(ctx, client.Key{App: app, Namespace: "notes", ID: "n1"}, map[string]any{"text": "hi"})
 		must(t, err)
 		_, err = admin.SetPolicy(ctx, app, "journal", client.Policy{Access: "shared", History: &client.HistoryPolicy{Versions: 5}})
@@ -508,7 +598,31 @@ func TestConsoleInBrowser(t *testing.T) {
 		if got := b.text("#policy-result"); !strings.Contains(got, "202 Change announced") || !strings.Contains(got, "Retry-After: 1 s") {
 			t.Errorf("the announcement: %q", got)
 		}
+		// The change is the server's state: after a reload the page shows
+		// it, its target in the form, and the button that completes it.
+		b.do(chromedp.Reload())
+		b.ready()
+		b.until(`document.querySelector("#complete-change") != null`)
+		if got := b.text("#pending-change"); !strings.Contains(got, "Change under way: shared to private") {
+			t.Errorf("after a reload the change shows as %q", got)
+		}
+		if got := eval[string](b, `document.querySelector('select[name="access"]').value`); got != "private" {
+			t.Errorf("after a reload the form shows access %q, the change's target is private", got)
+		}
 		b.shot("policy-202")
+		// Saving shared would cancel the change: the page asks, and sends
+		// nothing when told no.
+		b.do(chromedp.SetValue(chromedp.CSS(`select[name="access"]`), "shared"))
+		b.press("Save policy")
+		b.until(`document.querySelector("#confirm").open`)
+		if got := b.text("#confirm-text"); !strings.Contains(got, "cancels that change") {
+			t.Errorf("the question: %q", got)
+		}
+		b.clickOn("#confirm-cancel")
+		b.until(`document.querySelector("#policy-result").innerText.includes("Nothing sent")`)
+		if p, err := admin.Policy(ctx, app, "secret"); err != nil || p.Pending == nil || p.Pending.Access != "private" {
+			t.Errorf("after a save declined, secret's policy %+v, %v", p, err)
+		}
 		time.Sleep(1200 * time.Millisecond)
 		b.clickOn("#complete-change")
 		b.until(`document.querySelector("#policy-result").innerText.includes("Policy saved")`)
@@ -517,8 +631,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	})
 
-	t.Run("data", func(t *testing.T) {
-		b.t = t
+	b.run(t, "data", func(t *testing.T) {
 		// The page acts as alice on prefs; dave, who has no limit of his
 		// own below the app's, stores the rest.
 		alice, dave := as("alice"), as("dave")
@@ -640,8 +753,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		shows("Page 2, the last", "2024-01-02")
 	})
 
-	t.Run("browse items", func(t *testing.T) {
-		b.t = t
+	b.run(t, "browse items", func(t *testing.T) {
 		// 30 records of inbox across six owners, each within the app's
 		// limit of 10 items: key-value items, list items of one list, and
 		// a binary value.
@@ -756,8 +868,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.shot("browse-record")
 	})
 
-	t.Run("export and import", func(t *testing.T) {
-		b.t = t
+	b.run(t, "export and import", func(t *testing.T) {
 		b.open("#/apps/" + app + "/transfer")
 		b.press("Export")
 		b.until(`document.querySelector("#export-status [data-records]") != null`)
@@ -802,8 +913,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.shot("transfer")
 	})
 
-	t.Run("errors", func(t *testing.T) {
-		b.t = t
+	b.run(t, "errors", func(t *testing.T) {
 		b.open("#/apps/not-an-app/users")
 		b.alert("main", "400 Invalid applicationUuid")
 		b.shot("errors")
@@ -813,16 +923,23 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.alert("main", "Network error")
 	})
 
-	t.Run("behind uds console", func(t *testing.T) {
-		b.t = t
+	b.run(t, "behind uds console", func(t *testing.T) {
 		// Where the API does not take the caller from the header, the
 		// page has no caller field.
-		proxied := httptest.NewServer(console.Mount(httputil.NewSingleHostReverseProxy(api), console.Config{}))
+		// The header names the stack and the subject the proxy acts as.
+		stack := console.Config{Server: "https://api.example.com/prod", Subject: "alice", Calls: "admin calls signed with SigV4, data calls as alice"}
+		proxied := httptest.NewServer(console.Mount(httputil.NewSingleHostReverseProxy(api), stack))
 		defer proxied.Close()
 		b.do(chromedp.Navigate(proxied.URL + console.Path + "#/apps/" + app + "/users"))
 		b.ready()
 		if shown := eval[bool](b, `getComputedStyle(document.querySelector("#caller-form")).display !== "none"`); shown {
 			t.Error("the caller field is shown")
+		}
+		if got := b.text("#stack"); got != "https://api.example.com/prod · subject alice" {
+			t.Errorf("the header says %q", got)
+		}
+		if got := eval[string](b, `document.querySelector("#stack").title`); got != stack.Calls {
+			t.Errorf("the header's title says %q", got)
 		}
 		b.shot("proxied")
 	})

@@ -33,6 +33,29 @@ type Config struct {
 	// local server on a loopback address. Behind `uds console` the proxy's
 	// credentials decide who the caller is, and the page hides the field.
 	SubjectHeader bool `json:"subjectHeader"`
+	// Server names what answers the page's API calls, for the page's
+	// header: the stack's endpoint behind `uds console`, "local server"
+	// beside the local server's API. A person with two consoles open, or
+	// one pointed at production, sees which one this is before acting.
+	Server string `json:"server,omitempty"`
+	// Subject is who data calls act as where the server decides it (uds
+	// console's --subject, a token's subject, anonymous); empty where the
+	// page's caller field decides it (SubjectHeader).
+	Subject string `json:"subject,omitempty"`
+	// Calls says in words how the page's calls are authenticated (admin
+	// calls signed or not), shown beside the server.
+	Calls string `json:"calls,omitempty"`
+}
+
+// Local is the configuration beside the local server (make run): the
+// page's header names the local server, and the caller is the page's
+// caller field where the server takes it from X-Uds-Subject (trusted),
+// anonymous otherwise.
+func Local(trusted bool) Config {
+	if trusted {
+		return Config{SubjectHeader: true, Server: "local server", Calls: "data calls as the caller field's subject"}
+	}
+	return Config{Server: "local server", Subject: "anonymous", Calls: "every caller is anonymous: the server does not trust X-Uds-Subject"}
 }
 
 //go:embed assets
@@ -104,7 +127,7 @@ func servePage(w http.ResponseWriter, page []byte) {
 func Handler(cfg Config) http.Handler {
 	config, err := json.Marshal(cfg)
 	if err != nil {
-		panic(err) // a struct of a bool always marshals
+		panic(err) // a struct of a bool and strings always marshals
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

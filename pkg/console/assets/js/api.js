@@ -7,8 +7,10 @@
 const BASE = "../rest/api/v1";
 
 // config is what the server says of itself (config.json): whether the API
-// takes the caller from X-Uds-Subject.
-export const config = { subjectHeader: false };
+// takes the caller from X-Uds-Subject, what answers the page's calls
+// (server), who data calls act as where the server decides (subject), and
+// how calls are authenticated (calls).
+export const config = { subjectHeader: false, server: "", subject: "", calls: "" };
 
 let caller = "";
 

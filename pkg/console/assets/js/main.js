@@ -7,7 +7,7 @@
 //   #/apps/{app}/transfer               export and import
 
 import { config, loadConfig, setCaller } from "./api.js";
-import { h, replace, errorBox } from "./ui.js";
+import { h, replace, errorBox, report } from "./ui.js";
 import { appsPage, remember } from "./apps.js";
 import { usersPage } from "./users.js";
 import { namespacesPage, policyPage } from "./namespaces.js";
@@ -68,6 +68,9 @@ async function show() {
       await pageOf();
     }
   } catch (e) {
+    // A failure of the page's own code is shown and reported as an
+    // error, not only shown: the page still marks itself ready below.
+    report(e);
     view.prepend(errorBox(e));
   }
   if (!main.contains(view)) return; // another hash was shown meanwhile
@@ -78,6 +81,27 @@ async function show() {
   }
   main.dataset.ready = location.hash;
 }
+
+// stack shows in the header what answers the page's calls and who its
+// data calls act as: a console pointed at a deployed stack says which one
+// before anything is changed there.
+function stack(subject) {
+  const el = document.getElementById("stack");
+  if (!config.server) return;
+  el.hidden = false;
+  el.title = config.calls;
+  replace(el, h("span", { class: "server", id: "stack-server" }, config.server),
+    " · subject ", h("strong", { id: "stack-subject" }, subject || "anonymous"));
+}
+
+// A failure the page did not catch is shown at the top of the page as
+// well as reported by the browser (the event is not cancelled): a person
+// sees that the page is broken rather than a page that stopped halfway.
+function failed(error) {
+  main.prepend(errorBox({ message: "The page failed", details: String(error?.stack ?? error?.message ?? error) }));
+}
+window.addEventListener("error", (e) => failed(e.error ?? e.message));
+window.addEventListener("unhandledrejection", (e) => failed(e.reason));
 
 async function start() {
   try {
@@ -95,9 +119,11 @@ async function start() {
     input.addEventListener("input", () => {
       setCaller(input.value);
       localStorage.setItem("uds.caller", input.value.trim());
+      stack(input.value.trim() || "anonymous");
     });
     form.addEventListener("submit", (e) => e.preventDefault());
   }
+  stack(config.subjectHeader ? input.value.trim() || "anonymous" : config.subject);
   window.addEventListener("hashchange", show);
   await show();
 }

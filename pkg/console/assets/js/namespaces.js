@@ -3,7 +3,9 @@
 // and sent with the API's own answers shown: a change into or out of
 // private announced (202, Retry-After) and completed by sending it again,
 // refused while the namespace holds data (409), a schema the API does not
-// compile (400).
+// compile (400). A change under way is the server's state, not the page's:
+// the policy's GET answers it, so it is shown and completable after a
+// reload, and a save that would cancel it asks first.
 
 import { call, path, pages } from "./api.js";
 import { h, replace, field, onSubmit, busy, bytes, count, table, heading, notice, pretty, confirm, when, showError } from "./ui.js";
@@ -115,6 +117,18 @@ function parseIndexes(text) {
   return out;
 }
 
+// request is the PUT body that sets the policy p as the API answers it:
+// its access, schema, history, index declarations and binary rule, and
+// nothing else of what the API shows (version, index states, times).
+function request(p) {
+  const b = { access: p.access };
+  if (p.schema) b.schema = p.schema;
+  if (p.history) b.history = p.history;
+  if (p.indexes?.length) b.indexes = p.indexes.map(({ name, path: at, type }) => ({ name, path: at, type }));
+  if (p.binary) b.binary = p.binary;
+  return b;
+}
+
 // schemaCheck says what is wrong with the schema's text as JSON, or "" when
 // it parses (an empty text is no schema).
 function schemaCheck(text) {
@@ -139,7 +153,8 @@ export async function policyPage(view, app, ns) {
   const indexes = h("textarea", { name: "indexes", rows: 3, spellcheck: "false", class: "code" });
   const types = h("input", { name: "contentTypes", autocomplete: "off", spellcheck: "false" });
   const maxBytes = h("input", { type: "number", name: "maxBytes", min: 1, step: 1, inputmode: "numeric" });
-  let sent = null; // the body of the last change announced, to complete it
+  const pendingArea = h("div", { id: "pending-change" });
+  let shown = null; // the policy as the API last answered it
 
   const checkSchema = () => {
     const problem = schemaCheck(schema.value);
@@ -150,9 +165,15 @@ export async function policyPage(view, app, ns) {
   schema.addEventListener("input", checkSchema);
   schema.setAttribute("aria-describedby", "schema-error");
 
+  // fill shows the policy the API answered. While a change is under way
+  // the form shows the change's target (what completing it sets), so that
+  // saving the form as shown completes or amends the change rather than
+  // cancelling it.
   const fill = (p) => {
-    access.value = p.access;
-    schema.value = p.schema ? pretty(p.schema) : "";
+    shown = p;
+    const target = p.pending ?? p;
+    access.value = target.access;
+    schema.value = target.schema ? pretty(target.schema) : "";
     versions.value = p.history?.versions ?? "";
     days.value = p.history?.days ?? "";
     indexes.value = indexLines(p);
@@ -169,6 +190,20 @@ export async function policyPage(view, app, ns) {
         fill(res.body);
         notice(area, res.status === 200 ? "Every index is ready." : `The build goes on: send it again in ${res.headers.get("Retry-After") ?? 0} s.`);
       }) }, "Advance the build")) : null);
+    replace(pendingArea, p.pending ? h("div", { role: "status", class: "warn" },
+      h("p", null, h("strong", null, `Change under way: ${p.access} to ${p.pending.access}.`),
+        ` Writes to ${ns} wait (503) until it completes; reads go on under ${p.access}.`),
+      h("p", null, `It settles at ${when(p.pending.settlesAt)}; complete it from then until ${when(p.pending.lapsesAt)}, when it lapses and ${p.access} stays.`),
+      h("button", { type: "button", id: "complete-change", onclick: (e) => busy(e.currentTarget, area, complete) }, "Complete the change")) : null);
+  };
+
+  // complete sends the change under way again, as the API stored it: its
+  // target with the history, indexes and binary rule set with it. A change
+  // back to the default policy is a DELETE, as it was announced.
+  const complete = async () => {
+    const b = request({ ...shown, ...shown.pending });
+    const json = Object.keys(b).length === 1 && b.access === "shared" ? undefined : b;
+    await send(json ? "PUT" : "DELETE", json);
   };
 
   // body is the whole policy the form describes, or throws saying what is
@@ -196,34 +231,33 @@ export async function policyPage(view, app, ns) {
     return b;
   };
 
-  // answer shows what the API said to a PUT or DELETE: done, or a change
-  // announced that the same request completes once it settles.
-  const answer = (res, json, method) => {
-    if (res.status === 202) {
-      const p = res.body;
-      const retry = res.headers.get("Retry-After");
-      sent = { json, method };
-      fill(p);
-      replace(area, h("div", { role: "status", class: "warn" },
-        h("p", null, h("strong", null, "202 Change announced"), `: to ${p.pending?.access}. Writes to ${ns} wait (503) until it completes.`),
-        h("p", null, `Retry-After: ${retry} s. The change settles at ${when(p.pending?.settlesAt)}; send it again then to complete it (it lapses at ${when(p.pending?.lapsesAt)}).`),
-        h("button", { type: "button", id: "complete-change", onclick: (e) => busy(e.currentTarget, area, send) }, "Complete the change")));
-      return;
-    }
-    sent = null;
+  // send sends a PUT or DELETE and shows what the API said: done, or a
+  // change announced that the same request completes once it settles
+  // (the change itself is shown by fill, from the policy answered).
+  const send = async (method, json) => {
+    const res = await call(method, route, { json });
     if (res.status === 204) {
+      fill((await call("GET", route)).body);
       notice(area, "204 The namespace is back to the default policy.");
       return;
     }
     fill(res.body);
+    if (res.status === 202) {
+      replace(area, h("p", { role: "status" }, h("strong", null, "202 Change announced"),
+        `: to ${res.body.pending?.access}. Retry-After: ${res.headers.get("Retry-After")} s.`));
+      return;
+    }
     notice(area, `${res.status} Policy saved (version ${res.body.version}).`);
   };
 
-  const send = async () => {
-    const { json, method } = sent;
-    const res = await call(method, route, { json });
-    answer(res, json, method);
-    if (method === "DELETE" && res.status === 204) fill((await call("GET", route)).body);
+  // keepsChange says whether sending the policy b leaves the change under
+  // way, if any: the API cancels it for a policy on the same side of
+  // private as the one in effect. Otherwise the person is asked first.
+  const keepsChange = async (b) => {
+    const p = shown?.pending ? shown : null;
+    if (!p || (b.access === "private") !== (p.access === "private")) return true;
+    return confirm(`${ns} is changing from ${p.access} to ${p.pending.access}. Sending ${b.access} cancels that change: ${p.access} stays and writes resume.`,
+      "Cancel the change");
   };
 
   const form = onSubmit(h("form", { "aria-label": `Policy of ${ns}` },
@@ -238,17 +272,21 @@ export async function policyPage(view, app, ns) {
     h("div", { class: "actions" }, h("button", null, "Save policy"),
       h("button", { type: "button", class: "danger", onclick: (e) => busy(e.currentTarget, area, async () => {
         if (!(await confirm(`Remove the policy of ${ns}? It goes back to shared, without schema, history, indexes or binary rule.`, "Remove policy"))) return;
-        sent = { method: "DELETE" };
-        await send();
+        if (!(await keepsChange({ access: "shared" }))) return;
+        await send("DELETE");
       }) }, "Remove policy"))), (button) => busy(button, area, async () => {
-    sent = { json: body(), method: "PUT" };
-    await send();
+    const b = body();
+    if (!(await keepsChange(b))) {
+      notice(area, "Nothing sent: the change under way stands.");
+      return;
+    }
+    await send("PUT", b);
   }));
 
   replace(view, heading(`Namespace ${ns}`),
     h("p", { class: "sub" }, "App ", h("code", null, app), " · ", h("a", { href: `#/apps/${encodeURIComponent(app)}/namespaces` }, "All namespaces"),
       " · ", h("a", { href: `#/apps/${encodeURIComponent(app)}/data?ns=${encodeURIComponent(ns)}` }, "Data")),
-    stateArea, form, area);
+    stateArea, pendingArea, form, area);
   try {
     fill((await call("GET", route)).body);
   } catch (e) {

@@ -70,9 +70,18 @@ export function errorBox(err) {
     Object.keys(rest).length ? h("pre", { class: "json" }, JSON.stringify(rest, null, 2)) : null);
 }
 
+// report writes an error that is not the API's answer (a failure of the
+// page's own code) to the browser's console as an error: the page shows
+// it too, but a person debugging, and the console's browser test, which
+// fails on any console error, must see it as the page's fault rather than
+// as one more answer shown.
+export function report(err) {
+  if (!err.status && err.status !== 0) console.error(err);
+}
+
 // showError puts an error (an ApiError, or any other) in area.
 export function showError(area, err) {
-  if (!err.status && err.status !== 0) console.error(err);
+  report(err);
   replace(area, errorBox(err));
 }
 
