@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -347,6 +350,33 @@ func exportOf(t *testing.T, api *url.URL, namespace string) []exported {
 	}
 }
 
+// policyOf is a namespace's policy as the API answers it.
+func policyOf(t *testing.T, api *url.URL, namespace string) map[string]any {
+	t.Helper()
+	res, err := http.Get(api.JoinPath("/rest/api/v1/admin/apps", app, "namespaces", namespace).String())
+	must(t, err)
+	defer res.Body.Close()
+	var p map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&p); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the policy of %s: %d, %v", namespace, res.StatusCode, err)
+	}
+	return p
+}
+
+// pngOf is a PNG picture of w by h pixels.
+func pngOf(t *testing.T, w, h int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for x := range w {
+		for y := range h {
+			img.Set(x, y, color.RGBA{R: uint8(2 * x), G: 120, B: uint8(3 * y), A: 255})
+		}
+	}
+	var buf bytes.Buffer
+	must(t, png.Encode(&buf, img))
+	return buf.Bytes()
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -631,6 +661,74 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	})
 
+	b.run(t, "policy form", func(t *testing.T) {
+		// products holds items: its history, index and binary rule are set
+		// through the form, and the index built from the page.
+		for i, price := range []int{30, 10, 20} {
+			_, err := as("pat").Create(ctx, client.Key{App: app, Namespace: "products", ID: fmt.Sprintf("p%d", i)}, map[string]any{"price": price})
+			must(t, err)
+		}
+		b.open("#/apps/" + app + "/namespaces/products")
+		b.fill(`input[name="versions"]`, "3")
+		b.fill(`input[name="days"]`, "30")
+		b.fill(`textarea[name="indexes"]`, "byPrice:/price:number")
+		b.fill(`input[name="contentTypes"]`, "image/png, image/jpeg")
+		b.fill(`input[name="maxBytes"]`, "100000")
+		b.press("Save policy")
+		b.until(`document.querySelector("#policy-result").innerText.includes("Policy saved")`)
+		got := policyOf(t, api, "products")
+		if fmt.Sprint(got["history"]) != "map[days:30 versions:3]" || fmt.Sprint(got["binary"]) != "map[contentTypes:[image/png image/jpeg] maxBytes:100000]" {
+			t.Errorf("the policy saved %v", got)
+		}
+		// The build: the page advances it until every index is ready.
+		for i := 0; ; i++ {
+			if i == 20 {
+				t.Fatalf("the index build did not end: %v", policyOf(t, api, "products"))
+			}
+			b.until(`document.querySelector("#policy-state") != null`)
+			if eval[bool](b, `document.body.innerText.includes("Every index is ready.")`) {
+				break
+			}
+			b.press("Advance the build")
+			b.until(`/Every index is ready|The build goes on/.test(document.querySelector("#policy-result").innerText)`)
+			if eval[bool](b, `document.querySelector("#policy-result").innerText.includes("The build goes on")`) {
+				time.Sleep(500 * time.Millisecond)
+			}
+		}
+		p, err := admin.Policy(ctx, app, "products")
+		must(t, err)
+		if len(p.Indexes) != 1 || p.Indexes[0].State != "ready" || p.Indexes[0].ItemsIndexed != 3 || p.IndexBuild != nil {
+			t.Errorf("after the build the API's indexes %+v, build %+v", p.Indexes, p.IndexBuild)
+		}
+		if got := b.text("main"); !strings.Contains(got, "byPrice") || !strings.Contains(got, "ready") {
+			t.Errorf("after the build the page shows %q", got)
+		}
+		// Read again, the form shows what the API keeps.
+		b.open("#/apps/" + app + "/namespaces/products")
+		form := eval[[]string](b, `["versions", "days", "indexes", "contentTypes", "maxBytes"].map((n) => document.querySelector("[name=" + n + "]").value)`)
+		if want := []string{"3", "30", "byPrice:/price:number", "image/png, image/jpeg", "100000"}; fmt.Sprint(form) != fmt.Sprint(want) {
+			t.Errorf("the form shows %q, want %q", form, want)
+		}
+		b.shot("policy-form")
+	})
+
+	b.run(t, "default limits", func(t *testing.T) {
+		b.open("#/apps/" + app + "/users")
+		set := func(items, bytes string, want client.Limits, shown string) {
+			t.Helper()
+			b.fill(`input[name="defaultItems"]`, items)
+			b.fill(`input[name="defaultBytes"]`, bytes)
+			b.press("Set defaults")
+			// The defaults are shown, then the users read again under them.
+			b.until(fmt.Sprintf(`document.body.innerText.includes(%q) && !document.querySelector("form[aria-label=\"The app's default limits\"] button").disabled`, shown))
+			if l, err := admin.AppLimits(ctx, app); err != nil || l != want {
+				t.Errorf("the app's default limits %+v, %v; want %+v", l, err, want)
+			}
+		}
+		set("12", "-1", client.Limits{LimitItems: 12, LimitBytes: -1}, "Items: 12; bytes: unlimited.")
+		set("10", "5000", client.Limits{LimitItems: 10, LimitBytes: 5000}, "Items: 10; bytes: 4.9 KiB.")
+	})
+
 	b.run(t, "data", func(t *testing.T) {
 		// The page acts as alice on prefs; dave, who has no limit of his
 		// own below the app's, stores the rest.
@@ -680,6 +778,17 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("after the delete: %v", err)
 		}
 
+		// An item created from the page, where none was.
+		fresh := client.Key{App: app, Namespace: "notes", ID: "fresh"}
+		b.open("#/apps/" + app + "/data?ns=notes&id=fresh")
+		b.alert("#item-result", "404 Key not found")
+		b.fill("#item-editor", `{"text": "written from the console"}`)
+		b.press("Create item")
+		b.until(`document.querySelector("#item-result").innerText.startsWith("201 Created notes/fresh")`)
+		if it, err := alice.Get(ctx, fresh); err != nil || string(it.Data) != `{"text":"written from the console"}` || it.CreatedBySubject != "alice" {
+			t.Errorf("the item created: %+v, %v", it, err)
+		}
+
 		// History: two versions of a journal entry, the first restored.
 		jkey := client.Key{App: app, Namespace: "journal", ID: "day1"}
 		_, err = dave.Create(ctx, jkey, map[string]any{"text": "first draft"})
@@ -707,7 +816,26 @@ func TestConsoleInBrowser(t *testing.T) {
 		if href := eval[string](b, `document.querySelector("#item-binary a").href`); !strings.HasPrefix(href, "blob:") {
 			t.Errorf("download link %q", href)
 		}
+		// Bytes that claim to be a PNG and are not show no picture.
+		b.until(`document.querySelector("#item-image [data-undecodable]") != null`)
+		// A picture is shown from the bytes the page read, through a
+		// blob: URL; an SVG value is not shown.
+		picture := pngOf(t, 96, 64)
+		_, err = dave.PutBytes(ctx, client.Key{App: app, Namespace: "avatars", ID: "real"}, bytes.NewReader(picture), int64(len(picture)), "image/png")
+		must(t, err)
+		b.open("#/apps/" + app + "/data?ns=avatars&id=real")
+		b.until(`document.querySelector("#item-image img")?.complete && document.querySelector("#item-image img").naturalWidth === 96`)
+		if src := eval[string](b, `document.querySelector("#item-image img").src`); !strings.HasPrefix(src, "blob:") {
+			t.Errorf("the picture's src %q", src)
+		}
 		b.shot("binary")
+		svg := []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>`)
+		_, err = dave.PutBytes(ctx, client.Key{App: app, Namespace: "avatars", ID: "drawing"}, bytes.NewReader(svg), int64(len(svg)), "image/svg+xml")
+		must(t, err)
+		b.open("#/apps/" + app + "/data?ns=avatars&id=drawing")
+		if eval[bool](b, `document.querySelector("#item-image") !== null`) {
+			t.Error("an SVG value is shown as a picture")
+		}
 		// A binary value whose type holds "json" and whose bytes look like
 		// a JSON item is still bytes: no data, no editor that would
 		// overwrite it with a JSON write.

@@ -87,10 +87,13 @@ var contentTypes = map[string]string{
 // the API shares the page's origin, and 'self' would let a stored value
 // the API answers as JavaScript or CSS run in the page. The modules
 // main.js imports inherit its nonce. Images (the icon) and calls (the API)
-// may come from the page's origin; nothing comes from elsewhere, and no
-// other page may frame it.
+// may come from the page's origin, and images from blob: URLs, which only
+// the page's own script mints: a stored image is shown from the bytes the
+// page fetched (with the caller's identity, and through uds console's
+// proxy, which refuses a browser's image load of an API path), never by
+// its URL. Nothing comes from elsewhere, and no other page may frame it.
 const (
-	pagePolicyF = "default-src 'none'; script-src 'nonce-%[1]s'; style-src 'nonce-%[1]s'; img-src 'self'; connect-src 'self'; " + fileSources
+	pagePolicyF = "default-src 'none'; script-src 'nonce-%[1]s'; style-src 'nonce-%[1]s'; img-src 'self' blob:; connect-src 'self'; " + fileSources
 	// fileSources are what every answer's policy says: no base URL, no
 	// form's target, no framing.
 	fileSources = "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"

@@ -8,7 +8,7 @@
 // the caller in the page's header.
 
 import { call, path, ApiError } from "./api.js";
-import { h, replace, field, onSubmit, busy, bytes, count, table, heading, notice, pretty, confirm, when, showError, download, errorBox } from "./ui.js";
+import { h, replace, field, onSubmit, busy, bytes, count, table, heading, notice, pretty, confirm, when, showError, download, errorBox, isImage, thumbnail } from "./ui.js";
 
 function itemRoute(app, key) {
   return key.sk ? path("data", app, key.ns, key.id, key.sk) : path("data", app, key.ns, key.id);
@@ -72,8 +72,9 @@ function preview(it) {
 function value(got, key) {
   if (got.item.data !== undefined) return h("pre", { class: "json", id: "item-data" }, pretty(got.item.data));
   const name = (key.sk || key.id).replace(/[^\w.-]+/g, "_");
-  return h("p", { id: "item-binary" }, `A binary value: ${got.item.contentType}, ${bytes(got.item.size)}. `,
-    got.blob ? download(got.blob, name) : null);
+  return h("div", null, got.blob && isImage(got.item.contentType) ? h("p", { id: "item-image" }, thumbnail(got.blob, `The image ${keyText(key)}`)) : null,
+    h("p", { id: "item-binary" }, `A binary value: ${got.item.contentType}, ${bytes(got.item.size)}. `,
+      got.blob ? download(got.blob, name) : null));
 }
 
 export async function dataPage(view, app, query) {

@@ -185,3 +185,28 @@ export function download(blob, name) {
 export function heading(text) {
   return h("h1", { tabindex: "-1" }, text);
 }
+
+// imageTypes are the stored types shown as pictures: the raster formats
+// every browser decodes. Not SVG, which is a document of its own (its
+// script does not run in an <img>, but it is no thumbnail either).
+const imageTypes = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+
+// isImage says a binary value's content type is one shown as a picture.
+export function isImage(type) {
+  return imageTypes.has((type ?? "").split(";")[0].trim().toLowerCase());
+}
+
+// thumbnail shows an image's bytes, fetched by the page, through a blob:
+// URL: an <img> naming the API's URL of the value could not send the
+// caller, and uds console refuses a browser's image load of an API path.
+// Bytes that do not decode say so instead.
+export function thumbnail(blob, alt) {
+  const url = URL.createObjectURL(blob);
+  const img = h("img", { src: url, alt, class: "thumb" });
+  img.addEventListener("load", () => URL.revokeObjectURL(url));
+  img.addEventListener("error", () => {
+    URL.revokeObjectURL(url);
+    img.replaceWith(h("span", { class: "hint", "data-undecodable": "" }, "(the bytes are not a picture)"));
+  });
+  return img;
+}
