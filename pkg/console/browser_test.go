@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -300,13 +301,11 @@ func (b *browser) shot(name string) {
 	b.do(chromedp.EmulateViewport(1280, 900))
 }
 
-// exported is an export record's key and owner, and the record as the API
-// wrote it.
+// exported is an export record's key and owner.
 type exported struct {
 	Owner   string `json:"owner"`
 	ID      string `json:"id"`
 	SortKey string `json:"sortKey"`
-	raw     json.RawMessage
 }
 
 // keysOf is records' owners and keys, a line each.
@@ -340,7 +339,7 @@ func exportOf(t *testing.T, api *url.URL, namespace string) []exported {
 			t.Fatalf("export of %s: %d, %v", namespace, res.StatusCode, err)
 		}
 		for _, raw := range page.Records {
-			r := exported{raw: raw}
+			var r exported
 			must(t, json.Unmarshal(raw, &r))
 			out = append(out, r)
 		}
@@ -447,7 +446,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			bytes += u.Bytes
 		}
 		row := eval[[]string](b, `[...document.querySelectorAll("#apps-table tbody tr:first-child td")].map((td) => td.innerText)`)
-		want := []string{"Fitness", app, "Workouts and goals", "10", "4.9 KiB", "3", strconv.FormatInt(items, 10), fmt.Sprintf("%.1f KiB", float64(bytes)/1024)}
+		want := []string{"Fitness", app, "Workouts and goals", "10", "4.9 KiB", "3", strconv.FormatInt(items, 10), fmt.Sprintf("%.1f KiB", float64(bytes)/1024), "Browse data"}
 		if fmt.Sprint(row) != fmt.Sprint(want) {
 			t.Errorf("the app's row %q, want %q", row, want)
 		}
@@ -882,9 +881,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	})
 
 	b.run(t, "browse items", func(t *testing.T) {
-		// 30 records of inbox across six owners, each within the app's
-		// limit of 10 items: key-value items, list items of one list, and
-		// a binary value.
+		// 30 records of inbox, a namespace without a policy, across six
+		// owners, each within the app's limit of 10 items: key-value
+		// items, list items of one list, and a picture.
 		owners := []string{"erin", "frank", "grace", "heidi", "ivan", "judy"}
 		for o, owner := range owners {
 			for i := range 5 {
@@ -896,59 +895,98 @@ func TestConsoleInBrowser(t *testing.T) {
 				must(t, err)
 			}
 		}
-		png := []byte("\x89PNG\r\n\x1a\n an inbox picture")
-		_, err := as("erin").PutBytes(ctx, client.Key{App: app, Namespace: "inbox", ID: "picture"}, bytes.NewReader(png), int64(len(png)), "image/png")
+		picture := pngOf(t, 40, 30)
+		_, err := as("erin").PutBytes(ctx, client.Key{App: app, Namespace: "inbox", ID: "picture"}, bytes.NewReader(picture), int64(len(picture)), "image/png")
 		must(t, err)
 		want := exportOf(t, api, "inbox")
 		if len(want) != 31 {
 			t.Fatalf("the API exports %d records of inbox, want 31", len(want))
 		}
 		// rows waits for the status to begin with status, and answers the
-		// records the table shows.
+		// keys the table shows.
 		rows := func(status string) []exported {
 			t.Helper()
 			b.until(fmt.Sprintf(`document.querySelector("#browse-status")?.innerText.startsWith(%q)`, status))
 			return eval[[]exported](b, `[...document.querySelectorAll("#browse-table tbody tr")].map((tr) => ({owner: tr.dataset.owner, id: tr.dataset.id, sortKey: tr.dataset.sk}))`)
 		}
+		// same compares keys whatever their order.
 		same := func(got, want []exported) {
 			t.Helper()
-			if keysOf(got) != keysOf(want) {
-				t.Errorf("the page shows\n%s\nthe API's export\n%s", keysOf(got), keysOf(want))
+			sorted := func(rs []exported) string {
+				lines := strings.Split(strings.TrimSpace(keysOf(rs)), "\n")
+				slices.Sort(lines)
+				return strings.Join(lines, "\n")
+			}
+			if sorted(got) != sorted(want) {
+				t.Errorf("the page shows\n%s\nthe API's export\n%s", sorted(got), sorted(want))
 			}
 		}
-		b.open("#/apps/" + app + "/data")
-		b.fill(`input[name="namespace"]`, "inbox")
-		b.press("Browse items")
+		// From an empty address bar: the apps, the app's data, its
+		// namespaces holding data, the namespace's items.
+		b.do(chromedp.Navigate(srv.URL + console.Path))
 		b.ready()
-		page1 := rows("Page 1, more remain: records 1 to 25.")
-		same(page1, want[:25])
-		owning := map[string]bool{}
-		for _, r := range page1 {
-			owning[r.Owner] = true
+		b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector("main").dataset.ready = ""`))
+		b.clickOn(`#apps-table a[href="#/apps/` + app + `/data"]`)
+		b.ready()
+		b.until(`document.querySelector('#namespaces-table tr[data-ns="inbox"]') != null`)
+		if got := b.text(`#namespaces-table tr[data-ns="inbox"]`); !strings.Contains(got, "default") || !strings.Contains(got, "shared") {
+			t.Errorf("inbox, which has no policy, shows as %q", got)
 		}
-		if len(owning) < 4 {
-			t.Errorf("the first page shows the records of %d owners, want those of several", len(owning))
+		b.shot("data-namespaces")
+		b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector("main").dataset.ready = ""`))
+		b.clickOn(`a[data-items="inbox"]`)
+		b.ready()
+		// Every page, by key: together they are the export's keys, each
+		// page sorted.
+		var all []exported
+		for page := 1; ; page++ {
+			got := rows(fmt.Sprintf("Page %d", page))
+			if len(got) > 25 {
+				t.Errorf("page %d shows %d items, more than a page's 25", page, len(got))
+			}
+			if ids := eval[[]string](b, `[...document.querySelectorAll("#browse-table tbody tr")].map((tr) => tr.dataset.id + "\u0000" + tr.dataset.sk + "\u0000" + tr.dataset.owner)`); !slices.IsSorted(ids) {
+				t.Errorf("page %d is not sorted by key: %q", page, ids)
+			}
+			all = append(all, got...)
+			if page == 1 {
+				b.shot("browse")
+			}
+			if eval[bool](b, `document.querySelector("#browse-next").disabled`) {
+				break
+			}
+			if page == 10 {
+				t.Fatal("more than ten pages of 25 for 31 items")
+			}
+			b.clickOn("#browse-next")
+			b.until(fmt.Sprintf(`document.querySelector("#browse-status")?.innerText.startsWith("Page %d")`, page+1))
 		}
-		if got := b.text(`#browse-table tr[data-id="picture"] td:nth-child(6)`); got != "image/png, "+strconv.Itoa(len(png))+" B" {
-			t.Errorf("the binary value shown as %q", got)
-		}
+		same(all, want)
+		// A picture shows as a thumbnail read from its bytes.
+		b.do(chromedp.SetValue(chromedp.CSS(`input[name="pageSize"]`), "200"))
+		b.press("Show")
+		same(rows("Page 1, the last"), want)
+		b.until(`document.querySelector('#browse-table tr[data-id="picture"] img')?.naturalWidth === 40`)
 		if got := b.text(`#browse-table tr[data-id="m0-0"] td:nth-child(4)`); got != "Message" {
 			t.Errorf("the class shown as %q", got)
 		}
-		b.shot("browse")
-		b.clickOn("#browse-next")
-		same(rows("Page 2, the last: records 26 to 31."), want[25:])
-		b.shot("browse-page-2")
-		b.clickOn("#browse-prev")
-		same(rows("Page 1, more remain"), want[:25])
-		// The button the first page disabled hands its focus on.
-		if got := eval[string](b, "document.activeElement.id"); got != "browse-next" {
-			t.Errorf("focus on %q after the first page came back", got)
+		// One owner's, newest first.
+		b.fill(`input[name="owner"]`, "erin")
+		b.do(chromedp.SetValue(chromedp.CSS(`select[name="order"]`), "newest"))
+		b.press("Show")
+		var erins []exported
+		for _, r := range want {
+			if r.Owner == "erin" {
+				erins = append(erins, r)
+			}
 		}
-		b.clickOn("#browse-next")
-		rows("Page 2")
+		same(rows("Page 1, the last"), erins)
+		updated := eval[[]string](b, `[...document.querySelectorAll("#browse-table tbody tr td:nth-child(5)")].map((td) => td.innerText)`)
+		if !slices.IsSortedFunc(updated, func(a, b string) int { return strings.Compare(b, a) }) {
+			t.Errorf("newest first, erin's items are updated %q", updated)
+		}
+		b.shot("browse-owner")
 		// A row opens its item; Back comes to the same page.
-		last := want[len(want)-1]
+		last := eval[exported](b, `(() => { const tr = document.querySelector("#browse-table tbody tr:last-child"); return {owner: tr.dataset.owner, id: tr.dataset.id, sortKey: tr.dataset.sk}; })()`)
 		b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector("main").dataset.ready = ""`))
 		b.clickOn(`#browse-table tbody tr:last-child a[data-open]`)
 		b.ready()
@@ -959,41 +997,49 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector("main").dataset.ready = ""; history.back()`))
 		b.ready()
-		same(rows("Page 2, the last"), want[25:])
-		// Pages of 31: the first ends where the records do, so the export
-		// gives a cursor, and the page after it is empty. The first stays
-		// in view, the last.
-		b.fill(`input[name="pageSize"]`, "31")
-		b.press("Show")
-		same(rows("Page 1, more remain: records 1 to 31."), want)
-		b.clickOn("#browse-next")
-		same(rows("Page 1, the last: no records follow it."), want)
-		if next := eval[bool](b, `document.querySelector("#browse-next").disabled`); !next {
-			t.Error("Next page is offered after the last")
-		}
+		same(rows("Page 1, the last"), erins)
 
-		// A private namespace: each owner's diary under one id, which only
-		// its owner opens through the data routes; a row shows its
-		// record as exported, read-only.
+		// A private namespace: each owner's diary under one id. Under the
+		// local server a row opens as its owner, the only caller who
+		// reaches it.
 		for _, owner := range []string{"erin", "frank"} {
 			_, err := as(owner).Create(ctx, client.Key{App: app, Namespace: "secret", ID: "diary"}, map[string]any{"by": owner})
 			must(t, err)
 		}
-		diaries := exportOf(t, api, "secret")
 		b.open("#/apps/" + app + "/data?ns=secret&browse=1")
-		same(rows("Page 1, the last"), diaries)
-		if n := eval[int](b, `document.querySelectorAll("#browse-table a[data-open]").length`); n != 0 {
-			t.Errorf("%d private rows link to the data routes", n)
+		same(rows("Page 1, the last"), exportOf(t, api, "secret"))
+		b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector("main").dataset.ready = ""`))
+		b.clickOn(`#browse-table tr[data-owner="frank"] a[data-open]`)
+		b.ready()
+		b.until(`document.querySelector("#item-data") != null`)
+		if got := b.text("#item-data"); !strings.Contains(got, `"frank"`) || eval[string](b, `document.querySelector("#caller").value`) != "frank" {
+			t.Errorf("frank's diary opened as %q, showing %s", eval[string](b, `document.querySelector("#caller").value`), got)
 		}
-		b.clickOn(`#browse-table tbody tr:last-child button[data-record]`)
-		b.until(`document.activeElement?.id === "record-title"`)
-		var shown, exported map[string]any
-		must(t, json.Unmarshal([]byte(b.text("#record-json")), &shown))
-		must(t, json.Unmarshal(diaries[len(diaries)-1].raw, &exported))
-		if fmt.Sprint(shown) != fmt.Sprint(exported) || shown["private"] != true {
-			t.Errorf("the record shown\n%v\nthe API's\n%v", shown, exported)
+		b.fill("#caller", "")
+	})
+
+	b.run(t, "an app not registered", func(t *testing.T) {
+		// An app that holds data and has no name is listed, and
+		// registered from the page; from then on it is named.
+		other := "0b7e3c1a-5d2f-4e8b-9a61-3c4d5e6f7a80"
+		_, err := as("zoe").Create(ctx, client.Key{App: other, Namespace: "notes", ID: "n1"}, map[string]any{"text": "hi"})
+		must(t, err)
+		b.open("#/apps")
+		b.until(`document.querySelector('[data-register="` + other + `"]') != null`)
+		b.shot("apps-held")
+		b.clickOn(`[data-register="` + other + `"]`)
+		b.fill(`input[name="registerName"]`, "Notebook")
+		b.press("Register")
+		b.ready()
+		b.until(`[...document.querySelectorAll("#apps-table tbody tr td:first-child")].some((td) => td.innerText === "Notebook")`)
+		if reg, err := admin.App(ctx, other); err != nil || reg.Name != "Notebook" {
+			t.Errorf("the registration %+v, %v", reg, err)
 		}
-		b.shot("browse-record")
+		// Every page names the app, its id beside it.
+		b.open("#/apps/" + other + "/namespaces")
+		if got := b.text("main .sub"); !strings.Contains(got, "Notebook") || !strings.Contains(got, other) {
+			t.Errorf("the app shown as %q", got)
+		}
 	})
 
 	b.run(t, "export and import", func(t *testing.T) {

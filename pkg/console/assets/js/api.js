@@ -20,6 +20,14 @@ export function setCaller(subject) {
   caller = subject.trim();
 }
 
+// actAs makes subject the caller, as if typed in the caller field (which
+// hears of it through the page's "caller" event): opening a private item
+// from a listing acts as its owner, the only caller who reaches it.
+export function actAs(subject) {
+  setCaller(subject);
+  window.dispatchEvent(new CustomEvent("caller", { detail: caller }));
+}
+
 export async function loadConfig() {
   const res = await fetch("config.json", { cache: "no-cache" });
   if (!res.ok) throw new ApiError(res.status, { error: "Console configuration not served" });
@@ -48,9 +56,9 @@ export function path(...segments) {
 // call sends one request. path is what follows /rest/api/v1 (built with
 // path() for keys); query's members that are empty are left out; json is a
 // body sent as JSON, raw one sent as it is; data marks a data route, which
-// carries the caller; accept lists the statuses besides 2xx that answer
+// carries the caller (subject instead, for this call only); accept lists the statuses besides 2xx that answer
 // rather than throw (412 to show the newer version, say).
-export async function call(method, route, { query, json, raw, data = false, headers = {}, accept = [] } = {}) {
+export async function call(method, route, { query, json, raw, data = false, subject, headers = {}, accept = [] } = {}) {
   const url = new URL(BASE + route, document.baseURI);
   for (const [k, v] of Object.entries(query ?? {})) {
     if (v !== undefined && v !== null && v !== "" && v !== false) url.searchParams.set(k, v === true ? "" : String(v));
@@ -66,7 +74,8 @@ export async function call(method, route, { query, json, raw, data = false, head
   } else if (raw !== undefined) {
     body = raw;
   }
-  if (data && config.subjectHeader && caller) h.set("X-Uds-Subject", caller);
+  const as = subject ?? caller;
+  if (data && config.subjectHeader && as) h.set("X-Uds-Subject", as);
   let res;
   try {
     res = await fetch(href, { method, headers: h, body, cache: "no-store", redirect: "manual" });

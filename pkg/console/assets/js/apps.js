@@ -1,7 +1,9 @@
-// Apps: the registered apps with their descriptions and default limits, and
-// per app its users, items and bytes summed from the users listing. An app
-// that is not registered has no entry in the registry, so the page also
-// opens an app by its id, and keeps the apps opened recently.
+// Apps: the registered apps with their descriptions and default limits,
+// then the apps that hold data without a registration (each with a form
+// that registers it), and per app its users, items and bytes summed from
+// the users listing. The page also opens an app by its id, and keeps the
+// apps opened recently. Every page names an app by its registered name
+// where it has one, its id beside it.
 
 import { call, path, pages } from "./api.js";
 import { h, replace, field, onSubmit, busy, bytes, count, table, heading, showError } from "./ui.js";
@@ -26,8 +28,35 @@ export function remember(app) {
   localStorage.setItem(recentKey, JSON.stringify([app, ...recent().filter((a) => a !== app)].slice(0, 10)));
 }
 
+// names are the apps' registered names the page has read, by id: null
+// for an app that is not registered.
+const names = new Map();
+
+// learnName reads the name app is registered under, once per page load
+// (a registration or a listing tells it too).
+export async function learnName(app) {
+  if (names.has(app)) return names.get(app);
+  const { status, body } = await call("GET", path("admin", "apps", app), { accept: [404] });
+  names.set(app, status === 404 ? null : body.name);
+  return names.get(app);
+}
+
+// appLabel names an app: its registered name, the id as its tooltip and
+// secondary text; the id alone where it has no name (or none is known).
+export function appLabel(app) {
+  const name = names.get(app);
+  return name
+    ? h("span", { class: "app-name", title: app }, name, " ", h("code", { class: "id" }, app))
+    : h("code", { class: "app-id" }, app);
+}
+
+// appSub is a page's line under its heading: the app it shows.
+export function appSub(app, ...more) {
+  return h("p", { class: "sub" }, "App ", appLabel(app), more.length ? [" · ", more] : null);
+}
+
 function appLink(app, label) {
-  return h("a", { href: `#/apps/${encodeURIComponent(app)}/users` }, label ?? app);
+  return h("a", { href: `#/apps/${encodeURIComponent(app)}/users` }, label ?? names.get(app) ?? app);
 }
 
 // limitText is a configured limit: 0 or absent is not set, -1 unlimited.
@@ -67,9 +96,14 @@ function summaryRows(apps) {
   const work = [];
   for (const a of apps) {
     const cells = { users: h("span", null, "…"), items: h("span"), bytes: h("span") };
-    rows.push([a.name ? appLink(a.applicationUuid, a.name) : appLink(a.applicationUuid), h("code", null, a.applicationUuid),
+    // A listing without include=held lists registered apps only.
+    const registered = a.registered ?? true;
+    names.set(a.applicationUuid, registered ? a.name : null);
+    rows.push([registered ? appLink(a.applicationUuid, a.name) : h("span", null, appLink(a.applicationUuid, "not registered"), " ", registerButton(a.applicationUuid)),
+      h("code", { class: "id" }, a.applicationUuid),
       a.description ?? "", limitText(a.limits?.limitItems), limitText(a.limits?.limitBytes, bytes),
-      cells.users, cells.items, cells.bytes]);
+      cells.users, cells.items, cells.bytes,
+      h("a", { href: `#/apps/${encodeURIComponent(a.applicationUuid)}/data`, "aria-label": `Browse the data of ${a.name ?? a.applicationUuid}` }, "Browse data")]);
     work.push(() => totals(a.applicationUuid, cells));
   }
   const next = async () => {
@@ -79,7 +113,27 @@ function summaryRows(apps) {
   return rows;
 }
 
-const headers = ["App", "Id", "Description", "Default item limit", "Default byte limit", "Users", "Items", "Bytes"];
+const headers = ["App", "Id", "Description", "Default item limit", "Default byte limit", "Users", "Items", "Bytes", "Data"];
+
+// registerButton opens, in place of itself, the form that registers an
+// app that holds data under a name.
+function registerButton(app) {
+  const button = h("button", { type: "button", "data-register": app, onclick: () => {
+    const name = h("input", { name: "registerName", required: true, autocomplete: "off" });
+    const description = h("input", { name: "registerDescription", autocomplete: "off" });
+    const area = h("div", { "aria-live": "polite" });
+    const form = onSubmit(h("form", { class: "inline", "aria-label": `Register ${app}` },
+      field("Name", name), field("Description", description, "Optional"), h("button", null, "Register")), (submit) => busy(submit, area, async () => {
+      await call("PUT", path("admin", "apps", app), { json: { name: name.value.trim(), description: description.value.trim() } });
+      names.delete(app);
+      // The listing is read again: the app moves among the registered.
+      window.dispatchEvent(new HashChangeEvent("hashchange"));
+    }));
+    button.replaceWith(h("div", null, form, area));
+    name.focus();
+  } }, "Register");
+  return button;
+}
 
 export async function appsPage(view) {
   const openArea = h("div");
@@ -104,29 +158,31 @@ export async function appsPage(view) {
       : h("p", { role: "status" }, `No app is registered as “${nameInput.value.trim()}”.`));
   }));
 
-  const registered = h("section", { "aria-labelledby": "registered" }, h("h2", { id: "registered" }, "Registered apps"));
+  const registered = h("section", { "aria-labelledby": "registered" }, h("h2", { id: "registered" }, "Apps"),
+    h("p", { class: "hint" }, "The registered apps by name, then the apps that hold data without a registration."));
   const listArea = h("div", { "aria-live": "polite" });
   const more = h("button", { type: "button", hidden: true }, "More apps");
   registered.append(listArea, more);
   let cursor;
   const rows = [];
   const loadPage = () => busy(more, listArea, async () => {
-    const { body } = await call("GET", "/admin/apps", { query: { limit: 100, cursor } });
+    const { body } = await call("GET", "/admin/apps", { query: { limit: 100, cursor, include: "held" } });
     rows.push(...summaryRows(body.apps));
     cursor = body.cursor;
     more.hidden = !cursor;
     replace(listArea, rows.length
       ? table(null, headers, rows, { id: "apps-table" })
-      : h("p", null, "No app is registered yet: open one by its id above."));
+      : h("p", null, "No app is registered or holds data yet: open one by its id above."));
   });
   more.addEventListener("click", loadPage);
 
   const recentApps = recent();
+  await Promise.all(recentApps.map((a) => learnName(a).catch(() => null)));
   replace(view,
     heading("Apps"),
     h("section", { "aria-labelledby": "open-app" }, h("h2", { id: "open-app" }, "Open an app"), open, openArea, find, found),
     registered,
     recentApps.length ? h("section", { "aria-labelledby": "recent" }, h("h2", { id: "recent" }, "Opened recently"),
-      h("ul", { class: "recent" }, recentApps.map((a) => h("li", null, appLink(a))))) : null);
+      h("ul", { class: "recent" }, recentApps.map((a) => h("li", null, appLink(a), names.get(a) ? [" ", h("code", { class: "id" }, a)] : null)))) : null);
   await loadPage();
 }

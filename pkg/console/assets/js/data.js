@@ -2,12 +2,16 @@
 // metadata and ETag, edited with If-Match (a 412 shows the newer version),
 // created, deleted after a confirmation, with its history and restores
 // where the namespace keeps versions; a binary value as its type and size
-// with a download link; a list browsed page by page with its cursor,
-// order and key range; and a namespace's items and list items browsed page
-// by page through the admin export of that namespace. The data calls act as
-// the caller in the page's header.
+// with a download link (and a picture's thumbnail); a list browsed page by
+// page with its cursor, order and key range. Opened without a key, the
+// page lists the app's namespaces that hold data, and a namespace's items
+// and list items page by page, every owner's or one owner's, through the
+// admin listing of its keys. The data calls act as the caller in the
+// page's header.
 
-import { call, path, ApiError } from "./api.js";
+import { call, path, ApiError, config, actAs } from "./api.js";
+import { appSub } from "./apps.js";
+import { namespacesTable } from "./namespaces.js";
 import { h, replace, field, onSubmit, busy, bytes, count, table, heading, notice, pretty, confirm, when, showError, download, errorBox, isImage, thumbnail } from "./ui.js";
 
 function itemRoute(app, key) {
@@ -48,12 +52,11 @@ async function read(app, key, version) {
   };
 }
 
-// metadata is an item's fields beside its value, and its ETag; an export
-// record has no ETag (undefined), but an owner.
+// metadata is an item's fields beside its value, and its ETag.
 function metadata(item, etag) {
   const rows = [
     ["Version", count(item.version)],
-    etag === undefined ? ["Owner", item.owner] : ["ETag", h("code", { "data-etag": etag ?? "" }, etag ?? "")],
+    ["ETag", h("code", { "data-etag": etag ?? "" }, etag ?? "")],
     ["Class", item.className ?? ""], ["Created", `${when(item.createdDate)} by ${item.createdBySubject ?? "?"}`],
     ["Updated", `${when(item.updatedDate)} by ${item.updatedBySubject ?? "?"}`], ["Expires", when(item.expiresAt) || "never"],
   ];
@@ -96,12 +99,26 @@ export async function dataPage(view, app, query) {
     location.hash = dataHash(app, { ns: ns.value.trim(), id: id.value, sk: list ? "" : sk.value, list: list ? "1" : "" });
   });
   const body = h("div");
-  replace(view, heading("Data"), h("p", { class: "sub" }, "App ", h("code", null, app)), pick, body);
+  const all = h("a", { href: `#/apps/${encodeURIComponent(app)}/data` }, "All namespaces");
   if (key.ns && query.get("browse")) {
-    await browseView(body, app, key.ns, query);
+    replace(view, heading(`Items of ${key.ns}`), appSub(app, all), body);
+    await keysView(body, app, key.ns, query);
     return;
   }
-  if (!key.ns || !key.id) return;
+  if (!key.ns) {
+    // Opened without a key: the namespaces that hold data, each a link
+    // to its items; a key typed in is the other way in.
+    const listArea = h("div", { "aria-live": "polite" });
+    replace(view, heading("Data"), appSub(app), h("h2", null, "Namespaces"), listArea,
+      h("h2", null, "Open by key"), pick, body);
+    await namespacesTable(app, listArea);
+    return;
+  }
+  replace(view, heading("Data"), appSub(app, all), pick, body);
+  if (!key.id) return;
+  // A private item opened from a listing acts as its owner, the only
+  // caller the data routes let reach it.
+  if (query.get("as") && config.subjectHeader) actAs(query.get("as"));
   if (query.get("list")) {
     await listView(body, app, key, query);
   } else {
@@ -314,86 +331,104 @@ async function listView(body, app, key, query) {
   await show(null);
 }
 
-// browseView shows a namespace's items and list items, every owner's, page
-// by page: the admin export of the namespace without kept versions, whose
-// cursors it keeps for Previous and Next (and in the history entry, so that
-// Back from an item opened here finds the same page). A page the export
-// answers short (it ends at the next owner once half its time is gone) is
-// filled from the pages after it. A shared item opens on the item's view;
-// a private one only its owner reaches through the data routes, so its
-// record is shown as the export read it, read-only.
-async function browseView(body, app, ns, query) {
-  const size = h("input", { type: "number", name: "pageSize", min: 1, max: 1000, value: query.get("limit") ?? "25", inputmode: "numeric" });
+// thumbnailLimit is the largest picture a listing reads to show: a
+// listing reads each picture's bytes, so a large one is left to its view.
+const thumbnailLimit = 512 * 1024;
+
+// keysView shows a namespace's items and list items, page by page: every
+// owner's, or one owner's (user=), sorted by key or newest first (order=),
+// through the admin listing of the namespace's keys, whose cursors it
+// keeps for Previous and Next (and in the history entry, so that Back from
+// an item opened here finds the same page). Each of the listing's pages
+// reads a bounded number of index entries, so it may hold fewer keys than
+// asked, or none, and still have more after it: a page here is filled
+// from as many of them as it takes, up to a bound of reads, and sorted as
+// asked. An item opens on the item view; in a private namespace, under the
+// local server, as its owner (the only caller who reaches it), and behind
+// uds console not at all.
+async function keysView(body, app, ns, query) {
+  const size = h("input", { type: "number", name: "pageSize", min: 1, max: 200, value: query.get("limit") ?? "25", inputmode: "numeric" });
+  const order = h("select", { name: "order" }, h("option", { value: "key" }, "by key"), h("option", { value: "newest" }, "newest first"));
+  order.value = query.get("order") === "newest" ? "newest" : "key";
+  const owner = h("input", { name: "owner", value: query.get("user") ?? "", autocomplete: "off", spellcheck: "false" });
   const status = h("div", { "aria-live": "polite", id: "browse-status" });
   const results = h("div");
-  const record = h("div", { id: "browse-record" });
   const prev = h("button", { type: "button", id: "browse-prev", disabled: true }, "Previous page");
   const next = h("button", { type: "button", id: "browse-next", disabled: true }, "Next page");
-  // A shared namespace's items open through the data routes; in a private
-  // one (or a record in its owner's key space, a stray elsewhere) not.
   const { body: policy } = await call("GET", path("admin", "apps", app, "namespaces", ns));
-  const opens = (rec) => !rec.private && policy.access !== "private";
-  // per is the page size the cursors were read with: a size typed but not
-  // shown yet does not change what Previous and Next read.
-  let per = Number(size.value);
-  const saved = history.state?.browse;
-  let { cursors, at } = saved?.ns === ns && saved?.per === per ? saved : { cursors: [null], at: 0 };
+  const isPrivate = policy.access === "private";
+  // opener is how a row's item opens: its link, or why it does not.
+  const opener = (k, label) => {
+    if (isPrivate && !config.subjectHeader) return h("span", { class: "hint" }, `Private to ${k.owner}`);
+    const params = { ns, id: k.id, sk: k.sortKey, as: isPrivate ? k.owner : undefined };
+    return h("a", { href: dataHash(app, params), "aria-label": `Open item ${label}`, "data-open": "" }, "Open item");
+  };
+  // The query the cursors were read with: what is typed but not shown yet
+  // does not change what Previous and Next read.
+  const shown = () => ({ ns, per: Number(size.value), order: order.value, user: owner.value.trim() });
+  let q = shown();
+  const saved = history.state?.keys;
+  let { cursors, at } = saved && JSON.stringify(saved.q) === JSON.stringify(q) ? saved : { cursors: [null], at: 0 };
 
-  // fill reads one page of records from cursor: as many as the page
-  // takes, over as many export pages as that needs, while it is in view.
+  // fill reads one page of keys from cursor: as many as the page takes,
+  // over at most ten of the listing's pages, while it is in view.
   const fill = async (cursor) => {
-    const records = [];
+    const keys = [];
+    let reads = 0;
     do {
-      const { body: page } = await call("GET", path("admin", "apps", app, "export"),
-        { query: { namespace: ns, history: "false", limit: per - records.length, cursor } });
-      records.push(...page.records);
+      const { body: page } = await call("GET", path("admin", "apps", app, "namespaces", ns, "items"),
+        { query: { user: q.user, order: q.order, limit: Math.min(200, q.per - keys.length), cursor } });
+      keys.push(...page.items);
       cursor = page.cursor;
-    } while (cursor && records.length < per && results.isConnected);
-    return { records, cursor };
+      reads += 1;
+    } while (cursor && keys.length < q.per && reads < 10 && results.isConnected);
+    const byKey = (a, b) => a.id.localeCompare(b.id) || (a.sortKey ?? "").localeCompare(b.sortKey ?? "") || a.owner.localeCompare(b.owner);
+    keys.sort(q.order === "newest" ? (a, b) => b.updatedDate.localeCompare(a.updatedDate) || byKey(a, b) : byKey);
+    return { keys, cursor };
   };
 
-  const showRecord = (rec) => {
-    const title = h("h3", { id: "record-title", tabindex: "-1" }, `${rec.namespace}/${rec.id}${rec.sortKey ? `/${rec.sortKey}` : ""}: the exported record`);
-    replace(record, h("section", { class: "panel", "aria-labelledby": "record-title" }, title,
-      h("p", null, rec.private && policy.access === "private"
-        ? `Private to ${rec.owner}: only its owner reaches this item through the data routes, so this is the record the export read, read-only.`
-        : `A stray: it sits in the key space ${ns}'s policy does not use, where no data route reaches it; this is the record the export read, read-only.`),
-      metadata(rec), h("pre", { class: "json", id: "record-json" }, pretty(rec))));
-    title.focus();
-  };
+  // thumbnails shows, beside each picture the page can open, the picture
+  // itself, read from its bytes.
+  const thumbnails = (keys, rows) => keys.forEach((k, n) => {
+    if (!isImage(k.contentType) || k.size > thumbnailLimit || (isPrivate && !config.subjectHeader)) return;
+    const cell = rows[n].querySelector("[data-value]");
+    call("GET", itemRoute(app, { ns, id: k.id, sk: k.sortKey }), { data: true, subject: isPrivate ? k.owner : undefined, query: { inline: true } })
+      .then((res) => cell.prepend(thumbnail(res.blob, `The image ${k.id}`)))
+      .catch((e) => cell.append(" ", errorBox(e)));
+  });
 
-  const keep = () => history.replaceState({ ...history.state, browse: { ns, per, cursors, at } }, "");
+  const keep = () => history.replaceState({ ...history.state, keys: { q, cursors, at } }, "");
   const load = async (i, button) => {
     const loaded = await busy(button, status, async () => {
-      const { records, cursor } = await fill(cursors[i]);
+      const { keys, cursor } = await fill(cursors[i]);
       if (!results.isConnected) return false; // another page is shown
-      if (i > 0 && !records.length && !cursor) {
-        // The page before ended exactly where the records do, which the
-        // export cannot know without reading on: it stays in view.
+      if (i > 0 && !keys.length && !cursor) {
+        // The page before ended exactly where the keys do, which the
+        // listing cannot know without reading on: it stays in view.
         cursors = cursors.slice(0, i);
         keep();
-        notice(status, `Page ${i}, the last: no records follow it.`);
+        notice(status, `Page ${i}, the last: no items follow it.`);
         return true;
       }
       cursors = [...cursors.slice(0, i + 1), ...(cursor ? [cursor] : [])];
       at = i;
       keep();
-      const first = i * per + 1;
-      const range = records.length ? `records ${count(first)} to ${count(first + records.length - 1)}` : "no records";
-      replace(record);
-      replace(results, table(`Page ${i + 1}: ${range}`, ["Owner", "Id", "Sort key", "Class", "Updated", "Value", "Open"],
-        records.map((rec) => {
-          const label = `${rec.id}${rec.sortKey ? `/${rec.sortKey}` : ""}`;
-          return [rec.owner, rec.id, rec.sortKey ?? "", rec.className ?? "", when(rec.updatedDate), preview(rec),
-            opens(rec)
-              ? h("a", { href: dataHash(app, { ns, id: rec.id, sk: rec.sortKey }), "aria-label": `Open item ${label}`, "data-open": "" }, "Open item")
-              : h("button", { type: "button", "aria-label": `View the record of ${label}`, "data-record": "", onclick: () => showRecord(rec) }, "View record")];
+      const whose = q.user ? `${q.user}'s items` : "every owner's items";
+      const range = keys.length ? `${count(keys.length)} ${keys.length === 1 ? "item" : "items"}` : "no items";
+      replace(results, table(`Page ${i + 1}: ${range}, ${whose}, ${q.order === "newest" ? "newest first" : "by key"}`,
+        ["Owner", "Id", "Sort key", "Class", "Updated", "Expires", "Value", "Open"],
+        keys.map((k) => {
+          const label = `${k.id}${k.sortKey ? `/${k.sortKey}` : ""}`;
+          return [k.owner, k.id, k.sortKey ?? "", k.className ?? "", when(k.updatedDate), when(k.expiresAt) || "never",
+            h("span", { "data-value": "" }, k.contentType ? `${k.contentType}, ${bytes(k.size)}` : `JSON, ${bytes(k.size)}`), opener(k, label)];
         }), { id: "browse-table", tabindex: "-1" }));
-      results.querySelectorAll("tbody tr").forEach((tr, n) => {
-        Object.assign(tr.dataset, { owner: records[n].owner, id: records[n].id, sk: records[n].sortKey ?? "" });
+      const rows = [...results.querySelectorAll("tbody tr")];
+      rows.forEach((tr, n) => {
+        Object.assign(tr.dataset, { owner: keys[n].owner, id: keys[n].id, sk: keys[n].sortKey ?? "" });
       });
-      const more = cursor ? "more remain" : "the last";
-      notice(status, i === 0 && !records.length ? `No items in ${ns}.` : `Page ${i + 1}, ${more}: ${range}.`);
+      thumbnails(keys, rows);
+      const more = cursor ? "more may follow" : "the last";
+      notice(status, i === 0 && !keys.length && !cursor ? `No items in ${ns}${q.user ? ` owned by ${q.user}` : ""}.` : `Page ${i + 1}, ${more}: ${range}.`);
       return true;
     });
     prev.disabled = at === 0;
@@ -404,14 +439,16 @@ async function browseView(body, app, ns, query) {
   };
   prev.addEventListener("click", () => load(at - 1, prev));
   next.addEventListener("click", () => load(at + 1, next));
-  const form = onSubmit(h("form", { class: "inline", "aria-label": "Browse query" }, field("Records a page", size), h("button", null, "Show")),
-    (button) => {
-      per = Number(size.value);
-      cursors = [null];
-      load(0, button);
-    });
-  replace(body, h("h2", null, `Items of ${ns}`),
-    h("p", { class: "hint" }, "Every owner's items and list items of the namespace, through the admin export: it reads each owner's index entries of the app, so a large app takes a while."),
-    form, status, results, h("div", { class: "actions" }, prev, next), record);
+  const form = onSubmit(h("form", { class: "inline", "aria-label": "Items query" },
+    field("Order", order), field("Owner", owner, "Empty: every owner"), field("Items a page", size), h("button", null, "Show")),
+  (button) => {
+    q = shown();
+    cursors = [null];
+    load(0, button);
+  });
+  replace(body,
+    h("p", { class: "hint" }, `Access: ${policy.access}${isPrivate ? " (a key space per caller: each item is its owner's)" : ""}. `,
+      "Pages walk the app's owners in turn; a page is sorted as asked."),
+    form, status, results, h("div", { class: "actions" }, prev, next));
   await load(at, null);
 }

@@ -1,14 +1,16 @@
 // The console's entry: it learns from the server whether to offer the
 // caller field, then shows the page the location's hash names. Routes:
-//   #/apps                              registered apps, opening one by id
+//   #/apps                              apps registered or holding data, opening one by id
 //   #/apps/{app}/users                  usage against limits, the quota mode
 //   #/apps/{app}/namespaces[/{ns}]      policies, rate limits; one policy's editor
-//   #/apps/{app}/data?ns=&id=&sk=&list= items and lists
+//   #/apps/{app}/data                   the namespaces that hold data
+//   #/apps/{app}/data?ns=&browse=1      a namespace's items, page by page
+//   #/apps/{app}/data?ns=&id=&sk=&list= an item or a list (&as= its owner)
 //   #/apps/{app}/transfer               export and import
 
 import { config, loadConfig, setCaller } from "./api.js";
 import { h, replace, errorBox, report } from "./ui.js";
-import { appsPage, remember } from "./apps.js";
+import { appsPage, remember, learnName } from "./apps.js";
 import { usersPage } from "./users.js";
 import { namespacesPage, policyPage } from "./namespaces.js";
 import { dataPage } from "./data.js";
@@ -55,6 +57,8 @@ async function show() {
       await appsPage(view);
     } else {
       remember(app);
+      // The app's name is read before its page, which names it.
+      await learnName(app);
       const pageOf = {
         users: () => usersPage(view, app),
         namespaces: () => (rest.length ? policyPage(view, app, rest[0]) : namespacesPage(view, app)),
@@ -116,10 +120,17 @@ async function start() {
     form.hidden = false;
     input.value = localStorage.getItem("uds.caller") ?? "";
     setCaller(input.value);
-    input.addEventListener("input", () => {
-      setCaller(input.value);
+    const keep = () => {
       localStorage.setItem("uds.caller", input.value.trim());
       stack(input.value.trim() || "anonymous");
+    };
+    input.addEventListener("input", () => {
+      setCaller(input.value);
+      keep();
+    });
+    window.addEventListener("caller", (e) => {
+      input.value = e.detail;
+      keep();
     });
     form.addEventListener("submit", (e) => e.preventDefault());
   }

@@ -9,6 +9,7 @@
 
 import { call, path, pages } from "./api.js";
 import { h, replace, field, onSubmit, busy, bytes, count, table, heading, notice, pretty, confirm, when, showError } from "./ui.js";
+import { appSub } from "./apps.js";
 
 const base = (app) => path("admin", "apps", app, "namespaces");
 
@@ -34,17 +35,34 @@ function pendingText(p) {
   return p.pending ? `to ${p.pending.access}, settles ${when(p.pending.settlesAt)}` : "";
 }
 
+// itemsHash is the location of a namespace's items on the Data page.
+export function itemsHash(app, ns) {
+  return `#/apps/${encodeURIComponent(app)}/data?${new URLSearchParams({ ns, browse: "1" })}`;
+}
+
+// namespacesTable lists the namespaces that have a policy or hold data
+// (include=held), each with its access mode (the default's where it has
+// no policy) and a link to its items; into area.
+export async function namespacesTable(app, area) {
+  const rows = [];
+  await busy(null, area, () => pages(base(app), "namespaces", (list) => {
+    for (const p of list) {
+      rows.push({ ns: p.namespace, cells: [policyLink(app, p.namespace), p.policy === false ? "default" : "set", p.access, p.schema ? "yes" : "no", historyText(p),
+        indexesText(p), binaryText(p), pendingText(p), when(p.heldSince),
+        h("a", { href: itemsHash(app, p.namespace), "aria-label": `Items of ${p.namespace}`, "data-items": p.namespace }, "Items")] });
+    }
+  }, { limit: 100, include: "held" }).then(() => {
+    replace(area, rows.length
+      ? table("Namespaces with a policy or data", ["Namespace", "Policy", "Access", "Schema", "History", "Indexes", "Binary values", "Change under way", "Holds data since", "Items"],
+        rows.map((r) => r.cells), { id: "namespaces-table" })
+      : h("p", null, "No namespace has a policy or holds data: every namespace is shared, without schema, history or indexes."));
+    area.querySelectorAll("#namespaces-table tbody tr").forEach((tr, i) => { tr.dataset.ns = rows[i].ns; });
+  }));
+}
+
 export async function namespacesPage(view, app) {
   const listArea = h("div", { "aria-live": "polite" });
-  const rows = [];
-  await busy(null, listArea, () => pages(base(app), "namespaces", (list) => {
-    for (const p of list) {
-      rows.push([policyLink(app, p.namespace), p.access, p.schema ? "yes" : "no", historyText(p),
-        indexesText(p), binaryText(p), pendingText(p)]);
-    }
-  }, { limit: 100 }).then(() => replace(listArea, rows.length
-    ? table("Namespaces with a policy", ["Namespace", "Access", "Schema", "History", "Indexes", "Binary values", "Change under way"], rows, { id: "namespaces-table" })
-    : h("p", null, "No namespace has a policy: every namespace is shared, without schema, history or indexes."))));
+  await namespacesTable(app, listArea);
 
   const nsInput = h("input", { name: "namespace", required: true, autocomplete: "off", spellcheck: "false" });
   const open = onSubmit(h("form", { class: "inline", "aria-label": "Open a namespace's policy" },
@@ -52,7 +70,7 @@ export async function namespacesPage(view, app) {
     location.hash = `#/apps/${encodeURIComponent(app)}/namespaces/${encodeURIComponent(nsInput.value.trim())}`;
   });
 
-  replace(view, heading("Namespaces"), h("p", { class: "sub" }, "App ", h("code", null, app)),
+  replace(view, heading("Namespaces"), appSub(app),
     listArea, open, await rateLimits(app));
 }
 
@@ -284,8 +302,8 @@ export async function policyPage(view, app, ns) {
   }));
 
   replace(view, heading(`Namespace ${ns}`),
-    h("p", { class: "sub" }, "App ", h("code", null, app), " · ", h("a", { href: `#/apps/${encodeURIComponent(app)}/namespaces` }, "All namespaces"),
-      " · ", h("a", { href: `#/apps/${encodeURIComponent(app)}/data?ns=${encodeURIComponent(ns)}` }, "Data")),
+    appSub(app, h("a", { href: `#/apps/${encodeURIComponent(app)}/namespaces` }, "All namespaces"),
+      " · ", h("a", { href: itemsHash(app, ns) }, "Items")),
     stateArea, pendingArea, form, area);
   try {
     fill((await call("GET", route)).body);

@@ -4,6 +4,7 @@
 
 import { call, path, pages } from "./api.js";
 import { h, replace, field, onSubmit, busy, count, table, heading, download } from "./ui.js";
+import { appSub } from "./apps.js";
 
 const pageSize = 1000;
 
@@ -93,7 +94,7 @@ export async function transferPage(view, app) {
         total.conflicts.map((c) => [count(c.index + 1), c.namespace, c.id, c.sortKey ?? "", count(c.version)])) : null));
   }));
 
-  replace(view, heading("Export & import"), h("p", { class: "sub" }, "App ", h("code", null, app)),
+  replace(view, heading("Export & import"), appSub(app),
     h("section", { "aria-labelledby": "export" }, h("h2", { id: "export" }, "Export"),
       h("p", null, "Every record of the app (every owner, key-value items and lists), as one JSON file. Policies and limits are not in an export."),
       exportForm, exportBar, exportStatus),

@@ -5,7 +5,7 @@
 
 import { call, path } from "./api.js";
 import { h, replace, field, onSubmit, busy, bytes, count, heading, notice, pretty } from "./ui.js";
-import { limitText } from "./apps.js";
+import { limitText, appSub } from "./apps.js";
 import { quotaModeSection } from "./quotamode.js";
 
 // share is how close a use is to its limit, 0 to 1 (or past 1); an
@@ -164,7 +164,7 @@ export async function usersPage(view, app) {
       await load();
     })), dArea);
 
-  replace(view, heading("Users"), h("p", { class: "sub" }, "App ", h("code", null, app)),
+  replace(view, heading("Users"), appSub(app),
     status, tableArea, more, panel, defaults, await quotaModeSection(app));
   await busy(null, dArea, async () => showDefaults((await call("GET", path("admin", "apps", app, "quota"))).body));
   await load();
