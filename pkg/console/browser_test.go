@@ -913,7 +913,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		same := func(got, want []exported) {
 			t.Helper()
 			sorted := func(rs []exported) string {
-				lines := strings.Split(strings.TrimSpace(keysOf(rs)), "\n")
+				lines := strings.Split(strings.TrimSuffix(keysOf(rs), "\n"), "\n")
+				for i := range lines {
+					lines[i] = strings.TrimSpace(lines[i])
+				}
 				slices.Sort(lines)
 				return strings.Join(lines, "\n")
 			}

@@ -444,6 +444,8 @@ async function keysView(body, app, ns, query) {
   (button) => {
     q = shown();
     cursors = [null];
+    // The address says the query, so that Back from an item comes to it.
+    history.replaceState(history.state, "", dataHash(app, { ns, browse: "1", order: q.order === "newest" ? q.order : "", user: q.user, limit: q.per === 25 ? "" : q.per }));
     load(0, button);
   });
   replace(body,

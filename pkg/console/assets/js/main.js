@@ -136,6 +136,8 @@ async function start() {
   }
   stack(config.subjectHeader ? input.value.trim() || "anonymous" : config.subject);
   window.addEventListener("hashchange", show);
+  // An empty address opens on the apps, and says so in the address.
+  if (!location.hash) history.replaceState(history.state, "", "#/apps");
   await show();
 }
 
