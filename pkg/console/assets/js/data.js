@@ -111,7 +111,7 @@ export async function dataPage(view, app, query) {
     const listArea = h("div", { "aria-live": "polite" });
     replace(view, heading("Data"), appSub(app), h("h2", null, "Namespaces"), listArea,
       h("h2", null, "Open by key"), pick, body);
-    await namespacesTable(app, listArea);
+    await namespacesTable(app, listArea, true);
     return;
   }
   replace(view, heading("Data"), appSub(app, all), pick, body);

@@ -13,8 +13,8 @@ import { appSub } from "./apps.js";
 
 const base = (app) => path("admin", "apps", app, "namespaces");
 
-function policyLink(app, ns) {
-  return h("a", { href: `#/apps/${encodeURIComponent(app)}/namespaces/${encodeURIComponent(ns)}` }, ns);
+function policyLink(app, ns, label) {
+  return h("a", { href: `#/apps/${encodeURIComponent(app)}/namespaces/${encodeURIComponent(ns)}`, "aria-label": label ? `Policy of ${ns}` : null }, label ?? ns);
 }
 
 function historyText(p) {
@@ -42,18 +42,21 @@ export function itemsHash(app, ns) {
 
 // namespacesTable lists the namespaces that have a policy or hold data
 // (include=held), each with its access mode (the default's where it has
-// no policy) and a link to its items; into area.
-export async function namespacesTable(app, area) {
+// no policy), a link to its items and one to its policy; into area. Each
+// namespace's name links to its policy, or with toItems (the Data page)
+// to its items.
+export async function namespacesTable(app, area, toItems = false) {
   const rows = [];
+  const itemsLink = (ns, label) => h("a", { href: itemsHash(app, ns), "aria-label": `Items of ${ns}`, "data-items": ns }, label);
   await busy(null, area, () => pages(base(app), "namespaces", (list) => {
     for (const p of list) {
-      rows.push({ ns: p.namespace, cells: [policyLink(app, p.namespace), p.policy === false ? "default" : "set", p.access, p.schema ? "yes" : "no", historyText(p),
-        indexesText(p), binaryText(p), pendingText(p), when(p.heldSince),
-        h("a", { href: itemsHash(app, p.namespace), "aria-label": `Items of ${p.namespace}`, "data-items": p.namespace }, "Items")] });
+      const ns = p.namespace;
+      rows.push({ ns, cells: [toItems ? itemsLink(ns, ns) : policyLink(app, ns), p.policy === false ? "default" : "set", p.access, p.schema ? "yes" : "no", historyText(p),
+        indexesText(p), binaryText(p), pendingText(p), when(p.heldSince), toItems ? policyLink(app, ns, "Policy") : itemsLink(ns, "Items")] });
     }
   }, { limit: 100, include: "held" }).then(() => {
     replace(area, rows.length
-      ? table("Namespaces with a policy or data", ["Namespace", "Policy", "Access", "Schema", "History", "Indexes", "Binary values", "Change under way", "Holds data since", "Items"],
+      ? table("Namespaces with a policy or data", ["Namespace", "Policy", "Access", "Schema", "History", "Indexes", "Binary values", "Change under way", "Holds data since", toItems ? "Policy" : "Items"],
         rows.map((r) => r.cells), { id: "namespaces-table" })
       : h("p", null, "No namespace has a policy or holds data: every namespace is shared, without schema, history or indexes."));
     area.querySelectorAll("#namespaces-table tbody tr").forEach((tr, i) => { tr.dataset.ns = rows[i].ns; });
