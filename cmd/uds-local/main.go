@@ -121,6 +121,12 @@ func createTables(ctx context.Context, client *dynamodb.Client, cfg config.Confi
 // this command reads it, so it is named here, not in package config.
 const envLocalStreams = "UDS_LOCAL_STREAMS"
 
+// envDynamoDBData is the folder of the DynamoDB engine's data, which
+// scripts/with-dynamodb.sh sets when the engine keeps its data in one
+// (make run: .data/dynamodb): the start banner names it, as the server
+// cannot learn it from the engine. Only this command reads it.
+const envDynamoDBData = "UDS_DYNAMODB_DATA"
+
 var errNoEndpoint = errors.New(config.EnvDynamoDBEndpoint + " is not set; start the server with `make run`")
 
 // run serves the API until ctx is done, then shuts the server down,
