@@ -206,9 +206,11 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 	if trusted && !loopback(ln.Addr()) {
 		logger.Warn("anyone who reaches this address can act as any caller: " + config.EnvTrustSubjectHeader + "=1 on a non-loopback address")
 	}
-	// The console beside the API: the page offers its caller field where
-	// the server takes the caller from the header.
-	handler := console.Mount(api, console.Config{SubjectHeader: trusted})
+	// The console beside the API (the page offers its caller field where
+	// the server takes the caller from the header), and the root's
+	// redirect to it and the OpenAPI document (site), all behind the
+	// guard.
+	handler := site(console.Mount(api, console.Config{SubjectHeader: trusted}))
 	srv := &http.Server{Handler: guard(ln.Addr(), cfg, handler), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
