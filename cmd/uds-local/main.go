@@ -1,5 +1,6 @@
-// Command uds-local serves every UDS route group, and the console under
-// /console/, over plain HTTP for local development, against the DynamoDB
+// Command uds-local serves every UDS route group, the console under
+// /console/ (where / redirects) and the OpenAPI document at /openapi.json,
+// over plain HTTP for local development, against the DynamoDB
 // endpoint in UDS_DYNAMODB_ENDPOINT (`make run` starts DynamoDB Local and
 // sets it). It creates missing tables at start and stops cleanly on Ctrl-C
 // or SIGTERM. When the data tables have streams, it reads them as the

@@ -199,6 +199,42 @@ func TestBanner(t *testing.T) {
 	}
 }
 
+// TestQuietBackground: a write's stream record, handed to the expiry
+// handler, releases and counts nothing, and its batch line is at DEBUG:
+// at INFO the server prints the request line alone. Before, each write
+// printed an INFO "expiry batch" line beside it.
+func TestQuietBackground(t *testing.T) {
+	t.Parallel()
+	cfg := config.Config{
+		Tables: storetest.NewStreamedTables(t), Endpoint: os.Getenv(config.EnvDynamoDBEndpoint),
+		ListenAddr: "127.0.0.1:0", S3ListenAddr: "127.0.0.1:0", LogFormat: "text", LogLevel: slog.LevelDebug, CursorSecret: []byte("k"),
+	}
+	url, out, stop := serve(t, cfg)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	res, err := http.Post(url+"/data/d53065bd-f932-4841-83fb-849717d8df0f/notes/n1", "application/json", strings.NewReader(`{"data": {"text": "hi"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("POST: %d", res.StatusCode)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out.String(), `msg="expiry batch" records=1`); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the write's stream record never reached the handler:\n%s", out)
+		}
+	}
+	for _, line := range strings.Split(withoutBanner(out.String()), "\n") {
+		if strings.Contains(line, "level=INFO") && !strings.Contains(line, `msg="UDS listening"`) && !strings.Contains(line, "msg=request") {
+			t.Errorf("a line at INFO with nothing done: %s", line)
+		}
+	}
+}
+
 // withoutBanner is out without the start banner: its log lines only.
 func withoutBanner(out string) string {
 	var kept []string
