@@ -17,7 +17,8 @@
 # engine-up's): the process DIR.pid names is alive, is DynamoDB Local on
 # that port with its data in DIR, and listens on the port. Any other
 # process there is refused, naming it, because the command's data would
-# silently not be in DIR.
+# silently not be in DIR. So is starting an engine over a DIR that another
+# DynamoDB Local already holds, on whatever port.
 #
 # The command sees UDS_DYNAMODB_DATA, the engine's data folder (--db-path
 # as given), when it has one, so that the local server can say where its
@@ -115,7 +116,20 @@ fi
 args=(-port "$port" -sharedDb)
 if [[ -n "$db_path" ]]; then
   mkdir -p "$db_path"
-  args+=(-dbPath "$(cd "$db_path" && pwd)")
+  dir=$(cd "$db_path" && pwd)
+  # A second engine over the same folder (a make run in another terminal,
+  # now on another port) would write the same files behind the first
+  # one's back.
+  holder=$(ps -ww -eo pid=,args= | awk -v tail=" -dbPath $dir" \
+    'index($0, "DynamoDBLocal.jar") && substr($0, length($0) - length(tail) + 1) == tail { print $1; exit }' || true)
+  if [[ -n "$holder" ]]; then
+    {
+      echo "The data folder $db_path is in use by another DynamoDB engine, pid $holder: $(ps -ww -o args= -p "$holder" 2>/dev/null || echo "a process that has just ended")"
+      echo "Stop it (Ctrl-C where its make run runs, or make engine-down), then run this again."
+    } >&2
+    exit 1
+  fi
+  args+=(-dbPath "$dir")
 else
   args+=(-inMemory)
 fi

@@ -104,7 +104,8 @@ func TestEngineScriptRefusesAnotherProcess(t *testing.T) {
 // TestEngineScriptAdoptsEngineUp: the engine make engine-up left running
 // (--detach) serves a later command on its port with the same data
 // folder, which learns the folder; with another data folder the same
-// engine is refused, named as DynamoDB Local.
+// engine is refused, named as DynamoDB Local; and no second engine starts
+// over its folder on another port.
 func TestEngineScriptAdoptsEngineUp(t *testing.T) {
 	t.Parallel()
 	free, err := net.Listen("tcp", "127.0.0.1:0")
@@ -133,6 +134,18 @@ func TestEngineScriptAdoptsEngineUp(t *testing.T) {
 	out, status = runEngineScript(t, nil, "--db-path", other, "--port", port, "--", "true")
 	if want := "port " + port + " is taken by pid " + strings.TrimSpace(string(pid)) + ": java"; status != 1 || !strings.Contains(out, want) || !strings.Contains(out, "DynamoDBLocal.jar") {
 		t.Errorf("another data folder: exit status %d, output:\n%s\nwant 1 and %q", status, out, want)
+	}
+	// The same data folder on another port: a second engine over the
+	// engine's files is refused before it starts.
+	free, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	another := strconv.Itoa(free.Addr().(*net.TCPAddr).Port)
+	free.Close()
+	out, status = runEngineScript(t, nil, "--db-path", data, "--port", another, "--", "true")
+	if want := "The data folder " + data + " is in use by another DynamoDB engine, pid " + strings.TrimSpace(string(pid)) + ": java"; status != 1 || !strings.Contains(out, want) {
+		t.Errorf("the same data folder on another port: exit status %d, output:\n%s\nwant 1 and %q", status, out, want)
 	}
 }
 
