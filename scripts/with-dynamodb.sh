@@ -64,6 +64,11 @@ listener() {
   echo "$pid"
 }
 
+# process names process $1: its pid and command line.
+process() {
+  echo "pid $1: $(ps -ww -o args= -p "$1" 2>/dev/null || echo "a process that has just ended")"
+}
+
 # ours says whether the engine answering on $port is the one --detach left
 # running for this --db-path (see above).
 ours() {
@@ -84,7 +89,7 @@ if [[ -n "$port" ]] && answers "$port"; then
     owner=$(listener "$port")
     what="another process"
     if [[ -n "$owner" ]]; then
-      what="pid $owner: $(ps -ww -o args= -p "$owner" 2>/dev/null || echo "a process that has just ended")"
+      what=$(process "$owner")
     fi
     {
       echo "The DynamoDB engine's port $port is taken by $what"
@@ -124,7 +129,7 @@ if [[ -n "$db_path" ]]; then
     'index($0, "DynamoDBLocal.jar") && substr($0, length($0) - length(tail) + 1) == tail { print $1; exit }' || true)
   if [[ -n "$holder" ]]; then
     {
-      echo "The data folder $db_path is in use by another DynamoDB engine, pid $holder: $(ps -ww -o args= -p "$holder" 2>/dev/null || echo "a process that has just ended")"
+      echo "The data folder $db_path is in use by another DynamoDB engine, $(process "$holder")"
       echo "Stop it (Ctrl-C where its make run runs, or make engine-down), then run this again."
     } >&2
     exit 1
