@@ -54,7 +54,9 @@ engine: node_modules/.package-lock.json
 
 # make run and make engine-up share one engine on ENGINE_PORT, with its data
 # under .data/ (git-ignored) so it survives restarts; so do the objects of
-# make run's own S3 engine (large values), under .data/s3.
+# make run's own S3 engine (large values), under .data/s3. Any other
+# process on ENGINE_PORT is refused, named (scripts/with-dynamodb.sh):
+# make run ENGINE_PORT=8001 chooses another port.
 ENGINE_PORT ?= 8000
 DDB_ENDPOINT ?= http://127.0.0.1:$(ENGINE_PORT)
 
