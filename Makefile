@@ -11,7 +11,7 @@
 #   make soak    the accounting workload and a seed-000 migration under every
 #                fault mix, for minutes
 #   make migrate adopt a seed deployment's tables, or copy seed 000's
-#                (README, "Migrating")
+#                (docs/export-and-migration.md)
 #   make bench   benchmarks and the DynamoDB capacity table
 #   make bench-ratelimit  the rate limits across 4 server processes, for
 #                minutes (mk/ratebench.mk)
@@ -54,7 +54,9 @@ engine: node_modules/.package-lock.json
 
 # make run and make engine-up share one engine on ENGINE_PORT, with its data
 # under .data/ (git-ignored) so it survives restarts; so do the objects of
-# make run's own S3 engine (large values), under .data/s3.
+# make run's own S3 engine (large values), under .data/s3. Any other
+# process on ENGINE_PORT is refused, named (scripts/with-dynamodb.sh):
+# make run ENGINE_PORT=8001 chooses another port.
 ENGINE_PORT ?= 8000
 DDB_ENDPOINT ?= http://127.0.0.1:$(ENGINE_PORT)
 
@@ -82,7 +84,7 @@ engine-down:
 	  rm -f .data/dynamodb.pid; \
 	fi
 
-# reset deletes the local data, so that make run and the README's examples
+# reset deletes the local data, so that make run and the examples of the README and the guides
 # start from empty tables. It stops the engine of engine-up (ours), and
 # refuses while any other engine answers on ENGINE_PORT (a make run in
 # another terminal): deleting its files under it would not empty it.
@@ -168,8 +170,8 @@ uds:
 
 # Adopt a seed deployment's data: the owner index, the legacy items'
 # owners and sizes, usage; or, with MIGRATE_FLAGS="-source seed000
-# -seed000-json appDataJson ...", copy seed 000's tables (README, "Migrating
-# from seed 000's tables"). Tables come from UDS_TABLE_*, the region and
+# -seed000-json appDataJson ...", copy seed 000's tables (docs/export-and-migration.md,
+# "Migrating from seed 000's tables"). Tables come from UDS_TABLE_*, the region and
 # credentials from the AWS environment; MIGRATE_FLAGS passes flags, e.g.
 # MIGRATE_FLAGS=-dry-run.
 migrate:

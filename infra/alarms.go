@@ -102,7 +102,7 @@ func (s *UdsStack) defineAlarms(props *UdsStackProps) {
 			s.alarm(f.ConstructID+"RateLimitedAlarm", udsMetric("RateLimited", f.Name, "Sum", "", alarmPeriod),
 				float64(props.RateLimitedAlarm),
 				"The UDS "+f.Name+" function refused "+strconv.FormatInt(props.RateLimitedAlarm, 10)+
-					" or more requests over their rate limits in 5 minutes (see the README's runbook)")
+					" or more requests over their rate limits in 5 minutes (see the runbook in docs/operations.md)")
 		}
 	}
 	// A commit the bucket's event could not make is retried by Lambda, and
@@ -145,7 +145,7 @@ func (s *UdsStack) defineRequestAlarms(f functionSpec) {
 		DatapointsToAlarm:  jsii.Number(2),
 		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		AlarmDescription:   jsii.String("The UDS " + f.Name + " function's p99 latency is high (see the README's runbook)"),
+		AlarmDescription:   jsii.String("The UDS " + f.Name + " function's p99 latency is high (see the runbook in docs/operations.md)"),
 	})
 	share := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 		Expression: jsii.String("IF(requests >= " + strconv.Itoa(minRequestsForShare) + ", 100 * FILL(errors, 0) / requests, 0)"),
@@ -157,7 +157,7 @@ func (s *UdsStack) defineRequestAlarms(f functionSpec) {
 		Period: alarmPeriod,
 	})
 	s.alarm(f.ConstructID+"ServerErrorShareAlarm", share, serverErrorSharePercent,
-		"Over 1% of the UDS "+f.Name+" function's requests answered 5xx (see the README's runbook)")
+		"Over 1% of the UDS "+f.Name+" function's requests answered 5xx (see the runbook in docs/operations.md)")
 }
 
 func (s *UdsStack) alarm(id string, metric awscloudwatch.IMetric, threshold float64, description string) {

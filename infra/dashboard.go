@@ -92,7 +92,7 @@ func (s *UdsStack) defineDashboard(props *UdsStackProps) {
 	})
 	d.AddWidgets(awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{
 		Markdown: jsii.String("# UDS\nPer route: requests, p50/p99 latency, 4xx and 5xx (EMF metrics, namespace `UDS`). " +
-			"The README's runbook says what each alarm means and which Logs Insights queries to run first."),
+			"The runbook in docs/operations.md says what each alarm means and which Logs Insights queries to run first."),
 		Width: jsii.Number(24), Height: jsii.Number(2),
 	}))
 	d.AddWidgets(

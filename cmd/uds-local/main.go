@@ -1,5 +1,6 @@
-// Command uds-local serves every UDS route group, and the console under
-// /console/, over plain HTTP for local development, against the DynamoDB
+// Command uds-local serves every UDS route group, the console under
+// /console/ (where / redirects) and the OpenAPI document at /openapi.json,
+// over plain HTTP for local development, against the DynamoDB
 // endpoint in UDS_DYNAMODB_ENDPOINT (`make run` starts DynamoDB Local and
 // sets it). It creates missing tables at start and stops cleanly on Ctrl-C
 // or SIGTERM. When the data tables have streams, it reads them as the
@@ -11,8 +12,10 @@
 // Local's .data/dynamodb) or in memory.
 //
 // Everything it prints is a log line of one logger, at UDS_LOG_LEVEL: the
-// startup line, a line per request, sweeps and failures. EMF records, which
-// CloudWatch needs and a person does not, are written only with UDS_EMF=1.
+// startup line, a line per request, sweeps and failures; and, in text at
+// INFO, the start banner after the startup line, a short block for a
+// person. EMF records, which CloudWatch needs and a person does not, are
+// written only with UDS_EMF=1.
 package main
 
 import (
@@ -121,6 +124,12 @@ func createTables(ctx context.Context, client *dynamodb.Client, cfg config.Confi
 // this command reads it, so it is named here, not in package config.
 const envLocalStreams = "UDS_LOCAL_STREAMS"
 
+// envDynamoDBData is the folder of the DynamoDB engine's data, which
+// scripts/with-dynamodb.sh sets when the engine keeps its data in one
+// (make run: .data/dynamodb): the start banner names it, as the server
+// cannot learn it from the engine. Only this command reads it.
+const envDynamoDBData = "UDS_DYNAMODB_DATA"
+
 var errNoEndpoint = errors.New(config.EnvDynamoDBEndpoint + " is not set; start the server with `make run`")
 
 // run serves the API until ctx is done, then shuts the server down,
@@ -128,7 +137,7 @@ var errNoEndpoint = errors.New(config.EnvDynamoDBEndpoint + " is not set; start 
 // address in use is reported, as an error, before the server would say it
 // listens. The local S3 engine, when it serves one (serveS3), keeps its
 // objects under s3Dir (in memory when empty) and stops after the API. Log
-// lines go to logger, EMF records (UDS_EMF=1) to out.
+// lines go to logger; the start banner and EMF records (UDS_EMF=1) to out.
 func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logger, out io.Writer) error {
 	if cfg.Endpoint == "" {
 		return errNoEndpoint
@@ -138,6 +147,7 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 		return listenError{config.EnvListenAddr, err}
 	}
 	defer ln.Close()
+	ownS3 := cfg.Bucket == "" && cfg.S3Endpoint == ""
 	stopS3, err := serveS3(&cfg, s3Dir)
 	if err != nil {
 		return err
@@ -195,14 +205,28 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 		defer sweeping.Done()
 		buildIndexes(sweepCtx, store.New(client, cfg.Tables), logger)
 	}()
-	logger.Info("UDS listening", slog.String("url", "http://"+reachable(ln.Addr())+httpapi.BasePath),
-		slog.String("console", "http://"+reachable(ln.Addr())+console.Path), slog.String("dynamodb", cfg.Endpoint), slog.String("bucket", bucketAttr(cfg)), slog.String("identity", identity))
+	root := "http://" + reachable(ln.Addr())
+	logger.Info("UDS listening", slog.String("url", root+httpapi.BasePath),
+		slog.String("console", root+console.Path), slog.String("dynamodb", cfg.Endpoint), slog.String("bucket", bucketAttr(cfg)), slog.String("identity", identity))
+	if cfg.LogFormat != "json" && logger.Enabled(ctx, slog.LevelInfo) {
+		s3 := bucketAttr(cfg)
+		if ownS3 {
+			s3 = cfg.S3Endpoint + ", bucket " + cfg.Bucket + ", " + dataIn(s3Dir)
+		}
+		dynamo := cfg.Endpoint
+		if dir := os.Getenv(envDynamoDBData); dir != "" {
+			dynamo += ", " + dataIn(dir)
+		}
+		_, _ = io.WriteString(out, banner(root, dynamo, s3, identity))
+	}
 	if trusted && !loopback(ln.Addr()) {
 		logger.Warn("anyone who reaches this address can act as any caller: " + config.EnvTrustSubjectHeader + "=1 on a non-loopback address")
 	}
-	// The console beside the API: the page offers its caller field where
-	// the server takes the caller from the header.
-	handler := console.Mount(api, console.Local(trusted))
+	// The console beside the API (the page offers its caller field where
+	// the server takes the caller from the header), and the root's
+	// redirect to it and the OpenAPI document (site), all behind the
+	// guard.
+	handler := site(console.Mount(api, console.Local(trusted)))
 	srv := &http.Server{Handler: guard(ln.Addr(), cfg, handler), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -219,6 +243,40 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 	stopStreams()
 	logger.Info("UDS stopped")
 	return nil
+}
+
+// bannerTitle is the start banner's first line.
+const bannerTitle = "UDS is running; Ctrl-C stops it."
+
+// banner is the start banner: a few lines that tell a person where the
+// API, the console and the OpenAPI document are (root is the server's
+// URL), which engines hold the data and where (dynamo, s3), who the
+// callers are, and how to stop. The startup line before it says the same
+// for programs, which read it; in one line of key=value pairs it was hard
+// to find in a terminal. The title is flush left and every other line
+// indented, so the block reads apart from the log lines.
+func banner(root, dynamo, s3, identity string) string {
+	var b strings.Builder
+	b.WriteString(bannerTitle + "\n")
+	for _, row := range [][2]string{
+		{"API", root + httpapi.BasePath},
+		{"Console", root + console.Path},
+		{"OpenAPI", root + openAPIPath},
+		{"DynamoDB", dynamo},
+		{"S3", s3},
+		{"Callers", identity},
+	} {
+		fmt.Fprintf(&b, "  %-9s %s\n", row[0], row[1])
+	}
+	return b.String()
+}
+
+// dataIn says where an engine keeps its data: in dir, or in memory.
+func dataIn(dir string) string {
+	if dir == "" {
+		return "in memory: gone when it stops"
+	}
+	return "data in " + dir
 }
 
 // startStreams stands in for the expiry function's event source mappings

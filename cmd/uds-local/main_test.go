@@ -156,6 +156,98 @@ func TestEMFOnlyWhenAsked(t *testing.T) {
 	}
 }
 
+// TestBanner: after the startup line comes the start banner, a block that
+// names the API, the console and the OpenAPI document at the URLs the
+// line gives, the DynamoDB engine with the data folder the engine script
+// named, the local S3 engine with its objects' folder, and how to stop.
+func TestBanner(t *testing.T) {
+	t.Setenv(envDynamoDBData, ".data/dynamodb")
+	cfg := config.Config{
+		Tables: storetest.NewTables(t), Endpoint: os.Getenv(config.EnvDynamoDBEndpoint),
+		ListenAddr: "127.0.0.1:0", S3ListenAddr: "127.0.0.1:0", LogFormat: "text", CursorSecret: []byte("k"),
+	}
+	url, out, stop := serve(t, cfg)
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	got := out.String()
+	m := listeningLine.FindStringSubmatch(got)
+	root := strings.TrimSuffix(url, httpapi.BasePath)
+	_, after, _ := strings.Cut(got, m[0])
+	lines := strings.Split(after, "\n")
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^UDS is running; Ctrl-C stops it\.$`),
+		regexp.MustCompile(`^  API +` + regexp.QuoteMeta(url) + `$`),
+		regexp.MustCompile(`^  Console +` + regexp.QuoteMeta(m[2]) + `$`),
+		regexp.MustCompile(`^  OpenAPI +` + regexp.QuoteMeta(root+"/openapi.json") + `$`),
+		regexp.MustCompile(`^  DynamoDB +` + regexp.QuoteMeta(cfg.Endpoint+", data in .data/dynamodb") + `$`),
+		regexp.MustCompile(`^  S3 +http://127\.0\.0\.1:\d+, bucket uds-local, data in /\S+$`),
+		regexp.MustCompile(`^  Callers +trusting X-Uds-Subject`),
+	}
+	if len(lines) < len(want)+1 {
+		t.Fatalf("no banner after the startup line:\n%s", got)
+	}
+	for i, re := range want {
+		if !re.MatchString(lines[i+1]) {
+			t.Errorf("banner line %d is %q, want %s:\n%s", i+1, lines[i+1], re, got)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(withoutBanner(got)), "\n") {
+		if !strings.HasPrefix(line, "time=") {
+			t.Errorf("withoutBanner left %q", line)
+		}
+	}
+}
+
+// TestQuietBackground: a write's stream record, handed to the expiry
+// handler, releases and counts nothing, and its batch line is at DEBUG:
+// at INFO the server prints the request line alone. Before, each write
+// printed an INFO "expiry batch" line beside it.
+func TestQuietBackground(t *testing.T) {
+	t.Parallel()
+	cfg := config.Config{
+		Tables: storetest.NewStreamedTables(t), Endpoint: os.Getenv(config.EnvDynamoDBEndpoint),
+		ListenAddr: "127.0.0.1:0", S3ListenAddr: "127.0.0.1:0", LogFormat: "text", LogLevel: slog.LevelDebug, CursorSecret: []byte("k"),
+	}
+	url, out, stop := serve(t, cfg)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	res, err := http.Post(url+"/data/d53065bd-f932-4841-83fb-849717d8df0f/notes/n1", "application/json", strings.NewReader(`{"data": {"text": "hi"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("POST: %d", res.StatusCode)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out.String(), `msg="expiry batch" records=1`); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the write's stream record never reached the handler:\n%s", out)
+		}
+	}
+	for _, line := range strings.Split(withoutBanner(out.String()), "\n") {
+		if strings.Contains(line, "level=INFO") && !strings.Contains(line, `msg="UDS listening"`) && !strings.Contains(line, "msg=request") {
+			t.Errorf("a line at INFO with nothing done: %s", line)
+		}
+	}
+}
+
+// withoutBanner is out without the start banner: its log lines only.
+func withoutBanner(out string) string {
+	var kept []string
+	inBanner := false
+	for _, line := range strings.SplitAfter(out, "\n") {
+		inBanner = line == bannerTitle+"\n" || inBanner && strings.HasPrefix(line, "  ")
+		if !inBanner {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "")
+}
+
 // serve runs the server of cfg, with its S3 engine's objects in a
 // directory of the test's, until stop, which answers what run returned.
 // It returns the API's base URL, as the startup line says it, and the

@@ -23,17 +23,43 @@ import (
 	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
-// readmeSections are the README sections whose sh blocks are examples to
-// run against make run's server, in this order, in one shell.
-var readmeSections = []string{"The API by example", "The command line and the Go client", "Namespace policies", "Version history", "Queries by index", "Binary values and files", "Rate limits", "Seed 000's data families"}
+// exampleSources are the documents whose sh blocks are examples to run
+// against make run's server, in this order, in one shell: later examples
+// use what earlier ones stored, so this is the order of the README's map
+// of the guides. A source names the "## " sections whose blocks run, or
+// none for every sh block of the file; the README's first request must
+// be among them.
+var exampleSources = []exampleSource{
+	{"README.md", []string{"A first request", "The command line"}},
+	{"docs/items-and-lists.md", nil},
+	{"docs/quotas.md", nil},
+	{"docs/app-registry.md", nil},
+	{"docs/policies.md", nil},
+	{"docs/history.md", nil},
+	{"docs/queries.md", nil},
+	{"docs/binary-values.md", nil},
+	{"docs/rate-limits.md", nil},
+	{"docs/export-and-migration.md", []string{"Export and import", "Seed 000's data families"}},
+	{"docs/client-and-cli.md", nil},
+}
+
+// exampleSource is a document, by its path in the repository, and the
+// sections of it whose sh blocks run (none: all of them).
+type exampleSource struct {
+	path     string
+	sections []string
+}
 
 // readmeAddr is the server the README's examples name; the test's server
 // listens on a free port instead.
 const readmeAddr = "http://127.0.0.1:8080"
 
-// TestREADMEExamples runs the README's examples as pasted, in order, in one
-// bash, against the local server binary on fresh tables, and checks that
-// every curl answers the status its comment gives. It also checks what a
+// TestREADMEExamples runs the examples of the README and the guides as
+// pasted, in order, in one bash, from the repository's root as a person
+// would, against the local server binary on fresh tables, and checks that
+// every curl answers the status its comment gives and that the examples
+// left no file in the repository (they write under a temporary folder).
+// It also checks what a
 // person sees of the server: a readable line per request and no EMF
 // records, a second server on the same address failing without saying it
 // listens, and Ctrl-C stopping the server with status 0.
@@ -43,11 +69,11 @@ func TestREADMEExamples(t *testing.T) {
 			t.Fatalf("%s is not on PATH, and the README's examples need it: install it (Debian's base has curl)", tool)
 		}
 	}
-	readme, err := os.ReadFile("../../README.md")
+	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, commands, err := readmeExamples(string(readme))
+	script, commands, err := readmeExamples(repo, exampleSources)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +95,12 @@ func TestREADMEExamples(t *testing.T) {
 	root := strings.TrimSuffix(srv.waitListening(t), httpapi.BasePath)
 
 	t.Run("examples", func(t *testing.T) {
-		runExamples(t, dir, strings.ReplaceAll(script, readmeAddr, root), commands, root)
-		lines := srv.output()
+		before := repoStatus(t, repo)
+		runExamples(t, repo, dir, strings.ReplaceAll(script, readmeAddr, root), commands, root)
+		if after := repoStatus(t, repo); after != before {
+			t.Errorf("the examples changed the repository's untracked or ignored files (git status --porcelain --ignored): before\n%s\nafter\n%s\nthey must write only under a temporary folder (T=$(mktemp -d))", before, after)
+		}
+		lines := withoutBanner(srv.output())
 		if strings.Contains(lines, `"_aws"`) {
 			t.Errorf("EMF records without %s=1:\n%s", config.EnvEMF, lines)
 		}
@@ -136,22 +166,33 @@ func with(env []string, more ...string) []string {
 	return append(append([]string(nil), env...), more...)
 }
 
-// runExamples runs the examples' script in dir, where bin/ is the
-// repository's (make uds builds bin/uds there), and checks each curl's
-// status against its command's.
-func runExamples(t *testing.T, dir, script string, commands []readmeCommand, root string) {
-	repo, err := filepath.Abs("../..")
+// repoStatus is git's list of the repository's untracked and ignored
+// files (bin/, .data/ ...), so that a file an example writes shows whether
+// or not .gitignore names it. Changes to tracked files are left out: a
+// person may edit the documents while the test runs.
+func repoStatus(t *testing.T, repo string) string {
+	out, err := exec.Command("git", "-C", repo, "status", "--porcelain", "--ignored").Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("git status in %s: %v", repo, err)
 	}
-	if err := os.Symlink(filepath.Join(repo, "bin"), filepath.Join(dir, "bin")); err != nil {
-		t.Fatal(err)
+	var files strings.Builder
+	for _, line := range strings.SplitAfter(string(out), "\n") {
+		if strings.HasPrefix(line, "?? ") || strings.HasPrefix(line, "!! ") {
+			files.WriteString(line)
+		}
 	}
+	return files.String()
+}
+
+// runExamples runs the examples' script in the repository's root, as a
+// person pasting them would (make uds builds bin/uds there), keeping its
+// own files in dir, and checks each curl's status against its command's.
+func runExamples(t *testing.T, repo, dir, script string, commands []readmeCommand, root string) {
 	statuses := filepath.Join(dir, "statuses")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sh := exec.CommandContext(ctx, "bash", "-c", examplesPrelude+script)
-	sh.Dir = dir
+	sh.Dir = repo
 	sh.Env = append(cleanEnv(os.Environ()), "UDS_ENDPOINT="+root,
 		"README_STATUSES="+statuses, "README_REPO="+repo)
 	out, runErr := sh.CombinedOutput()
@@ -160,13 +201,13 @@ func runExamples(t *testing.T, dir, script string, commands []readmeCommand, roo
 	for i, c := range commands {
 		switch {
 		case i >= len(got):
-			t.Fatalf("README line %d never ran (%v):\n%s\n-- output:\n%s", c.line, runErr, c.text, out)
+			t.Fatalf("%s:%d never ran (%v):\n%s\n-- output:\n%s", c.file, c.line, runErr, c.text, out)
 		case got[i] != strconv.Itoa(c.status):
-			t.Errorf("README line %d answered %s, its comment says %d:\n%s", c.line, got[i], c.status, c.text)
+			t.Errorf("%s:%d answered %s, its comment says %d:\n%s", c.file, c.line, got[i], c.status, c.text)
 		}
 	}
 	if len(got) != len(commands) {
-		t.Errorf("%d curl requests ran, the README has %d curl commands", len(got), len(commands))
+		t.Errorf("%d curl requests ran, the examples have %d curl commands", len(got), len(commands))
 	}
 	if runErr != nil {
 		t.Fatalf("the examples failed: %v\n%s", runErr, out)
@@ -195,45 +236,61 @@ make() { command make --no-print-directory -C "$README_REPO" "$@"; }
 // readmeCommand is one curl command of the examples and the status its
 // comment gives.
 type readmeCommand struct {
+	file   string // the document's path in the repository
 	line   int
 	text   string
 	status int
 }
 
-// readmeExamples returns the sh blocks of readmeSections as one script, and
-// its curl commands in order, each with the status of its trailing comment
-// or, without one, of the comment lines above it: the first three digits
-// after ": " (as in "# 1. Create a value: 201 (409 if the key exists)").
-func readmeExamples(readme string) (string, []readmeCommand, error) {
+// readmeExamples returns the sh blocks of sources, read under repo, as one
+// script, and its curl commands in order, each with the status of its
+// trailing comment or, without one, of the comment lines above it: the
+// first three digits after ": " (as in "# 1. Create a value: 201 (409 if
+// the key exists)").
+func readmeExamples(repo string, sources []exampleSource) (string, []readmeCommand, error) {
 	var script strings.Builder
 	var commands []readmeCommand
-	for _, section := range readmeSections {
-		blocks, err := shBlocks(readme, section)
+	for _, src := range sources {
+		doc, err := os.ReadFile(filepath.Join(repo, src.path))
 		if err != nil {
 			return "", nil, err
 		}
-		for _, b := range blocks {
-			cs, err := curlCommands(b.text, b.line)
+		sections := src.sections
+		if len(sections) == 0 {
+			sections = []string{""}
+		}
+		for _, section := range sections {
+			blocks, err := shBlocks(string(doc), section)
 			if err != nil {
-				return "", nil, err
+				return "", nil, fmt.Errorf("%s: %w", src.path, err)
 			}
-			commands = append(commands, cs...)
-			script.WriteString(b.text)
+			for _, b := range blocks {
+				cs, err := curlCommands(b.text, b.line)
+				if err != nil {
+					return "", nil, fmt.Errorf("%s: %w", src.path, err)
+				}
+				for i := range cs {
+					cs[i].file = src.path
+				}
+				commands = append(commands, cs...)
+				script.WriteString(b.text)
+			}
 		}
 	}
 	return script.String(), commands, nil
 }
 
 type readmeBlock struct {
-	line int // of the block's first line in the README
+	line int // of the block's first line in its document
 	text string
 }
 
-// shBlocks returns the sh blocks of one "## " section.
-func shBlocks(readme, section string) ([]readmeBlock, error) {
-	lines := strings.SplitAfter(readme, "\n")
+// shBlocks returns the sh blocks of one "## " section of a document, or of
+// the whole document when section is "".
+func shBlocks(doc, section string) ([]readmeBlock, error) {
+	lines := strings.SplitAfter(doc, "\n")
 	var blocks []readmeBlock
-	in, found := false, false
+	in, found := section == "", section == ""
 	var b *readmeBlock
 	for i, l := range lines {
 		trimmed := strings.TrimRight(l, "\n")
@@ -243,7 +300,7 @@ func shBlocks(readme, section string) ([]readmeBlock, error) {
 			b = nil
 		case b != nil:
 			b.text += l
-		case strings.HasPrefix(trimmed, "## "):
+		case section != "" && strings.HasPrefix(trimmed, "## "):
 			in = trimmed == "## "+section
 			found = found || in
 		case in && trimmed == "```sh":
@@ -251,7 +308,10 @@ func shBlocks(readme, section string) ([]readmeBlock, error) {
 		}
 	}
 	if !found || len(blocks) == 0 {
-		return nil, fmt.Errorf("README: no sh block under %q", "## "+section)
+		if section == "" {
+			return nil, errors.New("no sh block")
+		}
+		return nil, fmt.Errorf("no sh block under %q", "## "+section)
 	}
 	return blocks, nil
 }
@@ -320,14 +380,14 @@ func curlCommands(block string, firstLine int) ([]readmeCommand, error) {
 		}
 		if strings.TrimSpace(text) != "" {
 			if n := len(curlWord.FindAllString(text, -1)); n > 1 {
-				return nil, fmt.Errorf("README line %d: %d curl commands on one line; give each its own line and status", start, n)
+				return nil, fmt.Errorf("line %d: %d curl commands on one line; give each its own line and status", start, n)
 			} else if n == 1 {
 				m := statusInComment.FindStringSubmatch(comment)
 				if m == nil {
 					m = statusInComment.FindStringSubmatch(heading)
 				}
 				if m == nil {
-					return nil, fmt.Errorf("README line %d: no status for this curl command in its comment or the comment above (\"...: 200\")", start)
+					return nil, fmt.Errorf("line %d: no status for this curl command in its comment or the comment above (\"...: 200\")", start)
 				}
 				status, _ := strconv.Atoi(m[1])
 				out = append(out, readmeCommand{line: start, text: strings.TrimSpace(text), status: status})

@@ -221,8 +221,7 @@ func (c *Client) Policy(ctx context.Context, app, namespace string) (Policy, err
 // built from the items stored, and a dropped one's entries are removed,
 // by BuildIndexes. A change into or out of private is announced first
 // and the namespace takes no writes while functions still holding the old
-// policy drain (about a minute on a default deployment, README "Namespace
-// policies"): SetPolicy waits until the change settles and completes it,
+// policy drain (about a minute on a default deployment, docs/policies.md): SetPolicy waits until the change settles and completes it,
 // or returns ctx's error; the announced change then lapses on its own
 // (the history and indexes, which apply at once, stay set). progress, if
 // not nil, is told of each wait.

@@ -7,7 +7,7 @@ import (
 )
 
 // A namespace's strays are its items in the key space its policy does not
-// use, which no data route reaches (README, "Namespace policies"): the
+// use, which no data route reaches (docs/policies.md): the
 // operator lists them (as export records, to keep a copy) and removes them.
 
 func straysPath(app, namespace string) string {

@@ -99,10 +99,18 @@ func Handler(r Accounter, log *slog.Logger, metrics *emf.Writer) func(context.Co
 			slog.Int("dynamodbCalls", c.Calls), slog.Int("dynamodbRetries", c.Retries), slog.Int("dynamodbThrottles", c.Throttles),
 			slog.Float64("writeUnits", c.WriteUnits),
 		}
+		// A batch that released and counted nothing (the stream's
+		// records of items in the other quota modes, which the local
+		// server hands over unfiltered: one per write) is logged at
+		// DEBUG, so that a log at INFO shows work done, not every write
+		// twice. Its EMF record is written all the same.
 		level := slog.LevelInfo
-		if failure != nil {
+		switch {
+		case failure != nil:
 			level = slog.LevelError
 			attrs = append(attrs, slog.String("cause", failure.Error()))
+		case released == 0 && counted == 0:
+			level = slog.LevelDebug
 		}
 		log.LogAttrs(ctx, level, "expiry batch", attrs...)
 		_ = metrics.Write(batchLayout, []emf.Dimension{{Name: "function", Value: "expiry"}}, []float64{

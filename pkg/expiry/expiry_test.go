@@ -85,13 +85,14 @@ func counted(t *testing.T, c *dynamodb.Client, tables store.Tables, rec events.D
 
 // The stream events under events/expiry replayed through the handler:
 // each TTL deletion is released once, however often it is delivered, and
-// removals by UDS itself are left alone.
+// removals by UDS itself are left alone. A batch that released nothing is
+// logged at DEBUG, one that did at INFO.
 func TestStreamEventsReplay(t *testing.T) {
 	c := storetest.Client(t)
 	tables := storetest.NewTables(t)
 	st := store.New(c, tables)
-	var metrics bytes.Buffer
-	h := expiry.Handler(st, slog.New(slog.DiscardHandler), emf.NewWriter(&metrics))
+	var metrics, logs bytes.Buffer
+	h := expiry.Handler(st, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), emf.NewWriter(&metrics))
 	ttl := readEvent(t, "01-ttl-removals.json")
 	for _, rec := range ttl.Records {
 		counted(t, c, tables, rec)
@@ -112,6 +113,7 @@ func TestStreamEventsReplay(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			metrics.Reset()
+			logs.Reset()
 			ev := readEvent(t, tc.file)
 			resp, err := h(context.Background(), ev)
 			if err != nil || len(resp.BatchItemFailures) != 0 {
@@ -132,6 +134,13 @@ func TestStreamEventsReplay(t *testing.T) {
 			if rec.Function != "expiry" || rec.StreamRecords != float64(len(ev.Records)) || rec.Releases != tc.releases ||
 				(tc.releases > 0 && rec.DynamoDBCalls == 0) {
 				t.Errorf("EMF record %s, want %v releases", line, tc.releases)
+			}
+			level := "DEBUG"
+			if tc.releases > 0 {
+				level = "INFO"
+			}
+			if want := "level=" + level + ` msg="expiry batch"`; !strings.Contains(logs.String(), want) {
+				t.Errorf("the batch's log line is not %s:\n%s", want, &logs)
 			}
 		})
 	}

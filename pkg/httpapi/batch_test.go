@@ -49,7 +49,7 @@ func TestBatchOneByOne(t *testing.T) {
 	etag := e.do("POST", base+"/b/existing", `{"data":1}`).expect(t, 201).header.Get("ETag")
 	e.do("POST", base+"/b/doomed", `{"data":1}`).expect(t, 201)
 	e.do("POST", base+"/b/guarded", `{"data":1}`).expect(t, 201)
-	// Writes run with no order between them (decisions.md, "Batch
+	// Writes run with no order between them (docs/decisions/api.md, "Batch
 	// operations"): no slot's answer depends on another's write.
 	rs, _ := e.batch(t, 200, `{"operations":[
 		{"method":"POST","path":"b/new","body":{"data":{"theme":"dark"}}},

@@ -180,7 +180,7 @@ func headerText(s string) string {
 }
 
 // Stored bytes are a client's data, never a page of the API's origin
-// (decisions.md, "Stored values are inert"): a browser that opens them
+// (docs/decisions/browser.md, "Stored values are inert"): a browser that opens them
 // neither runs nor renders what they hold, whatever type they were stored
 // with. storedBytesPolicy allows the bytes nothing and sandboxes them into
 // an origin of their own; storedBytesDisposition has the browser save

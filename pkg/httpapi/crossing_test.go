@@ -34,7 +34,7 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// The crossing matrix (docs/decisions.md, "A crossing matrix test"): the
+// The crossing matrix (docs/decisions/write-engine.md, "A crossing matrix test"): the
 // defects of the third release sat where two capabilities met on one
 // write path, each correct alone. TestCrossings sets a namespace up with
 // every pair of capabilities, runs every write path that meets both on

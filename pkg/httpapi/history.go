@@ -19,7 +19,7 @@ type HistoryStore interface {
 	DropHistory(context.Context, uds.Write) (int, error)
 }
 
-// Version history on the item routes (docs/decisions.md, "Version
+// Version history on the item routes (docs/decisions/history.md, "Version
 // history"): GET {item}?version=V reads a kept version, GET {item}?history
 // lists them, POST {item}?restore=V writes one back as the item's current
 // version, and DELETE {item}?history drops them. The item handlers

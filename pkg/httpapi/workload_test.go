@@ -1003,7 +1003,7 @@ func explains(open []unsettled, ifMatch string, absent bool, etag string) bool {
 // it may still land. The server gives up on a call when the request's
 // budget ends, or it is killed, but the engine works on the call it was
 // sent: DynamoDB Local applied most cancelled transactions of a trial
-// after a GET made just after them (decisions.md, "Truthful answers"),
+// after a GET made just after them (docs/decisions/quotas.md, "Truthful answers"),
 // and an overloaded one a killed restore's write about 20 s later.
 const lateWindow = time.Minute
 

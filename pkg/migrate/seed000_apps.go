@@ -107,7 +107,7 @@ func udsRecord(key string) bool {
 }
 
 // resolve gives every app name its application id and registers the
-// name, in the order described in docs/decisions.md: names the registry
+// name, in the order described in docs/decisions/migration.md: names the registry
 // holds exactly first, so that of two seed names that differ only in case
 // the one registered keeps its records.
 func (r *seedRun) resolve(ctx context.Context) error {

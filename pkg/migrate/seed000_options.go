@@ -21,7 +21,7 @@ import (
 // the key). Every record becomes an item of a private namespace owned by
 // its user: an app's data in the app's namespace, created content (the
 // reserved app name "hmh") in the created-content app, calculated
-// behavior in uds.BehaviorApp. Seed000 is the run; docs/decisions.md
+// behavior in uds.BehaviorApp. Seed000 is the run; docs/decisions/migration.md
 // ("Migration from seed 000's tables") gives the reasons.
 
 // Seed000Tables names the seed's tables; an empty name is a table not
@@ -53,7 +53,7 @@ type Seed000Names struct {
 	Separator string
 }
 
-// DefaultSeed000Names are the names the README documents.
+// DefaultSeed000Names are the names docs/export-and-migration.md documents.
 func DefaultSeed000Names() Seed000Names {
 	return Seed000Names{
 		App: "app", Description: "description",

@@ -20,7 +20,7 @@ import (
 // consistent (BatchGetItem), so a record is never older than its index
 // entry. Items that expired, or were deleted since the index was read, are
 // left out. Items written before UDS and not yet migrated carry no owner
-// and are not in the index: migration comes first (README, "Migrating").
+// and are not in the index: migration comes first (docs/export-and-migration.md).
 
 // ExportPosition is where an export page ended: the last record's owner,
 // table and key. The zero position is the start of the app's data.

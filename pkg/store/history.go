@@ -19,7 +19,7 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// Version history (docs/decisions.md, "Version history"). In a namespace
+// Version history (docs/decisions/history.md). In a namespace
 // whose policy keeps versions, every update and delete of an item puts the
 // version it replaces into the history table, in the same transaction as
 // the write and the owner's usage change. Each item's history has a head

@@ -11,7 +11,7 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// Quota modes (docs/decisions.md, "Quota modes"). The mode is an
+// Quota modes (docs/decisions/quotas.md, "Quota modes"). The mode is an
 // attribute of the app's record, read with its limits (and cached as
 // they are). Whichever mode wrote an item counts it: an item written in
 // streamed mode carries schema.AttrStreamCounted and its changes are

@@ -16,7 +16,7 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// Streamed counting (docs/decisions.md, "Quota modes"). Items written in
+// Streamed counting (docs/decisions/quotas.md, "Quota modes"). Items written in
 // streamed mode (schema.AttrStreamCounted) are charged and released here,
 // from the data tables' streams, rather than in the writes' transactions.
 // The stream delivers every record at least once, in order within a shard

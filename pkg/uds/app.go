@@ -17,7 +17,7 @@ type AppRegistration struct {
 	// NameKey is the folded name the registry holds the name under:
 	// FoldAppName(Name), or the lower-cased name of a registration from
 	// before names were case folded that could not be folded
-	// (decisions.md, "Smaller findings").
+	// (docs/decisions/browser.md, "Smaller findings").
 	NameKey          string
 	Created, Updated time.Time
 	// Limits are the app's default per-user limits (zero where none is

@@ -7,7 +7,7 @@ import "fmt"
 // control), so nothing would count writes in streamed mode.
 var ErrNoStreams = NewError(CodeNotConfigured, "streamed quotas not available")
 
-// QuotaMode is how an app's quotas are kept (docs/decisions.md, "Quota
+// QuotaMode is how an app's quotas are kept (docs/decisions/quotas.md, "Quota
 // modes").
 type QuotaMode string
 
