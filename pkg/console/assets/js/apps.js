@@ -158,7 +158,7 @@ export async function appsPage(view) {
       : h("p", { role: "status" }, `No app is registered as “${nameInput.value.trim()}”.`));
   }));
 
-  const registered = h("section", { "aria-labelledby": "registered" }, h("h2", { id: "registered" }, "Apps"),
+  const registered = h("section", { "aria-labelledby": "registered" }, h("h2", { id: "registered" }, "Registered or holding data"),
     h("p", { class: "hint" }, "The registered apps by name, then the apps that hold data without a registration."));
   const listArea = h("div", { "aria-live": "polite" });
   const more = h("button", { type: "button", hidden: true }, "More apps");
