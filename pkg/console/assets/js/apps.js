@@ -47,7 +47,7 @@ export function appLabel(app) {
   const name = names.get(app);
   return name
     ? h("span", { class: "app-name", title: app }, name, " ", h("code", { class: "id" }, app))
-    : h("code", { class: "app-id" }, app);
+    : h("code", null, app);
 }
 
 // appSub is a page's line under its heading: the app it shows.
@@ -177,6 +177,8 @@ export async function appsPage(view) {
   more.addEventListener("click", loadPage);
 
   const recentApps = recent();
+  // A recent app whose name cannot be read (an id the API now refuses,
+  // say) is listed by its id: its own page shows why when opened.
   await Promise.all(recentApps.map((a) => learnName(a).catch(() => null)));
   replace(view,
     heading("Apps"),
