@@ -536,20 +536,20 @@ func checkBinaryRule(t *testing.T, raw json.RawMessage, got *uds.BinaryRule) {
 
 // historySent is the history an accepted policy body's history member
 // sets, read on its own: none when absent or null, otherwise an object of
-// versions (required, 0 to 100) and days (0 to 3650, 0 or null when not
-// given), with no days without versions.
+// versions (required, 0 to 100) and days (1 to 3650 when given, 0 when
+// absent or null), with no days without versions.
 func historySent(t *testing.T, raw json.RawMessage) uds.History {
 	t.Helper()
 	if !present(raw) {
 		return uds.History{}
 	}
 	m := objectMembers(t, raw, "versions", "days")
-	number := func(name string, limit int) int {
+	number := func(name string, least, limit int) int {
 		if !present(m[name]) {
 			return 0
 		}
 		n, err := strconv.Atoi(string(m[name]))
-		if err != nil || n < 0 || n > limit {
+		if err != nil || n < least || n > limit {
 			t.Fatalf("accepted history.%s %s", name, m[name])
 		}
 		return n
@@ -557,7 +557,7 @@ func historySent(t *testing.T, raw json.RawMessage) uds.History {
 	if !present(m["versions"]) {
 		t.Fatalf("accepted history %s without versions", raw)
 	}
-	h := uds.History{Versions: number("versions", uds.MaxHistoryVersions), Days: number("days", uds.MaxHistoryDays)}
+	h := uds.History{Versions: number("versions", 0, uds.MaxHistoryVersions), Days: number("days", 1, uds.MaxHistoryDays)}
 	if !h.On() && h.Days != 0 {
 		t.Fatalf("accepted history %s: days without versions", raw)
 	}
