@@ -326,31 +326,40 @@ func FuzzImportRecords(f *testing.F) {
 		with(`"2026-01-02T03:04:05.678Z"`, `"0000-01-01T00:00:00+01:00"`), with(`"2026-01-02T03:04:05.678Z"`, `"9999-12-31T23:00:00-05:00"`),
 		with(`"kv"`, `"a|b"`), with(`"ok"`, `""`), with(`"id":"ok"`, `"id":"ok","sortKey":"list"`),
 		with(`"id":"ok"`, `"id":"ok","sortKey":"2024/01/x"`), with(`"id":"ok"`, `"id":"ok","sortKey":"z/"`),
-		with(`"data":1`, `"data":null`), with(`"data":1`, `"data":1,"className":"a\u0001"`), with(`"data":1`, `"data":`+deepJSON(200)),
+		with(`"data":1`, `"data":null`), with(`"data":1`, `"data":1,"className":"a\u0001"`),
+		with(`"data":1`, `"contentType":"image/png","size":5000000,"large":true`), `{"records":[` + good + `,` + strings.NewReplacer(`"ok"`, `"big"`, `"data":1`, `"contentType":"image/png","size":5000000,"large":true`).Replace(good) + `]}`, with(`"data":1`, `"data":`+deepJSON(200)),
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		records, err := parseRecords(body, fuzzApp)
+		b, err := parseRecords(body, fuzzApp)
 		if err != nil {
 			checkRefusal(t, body, err)
 			checkInvalidField(t, err, "body", "records")
 			return
 		}
 		var raw []json.RawMessage
-		if err := json.Unmarshal(objectMembers(t, body, "records")["records"], &raw); err != nil || len(raw) != len(records) ||
-			len(records) < 1 || len(records) > uds.MaxImportRecords {
-			t.Fatalf("accepted %d records of %d (%v)", len(records), len(raw), err)
+		if err := json.Unmarshal(objectMembers(t, body, "records")["records"], &raw); err != nil || len(raw) != len(b.records)+len(b.left) ||
+			len(raw) < 1 || len(raw) > uds.MaxImportRecords {
+			t.Fatalf("accepted %d records and left out %d of %d (%v)", len(b.records), len(b.left), len(raw), err)
 		}
-		for i := range records {
-			checkRecord(t, &records[i], objectMembers(t, raw[i], recordMembers...))
+		for n := range b.records {
+			checkRecord(t, &b.records[n], objectMembers(t, raw[b.at[n]], recordMembers...))
 		}
-		exported := exportRecords(t, records)
+		for _, l := range b.left {
+			if m := objectMembers(t, raw[l.Index], recordMembers...); string(m["large"]) != "true" {
+				t.Fatalf("left out record %d, not a large value: %s", l.Index, raw[l.Index])
+			}
+		}
+		if len(b.records) == 0 {
+			return
+		}
+		exported := exportRecords(t, b.records)
 		again, err := parseRecords(exported, fuzzApp)
 		if err != nil {
 			t.Fatalf("the export of accepted records does not import: %v\n%s", err, exported)
 		}
-		if back := exportRecords(t, again); !bytes.Equal(back, exported) {
+		if back := exportRecords(t, again.records); !bytes.Equal(back, exported) {
 			t.Fatalf("records exported as\n%s\nimport back as\n%s", exported, back)
 		}
 	})
