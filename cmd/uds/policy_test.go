@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,30 @@ func TestPolicyCommands(t *testing.T) {
 				0, `"access":"shared","schema":null,"history":{"versions":3},"indexes":[{"name":"byTitle"`, "binary", ""},
 			{"a cap without a rule", []string{"set-policy", app, "photos", "--binary-max-bytes", "5"}, 2, "", "", "--binary-max-bytes needs --binary-types"},
 			{"a refused rule names its member", []string{"set-policy", app, "photos", "--binary-types", "application/json"}, 1, "", "", "binary.contentTypes"},
+		} {
+			s.run(t, srv)
+		}
+	})
+	t.Run("a change under way needs --access", func(t *testing.T) {
+		// Announced by another admin: the first PUT into private answers
+		// 202 and leaves the change pending.
+		req, err := http.NewRequest("PUT", srv+"/rest/api/v1/admin/apps/"+app+"/namespaces/pending", strings.NewReader(`{"access":"private"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusAccepted {
+			t.Fatalf("the announcement answered %d", res.StatusCode)
+		}
+		for _, s := range []step{
+			{"refused without", []string{"set-policy", app, "pending", "--history-versions", "2"}, 2, "", "",
+				"a change of the namespace to private is under way: give --access private to complete it, or --access shared to cancel it"},
+			{"completed with", []string{"set-policy", app, "pending", "--access", "private", "--history-versions", "2"}, 0,
+				`"access":"private","schema":null,"history":{"versions":2}`, `"pending":{`, ""},
 		} {
 			s.run(t, srv)
 		}
