@@ -42,6 +42,9 @@ func setPolicy(e *env, args []string) error {
 		}
 		return e.c.DeletePolicy(e.ctx, args[0], args[1], waiting)
 	}
+	if !slices.ContainsFunc(policyFlags, e.given) {
+		return usageError("give the parts to change (--access, --schema, --history-*, --index, --binary-*, --drop), or --clear")
+	}
 	current, err := e.c.Policy(e.ctx, args[0], args[1])
 	if err != nil {
 		return err
@@ -65,6 +68,9 @@ var policyFlags = []string{"access", "schema", "history-versions", "history-days
 
 // policyParts are the parts of a policy --drop removes.
 var policyParts = []string{"schema", "history", "indexes", "binary"}
+
+// partFlags are the flags that set each part --drop removes.
+var partFlags = map[string][]string{"schema": {"schema"}, "history": {"history-versions", "history-days"}, "indexes": {"index"}, "binary": {"binary-types", "binary-max-bytes"}}
 
 // changedPolicy is current with the parts set-policy's flags give
 // changed, and the others as they stand. While a change into or out of
@@ -93,8 +99,8 @@ func changedPolicy(e *env, current client.Policy) (client.Policy, error) {
 		}
 		drop[part] = true
 	}
-	for part, flags := range map[string][]string{"schema": {"schema"}, "history": {"history-versions", "history-days"}, "indexes": {"index"}, "binary": {"binary-types", "binary-max-bytes"}} {
-		for _, f := range flags {
+	for _, part := range policyParts {
+		for _, f := range partFlags[part] {
 			if drop[part] && e.given(f) {
 				return p, usageError("--drop %s and --%s contradict each other", part, f)
 			}

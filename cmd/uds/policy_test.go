@@ -118,7 +118,7 @@ func TestPolicyCommands(t *testing.T) {
 		}
 	})
 	t.Run("usage errors", func(t *testing.T) {
-		for _, args := range [][]string{{"set-policy", app, "x", "--clear", "--access", "private"}, {"set-policy", app, "x", "--clear", "--drop", "schema"}} {
+		for _, args := range [][]string{{"set-policy", app, "x"}, {"set-policy", app, "x", "--clear", "--access", "private"}, {"set-policy", app, "x", "--clear", "--drop", "schema"}} {
 			if code, _, errOut := uds(t, srv, "", args...); code != 2 {
 				t.Errorf("%v: %d %s", args, code, errOut)
 			}
