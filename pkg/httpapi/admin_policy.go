@@ -251,20 +251,22 @@ type historyBody struct {
 }
 
 // parse checks a history: versions is required, 0 (no history) to
-// uds.MaxHistoryVersions; days is optional, up to uds.MaxHistoryDays, 0
-// or null meaning no age limit as its absence does, and refused when there
-// are no versions to age.
+// uds.MaxHistoryVersions; days is optional, 1 to uds.MaxHistoryDays, its
+// absence or null meaning no age limit, and refused when there are no
+// versions to age. A days of 0 is refused rather than read as no age
+// limit: it reads as "keep for no days", the opposite of what it would
+// do, and the range the contract states starts at 1.
 func (h *historyBody) parse() (uds.History, error) {
 	var out uds.History
 	if !present(h.Versions) {
 		return out, uds.Invalid("history.versions", "is required: a whole number from 1 to %d, or 0 for no history", uds.MaxHistoryVersions)
 	}
 	var err error
-	if out.Versions, err = historyNumber("history.versions", h.Versions, uds.MaxHistoryVersions, "no history"); err != nil {
+	if out.Versions, err = historyNumber("history.versions", h.Versions, 0, uds.MaxHistoryVersions, "or 0 for no history"); err != nil {
 		return out, err
 	}
 	if present(h.Days) {
-		if out.Days, err = historyNumber("history.days", h.Days, uds.MaxHistoryDays, "no age limit"); err != nil {
+		if out.Days, err = historyNumber("history.days", h.Days, 1, uds.MaxHistoryDays, "or absent for no age limit"); err != nil {
 			return out, err
 		}
 	}
@@ -278,11 +280,12 @@ func (h *historyBody) parse() (uds.History, error) {
 func present(raw json.RawMessage) bool { return raw != nil && string(raw) != "null" }
 
 // historyNumber reads a member of a history as sent: a whole number from
-// 0 (meaning zero) to limit, written as one (not 1.0, 1e2 or "1").
-func historyNumber(field string, raw json.RawMessage, limit int, zero string) (int, error) {
+// least to limit, written as one (not 1.0, 1e2 or "1"); a refusal names
+// the range from 1 and what else the member takes (otherwise).
+func historyNumber(field string, raw json.RawMessage, least, limit int, otherwise string) (int, error) {
 	n, err := strconv.Atoi(string(raw))
-	if err != nil || n < 0 || n > limit {
-		return 0, uds.Invalid(field, "must be a whole number from 1 to %d, or 0 for %s; got %s", limit, zero, uds.Truncate(string(raw), 64))
+	if err != nil || n < least || n > limit {
+		return 0, uds.Invalid(field, "must be a whole number from 1 to %d, %s; got %s", limit, otherwise, uds.Truncate(string(raw), 64))
 	}
 	return n, nil
 }

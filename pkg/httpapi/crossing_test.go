@@ -628,7 +628,7 @@ func (x *crossing) importPath() {
 	x.write("PUT", "a")
 	x.write("POST", "l/s1")
 	exported, _ := x.exportPages(x.t, app, 100, "&namespace="+crossingNS)
-	// A large value's record is refused by design: its bytes are in the
+	// A large value's record is left out by design: its bytes are in the
 	// exporting deployment's bucket.
 	var records []json.RawMessage
 	for _, r := range exported {
