@@ -69,13 +69,20 @@ func (s *Store) catalogue(ctx context.Context, app, namespace string) {
 	if err != nil || !pol.HeldSince.IsZero() {
 		return
 	}
+	// A write of this process that is marking the namespace already
+	// stands for this one: should it fail, a later write marks.
+	key := app + uds.KeyDelimiter + namespace
+	if _, marking := s.cataloguing.LoadOrStore(key, true); marking {
+		return
+	}
+	defer s.cataloguing.Delete(key)
 	now := s.writeTime()
 	if err := s.markHeld(ctx, app, namespace, now); err != nil {
 		slog.Default().WarnContext(ctx, "mark a namespace as holding data", slog.String("app", app),
 			slog.String("namespace", namespace), slog.String("cause", err.Error()))
 		return
 	}
-	s.policies.update(app+uds.KeyDelimiter+namespace, func(p uds.Policy) uds.Policy {
+	s.policies.update(key, func(p uds.Policy) uds.Policy {
 		if p.HeldSince.IsZero() {
 			p.HeldSince = now
 		}

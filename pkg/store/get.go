@@ -57,14 +57,17 @@ var metaNames = map[string]string{
 
 // projection is what a read takes of its items, and the names its
 // expression refers to (DynamoDB refuses a name the expression does not
-// use, so each projection brings its own).
+// use, so each projection brings its own). A read is strongly consistent
+// unless eventual is set: for a view that a second's staleness does not
+// mislead, at half the read units.
 type projection struct {
-	expr  string
-	names map[string]string
+	expr     string
+	names    map[string]string
+	eventual bool
 }
 
 // metaRead reads what metaProjection names.
-var metaRead = &projection{metaProjection, metaNames}
+var metaRead = &projection{expr: metaProjection, names: metaNames}
 
 // readMeta reads the state of an item that a write is about to change,
 // strongly consistent and, unless whole is set, without its value: nil
@@ -119,6 +122,7 @@ func (s *Store) batchGet(ctx context.Context, keys []uds.Key, projection *projec
 			ka.Keys, ka.ConsistentRead = append(ka.Keys, keyAV(k)), aws.Bool(true)
 			if projection != nil {
 				ka.ProjectionExpression, ka.ExpressionAttributeNames = aws.String(projection.expr), projection.names
+				ka.ConsistentRead = aws.Bool(!projection.eventual)
 			}
 			in.RequestItems[s.table(k)] = ka
 		}

@@ -20,7 +20,7 @@ import (
 // its cost is bounded whatever the share of the namespace among the
 // owners' items: a page reads at most limit index entries, in at most
 // limit queries (a query that finds none counts as one entry), plus the
-// reads of the app's owners it walks and one strongly consistent
+// reads of the app's owners it walks and one eventually consistent
 // BatchGetItem per hundred keys found, which reads their display fields.
 
 // KeysQuery selects one page of a namespace's keys.
@@ -62,9 +62,13 @@ type KeysPage struct {
 	Next *ExportPosition
 }
 
-// keysProjection is what a listing reads of each item it shows.
+// keysProjection is what a listing reads of each item it shows. The read
+// is eventually consistent: DynamoDB charges it by the items' whole
+// size, whatever it projects, and an operator's view of an item a second
+// old is no harm (the item itself is read as any other when opened).
 var keysProjection = &projection{
-	expr: "#k, #s, #o, #z, #cn, #ud, #ct, #xm",
+	eventual: true,
+	expr:     "#k, #s, #o, #z, #cn, #ud, #ct, #xm",
 	names: map[string]string{"#k": schema.AttrDataKey, "#s": schema.AttrSortKey, "#o": schema.AttrOwnerKey,
 		"#z": schema.AttrItemSize, "#cn": schema.AttrClassName, "#ud": schema.AttrUpdatedDate,
 		"#ct": schema.AttrContentType, "#xm": schema.AttrExpiresAtMillis},
@@ -171,9 +175,8 @@ func (w *keysWalker) table(ctx context.Context, pos ExportPosition) error {
 	}
 }
 
-// read reads the display fields of the entries found, strongly
-// consistent, leaving out items deleted or expired since the index was
-// read.
+// read reads the display fields of the entries found, leaving out items
+// deleted or expired since the index was read.
 func (w *keysWalker) read(ctx context.Context) ([]KeyEntry, error) {
 	keys := make([]uds.Key, len(w.entries))
 	for i, e := range w.entries {
