@@ -90,6 +90,17 @@ func (s *Store) catalogue(ctx context.Context, app, namespace string) {
 	})
 }
 
+// MarkHeld marks a namespace, and its app, as holding data, for data
+// written before the catalogue (a migration's scan finds it): a mark
+// already made keeps its instant.
+func (s *Store) MarkHeld(ctx context.Context, ns HeldNamespace) error {
+	if err := s.markHeld(ctx, ns.App, ns.Namespace, s.writeTime()); err != nil {
+		return failed("mark "+ns.App+"/"+ns.Namespace+" as holding data", err)
+	}
+	s.policies.forget(ns.App + uds.KeyDelimiter + ns.Namespace)
+	return nil
+}
+
 // markHeld marks the namespace's record, then the app's; a mark already
 // made keeps its instant.
 func (s *Store) markHeld(ctx context.Context, app, namespace string, now time.Time) error {
