@@ -170,6 +170,12 @@ type Policy struct {
 	// Pending is a change into or out of private under way; the policy
 	// above is in effect until it completes.
 	Pending *PolicyChange `json:"pending,omitempty"`
+	// HasPolicy says, in Namespaces, whether the namespace has a policy
+	// of its own (nil elsewhere): one without shows the defaults.
+	HasPolicy *bool `json:"policy,omitempty"`
+	// HeldSince is when the namespace first held data, as the server's
+	// catalogue marked it; "" when not marked.
+	HeldSince string `json:"heldSince,omitempty"`
 }
 
 // HistoryPolicy keeps up to Versions (1 to 100) replaced versions of each

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 type PolicyStore interface {
 	StoredPolicy(ctx context.Context, app, namespace string) (uds.Policy, error)
 	SetPolicy(ctx context.Context, app, namespace string, p uds.Policy) (uds.Policy, error)
-	Policies(ctx context.Context, app, after string, limit int) ([]uds.NamespacePolicy, bool, error)
+	Policies(ctx context.Context, app, after string, limit int, held bool) ([]uds.NamespacePolicy, bool, error)
 }
 
 // policyJSON is a namespace's policy as the admin routes show it; a
@@ -39,6 +40,12 @@ type policyJSON struct {
 	UpdatedDate string          `json:"updatedDate,omitempty"`
 	// Pending is a change into or out of private under way.
 	Pending *pendingJSON `json:"pending,omitempty"`
+	// Policy says, in a listing, whether the namespace has a policy of
+	// its own; one without shows the defaults.
+	Policy *bool `json:"policy,omitempty"`
+	// HeldSince is when the namespace first held data, where the
+	// catalogue marked it.
+	HeldSince string `json:"heldSince,omitempty"`
 }
 
 // historyJSON is a history policy as the admin routes show it: days is
@@ -69,6 +76,9 @@ func policyBody(app, namespace string, p uds.Policy, now time.Time) policyJSON {
 	if c := p.Changing(now); c != nil {
 		j.Pending = &pendingJSON{Access: c.Target().Mode(), Schema: orNull(c.Schema), Since: store.FormatTime(c.Since),
 			SettlesAt: store.FormatTime(c.SettlesAt), LapsesAt: store.FormatTime(c.LapsesAt)}
+	}
+	if !p.HeldSince.IsZero() {
+		j.HeldSince = store.FormatTime(p.HeldSince)
 	}
 	return j
 }
@@ -159,19 +169,29 @@ func (a *API) setPolicy(w http.ResponseWriter, r *http.Request, app, namespace s
 	writeJSON(w, done, policyBody(app, namespace, pol, now))
 }
 
-// listPolicies lists the policies set in an app, by namespace.
+// listPolicies lists the policies set in an app, by namespace; with
+// include=held, the namespaces that hold data without one too.
 func (a *API) listPolicies(w http.ResponseWriter, r *http.Request, p params) {
 	app, err := uds.ParseApp(p.app)
+	var held bool
+	if err == nil {
+		var q url.Values
+		if q, err = query(r); err == nil {
+			held, err = includeHeld(q)
+		}
+	}
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
 	page(a, w, r, "namespaces", "namespaces\x00"+app,
 		func(after string, limit int) ([]uds.NamespacePolicy, bool, error) {
-			return a.stores.Policies.Policies(r.Context(), app, after, limit)
+			return a.stores.Policies.Policies(r.Context(), app, after, limit, held)
 		},
 		func(np uds.NamespacePolicy) (any, string) {
-			return policyBody(app, np.Namespace, np.Policy, a.now()), np.Namespace
+			body := policyBody(app, np.Namespace, np.Policy, a.now())
+			body.Policy = &np.Set
+			return body, np.Namespace
 		})
 }
 
