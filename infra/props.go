@@ -219,6 +219,12 @@ func PropsFromContext(node constructs.Node) (*UdsStackProps, error) {
 	return p, nil
 }
 
+// noAuthorizer refuses a stack whose data routes have no authorizer.
+// mk/infra.mk says the same before it builds anything (make_test.go).
+var noAuthorizer = fmt.Sprintf("the data routes have no authorizer: set context %s and %s (make JWT_ISSUER=... JWT_AUDIENCE=...) "+
+	"to put a JWT authorizer on them, or %s=true (make PUBLIC_DATA_ROUTES=true) to serve them to anyone who has the URL",
+	ctxJWTIssuer, ctxJWTAudience, ctxPublicDataRoutes)
+
 // Validate reports configuration that would synthesize a stack that cannot
 // deploy or cannot work.
 func (p *UdsStackProps) Validate() error {
@@ -234,9 +240,7 @@ func (p *UdsStackProps) Validate() error {
 	jwt := p.JWTIssuer != "" || len(p.JWTAudience) > 0
 	switch {
 	case !jwt && !p.PublicDataRoutes:
-		errs = append(errs, fmt.Errorf("the data routes have no authorizer: set context %s and %s (make JWT_ISSUER=... JWT_AUDIENCE=...) "+
-			"to put a JWT authorizer on them, or %s=true (make PUBLIC_DATA_ROUTES=true) to serve them to anyone who has the URL",
-			ctxJWTIssuer, ctxJWTAudience, ctxPublicDataRoutes))
+		errs = append(errs, errors.New(noAuthorizer))
 	case jwt && p.PublicDataRoutes:
 		errs = append(errs, fmt.Errorf("context %s=true contradicts %s and %s: the data routes are either public or behind the JWT authorizer",
 			ctxPublicDataRoutes, ctxJWTIssuer, ctxJWTAudience))

@@ -490,6 +490,10 @@ func TestDefaultStack(t *testing.T) {
 		}
 	})
 
+	t.Run("the counts docs/cost.md states", func(t *testing.T) {
+		checkCostCounts(t, s)
+	})
+
 	t.Run("alarms", func(t *testing.T) {
 		metrics := map[string]int{}
 		for _, id := range s.ofType("AWS::CloudWatch::Alarm") {

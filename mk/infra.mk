@@ -26,7 +26,7 @@
 #   make deploy JWT_ISSUER=https://issuer.example.com/ JWT_AUDIENCE=web,mobile
 # A variable left empty leaves the app's default in place. The data routes
 # need JWT_ISSUER and JWT_AUDIENCE, or PUBLIC_DATA_ROUTES=true: without
-# either the app refuses to synthesize.
+# either synth, cdk-diff and deploy refuse before building anything.
 #   STACK_NAME             stackName             stack name (UdsStack)
 #   TABLE_DATA             tableData             table names (the seed's
 #   TABLE_LIST             tableList             data_store, data_store_list,
@@ -145,6 +145,19 @@ JSII_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 SYNTH_ENV := AWS_EC2_METADATA_DISABLED=true
 
 .PHONY: cdk-install synth cdk-diff cdk-bootstrap deploy test-infra smoke
+
+# The app refuses a stack whose data routes have no authorizer, but only
+# once build-zips, the npm install and the app's own build have run (some
+# minutes on a fresh clone). So make refuses first, with the app's words,
+# when a goal runs the app and neither a make variable nor a CDK context
+# file (cdk.json, cdk.context.json, ~/.cdk.json) makes the choice; the app
+# still judges the choice made (infra/props.go Validate).
+# infra/make_test.go checks that the words are the app's.
+ifneq ($(filter synth cdk-diff deploy,$(MAKECMDGOALS)),)
+ifeq ($(JWT_ISSUER)$(JWT_AUDIENCE)$(PUBLIC_DATA_ROUTES)$(shell grep -ls '"jwtIssuer"\|"jwtAudience"\|"publicDataRoutes"' cdk.json cdk.context.json $(HOME)/.cdk.json 2>/dev/null),)
+$(error the data routes have no authorizer: set context jwtIssuer and jwtAudience (make JWT_ISSUER=... JWT_AUDIENCE=...) to put a JWT authorizer on them, or publicDataRoutes=true (make PUBLIC_DATA_ROUTES=true) to serve them to anyone who has the URL)
+endif
+endif
 
 cdk-install: $(NODE_MODULES_STAMP)
 

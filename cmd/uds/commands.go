@@ -130,19 +130,23 @@ UDS_LIMITS_CACHE_TTL (30 s).`,
 		},
 		run: importRecords},
 	"policy": {args: "APP NAMESPACE", short: "a namespace's policy: access, schema, history, indexes, a change under way (admin)", min: 2, max: 2, run: policy},
-	"set-policy": {args: "APP NAMESPACE", short: "set a namespace's whole policy; a change into or out of private waits until it completes (admin)", min: 2, max: 2,
-		long: `The flags give the whole policy: what one does not give is set to its default (no schema,
-no history, no indexes). A set-policy without --index drops every index the namespace
-declares; to keep one, give it again as declared, which keeps its entries. New indexes
-answer queries once built, and dropped ones' entries are removed, by uds build-indexes
-(the local server also builds in the background).`,
+	"set-policy": {args: "APP NAMESPACE", short: "change a namespace's policy, keeping what no flag changes; a change into or out of private waits until it completes (admin)", min: 2, max: 2,
+		long: `The command reads the namespace's policy, changes the parts its flags give, and sets the
+whole: what no flag names (the access, schema, history, indexes, binary rule) is restated as
+it stands. --drop removes parts. --index replaces the declared indexes with those given: to
+keep one, give it again as declared, which keeps its entries. New indexes answer queries
+once built, and dropped ones' entries are removed, by uds build-indexes (the local server
+also builds in the background).`,
 		flags: func(fs *flag.FlagSet) {
-			fs.String("access", "", "shared, private or owner-write")
-			fs.String("schema", "", "a file holding the JSON Schema every write's data must match (default: none)")
-			fs.Int("history-versions", 0, "keep up to this many replaced versions of each item, 1..100 (default: no history)")
-			fs.Int("history-days", 0, "keep each replaced version at most this many days, 1..3650 (default: no age limit); needs --history-versions")
-			fs.Var(&indexFlag{}, "index", "declare an index `NAME:PATH:TYPE` (PATH a JSON Pointer into the items' data, /status, or empty for\nthe whole value; TYPE string or number); repeat for up to 5 (default: none, which drops the namespace's indexes)")
-			fs.Bool("clear", false, "restore the defaults: shared, no schema, no history, no indexes")
+			fs.String("access", "", "shared, private or owner-write (default: as it stands)")
+			fs.String("schema", "", "a file holding the JSON Schema every write's data must match (default: as it stands)")
+			fs.Int("history-versions", 0, "keep up to this many replaced versions of each item, 1..100, or 0 for none (default: as it stands)")
+			fs.Int("history-days", 0, "keep each replaced version at most this many days, 1..3650, or 0 for no age limit (default: as it stands); needs a history")
+			fs.Var(&indexFlag{}, "index", "declare an index `NAME:PATH:TYPE` (PATH a JSON Pointer into the items' data, /status, or empty for\nthe whole value; TYPE string or number); repeat for up to 5; replaces the declared ones (default: as they stand)")
+			fs.String("binary-types", "", "the binary values' content `TYPES` the namespace takes, comma-separated: image/png,image/* (default: as it stands)")
+			fs.Int64("binary-max-bytes", 0, "the largest binary value the namespace takes, in bytes, or 0 for the store's own limit (default: as it stands); needs a binary rule")
+			fs.String("drop", "", "remove these `PARTS`, comma-separated: schema, history, indexes, binary")
+			fs.Bool("clear", false, "restore the defaults: shared, no schema, no history, no indexes, no binary rule")
 		},
 		run: setPolicy},
 	"build-indexes": {args: "APP NAMESPACE", short: "build a namespace's new indexes and remove its dropped ones' entries, step after step until done (admin)", min: 2, max: 2,

@@ -121,6 +121,7 @@ func TestImportSays(t *testing.T) {
 		return rec + "}\n"
 	}
 	three := record("a", 1, "") + record("b", 1, "") + record("c", 1, "")
+	large := `{"namespace":"n","id":"big","owner":"alice","contentType":"image/png","size":5000000,"large":true,"createdBySubject":"alice","updatedBySubject":"alice","version":1}` + "\n"
 	for i, tc := range []struct {
 		name    string
 		before  string // imported first
@@ -128,10 +129,14 @@ func TestImportSays(t *testing.T) {
 		code    int
 		says    string
 	}{
-		{"into an empty app", "", three, 0, "3 records: imported 3, skipped 0 already present, expired 0, conflicts 0\n"},
-		{"the same again", three, three, 0, "3 records: imported 0, skipped 3 already present, expired 0, conflicts 0\n"},
+		{"into an empty app", "", three, 0, "3 records: imported 3, skipped 0 already present, expired 0, conflicts 0, not imported 0\n"},
+		{"the same again", three, three, 0, "3 records: imported 0, skipped 3 already present, expired 0, conflicts 0, not imported 0\n"},
 		{"one of each", three, record("a", 1, "") + record("b", 2, "") + record("d", 1, "") + record("e", 1, "2001-01-01T00:00:00.000Z"), 1,
-			"4 records: imported 1, skipped 1 already present, expired 1, conflicts 1\n"},
+			"4 records: imported 1, skipped 1 already present, expired 1, conflicts 1, not imported 0\n"},
+		// A large value's bytes are in the exporting deployment's bucket:
+		// its record is left out, and the others written.
+		{"a large value among them", "", record("a", 1, "") + large + record("b", 1, ""), 1,
+			"3 records: imported 2, skipped 0 already present, expired 0, conflicts 0, not imported 1\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			app := fmt.Sprintf("d53065bd-f932-4841-83fb-%012d", i)
@@ -140,9 +145,12 @@ func TestImportSays(t *testing.T) {
 					t.Fatalf("importing the records before: exit %d, %s", code, stderr)
 				}
 			}
-			code, _, stderr := uds(t, srv, tc.records, "import", app)
+			code, stdout, stderr := uds(t, srv, tc.records, "import", app)
 			if code != tc.code || !strings.HasPrefix(stderr, tc.says) {
 				t.Errorf("exit %d, stderr %q; want %d and %q first", code, stderr, tc.code, tc.says)
+			}
+			if strings.Contains(tc.records, `"large":true`) && !strings.Contains(stdout, `"notImported":[{"index":1,"namespace":"n","id":"big","reason":"a large value`) {
+				t.Errorf("stdout %q does not list the large value's record", stdout)
 			}
 		})
 	}

@@ -71,6 +71,10 @@ func importRecords(e *env, args []string) error {
 			c.Index += sent
 			total.Conflicts = append(total.Conflicts, c)
 		}
+		for _, l := range res.NotImported {
+			l.Index += sent
+			total.NotImported = append(total.NotImported, l)
+		}
 		total.Imported, total.Skipped, total.Expired = total.Imported+res.Imported, total.Skipped+res.Skipped, total.Expired+res.Expired
 		sent += len(batch)
 		batch, size = batch[:0], 0
@@ -108,16 +112,26 @@ func importRecords(e *env, args []string) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	e.progress.final(fmt.Sprintf("%d records: imported %d, skipped %d already present, expired %d, conflicts %d",
-		sent, total.Imported, total.Skipped, total.Expired, len(total.Conflicts)))
+	e.progress.final(fmt.Sprintf("%d records: imported %d, skipped %d already present, expired %d, conflicts %d, not imported %d",
+		sent, total.Imported, total.Skipped, total.Expired, len(total.Conflicts), len(total.NotImported)))
 	if total.Conflicts == nil {
 		total.Conflicts = []client.Conflict{}
+	}
+	if total.NotImported == nil {
+		total.NotImported = []client.NotImported{}
 	}
 	if err := e.writeJSON(total); err != nil {
 		return err
 	}
-	if len(total.Conflicts) > 0 {
-		return fmt.Errorf("%d records conflict with different items already stored (listed above by their place among the records read, from 0)", len(total.Conflicts))
+	var unwritten []string
+	if n := len(total.Conflicts); n > 0 {
+		unwritten = append(unwritten, fmt.Sprintf("%d records conflict with different items already stored", n))
+	}
+	if n := len(total.NotImported); n > 0 {
+		unwritten = append(unwritten, fmt.Sprintf("%d records could not be imported here (large values, whose bytes are in the exporting deployment's bucket)", n))
+	}
+	if len(unwritten) > 0 {
+		return fmt.Errorf("%s (listed above by their place among the records read, from 0)", strings.Join(unwritten, "; "))
 	}
 	return nil
 }

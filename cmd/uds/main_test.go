@@ -326,7 +326,7 @@ func TestExportDeleteImportExport(t *testing.T) {
 	}
 
 	code, out, errOut := uds(t, srv, first, "import", app)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf(`{"imported":%d,"skipped":0,"expired":0,"conflicts":[]}`, total)) {
+	if code != 0 || !strings.Contains(out, fmt.Sprintf(`{"imported":%d,"skipped":0,"expired":0,"conflicts":[],"notImported":[]}`, total)) {
 		t.Fatalf("import: exit %d, %q, stderr %q", code, out, errOut)
 	}
 	code, again, _ := uds(t, srv, "", "export", app)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,37 +49,76 @@ func TestPolicyCommands(t *testing.T) {
 		}
 	})
 	t.Run("history", func(t *testing.T) {
-		// In order, on one namespace: each case's output must hold out
-		// and not notOut, and its standard error errOut.
-		for _, c := range []struct {
-			name                string
-			args                []string
-			code                int
-			out, notOut, errOut string
-		}{
+		// In order, on one namespace.
+		for _, s := range []step{
 			{"set with versions and days", []string{"set-policy", app, "kept", "--access", "shared", "--history-versions", "10", "--history-days", "30"},
 				0, `"history":{"versions":10,"days":30}`, "", ""},
 			{"shown", []string{"policy", app, "kept"}, 0, `"history":{"versions":10,"days":30}`, "", ""},
 			{"beside a change into private", []string{"set-policy", app, "kept", "--access", "private", "--history-versions", "5"},
-				0, `"history":{"versions":5}`, "pending", "the change to private is announced"},
-			{"left out when not given", []string{"set-policy", app, "kept", "--access", "private"}, 0, `"access":"private"`, "history", ""},
+				0, `"history":{"versions":5,"days":30}`, "pending", "the change to private is announced"},
+			{"kept when not given", []string{"set-policy", app, "kept", "--access", "private"}, 0, `"history":{"versions":5,"days":30}`, "", ""},
+			{"days changed alone", []string{"set-policy", app, "kept", "--history-days", "7"}, 0, `"history":{"versions":5,"days":7}`, "", ""},
+			{"versions changed alone keep the days", []string{"set-policy", app, "kept", "--history-versions", "6"}, 0, `"history":{"versions":6,"days":7}`, "", ""},
+			{"dropped", []string{"set-policy", app, "kept", "--drop", "history"}, 0, `"access":"private"`, "history", ""},
 			{"refused past its bound", []string{"set-policy", app, "kept", "--access", "private", "--history-versions", "101"},
 				1, "", "", "history.versions"},
 			{"days without versions", []string{"set-policy", app, "kept", "--access", "private", "--history-days", "3"},
 				2, "", "", "--history-days needs --history-versions"},
+			{"dropped and given", []string{"set-policy", app, "kept", "--drop", "history", "--history-versions", "3"}, 2, "", "", "contradict"},
+			{"an unknown part dropped", []string{"set-policy", app, "kept", "--drop", "owner"}, 2, "", "", "--drop takes schema, history, indexes, binary"},
 			{"with --clear", []string{"set-policy", app, "kept", "--clear", "--history-versions", "1"}, 2, "", "", "--clear takes no"},
 			{"unchanged by the refusals", []string{"policy", app, "kept"}, 0, `"access":"private"`, "history", ""},
 		} {
-			t.Run(c.name, func(t *testing.T) {
-				code, out, errOut := uds(t, srv, "", c.args...)
-				if code != c.code || !strings.Contains(out, c.out) || (c.notOut != "" && strings.Contains(out, c.notOut)) || !strings.Contains(errOut, c.errOut) {
-					t.Errorf("%v: %d %q %q; want %d, output with %q and not %q, errors with %q", c.args, code, out, errOut, c.code, c.out, c.notOut, c.errOut)
-				}
-			})
+			s.run(t, srv)
+		}
+	})
+	t.Run("every part no flag changes is restated", func(t *testing.T) {
+		// In order, on one namespace that has every part.
+		for _, s := range []step{
+			{"every part set", []string{"set-policy", app, "photos", "--access", "owner-write", "--schema", schema, "--history-versions", "3",
+				"--index", "byTitle:/title:string", "--binary-types", "image/png, image/*", "--binary-max-bytes", "1048576"},
+				0, `"binary":{"contentTypes":["image/png","image/*"],"maxBytes":1048576}`, "", ""},
+			{"the access changed alone", []string{"set-policy", app, "photos", "--access", "shared"},
+				0, `"access":"shared","schema":{"type":"object","required":["title"]},"history":{"versions":3},"indexes":[{"name":"byTitle","path":"/title","type":"string"`, "", ""},
+			{"the binary rule kept", []string{"policy", app, "photos"}, 0, `"binary":{"contentTypes":["image/png","image/*"],"maxBytes":1048576}`, "", ""},
+			{"its cap changed alone", []string{"set-policy", app, "photos", "--binary-max-bytes", "2048"},
+				0, `"binary":{"contentTypes":["image/png","image/*"],"maxBytes":2048}`, "", ""},
+			{"its types changed alone keep the cap", []string{"set-policy", app, "photos", "--binary-types", "application/pdf"},
+				0, `"binary":{"contentTypes":["application/pdf"],"maxBytes":2048}`, "", ""},
+			{"the schema and the binary rule dropped", []string{"set-policy", app, "photos", "--drop", "schema,binary"},
+				0, `"access":"shared","schema":null,"history":{"versions":3},"indexes":[{"name":"byTitle"`, "binary", ""},
+			{"a cap without a rule", []string{"set-policy", app, "photos", "--binary-max-bytes", "5"}, 2, "", "", "--binary-max-bytes needs --binary-types"},
+			{"a refused rule names its member", []string{"set-policy", app, "photos", "--binary-types", "application/json"}, 1, "", "", "binary.contentTypes"},
+		} {
+			s.run(t, srv)
+		}
+	})
+	t.Run("a change under way needs --access", func(t *testing.T) {
+		// Announced by another admin: the first PUT into private answers
+		// 202 and leaves the change pending.
+		req, err := http.NewRequest("PUT", srv+"/rest/api/v1/admin/apps/"+app+"/namespaces/pending", strings.NewReader(`{"access":"private"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusAccepted {
+			t.Fatalf("the announcement answered %d", res.StatusCode)
+		}
+		for _, s := range []step{
+			{"refused without", []string{"set-policy", app, "pending", "--history-versions", "2"}, 2, "", "",
+				"a change of the namespace to private is under way: give --access private to complete it, or --access shared to cancel it"},
+			{"completed with", []string{"set-policy", app, "pending", "--access", "private", "--history-versions", "2"}, 0,
+				`"access":"private","schema":null,"history":{"versions":2}`, `"pending":{`, ""},
+		} {
+			s.run(t, srv)
 		}
 	})
 	t.Run("usage errors", func(t *testing.T) {
-		for _, args := range [][]string{{"set-policy", app, "x"}, {"set-policy", app, "x", "--clear", "--access", "private"}} {
+		for _, args := range [][]string{{"set-policy", app, "x"}, {"set-policy", app, "x", "--clear", "--access", "private"}, {"set-policy", app, "x", "--clear", "--drop", "schema"}} {
 			if code, _, errOut := uds(t, srv, "", args...); code != 2 {
 				t.Errorf("%v: %d %s", args, code, errOut)
 			}

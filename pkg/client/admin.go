@@ -159,6 +159,9 @@ type Policy struct {
 	// Indexes are the fields Query selects and orders the namespace's
 	// items by, at most 5; nil declares none.
 	Indexes []Index `json:"indexes,omitempty"`
+	// Binary is the namespace's binary rule; nil when it has none (it
+	// then takes any binary value, or none when it has a Schema).
+	Binary *BinaryRule `json:"binary,omitempty"`
 	// IndexBuild is the work a change of Indexes left, while it remains
 	// (BuildIndexes does it); nil when there is none.
 	IndexBuild  *IndexBuild `json:"indexBuild,omitempty"`
@@ -167,6 +170,12 @@ type Policy struct {
 	// Pending is a change into or out of private under way; the policy
 	// above is in effect until it completes.
 	Pending *PolicyChange `json:"pending,omitempty"`
+	// HasPolicy says, in Namespaces, whether the namespace has a policy
+	// of its own (nil elsewhere): one without shows the defaults.
+	HasPolicy *bool `json:"policy,omitempty"`
+	// HeldSince is when the namespace first held data, as the server's
+	// catalogue marked it; "" when not marked.
+	HeldSince string `json:"heldSince,omitempty"`
 }
 
 // HistoryPolicy keeps up to Versions (1 to 100) replaced versions of each
@@ -175,6 +184,15 @@ type Policy struct {
 type HistoryPolicy struct {
 	Versions int `json:"versions"`
 	Days     int `json:"days,omitempty"`
+}
+
+// BinaryRule limits the binary values a namespace takes to the
+// ContentTypes named (media types such as "image/png", or whole types
+// such as "image/*"), each of at most MaxBytes bytes (0: the store's own
+// limit).
+type BinaryRule struct {
+	ContentTypes []string `json:"contentTypes"`
+	MaxBytes     int64    `json:"maxBytes,omitempty"`
 }
 
 // PolicyChange is a change into or out of private under way: the access
@@ -213,10 +231,11 @@ func (c *Client) Policy(ctx context.Context, app, namespace string) (Policy, err
 	return p, err
 }
 
-// SetPolicy sets a namespace's access, schema, history and indexes (only
-// those fields of p are sent, and of each index its name, path and type;
-// a nil History keeps no versions, nil Indexes drop every index the
-// namespace declares) and returns the policy stored. An index declared
+// SetPolicy sets a namespace's access, schema, history, indexes and
+// binary rule (only those fields of p are sent, and of each index its
+// name, path and type; a nil History keeps no versions, nil Indexes drop
+// every index the namespace declares, a nil Binary sets no binary
+// rule) and returns the policy stored. An index declared
 // again with its name, path and type keeps its entries; a new one is
 // built from the items stored, and a dropped one's entries are removed,
 // by BuildIndexes. A change into or out of private is announced first
@@ -226,7 +245,7 @@ func (c *Client) Policy(ctx context.Context, app, namespace string) (Policy, err
 // (the history and indexes, which apply at once, stay set). progress, if
 // not nil, is told of each wait.
 func (c *Client) SetPolicy(ctx context.Context, app, namespace string, p Policy, progress ...func(Policy)) (Policy, error) {
-	body, err := jsonBody(Policy{Access: p.Access, Schema: p.Schema, History: p.History, Indexes: declared(p.Indexes)})
+	body, err := jsonBody(Policy{Access: p.Access, Schema: p.Schema, History: p.History, Indexes: declared(p.Indexes), Binary: p.Binary})
 	if err != nil {
 		return Policy{}, err
 	}

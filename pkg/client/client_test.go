@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -371,6 +372,25 @@ func TestAdmin(t *testing.T) {
 // TestPolicyHistory sets history policies through the client and reads
 // them back as set: nil when the namespace keeps no versions, at once
 // beside a change into private, and a refusal naming the member.
+// TestPolicyBinary sets a binary rule and reads it back, and a policy
+// read and set again keeps it.
+func TestPolicyBinary(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin := newClient(t, apitest.Server(t, 10*time.Second))
+	rule := &client.BinaryRule{ContentTypes: []string{"image/png", "image/*"}, MaxBytes: 1 << 20}
+	if p, err := admin.SetPolicy(ctx, app, "photos", client.Policy{Access: "shared", Binary: rule}); err != nil || !reflect.DeepEqual(p.Binary, rule) {
+		t.Fatalf("SetPolicy: binary %+v, %v", p.Binary, err)
+	}
+	read, err := admin.Policy(ctx, app, "photos")
+	if err != nil || !reflect.DeepEqual(read.Binary, rule) {
+		t.Fatalf("Policy: binary %+v, %v", read.Binary, err)
+	}
+	if p, err := admin.SetPolicy(ctx, app, "photos", read); err != nil || !reflect.DeepEqual(p.Binary, rule) {
+		t.Errorf("the policy read, set again: binary %+v, %v", p.Binary, err)
+	}
+}
+
 func TestPolicyHistory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

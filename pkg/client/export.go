@@ -105,6 +105,20 @@ type ImportResult struct {
 	Skipped   int        `json:"skipped"`
 	Expired   int        `json:"expired"`
 	Conflicts []Conflict `json:"conflicts"`
+	// NotImported are the records left out, each with why, while the
+	// others were written: a large value's, whose bytes are in the
+	// exporting deployment's bucket.
+	NotImported []NotImported `json:"notImported"`
+}
+
+// NotImported is a record an import left out. Index is the record's place
+// in the request.
+type NotImported struct {
+	Index     int    `json:"index"`
+	Namespace string `json:"namespace"`
+	ID        string `json:"id"`
+	SortKey   string `json:"sortKey,omitempty"`
+	Reason    string `json:"reason"`
 }
 
 // Conflict is a record that was not imported because a different item, at

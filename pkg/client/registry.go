@@ -12,10 +12,17 @@ import (
 // The app registry (admin): names for apps, unique whatever their case,
 // by which operators find them. Data paths keep the app's id.
 
-// App is an app's entry in the registry.
+// App is an app's entry in the registry, or (AllApps) an app that holds
+// data and is not registered: Registered false, no name, description or
+// dates.
 type App struct {
 	ApplicationUUID string `json:"applicationUuid"`
 	Name            string `json:"name"`
+	Registered      bool   `json:"registered"`
+	// HeldSince is when the app first held data, as the server's
+	// catalogue marked it; zero when not marked, and in listings, which
+	// do not carry it.
+	HeldSince time.Time `json:"heldSince,omitzero"`
 	// Description is "" when the app has none.
 	Description string    `json:"description,omitempty"`
 	CreatedDate time.Time `json:"createdDate"`

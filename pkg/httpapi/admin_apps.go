@@ -17,6 +17,7 @@ type RegistryStore interface {
 	UnregisterApp(ctx context.Context, app string) error
 	AppByName(ctx context.Context, name string) (uds.AppRegistration, error)
 	Apps(ctx context.Context, after uds.AppRegistration, limit int) ([]uds.AppRegistration, bool, error)
+	HeldApps(ctx context.Context, after string, limit int) ([]uds.AppRegistration, bool, error)
 }
 
 // The app registry gives apps names that operators know them by. Data
@@ -28,27 +29,39 @@ var errNotRegistered = uds.NewError(uds.CodeNotFound, "app not registered")
 
 // appsQuery is what GET /admin/apps takes: a page of the registry, or
 // one app found by its name.
-var appsQuery = []string{"limit", "cursor", "name"}
+var appsQuery = []string{"limit", "cursor", "name", "include"}
 
 // registryBinding binds the registry listing's cursors: a cursor of
 // another listing does not continue it.
 const registryBinding = "registry"
 
-// registrationJSON is an app's registration as the admin routes show it.
+// registrationJSON is an app's registration as the admin routes show it;
+// an app that holds data and is not registered shows its id, and no name
+// or dates.
 type registrationJSON struct {
 	ApplicationUUID string `json:"applicationUuid"`
-	Name            string `json:"name"`
+	Name            string `json:"name,omitempty"`
 	Description     string `json:"description,omitempty"`
-	CreatedDate     string `json:"createdDate"`
-	UpdatedDate     string `json:"updatedDate"`
+	CreatedDate     string `json:"createdDate,omitempty"`
+	UpdatedDate     string `json:"updatedDate,omitempty"`
+	Registered      bool   `json:"registered"`
+	// HeldSince is when the app first held data, where the catalogue
+	// marked it and the read carries the mark (a listing does not: the
+	// registry's index does not hold it).
+	HeldSince string `json:"heldSince,omitempty"`
 	// Limits are the app's default per-user limits, shown where the app
 	// has some (they share its record, so showing them costs nothing).
 	Limits *limitsJSON `json:"limits,omitempty"`
 }
 
 func registrationBody(reg uds.AppRegistration) registrationJSON {
-	j := registrationJSON{ApplicationUUID: reg.App, Name: reg.Name, Description: reg.Description,
-		CreatedDate: store.FormatTime(reg.Created), UpdatedDate: store.FormatTime(reg.Updated)}
+	j := registrationJSON{ApplicationUUID: reg.App, Name: reg.Name, Description: reg.Description, Registered: reg.Name != ""}
+	if j.Registered {
+		j.CreatedDate, j.UpdatedDate = store.FormatTime(reg.Created), store.FormatTime(reg.Updated)
+	}
+	if !reg.HeldSince.IsZero() {
+		j.HeldSince = store.FormatTime(reg.HeldSince)
+	}
 	if reg.Limits != (uds.Limits{}) {
 		j.Limits = &limitsJSON{LimitBytes: reg.Limits.Bytes, LimitItems: reg.Limits.Items}
 	}
@@ -148,11 +161,17 @@ func (a *API) unregisterApp(w http.ResponseWriter, r *http.Request, p params) {
 
 // listApps lists the registry by name, compared case-insensitively, one
 // page at a time; with name=, it finds that app: a list of one, or none.
+// With include=held, the apps that hold data and are not registered
+// follow the registered ones, by id.
 func (a *API) listApps(w http.ResponseWriter, r *http.Request, _ params) {
 	q, err := query(r)
+	var held bool
+	if err == nil {
+		held, err = includeHeld(q)
+	}
 	if err == nil && q.Has("name") {
-		if q.Has("limit") || q.Has("cursor") {
-			err = uds.Invalid("query", "name finds one app: it takes neither limit nor cursor")
+		if q.Has("limit") || q.Has("cursor") || q.Has("include") {
+			err = uds.Invalid("query", "name finds one app: it takes neither limit nor cursor, nor include")
 		} else {
 			a.appNamed(w, r, q.Get("name"))
 			return
@@ -160,6 +179,10 @@ func (a *API) listApps(w http.ResponseWriter, r *http.Request, _ params) {
 	}
 	if err != nil {
 		a.fail(w, r, err, nil)
+		return
+	}
+	if held {
+		a.listAppsHeld(w, r)
 		return
 	}
 	// A cursor carries the last app of its page and its name's key, which
@@ -171,6 +194,38 @@ func (a *API) listApps(w http.ResponseWriter, r *http.Request, _ params) {
 		},
 		func(reg uds.AppRegistration) (any, string) {
 			return registrationBody(reg), reg.App + "\x00" + reg.NameKey
+		})
+}
+
+// heldBinding binds the cursors of the listing of apps that hold data.
+const heldBinding = "registry\x00held"
+
+// listAppsHeld lists the registered apps by name, then the apps that
+// hold data and are not registered by id, with one cursor: it carries the
+// partition of the last app of its page ("r" or "h"), the app, and its
+// key in the registry's index.
+func (a *API) listAppsHeld(w http.ResponseWriter, r *http.Request) {
+	page(a, w, r, "apps", heldBinding,
+		func(after string, limit int) ([]uds.AppRegistration, bool, error) {
+			part, rest, _ := strings.Cut(after, "\x00")
+			var regs []uds.AppRegistration
+			if part != "h" {
+				app, key, _ := strings.Cut(rest, "\x00")
+				var more bool
+				var err error
+				if regs, more, err = a.stores.Registry.Apps(r.Context(), uds.AppRegistration{App: app, NameKey: key}, limit); err != nil || more {
+					return regs, more, err
+				}
+				rest = ""
+			}
+			held, more, err := a.stores.Registry.HeldApps(r.Context(), rest, limit-len(regs))
+			return append(regs, held...), more, err
+		},
+		func(reg uds.AppRegistration) (any, string) {
+			if reg.Name == "" {
+				return registrationBody(reg), "h\x00" + reg.App
+			}
+			return registrationBody(reg), "r\x00" + reg.App + "\x00" + reg.NameKey
 		})
 }
 

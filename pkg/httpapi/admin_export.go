@@ -218,7 +218,27 @@ type importJSON struct {
 	Skipped   int            `json:"skipped"`
 	Expired   int            `json:"expired"`
 	Conflicts []conflictJSON `json:"conflicts"`
+	// NotImported are the records the import left out, each with why,
+	// while it wrote the others.
+	NotImported []notImportedJSON `json:"notImported"`
 }
+
+// notImportedJSON is a record an import left out: its place among the
+// records sent, its key, and why.
+type notImportedJSON struct {
+	Index     int    `json:"index"`
+	Namespace string `json:"namespace"`
+	ID        string `json:"id"`
+	SortKey   string `json:"sortKey,omitempty"`
+	Reason    string `json:"reason"`
+}
+
+// errLargeRecord is a record of a large value: its bytes are in the
+// exporting deployment's bucket, which an import cannot reach, so the
+// import leaves it out and says so rather than refuse every record sent
+// with it.
+var errLargeRecord = errors.New("a large value: its bytes are in the exporting deployment's bucket, which an import cannot reach; " +
+	"upload them again with POST {item}?upload")
 
 type conflictJSON struct {
 	Index     int    `json:"index"`
@@ -239,56 +259,78 @@ func (a *API) importRecords(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	records, err := readRecords(r, app)
+	b, err := readRecords(r, app)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
-	if err := a.checkPolicies(r.Context(), app, records); err != nil {
+	if err := a.checkPolicies(r.Context(), app, b.records, b.at); err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
-	res, err := a.stores.Transfer.Import(r.Context(), app, records)
+	var res uds.ImportResult
+	if len(b.records) > 0 {
+		res, err = a.stores.Transfer.Import(r.Context(), app, b.records)
+	}
 	var batch *uds.BatchError
 	if errors.As(err, &batch) {
-		err = inRecord(batch.Index, batch.Err)
+		err = inRecord(b.at[batch.Index], batch.Err)
 	}
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
 	observationFrom(r.Context()).noteImport(res.Imported, res.Skipped, res.Expired, len(res.Conflicts))
-	out := importJSON{Imported: res.Imported, Skipped: res.Skipped, Expired: res.Expired, Conflicts: []conflictJSON{}}
+	out := importJSON{Imported: res.Imported, Skipped: res.Skipped, Expired: res.Expired, Conflicts: []conflictJSON{}, NotImported: b.left}
 	for _, c := range res.Conflicts {
-		out.Conflicts = append(out.Conflicts, conflictJSON{c.Index, c.Key.Namespace, c.Key.ID, c.Key.SortKey, c.Version})
+		out.Conflicts = append(out.Conflicts, conflictJSON{b.at[c.Index], c.Key.Namespace, c.Key.ID, c.Key.SortKey, c.Version})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
+// importBatch is an import request's records: those to write, the place
+// of each among the records sent (at), and those left out, with why.
+type importBatch struct {
+	records []uds.Record
+	at      []int
+	left    []notImportedJSON
+}
+
 // readRecords reads an import body and parses its records (parseRecords).
-func readRecords(r *http.Request, app string) ([]uds.Record, error) {
+func readRecords(r *http.Request, app string) (importBatch, error) {
 	body, err := readBody(r, maxImportBodyBytes, fmt.Sprintf("an import request holds at most %d bytes; send the records in smaller requests", maxImportBodyBytes))
 	if err != nil {
-		return nil, err
+		return importBatch{}, err
 	}
 	return parseRecords(body, app)
 }
 
-// parseRecords parses and validates an import body's records.
-func parseRecords(body []byte, app string) ([]uds.Record, error) {
+// parseRecords parses and validates an import body's records. A bad
+// record refuses the request; a record that is valid but cannot be
+// written here (errLargeRecord) is left out and reported.
+func parseRecords(body []byte, app string) (importBatch, error) {
 	var b struct {
 		Records []recordJSON `json:"records"`
 	}
+	var out importBatch
 	if err := decodeBody(body, &b, `{"records": [...]} of exported records`); err != nil {
-		return nil, err
+		return out, err
 	}
 	if len(b.Records) == 0 || len(b.Records) > uds.MaxImportRecords {
-		return nil, uds.Invalid("records", "must hold 1 to %d records, got %d", uds.MaxImportRecords, len(b.Records))
+		return out, uds.Invalid("records", "must hold 1 to %d records, got %d", uds.MaxImportRecords, len(b.Records))
 	}
-	out := make([]uds.Record, len(b.Records))
+	out.records, out.at, out.left = make([]uds.Record, 0, len(b.Records)), make([]int, 0, len(b.Records)), []notImportedJSON{}
 	for i := range b.Records {
-		if err := parseRecord(app, &b.Records[i], &out[i]); err != nil {
-			return nil, inRecord(i, err)
+		var rec uds.Record
+		err := parseRecord(app, &b.Records[i], &rec)
+		switch {
+		case errors.Is(err, errLargeRecord):
+			j := &b.Records[i]
+			out.left = append(out.left, notImportedJSON{Index: i, Namespace: j.Namespace, ID: j.ID, SortKey: j.SortKey, Reason: err.Error()})
+		case err != nil:
+			return out, inRecord(i, err)
+		default:
+			out.records, out.at = append(out.records, rec), append(out.at, i)
 		}
 	}
 	return out, nil
@@ -343,7 +385,7 @@ func parseRecord(app string, j *recordJSON, rec *uds.Record) error {
 	case j.Deleted && (len(j.Data) > 0 || binary):
 		return uds.Invalid("data", "has no place in a delete marker")
 	case j.Large:
-		return uds.Invalid("large", "marks a value kept in the exporting deployment's bucket, which an import cannot reach; upload it again with POST {item}?upload")
+		return errLargeRecord
 	case binary:
 		if rec.Binary, err = inlineBinary(&writeBody{Data: j.Data, DataBase64: j.DataBase64, ContentType: j.ContentType}); err != nil {
 			return err
@@ -388,11 +430,11 @@ func parseRecord(app string, j *recordJSON, rec *uds.Record) error {
 // the wrong one could never be read, so policies are set before an import.
 // The anonymous caller has no key space of a private namespace, so it owns
 // none of its items either. Data is checked against the namespace's JSON
-// Schema; a refusal names the record (failedIndex).
-func (a *API) checkPolicies(ctx context.Context, app string, records []uds.Record) error {
+// Schema; a refusal names the record by its place among those sent (at).
+func (a *API) checkPolicies(ctx context.Context, app string, records []uds.Record, at []int) error {
 	policies := map[string]*scope{}
-	for i := range records {
-		rec := &records[i]
+	for n := range records {
+		rec, i := &records[n], at[n]
 		ns := rec.Key.Namespace
 		sc := policies[ns]
 		if sc == nil {

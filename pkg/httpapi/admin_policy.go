@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 type PolicyStore interface {
 	StoredPolicy(ctx context.Context, app, namespace string) (uds.Policy, error)
 	SetPolicy(ctx context.Context, app, namespace string, p uds.Policy) (uds.Policy, error)
-	Policies(ctx context.Context, app, after string, limit int) ([]uds.NamespacePolicy, bool, error)
+	Policies(ctx context.Context, app, after string, limit int, held bool) ([]uds.NamespacePolicy, bool, error)
 }
 
 // policyJSON is a namespace's policy as the admin routes show it; a
@@ -39,6 +40,12 @@ type policyJSON struct {
 	UpdatedDate string          `json:"updatedDate,omitempty"`
 	// Pending is a change into or out of private under way.
 	Pending *pendingJSON `json:"pending,omitempty"`
+	// Policy says, in a listing, whether the namespace has a policy of
+	// its own; one without shows the defaults.
+	Policy *bool `json:"policy,omitempty"`
+	// HeldSince is when the namespace first held data, where the
+	// catalogue marked it.
+	HeldSince string `json:"heldSince,omitempty"`
 }
 
 // historyJSON is a history policy as the admin routes show it: days is
@@ -69,6 +76,9 @@ func policyBody(app, namespace string, p uds.Policy, now time.Time) policyJSON {
 	if c := p.Changing(now); c != nil {
 		j.Pending = &pendingJSON{Access: c.Target().Mode(), Schema: orNull(c.Schema), Since: store.FormatTime(c.Since),
 			SettlesAt: store.FormatTime(c.SettlesAt), LapsesAt: store.FormatTime(c.LapsesAt)}
+	}
+	if !p.HeldSince.IsZero() {
+		j.HeldSince = store.FormatTime(p.HeldSince)
 	}
 	return j
 }
@@ -159,19 +169,29 @@ func (a *API) setPolicy(w http.ResponseWriter, r *http.Request, app, namespace s
 	writeJSON(w, done, policyBody(app, namespace, pol, now))
 }
 
-// listPolicies lists the policies set in an app, by namespace.
+// listPolicies lists the policies set in an app, by namespace; with
+// include=held, the namespaces that hold data without one too.
 func (a *API) listPolicies(w http.ResponseWriter, r *http.Request, p params) {
 	app, err := uds.ParseApp(p.app)
+	var held bool
+	if err == nil {
+		var q url.Values
+		if q, err = query(r); err == nil {
+			held, err = includeHeld(q)
+		}
+	}
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
 	page(a, w, r, "namespaces", "namespaces\x00"+app,
 		func(after string, limit int) ([]uds.NamespacePolicy, bool, error) {
-			return a.stores.Policies.Policies(r.Context(), app, after, limit)
+			return a.stores.Policies.Policies(r.Context(), app, after, limit, held)
 		},
 		func(np uds.NamespacePolicy) (any, string) {
-			return policyBody(app, np.Namespace, np.Policy, a.now()), np.Namespace
+			body := policyBody(app, np.Namespace, np.Policy, a.now())
+			body.Policy = &np.Set
+			return body, np.Namespace
 		})
 }
 
@@ -251,20 +271,22 @@ type historyBody struct {
 }
 
 // parse checks a history: versions is required, 0 (no history) to
-// uds.MaxHistoryVersions; days is optional, up to uds.MaxHistoryDays, 0
-// or null meaning no age limit as its absence does, and refused when there
-// are no versions to age.
+// uds.MaxHistoryVersions; days is optional, 1 to uds.MaxHistoryDays, its
+// absence or null meaning no age limit, and refused when there are no
+// versions to age. A days of 0 is refused rather than read as no age
+// limit: it reads as "keep for no days", the opposite of what it would
+// do, and the range the contract states starts at 1.
 func (h *historyBody) parse() (uds.History, error) {
 	var out uds.History
 	if !present(h.Versions) {
 		return out, uds.Invalid("history.versions", "is required: a whole number from 1 to %d, or 0 for no history", uds.MaxHistoryVersions)
 	}
 	var err error
-	if out.Versions, err = historyNumber("history.versions", h.Versions, uds.MaxHistoryVersions, "no history"); err != nil {
+	if out.Versions, err = historyNumber("history.versions", h.Versions, 0, uds.MaxHistoryVersions, "or 0 for no history"); err != nil {
 		return out, err
 	}
 	if present(h.Days) {
-		if out.Days, err = historyNumber("history.days", h.Days, uds.MaxHistoryDays, "no age limit"); err != nil {
+		if out.Days, err = historyNumber("history.days", h.Days, 1, uds.MaxHistoryDays, "or absent for no age limit"); err != nil {
 			return out, err
 		}
 	}
@@ -278,11 +300,12 @@ func (h *historyBody) parse() (uds.History, error) {
 func present(raw json.RawMessage) bool { return raw != nil && string(raw) != "null" }
 
 // historyNumber reads a member of a history as sent: a whole number from
-// 0 (meaning zero) to limit, written as one (not 1.0, 1e2 or "1").
-func historyNumber(field string, raw json.RawMessage, limit int, zero string) (int, error) {
+// least to limit, written as one (not 1.0, 1e2 or "1"); a refusal names
+// the range from 1 and what else the member takes (otherwise).
+func historyNumber(field string, raw json.RawMessage, least, limit int, otherwise string) (int, error) {
 	n, err := strconv.Atoi(string(raw))
-	if err != nil || n < 0 || n > limit {
-		return 0, uds.Invalid(field, "must be a whole number from 1 to %d, or 0 for %s; got %s", limit, zero, uds.Truncate(string(raw), 64))
+	if err != nil || n < least || n > limit {
+		return 0, uds.Invalid(field, "must be a whole number from 1 to %d, %s; got %s", limit, otherwise, uds.Truncate(string(raw), 64))
 	}
 	return n, nil
 }

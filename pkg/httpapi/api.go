@@ -37,6 +37,7 @@ type Stores struct {
 	Policies   PolicyStore
 	Transfer   TransferStore
 	Strays     StrayStore
+	Keys       KeyStore
 }
 
 // StoresOf returns st as every capability.
@@ -44,7 +45,7 @@ func StoresOf(st *store.Store) Stores {
 	return Stores{
 		Items: st, Lists: st, Batches: st, History: st, Indexes: st, Uploads: st,
 		Usage: st, QuotaModes: st, Registry: st, RateLimits: st,
-		Policy: st, Policies: st, Transfer: st, Strays: st,
+		Policy: st, Policies: st, Transfer: st, Strays: st, Keys: st,
 	}
 }
 

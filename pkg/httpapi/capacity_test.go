@@ -60,7 +60,9 @@ func expiring(body string) string {
 // the call counts against the floor: one data call per single-item
 // operation plus at most one usage write (and, the first time an owner
 // writes, one read of the limits; the first time a namespace is used, one
-// read of its policy), one query per 1 MB of list data,
+// read of its policy; the first time an item is created in it, two
+// updates that mark it and its app in the catalogue), one query per 1 MB
+// of list data,
 // ceil(n/25) batch writes and one usage write per owner for delete-all. A
 // growing update costs a refused conditional write more: it learns the old
 // size from it instead of reading first. In a namespace with one index a
@@ -104,7 +106,7 @@ func TestCapacityTable(t *testing.T) {
 		calls  map[string]int // the floor
 	}
 	rows := []row{
-		{"POST key-value item (1 KB)", 201, func() response { return e.do("POST", base+"/cap/item", kb(1)) }, map[string]int{"TransactWriteItems": 1, "BatchGetItem": 1, "GetItem": 1}},
+		{"POST key-value item (1 KB)", 201, func() response { return e.do("POST", base+"/cap/item", kb(1)) }, map[string]int{"TransactWriteItems": 1, "BatchGetItem": 1, "GetItem": 1, "UpdateItem": 2}},
 		{"GET key-value item (1 KB)", 200, func() response { return e.do("GET", base+"/cap/item", "") }, map[string]int{"GetItem": 1}},
 		{"PUT key-value item, same size", 200, func() response { return e.do("PUT", base+"/cap/item", kb(1)) }, map[string]int{"GetItem": 1, "UpdateItem": 1}},
 		{"PUT key-value item, grows to 3 KB", 200, func() response { return e.do("PUT", base+"/cap/item", kb(3)) }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
@@ -130,11 +132,28 @@ func TestCapacityTable(t *testing.T) {
 			exported = `{"records":` + string(page.Records) + `}`
 			return r
 		}, map[string]int{"Query": schema.AppShards + 4, "BatchGetItem": 10}},
+		// The catalogue's listings: the registry's index, one query per
+		// partition; the namespaces table, one query of the app's.
+		{"GET apps with include=held, one page", 200, func() response { return e.do("GET", admin+"/apps?include=held", "") }, map[string]int{"Query": 2}},
+		{"GET namespaces with include=held, one page", 200, func() response { return e.do("GET", admin+"/apps/"+app+"/namespaces?include=held", "") }, map[string]int{"Query": 1}},
+		// A page of a namespace's keys reads the app's users from every
+		// shard, then at most limit entries of the owner indexes (here
+		// one owner's: a query of each table's), then the keys found, 100
+		// a call.
+		{"GET namespace items page, limit 50 (one owner)", 200, func() response {
+			return e.do("GET", admin+"/apps/"+app+"/namespaces/cap/items?limit=50", "")
+		}, map[string]int{"Query": schema.AppShards + 2, "BatchGetItem": 1}},
+		{"GET namespace items page, limit 200 (one owner)", 200, func() response {
+			return e.do("GET", admin+"/apps/"+app+"/namespaces/cap/items?limit=200", "")
+		}, map[string]int{"Query": schema.AppShards + 2, "BatchGetItem": 2}},
+		{"GET namespace items page, limit 200, one user", 200, func() response {
+			return e.do("GET", admin+"/apps/"+app+"/namespaces/cap/items?limit=200&user=anonymous", "")
+		}, map[string]int{"Query": 2, "BatchGetItem": 2}},
 		// 99 records and the owner's usage change per transaction; one
 		// read of the namespace's policy.
 		{"POST import of those 1000 records into another app", 200, func() response {
 			return e.do("POST", admin+"/apps/"+otherApp+"/import", exported)
-		}, map[string]int{"GetItem": 1, "TransactWriteItems": 11}},
+		}, map[string]int{"GetItem": 1, "TransactWriteItems": 11, "UpdateItem": 2}},
 		{"DELETE list of 1000 items (delete-all)", 204, func() response { return e.do("DELETE", list+"/list", "") }, map[string]int{"Query": 2, "TransactWriteItems": 11}},
 		{"POST key-value item that expires (1 KB)", 201, func() response { return e.do("POST", base+"/cap/ttl", expiring(kb(1))) }, map[string]int{"TransactWriteItems": 1}},
 		{"GET key-value item that expires (1 KB)", 200, func() response { return e.do("GET", base+"/cap/ttl", "") }, map[string]int{"GetItem": 1}},
@@ -142,14 +161,14 @@ func TestCapacityTable(t *testing.T) {
 			e.expire()
 			return e.do("GET", base+"/cap/ttl", "")
 		}, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
-		{"batch of 100 POSTs (1 KB), one by one", 200, func() response { return e.do("POST", base+"/batch", batchOf(100, "POST", "b1", kb(1), false)) }, map[string]int{"TransactWriteItems": 100, "GetItem": 1}},
+		{"batch of 100 POSTs (1 KB), one by one", 200, func() response { return e.do("POST", base+"/batch", batchOf(100, "POST", "b1", kb(1), false)) }, map[string]int{"TransactWriteItems": 100, "GetItem": 1, "UpdateItem": 2}},
 		{"batch of 100 GETs (1 KB)", 200, func() response { return e.do("POST", base+"/batch", batchOf(100, "GET", "b1", "", false)) }, map[string]int{"BatchGetItem": 1}},
-		{"batch of 50 POSTs (1 KB), atomic", 200, func() response { return e.do("POST", base+"/batch", batchOf(50, "POST", "b2", kb(1), true)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1, "GetItem": 1}},
+		{"batch of 50 POSTs (1 KB), atomic", 200, func() response { return e.do("POST", base+"/batch", batchOf(50, "POST", "b2", kb(1), true)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1, "GetItem": 1, "UpdateItem": 2}},
 		// In a namespace that keeps history (hist: up to 10 versions),
 		// a write reads the item and its history head in one call and
 		// commits the kept version, the head and the usage with it; a
 		// create reads the head alone (and, the first time, the policy).
-		{"POST key-value item (1 KB), with history", 201, func() response { return e.do("POST", hist, kb(1)) }, map[string]int{"GetItem": 2, "TransactWriteItems": 1}},
+		{"POST key-value item (1 KB), with history", 201, func() response { return e.do("POST", hist, kb(1)) }, map[string]int{"GetItem": 2, "TransactWriteItems": 1, "UpdateItem": 2}},
 		{"PUT key-value item, same size, with history", 200, func() response { return e.do("PUT", hist, kb(1)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}},
 		{"PUT key-value item, grows to 3 KB, with history", 200, func() response { return e.do("PUT", hist, kb(3)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}},
 		{"GET ?history of an item with 2 kept versions", 200, func() response { return e.do("GET", hist+"?history", "") }, map[string]int{"BatchGetItem": 1}},
@@ -229,15 +248,15 @@ func TestCapacityTable(t *testing.T) {
 	const streamedApp = "7c0e54a2-3f1d-4b8e-9a65-0d2c1e8f4b39"
 	sbase := "/rest/api/v1/data/" + streamedApp
 	rows = append(rows, []row{
-		{"POST key-value item (1 KB), streamed", 201, func() response { return e.do("POST", sbase+"/cap/item", kb(1)) }, map[string]int{"BatchGetItem": 1, "GetItem": 2, "PutItem": 1}},
+		{"POST key-value item (1 KB), streamed", 201, func() response { return e.do("POST", sbase+"/cap/item", kb(1)) }, map[string]int{"BatchGetItem": 1, "GetItem": 2, "PutItem": 1, "UpdateItem": 2}},
 		{"PUT key-value item, same size, streamed", 200, func() response { return e.do("PUT", sbase+"/cap/item", kb(1)) }, map[string]int{"GetItem": 1, "UpdateItem": 1}},
 		{"PUT key-value item, grows to 3 KB, streamed", 200, func() response { return e.do("PUT", sbase+"/cap/item", kb(3)) }, map[string]int{"GetItem": 1, "UpdateItem": 1}},
 		{"PUT key-value item, shrinks to 1 KB, streamed", 200, func() response { return e.do("PUT", sbase+"/cap/item", kb(1)) }, map[string]int{"GetItem": 1, "UpdateItem": 1}},
 		{"DELETE key-value item, streamed", 204, func() response { return e.do("DELETE", sbase+"/cap/item", "") }, map[string]int{"GetItem": 1, "DeleteItem": 1}},
 		{"POST list item (1 KB), streamed", 201, func() response { return e.do("POST", sbase+"/cap/list/k0000", kb(1)) }, map[string]int{"GetItem": 1, "PutItem": 1}},
 		{"DELETE list item, streamed", 204, func() response { return e.do("DELETE", sbase+"/cap/list/k0000", "") }, map[string]int{"GetItem": 1, "DeleteItem": 1}},
-		{"batch of 100 POSTs (1 KB), one by one, streamed", 200, func() response { return e.do("POST", sbase+"/batch", batchOf(100, "POST", "b1", kb(1), false)) }, map[string]int{"GetItem": 1, "PutItem": 100}},
-		{"batch of 50 POSTs (1 KB), atomic, streamed", 200, func() response { return e.do("POST", sbase+"/batch", batchOf(50, "POST", "b2", kb(1), true)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1, "GetItem": 1}},
+		{"batch of 100 POSTs (1 KB), one by one, streamed", 200, func() response { return e.do("POST", sbase+"/batch", batchOf(100, "POST", "b1", kb(1), false)) }, map[string]int{"GetItem": 1, "PutItem": 100, "UpdateItem": 2}},
+		{"batch of 50 POSTs (1 KB), atomic, streamed", 200, func() response { return e.do("POST", sbase+"/batch", batchOf(50, "POST", "b2", kb(1), true)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1, "GetItem": 1, "UpdateItem": 2}},
 		{"stream counting of the 100 creates (one batch of one owner)", 200, func() response {
 			changes := make([]store.StreamChange, 100)
 			for j := range changes {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -628,7 +629,7 @@ func (x *crossing) importPath() {
 	x.write("PUT", "a")
 	x.write("POST", "l/s1")
 	exported, _ := x.exportPages(x.t, app, 100, "&namespace="+crossingNS)
-	// A large value's record is refused by design: its bytes are in the
+	// A large value's record is left out by design: its bytes are in the
 	// exporting deployment's bucket.
 	var records []json.RawMessage
 	for _, r := range exported {
@@ -876,6 +877,8 @@ func (x *crossing) check() {
 	var found []string
 	for _, a := range []string{app, otherApp} {
 		found = append(found, storetest.UsageViolations(t, x.client, x.tables, a)...)
+		found = append(found, storetest.CatalogueViolations(t, x.client, x.tables, a)...)
+		found = append(found, x.listedKeys(a)...)
 		p, err := x.st.Policy(ctx, a, crossingNS)
 		if err != nil {
 			t.Fatal(err)
@@ -893,6 +896,58 @@ func (x *crossing) check() {
 	for _, f := range found {
 		t.Error(f)
 	}
+}
+
+// listedKeys holds the admin listing of the namespace's keys to the live
+// items the data tables hold there: each listed once, none left out.
+func (x *crossing) listedKeys(appID string) []string {
+	var stored []string
+	now := x.now().UnixMilli()
+	for _, table := range []string{x.tables.Data, x.tables.List} {
+		out, err := x.client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+			FilterExpression:          aws.String("begins_with(#k, :p) AND (attribute_not_exists(#xm) OR #xm > :now)"),
+			ExpressionAttributeNames:  map[string]string{"#k": schema.AttrDataKey, "#xm": schema.AttrExpiresAtMillis},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: appID + uds.KeyDelimiter + crossingNS + uds.KeyDelimiter}, ":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(now, 10)}}})
+		if err != nil {
+			x.t.Fatal(err)
+		}
+		for _, it := range out.Items {
+			id := strings.Split(it[schema.AttrDataKey].(*types.AttributeValueMemberS).Value, uds.KeyDelimiter)[2]
+			if sk, ok := it[schema.AttrSortKey].(*types.AttributeValueMemberS); ok {
+				id += "/" + sk.Value
+			}
+			stored = append(stored, id)
+		}
+	}
+	var listed []string
+	path := admin + "/apps/" + appID + "/namespaces/" + crossingNS + "/items?limit=3"
+	for cursor, pages := "", 0; pages < 100; pages++ {
+		p := path
+		if cursor != "" {
+			p += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r := x.do("GET", p, "")
+		if r.status != http.StatusOK {
+			return []string{fmt.Sprintf("GET %s answered %d: %s", p, r.status, r.raw)}
+		}
+		for _, it := range r.body["items"].([]any) {
+			item := it.(map[string]any)
+			id := item["id"].(string)
+			if sk, ok := item["sortKey"].(string); ok {
+				id += "/" + sk
+			}
+			listed = append(listed, id)
+		}
+		if cursor, _ = r.body["cursor"].(string); cursor == "" {
+			break
+		}
+	}
+	slices.Sort(stored)
+	slices.Sort(listed)
+	if !slices.Equal(stored, listed) {
+		return []string{fmt.Sprintf("the listing of %s in %s gives %q; the tables hold %q", crossingNS, appID, listed, stored)}
+	}
+	return nil
 }
 
 // readVersion reads a kept version back as its creator (or, in a private

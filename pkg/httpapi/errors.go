@@ -141,6 +141,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	var coding *encodingError
 	var changing *uds.ChangingError
 	var version *notKept
+	var missing *notCreated
 	var notReady *uds.IndexNotReadyError
 	var limited *uds.RateLimitedError
 	var mismatch *uds.UploadMismatchError
@@ -218,6 +219,8 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		}
 	case errors.As(err, &version):
 		body.Details = fmt.Sprintf("version %d of the item is not kept: it never was, or it was pruned, expired or dropped; GET the item with ?history for the versions kept", version.version)
+	case errors.As(err, &missing):
+		body.Details = "PUT replaces an item that exists and does not create one: POST the same URL with the same body to create it (201 Created; 409 if it exists by then)"
 	case errors.As(err, &forbidden):
 		body.Details = forbidden.Reason
 	case errors.Is(err, uds.ErrForbidden):

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -78,6 +79,51 @@ type importAnswer struct {
 		Namespace, ID string
 		SortKey       string
 		Version       int64
+	}
+	NotImported []struct {
+		Index                 int
+		Namespace, ID, Reason string
+	}
+}
+
+// TestImportLeavesOutLargeValues exports an app holding a large value
+// between JSON items and imports it into another app: the large value's
+// record is left out and reported, by its place among the records sent
+// and why, and every other record is written. A conflict after it keeps
+// its own place.
+func TestImportLeavesOutLargeValues(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.do("POST", base+"/kv/a", `{"data":1}`).expect(t, http.StatusCreated)
+	value := bytes.Repeat([]byte("large!"), 100_000)
+	id := e.upload(base+"/kv/photo", len(value), "application/octet-stream", value)
+	e.commit(base+"/kv/photo", id).expect(t, http.StatusCreated)
+	e.do("POST", base+"/kv/z", `{"data":2}`).expect(t, http.StatusCreated)
+	records := e.exportAll(t, app, 1000)
+	large := slices.IndexFunc(records, func(r json.RawMessage) bool { return bytes.Contains(r, []byte(`"large":true`)) })
+	if len(records) != 3 || large < 0 {
+		t.Fatalf("exported %d records, the large one at %d", len(records), large)
+	}
+	got := e.importRecords(t, otherApp, records)
+	if got.Imported != 2 || len(got.Conflicts) != 0 || len(got.NotImported) != 1 {
+		t.Fatalf("import answered %+v, want 2 imported and the large value left out", got)
+	}
+	if l := got.NotImported[0]; l.Index != large || l.Namespace != "kv" || l.ID != "photo" || !strings.Contains(l.Reason, "a large value") {
+		t.Errorf("left out %+v, want record %d, kv/photo, saying it is a large value", l, large)
+	}
+	e.do("GET", "/rest/api/v1/data/"+otherApp+"/kv/a", "").expect(t, http.StatusOK)
+	e.do("GET", "/rest/api/v1/data/"+otherApp+"/kv/photo", "").expect(t, http.StatusNotFound)
+	// Again, with the record after the large one changed: it conflicts,
+	// named by its own place.
+	z := slices.IndexFunc(records, func(r json.RawMessage) bool { return bytes.Contains(r, []byte(`"id":"z"`)) })
+	if z < large {
+		t.Fatalf("exported kv/z at %d, before kv/photo at %d", z, large)
+	}
+	changed := slices.Clone(records)
+	changed[z] = bytes.Replace(records[z], []byte(`"data":2`), []byte(`"data":3`), 1)
+	got = e.importRecords(t, otherApp, changed)
+	if got.Skipped != 1 || len(got.Conflicts) != 1 || got.Conflicts[0].Index != z || len(got.NotImported) != 1 {
+		t.Errorf("the import again answered %+v, want 1 skipped, a conflict at %d and the large value left out", got, z)
 	}
 }
 

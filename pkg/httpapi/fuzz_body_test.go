@@ -326,31 +326,40 @@ func FuzzImportRecords(f *testing.F) {
 		with(`"2026-01-02T03:04:05.678Z"`, `"0000-01-01T00:00:00+01:00"`), with(`"2026-01-02T03:04:05.678Z"`, `"9999-12-31T23:00:00-05:00"`),
 		with(`"kv"`, `"a|b"`), with(`"ok"`, `""`), with(`"id":"ok"`, `"id":"ok","sortKey":"list"`),
 		with(`"id":"ok"`, `"id":"ok","sortKey":"2024/01/x"`), with(`"id":"ok"`, `"id":"ok","sortKey":"z/"`),
-		with(`"data":1`, `"data":null`), with(`"data":1`, `"data":1,"className":"a\u0001"`), with(`"data":1`, `"data":`+deepJSON(200)),
+		with(`"data":1`, `"data":null`), with(`"data":1`, `"data":1,"className":"a\u0001"`),
+		with(`"data":1`, `"contentType":"image/png","size":5000000,"large":true`), `{"records":[` + good + `,` + strings.NewReplacer(`"ok"`, `"big"`, `"data":1`, `"contentType":"image/png","size":5000000,"large":true`).Replace(good) + `]}`, with(`"data":1`, `"data":`+deepJSON(200)),
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		records, err := parseRecords(body, fuzzApp)
+		b, err := parseRecords(body, fuzzApp)
 		if err != nil {
 			checkRefusal(t, body, err)
 			checkInvalidField(t, err, "body", "records")
 			return
 		}
 		var raw []json.RawMessage
-		if err := json.Unmarshal(objectMembers(t, body, "records")["records"], &raw); err != nil || len(raw) != len(records) ||
-			len(records) < 1 || len(records) > uds.MaxImportRecords {
-			t.Fatalf("accepted %d records of %d (%v)", len(records), len(raw), err)
+		if err := json.Unmarshal(objectMembers(t, body, "records")["records"], &raw); err != nil || len(raw) != len(b.records)+len(b.left) ||
+			len(raw) < 1 || len(raw) > uds.MaxImportRecords {
+			t.Fatalf("accepted %d records and left out %d of %d (%v)", len(b.records), len(b.left), len(raw), err)
 		}
-		for i := range records {
-			checkRecord(t, &records[i], objectMembers(t, raw[i], recordMembers...))
+		for n := range b.records {
+			checkRecord(t, &b.records[n], objectMembers(t, raw[b.at[n]], recordMembers...))
 		}
-		exported := exportRecords(t, records)
+		for _, l := range b.left {
+			if m := objectMembers(t, raw[l.Index], recordMembers...); string(m["large"]) != "true" {
+				t.Fatalf("left out record %d, not a large value: %s", l.Index, raw[l.Index])
+			}
+		}
+		if len(b.records) == 0 {
+			return
+		}
+		exported := exportRecords(t, b.records)
 		again, err := parseRecords(exported, fuzzApp)
 		if err != nil {
 			t.Fatalf("the export of accepted records does not import: %v\n%s", err, exported)
 		}
-		if back := exportRecords(t, again); !bytes.Equal(back, exported) {
+		if back := exportRecords(t, again.records); !bytes.Equal(back, exported) {
 			t.Fatalf("records exported as\n%s\nimport back as\n%s", exported, back)
 		}
 	})
@@ -536,20 +545,20 @@ func checkBinaryRule(t *testing.T, raw json.RawMessage, got *uds.BinaryRule) {
 
 // historySent is the history an accepted policy body's history member
 // sets, read on its own: none when absent or null, otherwise an object of
-// versions (required, 0 to 100) and days (0 to 3650, 0 or null when not
-// given), with no days without versions.
+// versions (required, 0 to 100) and days (1 to 3650 when given, 0 when
+// absent or null), with no days without versions.
 func historySent(t *testing.T, raw json.RawMessage) uds.History {
 	t.Helper()
 	if !present(raw) {
 		return uds.History{}
 	}
 	m := objectMembers(t, raw, "versions", "days")
-	number := func(name string, limit int) int {
+	number := func(name string, least, limit int) int {
 		if !present(m[name]) {
 			return 0
 		}
 		n, err := strconv.Atoi(string(m[name]))
-		if err != nil || n < 0 || n > limit {
+		if err != nil || n < least || n > limit {
 			t.Fatalf("accepted history.%s %s", name, m[name])
 		}
 		return n
@@ -557,7 +566,7 @@ func historySent(t *testing.T, raw json.RawMessage) uds.History {
 	if !present(m["versions"]) {
 		t.Fatalf("accepted history %s without versions", raw)
 	}
-	h := uds.History{Versions: number("versions", uds.MaxHistoryVersions), Days: number("days", uds.MaxHistoryDays)}
+	h := uds.History{Versions: number("versions", 0, uds.MaxHistoryVersions), Days: number("days", 1, uds.MaxHistoryDays)}
 	if !h.On() && h.Days != 0 {
 		t.Fatalf("accepted history %s: days without versions", raw)
 	}

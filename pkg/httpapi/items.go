@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 
@@ -166,8 +167,8 @@ func (a *API) applyWrite(w http.ResponseWriter, r *http.Request, write uds.Write
 	var err error
 	if status == http.StatusCreated {
 		it, err = a.stores.Items.Create(r.Context(), write)
-	} else {
-		it, err = a.stores.Items.Update(r.Context(), write)
+	} else if it, err = a.stores.Items.Update(r.Context(), write); errors.Is(err, uds.ErrNotFound) {
+		err = &notCreated{err}
 	}
 	if err != nil {
 		a.fail(w, r, err, &write.Key)
@@ -175,6 +176,14 @@ func (a *API) applyWrite(w http.ResponseWriter, r *http.Request, write uds.Write
 	}
 	answerWritten(w, &it, status)
 }
+
+// notCreated is the error of a PUT of an item that does not exist: PUT
+// only replaces, and many stores upsert, so its answer says how to create
+// (POST; PUT takes no If-None-Match).
+type notCreated struct{ err error }
+
+func (e *notCreated) Error() string { return e.err.Error() }
+func (e *notCreated) Unwrap() error { return e.err }
 
 // answerWritten answers a write that happened: the item with its ETag,
 // and where a created item lives.

@@ -29,9 +29,14 @@ func TestItemEndpoints(t *testing.T) {
 		{"list item with an encoded slash", base + "/menu/main-nav/x%2Fy", "Item not found", "Item already exists", "x/y"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e.do("GET", tc.path, "").expect(t, 404)
+			if r := e.do("GET", tc.path, "").expect(t, 404); r.body["details"] != nil {
+				t.Errorf("GET's 404 says how to create: %s", r.raw)
+			}
+			// A PUT of a missing item says that POST creates, as many
+			// stores upsert on PUT.
 			r := e.do("PUT", tc.path, `{"data":{"a":1}}`).expect(t, 404)
-			if r.body["error"] != tc.notFound || r.body["applicationUuid"] != app || r.body["timestamp"] == nil {
+			if r.body["code"] != "not_found" || r.body["error"] != tc.notFound || r.body["applicationUuid"] != app || r.body["timestamp"] == nil ||
+				!strings.Contains(fmt.Sprint(r.body["details"]), "POST the same URL with the same body to create it (201 Created") {
 				t.Errorf("404 body = %s", r.raw)
 			}
 

@@ -474,7 +474,6 @@ func TestPolicyHistory(t *testing.T) {
 		for i, c := range []struct{ name, body, want string }{
 			{"versions and days", `{"access":"shared","history":{"versions":10,"days":30}}`, `{"versions":10,"days":30}`},
 			{"no age limit", `{"access":"owner-write","history":{"versions":3}}`, `{"versions":3}`},
-			{"days 0 is no age limit", `{"access":"shared","history":{"versions":3,"days":0}}`, `{"versions":3}`},
 			{"days null is no age limit", `{"access":"shared","history":{"days":null,"versions":3}}`, `{"versions":3}`},
 			{"the bounds", `{"access":"private","history":{"versions":100,"days":3650}}`, `{"versions":100,"days":3650}`},
 			{"the least", `{"access":"shared","history":{"versions":1,"days":1}}`, `{"versions":1,"days":1}`},
@@ -527,7 +526,8 @@ func TestPolicyHistory(t *testing.T) {
 			{"versions a string", `{"versions":"5"}`, "history.versions", "whole number"},
 			{"versions past int64", `{"versions":9223372036854775808}`, "history.versions", "from 1 to 100"},
 			{"days past 3650", `{"versions":1,"days":3651}`, "history.days", "from 1 to 3650"},
-			{"days negative", `{"versions":1,"days":-1}`, "history.days", "or 0 for no age limit"},
+			{"days negative", `{"versions":1,"days":-1}`, "history.days", "or absent for no age limit"},
+			{"days 0", `{"versions":3,"days":0}`, "history.days", "from 1 to 3650, or absent for no age limit; got 0"},
 			{"days a fraction", `{"versions":1,"days":2.5}`, "history.days", "whole number"},
 			{"days without versions", `{"versions":0,"days":30}`, "history.days", "history.versions 1 or more"},
 			{"not an object", `5`, "body", "history has the wrong type"},

@@ -111,7 +111,7 @@ var routes = []route{
 		http.MethodPost: (*API).importRecords}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces", map[string]handler{
 		http.MethodGet: (*API).listPolicies},
-		map[string][]string{http.MethodGet: pageQuery}},
+		map[string][]string{http.MethodGet: catalogueQuery}},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces/{namespace}", map[string]handler{
 		http.MethodGet: (*API).getPolicy, http.MethodPut: (*API).putPolicy,
 		http.MethodDelete: (*API).deletePolicy}, nil},
@@ -121,6 +121,10 @@ var routes = []route{
 	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces/{namespace}/strays", map[string]handler{
 		http.MethodGet: (*API).listStrays, http.MethodDelete: (*API).removeStrays},
 		map[string][]string{http.MethodGet: pageQuery}},
+	// A namespace's keys, page by page (admin_catalog.go).
+	{GroupAdmin, "/admin/apps/{applicationUuid}/namespaces/{namespace}/items", map[string]handler{
+		http.MethodGet: (*API).listKeys},
+		map[string][]string{http.MethodGet: keysQuery}},
 	// The app registry: the apps' names. No other admin route has two or
 	// three segments, so these take no other route's paths. They come
 	// last because a 404 suggests the first of the routes equally near

@@ -226,7 +226,7 @@ func echoStores() httpapi.Stores {
 	return httpapi.Stores{
 		Items: e, Lists: e, Batches: e, History: e, Indexes: e, Uploads: e,
 		Usage: e, QuotaModes: e, Registry: e, RateLimits: e,
-		Policy: e, Policies: e, Transfer: e, Strays: e,
+		Policy: e, Policies: e, Transfer: e, Strays: e, Keys: e,
 	}
 }
 
@@ -295,6 +295,12 @@ func (echoStore) AppByName(_ context.Context, name string) (uds.AppRegistration,
 func (echoStore) Apps(context.Context, uds.AppRegistration, int) ([]uds.AppRegistration, bool, error) {
 	return nil, false, nil
 }
+func (echoStore) NamespaceKeys(context.Context, store.KeysQuery) (store.KeysPage, error) {
+	return store.KeysPage{}, nil
+}
+func (echoStore) HeldApps(context.Context, string, int) ([]uds.AppRegistration, bool, error) {
+	return nil, false, nil
+}
 func (echoStore) WriteAtomic(_ context.Context, ops []uds.BatchOp) ([]uds.Item, error) {
 	items := make([]uds.Item, len(ops))
 	for i, op := range ops {
@@ -311,7 +317,7 @@ func (echoStore) StoredPolicy(context.Context, string, string) (uds.Policy, erro
 func (echoStore) SetPolicy(_ context.Context, _, _ string, p uds.Policy) (uds.Policy, error) {
 	return p, nil
 }
-func (echoStore) Policies(context.Context, string, string, int) ([]uds.NamespacePolicy, bool, error) {
+func (echoStore) Policies(context.Context, string, string, int, bool) ([]uds.NamespacePolicy, bool, error) {
 	return nil, false, nil
 }
 func (echoStore) RatesInEffect(context.Context, string, string) (uds.Rate, uds.Rate, error) {

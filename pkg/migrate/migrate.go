@@ -1,7 +1,10 @@
 // Package migrate adopts a seed deployment's data into UDS: it adds the
 // owner index to the data tables, counts every item written before UDS
 // (owner, size, schema version, and its owner's usage, in one transaction
-// per batch), and then recomputes the usage of every owner it touched.
+// per batch), marks every namespace that holds an item in the catalogue of
+// what holds data (data written before the catalogue, by a seed
+// deployment or an earlier release), and then recomputes the usage of
+// every owner it touched.
 // It is resumable from a checkpoint file and idempotent: a second run finds
 // nothing left to do. cmd/uds-migrate is its command line.
 package migrate
@@ -62,7 +65,10 @@ type Report struct {
 	// Changed counts items that changed while the migration ran; their
 	// writer counted them, or the next run will.
 	Changed int
-	Owners  []OwnerResult
+	// Namespaces counts the namespaces marked in the catalogue of what
+	// holds data (in a dry run, that would be).
+	Namespaces int
+	Owners     []OwnerResult
 }
 
 // checkpoint is the progress of a run, saved after every page.
@@ -74,7 +80,10 @@ type checkpoint struct {
 	Done      map[string][]bool               `json:"done"`
 	// Touched lists the owners whose usage grew, as "app|owner" (an app
 	// never holds the delimiter; a subject may).
-	Touched  map[string]bool `json:"touched"`
+	Touched map[string]bool `json:"touched"`
+	// Held lists the namespaces marked in the catalogue, as
+	// "app|namespace", so that each is marked once.
+	Held     map[string]bool `json:"held"`
 	Legacy   uds.Usage       `json:"legacy"`
 	Adopted  int             `json:"adopted"`
 	Changed  int             `json:"changed"`
@@ -148,8 +157,8 @@ func Run(ctx context.Context, admin Admin, st *store.Store, o Options) (Report, 
 		return reportOf(rep, cp), err
 	}
 	rep = reportOf(rep, cp)
-	fmt.Fprintf(o.Progress, "backfill done: %d legacy items (%d bytes), %d adopted, %d changed meanwhile%s\n",
-		cp.Legacy.Items, cp.Legacy.Bytes, cp.Adopted, cp.Changed, dryNote(o.DryRun))
+	fmt.Fprintf(o.Progress, "backfill done: %d legacy items (%d bytes), %d adopted, %d changed meanwhile; %d namespaces holding data marked%s\n",
+		cp.Legacy.Items, cp.Legacy.Bytes, cp.Adopted, cp.Changed, len(cp.Held), dryNote(o.DryRun))
 	if o.DryRun {
 		return rep, nil
 	}
@@ -186,8 +195,11 @@ func backfillSegment(ctx context.Context, st *store.Store, o Options, table stri
 	pos := cp.Positions[table][seg]
 	mu.Unlock()
 	for pages := 1; ; pages++ {
-		items, next, err := st.ScanLegacy(ctx, table, seg, o.Segments, pos, o.DefaultOwner)
+		items, namespaces, next, err := st.ScanLegacy(ctx, table, seg, o.Segments, pos, o.DefaultOwner)
 		if err != nil {
+			return err
+		}
+		if err := markHeld(ctx, st, o, namespaces, cp, mu); err != nil {
 			return err
 		}
 		var found uds.Usage
@@ -233,6 +245,32 @@ func backfillSegment(ctx context.Context, st *store.Store, o Options, table stri
 	}
 }
 
+// markHeld marks in the catalogue the namespaces a page holds items of
+// that this run has not marked yet, before the page's checkpoint is
+// saved: data written before the catalogue is listed once a run has
+// passed it. A mark made twice (by a run resumed, or beside a write that
+// marks it) keeps its first instant.
+func markHeld(ctx context.Context, st *store.Store, o Options, namespaces []store.HeldNamespace, cp *checkpoint, mu *sync.Mutex) error {
+	for _, ns := range namespaces {
+		k := ns.App + uds.KeyDelimiter + ns.Namespace
+		mu.Lock()
+		done := cp.Held[k]
+		mu.Unlock()
+		if done {
+			continue
+		}
+		if !o.DryRun {
+			if err := st.MarkHeld(ctx, ns); err != nil {
+				return err
+			}
+		}
+		mu.Lock()
+		cp.Held[k] = true
+		mu.Unlock()
+	}
+	return nil
+}
+
 // pageGrace bounds how long a stopped run may take to finish the page it
 // is adopting.
 const pageGrace = 2 * time.Minute
@@ -276,7 +314,7 @@ func waitForIndex(ctx context.Context, admin Admin, table string, o Options) err
 }
 
 func reportOf(rep Report, cp *checkpoint) Report {
-	rep.Legacy, rep.Adopted, rep.Changed = cp.Legacy, cp.Adopted, cp.Changed
+	rep.Legacy, rep.Adopted, rep.Changed, rep.Namespaces = cp.Legacy, cp.Adopted, cp.Changed, len(cp.Held)
 	return rep
 }
 
@@ -292,9 +330,13 @@ func dryNote(dry bool) string {
 func loadCheckpoint(o Options) *checkpoint {
 	var cp checkpoint
 	if b, err := os.ReadFile(o.Checkpoint); err == nil && json.Unmarshal(b, &cp) == nil && !cp.Complete && cp.Segments == o.Segments {
+		if cp.Held == nil {
+			// A checkpoint of a release before the catalogue.
+			cp.Held = map[string]bool{}
+		}
 		return &cp
 	}
-	cp = checkpoint{Segments: o.Segments, Positions: map[string][]store.ScanPosition{}, Done: map[string][]bool{}, Touched: map[string]bool{}}
+	cp = checkpoint{Segments: o.Segments, Positions: map[string][]store.ScanPosition{}, Done: map[string][]bool{}, Touched: map[string]bool{}, Held: map[string]bool{}}
 	for _, t := range []string{o.Tables.Data, o.Tables.List} {
 		cp.Positions[t] = make([]store.ScanPosition, o.Segments)
 		cp.Done[t] = make([]bool, o.Segments)

@@ -208,6 +208,18 @@ func TestMigrateSeedDeployment(t *testing.T) {
 			t.Errorf("recompute after the migration: %+v", ow)
 		}
 	}
+	// The namespaces that hold the items, and their app, are in the
+	// catalogue of what holds data.
+	if rep2.Namespaces != 2 {
+		t.Errorf("%d namespaces marked, want 2 (%+v)", rep2.Namespaces, rep2)
+	}
+	held, _, err := st.Policies(ctx, app, "", 10, true)
+	if err != nil || len(held) != 2 || held[0].Namespace != "activities" || held[0].HeldSince.IsZero() || held[1].Namespace != "prefs" || held[1].HeldSince.IsZero() {
+		t.Errorf("the namespaces holding data: %+v, %v; want activities and prefs, marked", held, err)
+	}
+	if apps, _, err := st.HeldApps(ctx, "", 10); err != nil || len(apps) != 1 || apps[0].App != app {
+		t.Errorf("the apps holding data: %+v, %v; want %s", apps, err, app)
+	}
 	if after := answers(t, srv, items); strings.Join(after, "\n") != strings.Join(before, "\n") {
 		t.Errorf("legacy items read differently after the migration:\nbefore %v\nafter  %v", before, after)
 	}

@@ -498,7 +498,12 @@ func runSeed000(t *testing.T, seed uint64, rules []faults.Rule) {
 			t.Errorf("%s: the dry run predicted %+v, the run did %+v", r.Table, d.TableStats, r.TableStats)
 		}
 	}
-	if dryRep.Apps != rep.Apps || dryRep.Private != rep.Private {
+	// The run's own writes mark their apps in the catalogue of what
+	// holds data, on the apps' records, which the resumed run's discovery
+	// finds and ignores as UDS's records: only that count may differ.
+	dryApps, runApps := dryRep.Apps, rep.Apps
+	dryApps.Ignored, runApps.Ignored = 0, 0
+	if dryApps != runApps || dryRep.Private != rep.Private {
 		t.Errorf("the dry run predicted %+v and %d namespaces made private, the run did %+v and %d", dryRep.Apps, dryRep.Private, rep.Apps, rep.Private)
 	}
 	checkLines(t, "killed and resumed", skipped.take(), f.expectedLines(t, true))

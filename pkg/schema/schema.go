@@ -180,6 +180,18 @@ const (
 // change rarely and are listed whole, by name.
 const RegistryPartition = "apps"
 
+// HeldPartition is the byName index's partition of the apps that hold
+// data and are not registered, keyed by their id in AttrAppNameKey (the
+// catalogue, package store's catalog.go): a registration moves an app to
+// RegistryPartition, and its removal moves it back.
+const HeldPartition = "held"
+
+// AttrHeldSince marks, on a namespace's record in the namespaces table
+// and on an app's record in the apps table, that the namespace (the app)
+// has held data since then (RFC 3339): the catalogue of what holds data
+// (package store's catalog.go).
+const AttrHeldSince = "heldSince"
+
 // Attribute names of the namespaces table (namespace policies; the
 // updatedDate attribute is shared with the data tables).
 const (

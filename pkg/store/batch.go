@@ -140,7 +140,7 @@ func (bv *batchVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error
 func (s *Store) readStates(ctx context.Context, ops []uds.BatchOp) ([]map[string]types.AttributeValue, []historyHead, error) {
 	keys := make([]uds.Key, len(ops))
 	var kept []uds.Key
-	projection := metaProjection
+	projection := metaRead
 	for i, op := range ops {
 		keys[i] = op.Write.Key
 		n := needsOf(&op.Write)
@@ -148,7 +148,7 @@ func (s *Store) readStates(ctx context.Context, ops []uds.BatchOp) ([]map[string
 			kept = append(kept, op.Write.Key)
 		}
 		if n.whole {
-			projection = ""
+			projection = nil
 		}
 	}
 	found, err := s.batchGet(ctx, keys, projection)

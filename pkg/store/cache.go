@@ -48,6 +48,17 @@ func (c *ttlCache[V]) put(key string, v V, now time.Time) {
 	c.mu.Unlock()
 }
 
+// update replaces key's value, if one is kept, by what fn makes of it,
+// keeping the time it was read.
+func (c *ttlCache[V]) update(key string, fn func(V) V) {
+	c.mu.Lock()
+	if e, ok := c.m[key]; ok {
+		e.value = fn(e.value)
+		c.m[key] = e
+	}
+	c.mu.Unlock()
+}
+
 // forget drops key, so that this container applies a change it made at
 // once.
 func (c *ttlCache[V]) forget(key string) {

@@ -107,8 +107,8 @@ func (s *Store) readExpired(ctx context.Context, found []listEntry) ([]listEntry
 	read := map[string]map[string]types.AttributeValue{}
 	for _, group := range []struct {
 		keys       []uds.Key
-		projection string
-	}{{whole, ""}, {meta, metaProjection}} {
+		projection *projection
+	}{{whole, nil}, {meta, metaRead}} {
 		if len(group.keys) == 0 {
 			continue
 		}

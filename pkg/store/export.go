@@ -85,26 +85,90 @@ func (s *Store) Export(ctx context.Context, q ExportQuery) (ExportPage, error) {
 			return page.result(), err
 		}
 	}
-	after := pos.Owner
+	err := s.eachOwner(ctx, q.App, pos.Owner, exportOwnersPerRead, func(owner string) (bool, error) {
+		if !q.Deadline.IsZero() && time.Now().After(q.Deadline) && page.last.Owner != "" {
+			page.full = true
+			return false, nil
+		}
+		err := page.owner(ctx, ExportPosition{Owner: owner})
+		return err == nil && !page.full, err
+	})
+	if err != nil {
+		return ExportPage{}, err
+	}
+	return page.result(), nil
+}
+
+// eachOwner walks an app's owners after the one named, in owner order,
+// reading the usage table's byAppShard index perRead owners at a time,
+// until fn reports it takes no more. An export and a namespace's keys
+// (keys.go) walk an app's data so: owner by owner, each through the owner
+// index of the data tables.
+func (s *Store) eachOwner(ctx context.Context, app, after string, perRead int, fn func(owner string) (bool, error)) error {
 	for {
-		owners, more, err := s.appUsers(ctx, q.App, after, exportOwnersPerRead)
+		owners, more, err := s.appUsers(ctx, app, after, perRead)
 		if err != nil {
-			return ExportPage{}, err
+			return err
 		}
 		for _, o := range owners {
-			if !q.Deadline.IsZero() && time.Now().After(q.Deadline) && page.last.Owner != "" {
-				page.full = true
-				return page.result(), nil
-			}
-			if err := page.owner(ctx, ExportPosition{Owner: o.User}); err != nil || page.full {
-				return page.result(), err
+			if next, err := fn(o.User); err != nil || !next {
+				return err
 			}
 			after = o.User
 		}
 		if !more {
-			return page.result(), nil
+			return nil
 		}
 	}
+}
+
+// ownerIndexQuery queries one table's owner index for an owner's entries
+// after pos's key (from the start when it has none); with a namespace, it
+// keeps the entries of that namespace's keys as DynamoDB reads them.
+func (s *Store) ownerIndexQuery(app, namespace string, pos ExportPosition) *dynamodb.QueryInput {
+	name := s.tables.Data
+	switch {
+	case pos.History:
+		name = s.tables.History
+	case pos.List:
+		name = s.tables.List
+	}
+	owner := ownerKey(app, pos.Owner)
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(name),
+		IndexName:                aws.String(schema.IndexByOwner),
+		KeyConditionExpression:   aws.String("#o = :o"),
+		ExpressionAttributeNames: map[string]string{"#o": schema.AttrOwnerKey},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":o": &types.AttributeValueMemberS{Value: owner},
+		},
+	}
+	if namespace != "" && !pos.History {
+		// Namespaces hold no delimiter, so the prefix matches the
+		// namespace's shared and private keys and no other namespace's.
+		in.FilterExpression = aws.String("begins_with(#k, :prefix)")
+		in.ExpressionAttributeNames["#k"] = schema.AttrDataKey
+		in.ExpressionAttributeValues[":prefix"] = &types.AttributeValueMemberS{Value: app + uds.KeyDelimiter + namespace + uds.KeyDelimiter}
+	}
+	switch {
+	case pos.HistoryKey != "":
+		_, digest, _ := strings.Cut(pos.HistoryKey, uds.KeyDelimiter)
+		in.ExclusiveStartKey = map[string]types.AttributeValue{
+			schema.AttrOwnerKey:   &types.AttributeValueMemberS{Value: owner},
+			schema.AttrKeptOrder:  &types.AttributeValueMemberS{Value: keptOrder(digest, pos.Version)},
+			schema.AttrHistoryKey: &types.AttributeValueMemberS{Value: pos.HistoryKey},
+			schema.AttrVersion:    &types.AttributeValueMemberN{Value: strconv.FormatInt(pos.Version, 10)},
+		}
+	case pos.DataKey != "":
+		in.ExclusiveStartKey = map[string]types.AttributeValue{
+			schema.AttrOwnerKey: &types.AttributeValueMemberS{Value: owner},
+			schema.AttrDataKey:  &types.AttributeValueMemberS{Value: pos.DataKey},
+		}
+		if pos.List {
+			in.ExclusiveStartKey[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: pos.SortKey}
+		}
+	}
+	return in
 }
 
 // exportPager collects one page of records.
@@ -157,48 +221,7 @@ func (p *exportPager) owner(ctx context.Context, pos ExportPosition) error {
 // full or the owner has no more items there.
 func (p *exportPager) table(ctx context.Context, pos ExportPosition) error {
 	s := p.s
-	name := s.tables.Data
-	switch {
-	case pos.History:
-		name = s.tables.History
-	case pos.List:
-		name = s.tables.List
-	}
-	owner := ownerKey(p.q.App, pos.Owner)
-	in := &dynamodb.QueryInput{
-		TableName:                aws.String(name),
-		IndexName:                aws.String(schema.IndexByOwner),
-		KeyConditionExpression:   aws.String("#o = :o"),
-		ExpressionAttributeNames: map[string]string{"#o": schema.AttrOwnerKey},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":o": &types.AttributeValueMemberS{Value: owner},
-		},
-	}
-	if p.q.Namespace != "" && !pos.History {
-		// Namespaces hold no delimiter, so the prefix matches the
-		// namespace's shared and private keys and no other namespace's.
-		in.FilterExpression = aws.String("begins_with(#k, :prefix)")
-		in.ExpressionAttributeNames["#k"] = schema.AttrDataKey
-		in.ExpressionAttributeValues[":prefix"] = &types.AttributeValueMemberS{Value: p.q.App + uds.KeyDelimiter + p.q.Namespace + uds.KeyDelimiter}
-	}
-	switch {
-	case pos.HistoryKey != "":
-		_, digest, _ := strings.Cut(pos.HistoryKey, uds.KeyDelimiter)
-		in.ExclusiveStartKey = map[string]types.AttributeValue{
-			schema.AttrOwnerKey:   &types.AttributeValueMemberS{Value: owner},
-			schema.AttrKeptOrder:  &types.AttributeValueMemberS{Value: keptOrder(digest, pos.Version)},
-			schema.AttrHistoryKey: &types.AttributeValueMemberS{Value: pos.HistoryKey},
-			schema.AttrVersion:    &types.AttributeValueMemberN{Value: strconv.FormatInt(pos.Version, 10)},
-		}
-	case pos.DataKey != "":
-		in.ExclusiveStartKey = map[string]types.AttributeValue{
-			schema.AttrOwnerKey: &types.AttributeValueMemberS{Value: owner},
-			schema.AttrDataKey:  &types.AttributeValueMemberS{Value: pos.DataKey},
-		}
-		if pos.List {
-			in.ExclusiveStartKey[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: pos.SortKey}
-		}
-	}
+	in := s.ownerIndexQuery(p.q.App, p.q.Namespace, pos)
 	// Index entries wait until a full BatchGetItem's worth is pending,
 	// the page could end with them, or the owner has no more.
 	var pending []map[string]types.AttributeValue
@@ -278,7 +301,7 @@ func (p *exportPager) read(ctx context.Context, pos ExportPosition, entries []ma
 			keys = append(keys, k)
 		}
 	}
-	found, err := p.s.batchGet(ctx, keys, "")
+	found, err := p.s.batchGet(ctx, keys, nil)
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,20 @@ var metaNames = map[string]string{
 	"#do": schema.AttrDataObject, "#po": schema.AttrPendingObject,
 }
 
+// projection is what a read takes of its items, and the names its
+// expression refers to (DynamoDB refuses a name the expression does not
+// use, so each projection brings its own). A read is strongly consistent
+// unless eventual is set: for a view that a second's staleness does not
+// mislead, at half the read units.
+type projection struct {
+	expr     string
+	names    map[string]string
+	eventual bool
+}
+
+// metaRead reads what metaProjection names.
+var metaRead = &projection{expr: metaProjection, names: metaNames}
+
 // readMeta reads the state of an item that a write is about to change,
 // strongly consistent and, unless whole is set, without its value: nil
 // when there is none. The read costs what reading the whole item costs,
@@ -79,7 +93,7 @@ func (s *Store) readMeta(ctx context.Context, key uds.Key, whole bool) (map[stri
 // for each key the item, or uds.ErrNotFound.
 func (s *Store) GetMany(ctx context.Context, keys []uds.Key) ([]uds.Item, []error) {
 	items, errs := make([]uds.Item, len(keys)), make([]error, len(keys))
-	found, err := s.batchGet(ctx, keys, "")
+	found, err := s.batchGet(ctx, keys, nil)
 	now := s.now()
 	for i, k := range keys {
 		if err != nil {
@@ -93,11 +107,12 @@ func (s *Store) GetMany(ctx context.Context, keys []uds.Key) ([]uds.Item, []erro
 
 // batchGet reads items by key, strongly consistent, with BatchGetItem
 // (100 keys a call, unprocessed keys sent again): the items found, by
-// itemID. A projection, when given, names what is read with metaNames.
+// itemID. A projection, when given, names what is read (nil: the whole
+// items).
 // A key given more than once is read once: BatchGetItem refuses a call
 // that names one key twice, and a batch of reads, or the entries of an
 // index page (an item's entry and a stale one of its earlier value), may.
-func (s *Store) batchGet(ctx context.Context, keys []uds.Key, projection string) (map[string]map[string]types.AttributeValue, error) {
+func (s *Store) batchGet(ctx context.Context, keys []uds.Key, projection *projection) (map[string]map[string]types.AttributeValue, error) {
 	found := map[string]map[string]types.AttributeValue{}
 	keys = distinctKeys(keys)
 	for start := 0; start < len(keys); start += maxBatchGet {
@@ -105,8 +120,9 @@ func (s *Store) batchGet(ctx context.Context, keys []uds.Key, projection string)
 		for _, k := range keys[start:min(start+maxBatchGet, len(keys))] {
 			ka := in.RequestItems[s.table(k)]
 			ka.Keys, ka.ConsistentRead = append(ka.Keys, keyAV(k)), aws.Bool(true)
-			if projection != "" {
-				ka.ProjectionExpression, ka.ExpressionAttributeNames = aws.String(projection), metaNames
+			if projection != nil {
+				ka.ProjectionExpression, ka.ExpressionAttributeNames = aws.String(projection.expr), projection.names
+				ka.ConsistentRead = aws.Bool(!projection.eventual)
 			}
 			in.RequestItems[s.table(k)] = ka
 		}

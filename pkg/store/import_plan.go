@@ -42,7 +42,7 @@ func (s *Store) PlanImport(ctx context.Context, app string, records []uds.Record
 	for i := range records {
 		keys[i] = records[i].Key
 	}
-	found, err := s.batchGet(ctx, keys, "")
+	found, err := s.batchGet(ctx, keys, nil)
 	if err != nil {
 		return res, err
 	}

@@ -131,7 +131,7 @@ func (pg *queryPage) add(ctx context.Context, entries []map[string]types.Attribu
 		for i, e := range chunk {
 			keys[i], _ = keyOf(e)
 		}
-		found, err := pg.s.batchGet(ctx, keys, "")
+		found, err := pg.s.batchGet(ctx, keys, nil)
 		if err != nil {
 			return false, err
 		}

@@ -119,16 +119,26 @@ type LegacyItem struct {
 	ClassName        *string
 }
 
+// HeldNamespace names a namespace that holds data, for the catalogue
+// (catalog.go).
+type HeldNamespace struct{ App, Namespace string }
+
 // ScanLegacy reads one page of one segment of a segmented scan of a data
-// table and returns the items that have no owner yet. Items that name no
-// creator are given defaultOwner. next is nil when the segment is done.
-func (s *Store) ScanLegacy(ctx context.Context, table string, segment, segments int, after ScanPosition, defaultOwner string) (items []LegacyItem, next ScanPosition, err error) {
+// table and returns the items that have no owner yet, and the namespaces
+// of all the page's items (each once), which the catalogue may not hold
+// yet: data written before it, by a seed deployment or an earlier
+// release. Items that name no creator are given defaultOwner. next is nil
+// when the segment is done.
+//
+// The scan reads every item either way (a filter saves no read units,
+// only transfer), so it returns every item's key and owner, and the
+// value's length of those without an owner, which their adoption needs.
+func (s *Store) ScanLegacy(ctx context.Context, table string, segment, segments int, after ScanPosition, defaultOwner string) (items []LegacyItem, namespaces []HeldNamespace, next ScanPosition, err error) {
 	in := &dynamodb.ScanInput{
 		TableName:            aws.String(table),
 		Segment:              aws.Int32(int32(segment)),
 		TotalSegments:        aws.Int32(int32(segments)),
-		FilterExpression:     aws.String("attribute_not_exists(#o)"),
-		ProjectionExpression: aws.String("#k, #s, #v, #cn, #cb"),
+		ProjectionExpression: aws.String("#k, #s, #v, #cn, #cb, #o"),
 		ExpressionAttributeNames: map[string]string{
 			"#o": schema.AttrOwnerKey, "#k": schema.AttrDataKey, "#s": schema.AttrSortKey,
 			"#v": schema.AttrDataValue, "#cn": schema.AttrClassName, "#cb": schema.AttrCreatedBySubject,
@@ -142,10 +152,18 @@ func (s *Store) ScanLegacy(ctx context.Context, table string, segment, segments 
 	}
 	out, err := s.client.Scan(ctx, in)
 	if err != nil {
-		return nil, nil, failed("scan "+table, err)
+		return nil, nil, nil, failed("scan "+table, err)
 	}
+	seen := map[HeldNamespace]bool{}
 	for _, it := range out.Items {
 		dataKey := str(it, schema.AttrDataKey)
+		if k, ok := keyOf(it); ok && k.Namespace != uploadNamespace && !seen[HeldNamespace{k.App, k.Namespace}] {
+			seen[HeldNamespace{k.App, k.Namespace}] = true
+			namespaces = append(namespaces, HeldNamespace{k.App, k.Namespace})
+		}
+		if _, owned := it[schema.AttrOwnerKey]; owned {
+			continue
+		}
 		app, _, _ := strings.Cut(dataKey, uds.KeyDelimiter)
 		who := str(it, schema.AttrCreatedBySubject)
 		if who == "" {
@@ -167,7 +185,7 @@ func (s *Store) ScanLegacy(ctx context.Context, table string, segment, segments 
 			next[k] = str(out.LastEvaluatedKey, k)
 		}
 	}
-	return items, next, nil
+	return items, namespaces, next, nil
 }
 
 // AdoptLegacy counts items written before UDS: each gets its owner key,

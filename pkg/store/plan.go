@@ -210,6 +210,7 @@ var capabilities = []capability{
 	{historyNeeds, (*Store).planHistory}, // history.go: versions kept and pruned, the head
 	{indexNeeds, (*Store).planIndexes},   // index.go: the entries the values name
 	{nil, (*Store).planObjects},          // objects.go: large values' objects released
+	{nil, (*Store).planCatalogue},        // catalog.go: the namespaces that hold data marked
 	{nil, (*Store).planUsage},            // usage.go: each owner's usage, under limits
 }
 

@@ -87,6 +87,12 @@ func decodePolicy(app string, av map[string]types.AttributeValue) uds.Policy {
 	if t, err := time.Parse(timeLayout, str(av, schema.AttrUpdatedDate)); err == nil {
 		p.Updated = t
 	}
+	p.HeldSince = parseTime(str(av, schema.AttrHeldSince))
+	for _, a := range policyAttrs {
+		if _, set := av[a]; set {
+			p.Set = true
+		}
+	}
 	if _, pending := av[schema.AttrSettlesAt]; pending {
 		c := &uds.PolicyChange{
 			Access:    orDefaultAccess(app, str(av, schema.AttrPendingAccess)),
@@ -197,16 +203,30 @@ func (s *Store) scanForPrefix(ctx context.Context, table string, segment int32, 
 	}
 }
 
+// policyAttrs are the attributes of a namespace's record of which one is
+// stored while the namespace has a policy (uds.Policy's Set): a record
+// may exist without any, for a removed policy's version or the
+// catalogue's mark (catalog.go).
+var policyAttrs = []string{schema.AttrAccess, schema.AttrHistory, schema.AttrBinaryRule}
+
 // Policies lists the policies set in an app, by namespace, after the
 // namespace named (exclusive), at most limit; more reports whether others
 // follow. A policy is set when it has an access mode, a history or a
 // binary rule (a removed one keeps its record, for its version, with none).
-func (s *Store) Policies(ctx context.Context, app, after string, limit int) (page []uds.NamespacePolicy, more bool, err error) {
+// With held, the namespaces the catalogue marked as holding data are
+// listed too, with or without a policy.
+func (s *Store) Policies(ctx context.Context, app, after string, limit int, held bool) (page []uds.NamespacePolicy, more bool, err error) {
+	filter := "attribute_exists(#a) OR attribute_exists(#h) OR attribute_exists(#br)"
+	names := map[string]string{"#app": schema.AttrApp, "#a": schema.AttrAccess, "#h": schema.AttrHistory, "#br": schema.AttrBinaryRule}
+	if held {
+		filter += " OR attribute_exists(#hs)"
+		names["#hs"] = schema.AttrHeldSince
+	}
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(s.tables.Namespaces),
 		KeyConditionExpression:   aws.String("#app = :app"),
-		FilterExpression:         aws.String("attribute_exists(#a) OR attribute_exists(#h) OR attribute_exists(#br)"),
-		ExpressionAttributeNames: map[string]string{"#app": schema.AttrApp, "#a": schema.AttrAccess, "#h": schema.AttrHistory, "#br": schema.AttrBinaryRule},
+		FilterExpression:         aws.String(filter),
+		ExpressionAttributeNames: names,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":app": &types.AttributeValueMemberS{Value: app},
 		},

@@ -62,7 +62,7 @@ func TestSetPolicyVersions(t *testing.T) {
 	if p, _ := s.StoredPolicy(ctx, app, "ns"); p.Mode() != uds.AccessShared || p.Schema != nil || p.Version != admins+1 {
 		t.Errorf("after removal %+v", p)
 	}
-	if page, _, _ := s.Policies(ctx, app, "", 10); len(page) != 0 {
+	if page, _, _ := s.Policies(ctx, app, "", 10, false); len(page) != 0 {
 		t.Errorf("a removed policy is listed: %+v", page)
 	}
 }
@@ -244,7 +244,7 @@ func TestPolicyHistory(t *testing.T) {
 				t.Errorf("the data routes' policy has history %+v (%v), want %+v", inEffect.History, err, step.history)
 			}
 			listed := uds.History{}
-			page, _, err := s.Policies(ctx, app, "", 100)
+			page, _, err := s.Policies(ctx, app, "", 100, false)
 			if err != nil {
 				t.Fatal(err)
 			}

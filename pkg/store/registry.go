@@ -114,14 +114,19 @@ func descriptionUpdate(description string) string {
 }
 
 // sameRegistration conditions an update of an app's record on its
-// registration's name key being the one current was read with.
+// registration's name key being the one current was read with. An app
+// that is not registered may be in the catalogue's held partition
+// (catalog.go), keyed by its id.
 func sameRegistration(u *types.Update, current uds.AppRegistration) {
 	u.ExpressionAttributeNames["#k"] = schema.AttrAppNameKey
+	u.ExpressionAttributeNames["#rp"] = schema.AttrRegistry
 	if current.Name == "" {
-		u.ConditionExpression = aws.String("attribute_not_exists(#k)")
+		u.ConditionExpression = aws.String("attribute_not_exists(#rp) OR #rp = :heldPartition")
+		u.ExpressionAttributeValues[":heldPartition"] = &types.AttributeValueMemberS{Value: schema.HeldPartition}
 		return
 	}
-	u.ConditionExpression = aws.String("#k = :was")
+	u.ConditionExpression = aws.String("#rp = :registry AND #k = :was")
+	u.ExpressionAttributeValues[":registry"] = &types.AttributeValueMemberS{Value: schema.RegistryPartition}
 	u.ExpressionAttributeValues[":was"] = &types.AttributeValueMemberS{Value: current.NameKey}
 }
 
@@ -180,8 +185,8 @@ func (s *Store) readRegistration(ctx context.Context, app string) (uds.AppRegist
 }
 
 func decodeRegistration(av map[string]types.AttributeValue) uds.AppRegistration {
-	reg := uds.AppRegistration{App: str(av, schema.AttrApp), Limits: limitsOf(av)}
-	if _, registered := av[schema.AttrAppNameKey]; !registered {
+	reg := uds.AppRegistration{App: str(av, schema.AttrApp), Limits: limitsOf(av), HeldSince: parseTime(str(av, schema.AttrHeldSince))}
+	if str(av, schema.AttrRegistry) != schema.RegistryPartition {
 		return reg
 	}
 	reg.Name, reg.Description = str(av, schema.AttrAppName), str(av, schema.AttrAppDescription)
@@ -193,7 +198,9 @@ func decodeRegistration(av map[string]types.AttributeValue) uds.AppRegistration 
 
 // UnregisterApp removes an app's name and description, and frees the
 // name. The app's data, limits, rate limits and policies stay; an app
-// that is not registered is left as it is.
+// that is not registered is left as it is. An app the catalogue marked as
+// holding data goes back to the byName index's held partition, under its
+// id (catalog.go).
 func (s *Store) UnregisterApp(ctx context.Context, app string) error {
 	op := "unregister app " + app
 	for range maxWriteAttempts {
@@ -208,7 +215,18 @@ func (s *Store) UnregisterApp(ctx context.Context, app string) error {
 			ExpressionAttributeNames:  map[string]string{"#n": schema.AttrAppName, "#d": schema.AttrAppDescription, "#r": schema.AttrRegistry, "#u": schema.AttrRegistryUpdate, "#reg": schema.AttrRegistered},
 			ExpressionAttributeValues: map[string]types.AttributeValue{},
 		}
+		if !current.HeldSince.IsZero() {
+			record.UpdateExpression = aws.String("SET #r = :held, #k = :app REMOVE #n, #d, #u, #reg")
+			record.ExpressionAttributeValues[":held"] = &types.AttributeValueMemberS{Value: schema.HeldPartition}
+			record.ExpressionAttributeValues[":app"] = &types.AttributeValueMemberS{Value: app}
+		}
 		sameRegistration(record, current)
+		// Where the app goes was decided by its mark as read: a mark made
+		// since (its first data) refuses the update, which decides again.
+		if current.HeldSince.IsZero() {
+			record.ExpressionAttributeNames["#hs"] = schema.AttrHeldSince
+			record.ConditionExpression = aws.String("(" + *record.ConditionExpression + ") AND attribute_not_exists(#hs)")
+		}
 		refused, err := s.transact(ctx, op, types.TransactWriteItem{Update: record}, releaseClaim(s.tables.Apps, app, current.NameKey))
 		switch {
 		case err != nil:
@@ -256,25 +274,40 @@ func (s *Store) AppByName(ctx context.Context, name string) (uds.AppRegistration
 // DynamoDB keeps eventually consistent: a registration shows in the list
 // within a second or so of its write.
 func (s *Store) Apps(ctx context.Context, after uds.AppRegistration, limit int) (page []uds.AppRegistration, more bool, err error) {
+	return s.appsIn(ctx, schema.RegistryPartition, after.App, after.NameKey, limit)
+}
+
+// HeldApps lists the apps that hold data and are not registered (the
+// catalogue's held partition, catalog.go) by id, after the app given
+// ("": from the start), at most limit; more reports whether others
+// follow. Like Apps, it reads the byName index, eventually consistent.
+// The index does not carry the apps' marks: HeldSince is left zero.
+func (s *Store) HeldApps(ctx context.Context, after string, limit int) (page []uds.AppRegistration, more bool, err error) {
+	return s.appsIn(ctx, schema.HeldPartition, after, after, limit)
+}
+
+// appsIn lists a partition of the byName index after the app given and
+// its key there.
+func (s *Store) appsIn(ctx context.Context, partition, afterApp, afterKey string, limit int) (page []uds.AppRegistration, more bool, err error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.tables.Apps),
 		IndexName:                 aws.String(schema.IndexByName),
 		KeyConditionExpression:    aws.String("#r = :r"),
 		ExpressionAttributeNames:  map[string]string{"#r": schema.AttrRegistry},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":r": &types.AttributeValueMemberS{Value: schema.RegistryPartition}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":r": &types.AttributeValueMemberS{Value: partition}},
 		Limit:                     aws.Int32(int32(limit + 1)),
 	}
-	if after.App != "" {
+	if afterApp != "" {
 		in.ExclusiveStartKey = map[string]types.AttributeValue{
-			schema.AttrApp:        &types.AttributeValueMemberS{Value: after.App},
-			schema.AttrRegistry:   &types.AttributeValueMemberS{Value: schema.RegistryPartition},
-			schema.AttrAppNameKey: &types.AttributeValueMemberS{Value: after.NameKey},
+			schema.AttrApp:        &types.AttributeValueMemberS{Value: afterApp},
+			schema.AttrRegistry:   &types.AttributeValueMemberS{Value: partition},
+			schema.AttrAppNameKey: &types.AttributeValueMemberS{Value: afterKey},
 		}
 	}
 	for {
 		out, err := s.client.Query(ctx, in)
 		if err != nil {
-			return nil, false, failed("list registered apps", err)
+			return nil, false, failed("list the apps of the registry's "+partition+" partition", err)
 		}
 		for _, it := range out.Items {
 			page = append(page, decodeRegistration(it))

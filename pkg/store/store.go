@@ -4,6 +4,7 @@ package store
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,10 @@ type Store struct {
 	// createdContentApp holds the reserved name uds.CreatedContentName
 	// in the registry; empty where the deployment names none.
 	createdContentApp string
+	// cataloguing holds the namespaces (app and namespace) this process
+	// is marking in the catalogue, so that the first writes of a
+	// namespace that run at once mark it once (catalog.go).
+	cataloguing sync.Map
 	// registryFolded is set once the registry's claims are known to be
 	// keyed by uds.FoldAppName (foldRegistry).
 	registryFolded atomic.Bool

@@ -64,15 +64,20 @@ func TestItemLifecycle(t *testing.T) {
 			if _, err := s.Update(ctx, write(k, `{"a":1}`)); !errors.Is(err, uds.ErrNotFound) {
 				t.Fatalf("Update before create: %v, want ErrNotFound", err)
 			}
+			// A request reads the namespace's policy before it writes.
+			if _, err := s.Policy(ctx, app, "prefs"); err != nil {
+				t.Fatal(err)
+			}
 			counter.Take()
 			created, err := s.Create(ctx, write(k, `{"theme":"dark"}`))
 			if err != nil {
 				t.Fatal(err)
 			}
 			// One transaction of the data write and the usage change, and
-			// the first write of an owner reads the limits.
-			if u := counter.Take(); u.Calls["TransactWriteItems"] != 1 || u.Calls["BatchGetItem"] != 1 || len(u.Calls) != 2 {
-				t.Errorf("Create made calls %v, want TransactWriteItems, BatchGetItem", u.Calls)
+			// the first write of an owner reads the limits; the first item
+			// of the namespace marks it and its app in the catalogue.
+			if u := counter.Take(); u.Calls["TransactWriteItems"] != 1 || u.Calls["BatchGetItem"] != 1 || u.Calls["UpdateItem"] != 2 || len(u.Calls) != 3 {
+				t.Errorf("Create made calls %v, want TransactWriteItems, BatchGetItem, UpdateItem twice", u.Calls)
 			}
 			if created.Version != 1 || created.CreatedBy != "alice" || created.CreatedDate.IsZero() {
 				t.Errorf("created = %+v", created)

@@ -23,6 +23,9 @@ type AppRegistration struct {
 	// Limits are the app's default per-user limits (zero where none is
 	// set): they share the app's record, so the registry reads them free.
 	Limits Limits
+	// HeldSince is when the app first held data, as the catalogue marked
+	// it (zero: not marked, or not read).
+	HeldSince time.Time
 }
 
 // BehaviorApp is the reserved application id of the values computed about

@@ -56,6 +56,13 @@ type Policy struct {
 	// Pending is a change into or out of private under way, nil if none:
 	// the policy above stays in effect until it completes.
 	Pending *PolicyChange
+	// HeldSince is when the namespace first held data, as the catalogue
+	// marked it (zero: not marked). It is no part of the policy: a
+	// namespace may hold data without one, and a policy removed leaves it.
+	HeldSince time.Time
+	// Set reports whether the namespace has a policy of its own: an
+	// access mode, a history or a binary rule stored.
+	Set bool
 }
 
 // PolicyChange is a change of a namespace's policy into or out of private,

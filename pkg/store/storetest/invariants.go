@@ -21,7 +21,8 @@ import (
 // capabilities its namespace combines: an owner's usage record equals
 // the sums of what the tables store of theirs, no object stays in the
 // bucket once no record names it (and none a record names is missing),
-// and no index entry outlives its item or its value. Each check reads the
+// no index entry outlives its item or its value, and every namespace that
+// holds an item is in the catalogue of what holds data. Each check reads the
 // tables with strongly consistent scans and returns what it found wrong,
 // one sentence a violation, so that a test can show all of them at once
 // and a test of the check can hold it to a made-up violation.
@@ -232,5 +233,51 @@ func KeptVersions(t testing.TB, c *dynamodb.Client, tables store.Tables, app str
 	slices.SortFunc(out, func(a, b KeptVersion) int {
 		return cmp.Or(compareKeys(a.Key, b.Key), cmp.Compare(a.Version, b.Version))
 	})
+	return out
+}
+
+// CatalogueViolations holds the catalogue of what holds data to the data
+// tables: every namespace of app that holds an item (an upload's
+// reservation is none) is marked on its record in the namespaces table,
+// and then so is the app on its record in the apps table, which is in the
+// registry's index, registered or among the apps that hold data.
+func CatalogueViolations(t testing.TB, c *dynamodb.Client, tables store.Tables, app string) []string {
+	t.Helper()
+	held := map[string]bool{}
+	for _, table := range []string{tables.Data, tables.List} {
+		scan(t, c, table, func(av map[string]types.AttributeValue) {
+			parts := strings.SplitN(stringAttr(av, schema.AttrDataKey), uds.KeyDelimiter, 3)
+			if len(parts) == 3 && parts[0] == app && !strings.HasPrefix(parts[1], "\x00") {
+				held[parts[1]] = true
+			}
+		})
+	}
+	marked := map[string]bool{}
+	scan(t, c, tables.Namespaces, func(av map[string]types.AttributeValue) {
+		if stringAttr(av, schema.AttrApp) == app && stringAttr(av, schema.AttrHeldSince) != "" {
+			marked[stringAttr(av, schema.AttrNamespace)] = true
+		}
+	})
+	var out []string
+	for _, ns := range slices.Sorted(maps.Keys(held)) {
+		if !marked[ns] {
+			out = append(out, fmt.Sprintf("namespace %s of %s holds items and is not marked in the catalogue", ns, app))
+		}
+	}
+	if len(held) == 0 {
+		return out
+	}
+	appMarked := false
+	scan(t, c, tables.Apps, func(av map[string]types.AttributeValue) {
+		if stringAttr(av, schema.AttrApp) != app {
+			return
+		}
+		r := stringAttr(av, schema.AttrRegistry)
+		appMarked = stringAttr(av, schema.AttrHeldSince) != "" && (r == schema.RegistryPartition ||
+			r == schema.HeldPartition && stringAttr(av, schema.AttrAppNameKey) == app)
+	})
+	if !appMarked {
+		out = append(out, fmt.Sprintf("app %s holds items and is not marked in the catalogue, or not in the registry's index", app))
+	}
 	return out
 }

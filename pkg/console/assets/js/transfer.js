@@ -68,7 +68,7 @@ export async function transferPage(view, app) {
     const chosen = file.files[0];
     if (!chosen) return;
     const list = records(await chosen.text());
-    const total = { imported: 0, skipped: 0, expired: 0, conflicts: [] };
+    const total = { imported: 0, skipped: 0, expired: 0, conflicts: [], notImported: [] };
     importBar.hidden = false;
     importBar.max = Math.max(list.length, 1);
     importBar.value = 0;
@@ -85,13 +85,16 @@ export async function transferPage(view, app) {
       total.skipped += res.body.skipped;
       total.expired += res.body.expired;
       total.conflicts.push(...res.body.conflicts.map((c) => ({ ...c, index: c.index + at })));
+      total.notImported.push(...(res.body.notImported ?? []).map((l) => ({ ...l, index: l.index + at })));
       importBar.value = at + page.length;
       replace(importStatus, h("p", { role: "status" }, `Importing: ${count(at + page.length)} of ${count(list.length)} records…`));
     }
     replace(importStatus, h("div", { role: "status", id: "import-result" },
       h("p", null, `${count(list.length)} records: imported ${total.imported}, skipped ${total.skipped} already present, expired ${total.expired}, conflicts ${total.conflicts.length}.`),
       total.conflicts.length ? table("Conflicts: the key holds a different item (not written)", ["Record", "Namespace", "Id", "Sort key", "Stored version"],
-        total.conflicts.map((c) => [count(c.index + 1), c.namespace, c.id, c.sortKey ?? "", count(c.version)])) : null));
+        total.conflicts.map((c) => [count(c.index + 1), c.namespace, c.id, c.sortKey ?? "", count(c.version)])) : null,
+      total.notImported.length ? table(`Not imported: ${count(total.notImported.length)} records (the others were)`, ["Record", "Namespace", "Id", "Sort key", "Why"],
+        total.notImported.map((l) => [count(l.index + 1), l.namespace, l.id, l.sortKey ?? "", l.reason])) : null));
   }));
 
   replace(view, heading("Export & import"), appSub(app),
