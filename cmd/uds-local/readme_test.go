@@ -31,6 +31,7 @@ import (
 // be among them.
 var exampleSources = []exampleSource{
 	{"README.md", []string{"A first request", "The command line"}},
+	{"docs/local-server.md", nil},
 	{"docs/items-and-lists.md", nil},
 	{"docs/quotas.md", nil},
 	{"docs/app-registry.md", nil},
