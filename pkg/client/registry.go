@@ -17,11 +17,11 @@ import (
 // dates.
 type App struct {
 	ApplicationUUID string `json:"applicationUuid"`
-	Name            string `json:"name"`
+	Name            string `json:"name,omitempty"`
 	// Description is "" when the app has none.
 	Description string    `json:"description,omitempty"`
-	CreatedDate time.Time `json:"createdDate"`
-	UpdatedDate time.Time `json:"updatedDate"`
+	CreatedDate time.Time `json:"createdDate,omitzero"`
+	UpdatedDate time.Time `json:"updatedDate,omitzero"`
 	// Limits are the app's default limits per user (AppLimits), nil when
 	// none is set.
 	Limits *Limits `json:"limits,omitempty"`
