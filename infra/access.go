@@ -82,11 +82,14 @@ const listDeleteAllBudget = 25 * time.Second
 // Index is set. LeadingKeys, when set, limits the grant to the items
 // whose partition key matches one of its patterns (IAM's
 // dynamodb:LeadingKeys, StringLike: * matches any characters).
+// Attributes, when set, limits it to requests that name no other
+// attribute (IAM's dynamodb:Attributes; the key's attributes among them).
 type tableAccess struct {
 	Table       schema.Table
 	Index       string
 	Actions     []string
 	LeadingKeys []string
+	Attributes  []string
 }
 
 // functionAccess is the complete DynamoDB permission set of the stack:
@@ -167,6 +170,7 @@ var functionAccess = map[string][]tableAccess{
 		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 		// Every request reads its namespace's policy (cached).
 		{Table: schema.Namespaces, Actions: []string{"dynamodb:GetItem"}},
+		catalogueMarks[0], catalogueMarks[1],
 	},
 	fnList: {
 		{Table: schema.List, Actions: []string{
@@ -190,6 +194,7 @@ var functionAccess = map[string][]tableAccess{
 		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 		{Table: schema.Namespaces, Actions: []string{"dynamodb:GetItem"}},
+		catalogueMarks[0], catalogueMarks[1],
 	},
 	fnAdmin: {
 		// A user's apps are a query on the usage table's hash key; an
@@ -266,6 +271,9 @@ var functionAccess = map[string][]tableAccess{
 		{Table: schema.Data, Actions: []string{"dynamodb:ConditionCheckItem"}},
 		{Table: schema.List, Actions: []string{"dynamodb:ConditionCheckItem"}},
 		{Table: schema.IndexEntries, Actions: []string{"dynamodb:DeleteItem"}},
+		// A commit of an upload creates its item, which may be its
+		// namespace's first.
+		catalogueMarks[0], catalogueMarks[1],
 	},
 }
 
@@ -309,6 +317,20 @@ var objectAccess = map[string]map[string][]string{
 var dataObjectActions = map[string][]string{
 	uploadsPrefix: {"s3:PutObject", "s3:PutObjectTagging", "s3:GetObject", "s3:DeleteObject"},
 	valuesPrefix:  {"s3:PutObject", "s3:PutObjectTagging", "s3:AbortMultipartUpload", "s3:GetObject", "s3:DeleteObject"},
+}
+
+// catalogueMarks are the grants of the functions that create items (the
+// data functions, and the expiry function, which commits uploads) on the
+// records the catalogue of what holds data marks after a namespace's
+// first item (store/catalog.go): an update of a namespace's record and of
+// its app's that names the mark and, on the app's, its place in the
+// registry's index, and no other attribute, so that a data function sets
+// no policy and changes no limits.
+var catalogueMarks = []tableAccess{
+	{Table: schema.Namespaces, Actions: []string{"dynamodb:UpdateItem"},
+		Attributes: []string{schema.AttrApp, schema.AttrNamespace, schema.AttrHeldSince}},
+	{Table: schema.Apps, Actions: []string{"dynamodb:UpdateItem"},
+		Attributes: []string{schema.AttrApp, schema.AttrHeldSince, schema.AttrRegistry, schema.AttrAppNameKey}},
 }
 
 // rateBuckets is the data functions' grant on the rate buckets' items in

@@ -206,11 +206,18 @@ func (s *UdsStack) defineFunction(f functionSpec, props *UdsStackProps) {
 			Actions:   jsii.Strings(a.Actions...),
 			Resources: jsii.Strings(*arn),
 		}
-		if len(a.LeadingKeys) > 0 {
+		switch {
+		case len(a.LeadingKeys) > 0:
 			// ForAllValues: every partition key the request names must
 			// match; an item call names one.
 			statement.Conditions = &map[string]any{
 				"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": a.LeadingKeys},
+			}
+		case len(a.Attributes) > 0:
+			// ForAllValues: every attribute the request names must be
+			// one of these.
+			statement.Conditions = &map[string]any{
+				"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": a.Attributes},
 			}
 		}
 		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(statement))

@@ -229,7 +229,9 @@ func asStrings(v any) []string {
 // independently of functionAccess so that a change there has to be made
 // deliberately here as well. Keys are table IDs, or "ID/index/name", with
 // "[pattern]" for a grant limited to the items whose partition key
-// matches the pattern (dynamodb:LeadingKeys).
+// matches the pattern (dynamodb:LeadingKeys), "{attr,...}" for one
+// limited to requests that name those attributes only
+// (dynamodb:Attributes).
 var wantAccess = map[string]map[string][]string{
 	fnKV: {
 		"DataTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "ConditionCheckItem"},
@@ -242,6 +244,8 @@ var wantAccess = map[string]map[string][]string{
 		"DataTable/index/byOwner": {"Query"},
 		"ListTable/index/byOwner": {"Query"},
 		"NamespacesTable":         {"GetItem"},
+		"NamespacesTable{app,namespace,heldSince}":     {"UpdateItem"},
+		"AppsTable{app,heldSince,registry,appNameKey}": {"UpdateItem"},
 	},
 	fnList: {
 		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchGetItem", "ConditionCheckItem"},
@@ -254,6 +258,8 @@ var wantAccess = map[string]map[string][]string{
 		"DataTable/index/byOwner": {"Query"},
 		"ListTable/index/byOwner": {"Query"},
 		"NamespacesTable":         {"GetItem"},
+		"NamespacesTable{app,namespace,heldSince}":     {"UpdateItem"},
+		"AppsTable{app,heldSince,registry,appNameKey}": {"UpdateItem"},
 	},
 	fnAdmin: {
 		"UsageTable":                  {"GetItem", "UpdateItem", "Query", "BatchGetItem"},
@@ -270,15 +276,17 @@ var wantAccess = map[string]map[string][]string{
 		"NamespacesTable":             {"GetItem", "UpdateItem", "Query"},
 	},
 	fnExpiry: {
-		"UsageTable":          {"GetItem", "UpdateItem"},
-		"AppsTable":           {"PutItem"},
-		"NamespacesTable":     {"GetItem"},
-		"DataTable":           {"ConditionCheckItem"},
-		"ListTable":           {"ConditionCheckItem"},
-		"IndexTable":          {"DeleteItem"},
-		"DataTable/stream":    {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
-		"ListTable/stream":    {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
-		"HistoryTable/stream": {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
+		"UsageTable":      {"GetItem", "UpdateItem"},
+		"AppsTable":       {"PutItem"},
+		"NamespacesTable": {"GetItem"},
+		"DataTable":       {"ConditionCheckItem"},
+		"ListTable":       {"ConditionCheckItem"},
+		"IndexTable":      {"DeleteItem"},
+		"NamespacesTable{app,namespace,heldSince}":     {"UpdateItem"},
+		"AppsTable{app,heldSince,registry,appNameKey}": {"UpdateItem"},
+		"DataTable/stream":                             {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
+		"ListTable/stream":                             {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
+		"HistoryTable/stream":                          {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
 	},
 }
 
@@ -842,22 +850,26 @@ func checkBucketAccess(t *testing.T, s *synthesized) {
 }
 
 // leadingKeys renders a statement's condition as wantAccess names it:
-// "[pattern,...]" for a grant limited by dynamodb:LeadingKeys, "" for
-// none. Any other condition fails the test: a grant that met it would be
-// narrower than wantAccess says, or wider.
+// "[pattern,...]" for a grant limited by dynamodb:LeadingKeys,
+// "{attr,...}" for one limited by dynamodb:Attributes, "" for none. Any
+// other condition fails the test: a grant that met it would be narrower
+// than wantAccess says, or wider.
 func leadingKeys(t *testing.T, condition any) string {
 	t.Helper()
 	if condition == nil {
 		return ""
 	}
-	want := map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": nil}}
 	c, _ := condition.(map[string]any)
 	like, _ := c["ForAllValues:StringLike"].(map[string]any)
-	keys, ok := like["dynamodb:LeadingKeys"]
-	if len(c) != 1 || len(like) != 1 || !ok {
-		t.Errorf("condition %v, want only %v", condition, want)
+	if keys, ok := like["dynamodb:LeadingKeys"]; ok && len(c) == 1 && len(like) == 1 {
+		return "[" + strings.Join(asStrings(keys), ",") + "]"
 	}
-	return "[" + strings.Join(asStrings(keys), ",") + "]"
+	equals, _ := c["ForAllValues:StringEquals"].(map[string]any)
+	if attrs, ok := equals["dynamodb:Attributes"]; ok && len(c) == 1 && len(equals) == 1 {
+		return "{" + strings.Join(asStrings(attrs), ",") + "}"
+	}
+	t.Errorf("condition %v, want only dynamodb:LeadingKeys (StringLike) or dynamodb:Attributes (StringEquals)", condition)
+	return ""
 }
 
 // checkRoutes checks that the API has exactly wantRoutes, each integrated

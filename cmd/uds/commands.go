@@ -64,8 +64,24 @@ to the first).`,
 	"registry": {short: "the registered apps, in the order of their names, as NDJSON (admin)", run: registry,
 		long: `The registry gives apps names, unique whatever their case, for operators to find them by:
 data paths keep the app's id (uds app-id NAME prints it). An app that has no name is not
-listed (uds apps USER lists the apps a user stores data in, named or not). An app registered
-a moment ago may take a second to be listed.`},
+listed, unless --held is given: then the apps that hold data and have no name follow, by id,
+each with "registered": false (uds apps USER lists the apps a user stores data in). An app
+registered, or holding data, a moment ago may take a second to be listed.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.Bool("held", false, "also list the apps that hold data and have no name")
+		}},
+	"namespaces": {args: "APP", short: "an app's namespaces that have a policy or hold data, as NDJSON (admin)", min: 1, max: 1, run: namespaces,
+		long: `Each namespace shows its policy, or the defaults where it has none ("policy": false), and
+"heldSince", when it first held data. A namespace stays listed once it held an item, even
+after its last item is deleted.`},
+	"ls-namespace": {args: "APP NAMESPACE", short: "the keys of a namespace's items and list items, as NDJSON, every page (admin)", min: 2, max: 2,
+		long: `Each key comes with its owner, size, updatedDate, and contentType and expiresAt where it has
+them, owner by owner; --user keeps one owner's (in a private namespace, that caller's key
+space).`,
+		flags: func(fs *flag.FlagSet) {
+			fs.String("user", "", "list this owner's items only")
+		},
+		run: lsNamespace},
 	"app": {args: "APP", short: "an app's registration: its name, description and default limits per user (admin)", min: 1, max: 1, run: showApp},
 	"app-id": {args: "NAME", short: "the id of the app registered under NAME, in any case (admin)", min: 1, max: 1, run: appID,
 		long: `It prints the id alone, for the commands that take an APP: uds users "$(uds app-id fitness)".
@@ -354,6 +370,12 @@ func quota(e *env, args []string) error {
 func users(e *env, args []string) error { return writeEach(e, e.c.AppUsers(e.ctx, args[0])) }
 
 func apps(e *env, args []string) error { return writeEach(e, e.c.UserApps(e.ctx, args[0])) }
+
+func namespaces(e *env, args []string) error { return writeEach(e, e.c.Namespaces(e.ctx, args[0])) }
+
+func lsNamespace(e *env, args []string) error {
+	return writeEach(e, e.c.NamespaceItems(e.ctx, args[0], args[1], e.flag("user")))
+}
 
 func setQuota(e *env, args []string) error {
 	bytes, _ := strconv.ParseInt(e.flag("bytes"), 10, 64)

@@ -2,7 +2,12 @@ package main
 
 // The app registry (admin): names for apps, by which operators find them.
 
-func registry(e *env, _ []string) error { return writeEach(e, e.c.Apps(e.ctx)) }
+func registry(e *env, _ []string) error {
+	if e.flag("held") == "true" {
+		return writeEach(e, e.c.AllApps(e.ctx))
+	}
+	return writeEach(e, e.c.Apps(e.ctx))
+}
 
 func showApp(e *env, args []string) error {
 	a, err := e.c.App(e.ctx, args[0])

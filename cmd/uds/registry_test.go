@@ -36,6 +36,11 @@ func TestRegistryCommands(t *testing.T) {
 		{"unregistered", []string{"unregister-app", app}, 0, "", true, ""},
 		{"unregistered again", []string{"unregister-app", app}, 0, "", true, ""},
 		{"the registry empty", []string{"registry"}, 0, "", true, ""},
+		{"an item in a new namespace", []string{"create", app, "notes", "n1", "--data", `{"a":1}`}, 0, "", false, ""},
+		{"the registry and the apps holding data", []string{"registry", "--held"}, 0, `{"applicationUuid":"` + app + `","registered":false}` + "\n", true, ""},
+		{"the namespaces", []string{"namespaces", app}, 0, `"namespace":"notes","access":"shared"`, false, ""},
+		{"the namespace's keys", []string{"ls-namespace", app, "notes"}, 0, `{"id":"n1","owner":"anonymous"`, false, ""},
+		{"one owner's keys", []string{"ls-namespace", app, "notes", "--user", "bob"}, 0, "", true, ""},
 		{"a name nobody has", []string{"app-id", "fitness pro"}, 1, "", true, `uds app-id: no app is registered under the name "fitness pro"`},
 		{"not registered", []string{"app", app}, 1, "", true, "uds app: 404 App not registered"},
 	} {

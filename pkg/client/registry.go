@@ -17,19 +17,20 @@ import (
 // dates.
 type App struct {
 	ApplicationUUID string `json:"applicationUuid"`
-	Name            string `json:"name"`
-	Registered      bool   `json:"registered"`
+	Name            string `json:"name,omitempty"`
+	// Description is "" when the app has none.
+	Description string    `json:"description,omitempty"`
+	CreatedDate time.Time `json:"createdDate,omitzero"`
+	UpdatedDate time.Time `json:"updatedDate,omitzero"`
+	// Limits are the app's default limits per user (AppLimits), nil when
+	// none is set.
+	Limits *Limits `json:"limits,omitempty"`
+	// Registered is false for an app that holds data and has no name.
+	Registered bool `json:"registered"`
 	// HeldSince is when the app first held data, as the server's
 	// catalogue marked it; zero when not marked, and in listings, which
 	// do not carry it.
 	HeldSince time.Time `json:"heldSince,omitzero"`
-	// Description is "" when the app has none.
-	Description string    `json:"description,omitempty"`
-	CreatedDate time.Time `json:"createdDate"`
-	UpdatedDate time.Time `json:"updatedDate"`
-	// Limits are the app's default limits per user (AppLimits), nil when
-	// none is set.
-	Limits *Limits `json:"limits,omitempty"`
 }
 
 // RegisterApp registers app under name with a description ("" for none),

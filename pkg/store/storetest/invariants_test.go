@@ -58,6 +58,15 @@ func TestInvariantChecks(t *testing.T) {
 		expect(t, "usage of an owner with nothing stored", storetest.UsageViolations(t, c, tables, app), "usage of bob")
 	})
 
+	t.Run("catalogue", func(t *testing.T) {
+		expect(t, "a namespace holding an item, unmarked", storetest.CatalogueViolations(t, c, tables, app)[:1], "namespace docs of "+app+" holds items and is not marked")
+		put(t, tables.Namespaces, map[string]types.AttributeValue{schema.AttrApp: s(app), schema.AttrNamespace: s("docs"), schema.AttrHeldSince: s("2026-01-01T00:00:00.000Z")})
+		expect(t, "its app unmarked", storetest.CatalogueViolations(t, c, tables, app), "app "+app+" holds items and is not marked")
+		put(t, tables.Apps, map[string]types.AttributeValue{schema.AttrApp: s(app), schema.AttrHeldSince: s("2026-01-01T00:00:00.000Z"),
+			schema.AttrRegistry: s(schema.HeldPartition), schema.AttrAppNameKey: s(app)})
+		expect(t, "both marked", storetest.CatalogueViolations(t, c, tables, app), "")
+	})
+
 	t.Run("objects", func(t *testing.T) {
 		expect(t, "an object no record names", storetest.ObjectViolations(t, c, tables, []string{value}), "no record names it")
 		kept := map[string]types.AttributeValue{
