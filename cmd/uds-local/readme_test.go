@@ -40,6 +40,7 @@ var exampleSources = []exampleSource{
 	{"docs/queries.md", nil},
 	{"docs/binary-values.md", nil},
 	{"docs/rate-limits.md", nil},
+	{"docs/browsing-data.md", nil},
 	{"docs/export-and-migration.md", []string{"Export and import", "Seed 000's data families"}},
 	{"docs/client-and-cli.md", nil},
 }
