@@ -41,6 +41,7 @@ var exampleSources = []exampleSource{
 	{"docs/binary-values.md", nil},
 	{"docs/rate-limits.md", nil},
 	{"docs/browsing-data.md", nil},
+	{"docs/console.md", nil},
 	{"docs/export-and-migration.md", []string{"Export and import", "Seed 000's data families"}},
 	{"docs/client-and-cli.md", nil},
 }
@@ -289,8 +290,9 @@ func readmeExamples(repo string, sources []exampleSource) (string, []readmeComma
 }
 
 type readmeBlock struct {
-	line int // of the block's first line in its document
-	text string
+	line   int // of the block's first line in its document
+	text   string
+	indent string // the spaces before its opening fence
 }
 
 // shBlocks returns the sh blocks of one "## " section of a document, or of
@@ -303,16 +305,18 @@ func shBlocks(doc, section string) ([]readmeBlock, error) {
 	for i, l := range lines {
 		trimmed := strings.TrimRight(l, "\n")
 		switch {
-		case b != nil && trimmed == "```":
+		case b != nil && strings.TrimSpace(trimmed) == "```":
 			blocks = append(blocks, *b)
 			b = nil
 		case b != nil:
-			b.text += l
+			// A block inside a list item is indented as its item: the
+			// shell reads it as well without.
+			b.text += strings.TrimPrefix(l, b.indent)
 		case section != "" && strings.HasPrefix(trimmed, "## "):
 			in = trimmed == "## "+section
 			found = found || in
-		case in && trimmed == "```sh":
-			b = &readmeBlock{line: i + 2}
+		case in && strings.TrimSpace(trimmed) == "```sh":
+			b = &readmeBlock{line: i + 2, indent: trimmed[:strings.Index(trimmed, "`")]}
 		}
 	}
 	if !found || len(blocks) == 0 {
@@ -322,6 +326,55 @@ func shBlocks(doc, section string) ([]readmeBlock, error) {
 		return nil, fmt.Errorf("no sh block under %q", "## "+section)
 	}
 	return blocks, nil
+}
+
+// TestEveryCurlExampleRuns checks that every sh block of the README and
+// the guides that sends a request is among the examples TestREADMEExamples
+// runs: a guide added without its place in exampleSources, or a section
+// left out of a source's list, would otherwise show requests no test
+// makes.
+func TestEveryCurlExampleRuns(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := map[string]bool{}
+	for _, src := range exampleSources {
+		doc, err := os.ReadFile(filepath.Join(repo, src.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sections := src.sections
+		if len(sections) == 0 {
+			sections = []string{""}
+		}
+		for _, section := range sections {
+			blocks, err := shBlocks(string(doc), section)
+			if err != nil {
+				t.Fatalf("%s: %v", src.path, err)
+			}
+			for _, b := range blocks {
+				run[fmt.Sprintf("%s:%d", src.path, b.line)] = true
+			}
+		}
+	}
+	guides, err := filepath.Glob(filepath.Join(repo, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range append([]string{filepath.Join(repo, "README.md")}, guides...) {
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repo, path)
+		blocks, _ := shBlocks(string(doc), "")
+		for _, b := range blocks {
+			if curlWord.MatchString(b.text) && !run[fmt.Sprintf("%s:%d", rel, b.line)] {
+				t.Errorf("%s line %d: a block of requests that no test runs; add its document or section to exampleSources", rel, b.line)
+			}
+		}
+	}
 }
 
 var (
