@@ -260,33 +260,44 @@ func readmeExamples(repo string, sources []exampleSource) (string, []readmeComma
 	var script strings.Builder
 	var commands []readmeCommand
 	for _, src := range sources {
-		doc, err := os.ReadFile(filepath.Join(repo, src.path))
+		blocks, err := src.blocks(repo)
 		if err != nil {
 			return "", nil, err
 		}
-		sections := src.sections
-		if len(sections) == 0 {
-			sections = []string{""}
-		}
-		for _, section := range sections {
-			blocks, err := shBlocks(string(doc), section)
+		for _, b := range blocks {
+			cs, err := curlCommands(b.text, b.line)
 			if err != nil {
 				return "", nil, fmt.Errorf("%s: %w", src.path, err)
 			}
-			for _, b := range blocks {
-				cs, err := curlCommands(b.text, b.line)
-				if err != nil {
-					return "", nil, fmt.Errorf("%s: %w", src.path, err)
-				}
-				for i := range cs {
-					cs[i].file = src.path
-				}
-				commands = append(commands, cs...)
-				script.WriteString(b.text)
+			for i := range cs {
+				cs[i].file = src.path
 			}
+			commands = append(commands, cs...)
+			script.WriteString(b.text)
 		}
 	}
 	return script.String(), commands, nil
+}
+
+// blocks returns the source's sh blocks that run, in order.
+func (src exampleSource) blocks(repo string) ([]readmeBlock, error) {
+	doc, err := os.ReadFile(filepath.Join(repo, src.path))
+	if err != nil {
+		return nil, err
+	}
+	sections := src.sections
+	if len(sections) == 0 {
+		sections = []string{""}
+	}
+	var out []readmeBlock
+	for _, section := range sections {
+		blocks, err := shBlocks(string(doc), section)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src.path, err)
+		}
+		out = append(out, blocks...)
+	}
+	return out, nil
 }
 
 type readmeBlock struct {
@@ -340,22 +351,12 @@ func TestEveryCurlExampleRuns(t *testing.T) {
 	}
 	run := map[string]bool{}
 	for _, src := range exampleSources {
-		doc, err := os.ReadFile(filepath.Join(repo, src.path))
+		blocks, err := src.blocks(repo)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sections := src.sections
-		if len(sections) == 0 {
-			sections = []string{""}
-		}
-		for _, section := range sections {
-			blocks, err := shBlocks(string(doc), section)
-			if err != nil {
-				t.Fatalf("%s: %v", src.path, err)
-			}
-			for _, b := range blocks {
-				run[fmt.Sprintf("%s:%d", src.path, b.line)] = true
-			}
+		for _, b := range blocks {
+			run[fmt.Sprintf("%s:%d", src.path, b.line)] = true
 		}
 	}
 	guides, err := filepath.Glob(filepath.Join(repo, "docs", "*.md"))

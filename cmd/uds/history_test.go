@@ -17,17 +17,8 @@ func TestHistoryCommands(t *testing.T) {
 	t.Parallel()
 	srv := apitest.Server(t, 10*time.Second)
 	// The namespace keeps up to 10 versions of each item.
-	req, err := http.NewRequest(http.MethodPut, srv+"/rest/api/v1/admin/apps/"+app+"/namespaces/hist", strings.NewReader(`{"access":"shared","history":{"versions":10}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("setting the history policy answered %d", res.StatusCode)
+	if status := putPolicy(t, srv, app, "hist", `{"access":"shared","history":{"versions":10}}`); status != http.StatusOK {
+		t.Fatalf("setting the history policy answered %d", status)
 	}
 	var written []map[string]any
 	for i, args := range [][]string{

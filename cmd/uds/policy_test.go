@@ -96,17 +96,8 @@ func TestPolicyCommands(t *testing.T) {
 	t.Run("a change under way needs --access", func(t *testing.T) {
 		// Announced by another admin: the first PUT into private answers
 		// 202 and leaves the change pending.
-		req, err := http.NewRequest("PUT", srv+"/rest/api/v1/admin/apps/"+app+"/namespaces/pending", strings.NewReader(`{"access":"private"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusAccepted {
-			t.Fatalf("the announcement answered %d", res.StatusCode)
+		if status := putPolicy(t, srv, app, "pending", `{"access":"private"}`); status != http.StatusAccepted {
+			t.Fatalf("the announcement answered %d", status)
 		}
 		for _, s := range []step{
 			{"refused without", []string{"set-policy", app, "pending", "--history-versions", "2"}, 2, "", "",
@@ -159,4 +150,20 @@ func TestPolicyCommands(t *testing.T) {
 			t.Errorf("the change after the repair: %d %q %q", code, out, errOut)
 		}
 	})
+}
+
+// putPolicy sets a namespace's policy through the API itself, as another
+// admin would beside the command line, and returns the answer's status.
+func putPolicy(t *testing.T, srv, app, namespace, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, srv+"/rest/api/v1/admin/apps/"+app+"/namespaces/"+namespace, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
