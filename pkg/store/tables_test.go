@@ -121,8 +121,10 @@ func TestUpgradeTablesStreams(t *testing.T) {
 // to add an index with 500 InternalFailure; its log then showed a write
 // failing on the table's SQLite copy, which did not have the index's
 // columns yet ("table ... has no column named indexKey_0"), just after
-// the index was added. So the upgrade gets three tries, each over tables
-// that setup makes afresh, 2 s apart; a broken upgrade still fails.
+// the index was added. So the upgrade gets five tries, each over tables
+// that setup makes afresh, 3, 6, 9 and 12 s apart (three tries 2 s apart
+// all met it once, on a machine busy with other work); a broken upgrade
+// still fails.
 func upgradeInTries(t *testing.T, setup func(try int) store.Tables) store.Tables {
 	t.Helper()
 	for try := 1; ; try++ {
@@ -134,11 +136,11 @@ func upgradeInTries(t *testing.T, setup func(try int) store.Tables) store.Tables
 		if err == nil {
 			return tables
 		}
-		if try == 3 {
+		if try == 5 {
 			t.Fatal(err)
 		}
 		t.Logf("try %d: %v", try, err)
-		time.Sleep(2 * time.Second)
+		time.Sleep(time.Duration(try) * 3 * time.Second)
 	}
 }
 
