@@ -93,7 +93,13 @@ if [[ -n "$port" ]] && answers "$port"; then
     fi
     {
       echo "The DynamoDB engine's port $port is taken by $what"
-      if [[ -n "$db_path" ]]; then
+      if [[ -n "$db_path" && -d "$db_path" && "$what" == *DynamoDBLocal.jar*" -dbPath $(cd "$db_path" && pwd)" ]]; then
+        # The engine of a make run in another terminal: its data are
+        # these, but it stops when that make run does.
+        echo "That is the engine of another make run over $db_path (in another terminal?): its server already serves these data."
+        echo "Use that one, or stop it (Ctrl-C where it runs) and run this again."
+        exit 1
+      elif [[ -n "$db_path" ]]; then
         echo "That is not the engine of $db_path (make engine-up's): data written through it would not be in $db_path."
       else
         echo "That is not an engine this script started."

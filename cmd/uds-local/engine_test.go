@@ -104,7 +104,8 @@ func TestEngineScriptRefusesAnotherProcess(t *testing.T) {
 // TestEngineScriptAdoptsEngineUp: the engine make engine-up left running
 // (--detach) serves a later command on its port with the same data
 // folder, which learns the folder; with another data folder the same
-// engine is refused, named as DynamoDB Local; and no second engine starts
+// engine is refused, named as DynamoDB Local; without its pid file it is
+// named as another make run's; and no second engine starts
 // over its folder on another port.
 func TestEngineScriptAdoptsEngineUp(t *testing.T) {
 	t.Parallel()
@@ -134,6 +135,18 @@ func TestEngineScriptAdoptsEngineUp(t *testing.T) {
 	out, status = runEngineScript(t, nil, "--db-path", other, "--port", port, "--", "true")
 	if want := "port " + port + " is taken by pid " + strings.TrimSpace(string(pid)) + ": java"; status != 1 || !strings.Contains(out, want) || !strings.Contains(out, "DynamoDBLocal.jar") {
 		t.Errorf("another data folder: exit status %d, output:\n%s\nwant 1 and %q", status, out, want)
+	}
+	// Without its pid file, the engine is as a make run in another
+	// terminal leaves it: the same folder and port are refused, saying so.
+	if err := os.Rename(data+".pid", data+".pid.aside"); err != nil {
+		t.Fatal(err)
+	}
+	out, status = runEngineScript(t, nil, "--db-path", data, "--port", port, "--", "true")
+	if want := "the engine of another make run over " + data; status != 1 || !strings.Contains(out, want) {
+		t.Errorf("a make run's engine: exit status %d, output:\n%s\nwant 1 and %q", status, out, want)
+	}
+	if err := os.Rename(data+".pid.aside", data+".pid"); err != nil {
+		t.Fatal(err)
 	}
 	// The same data folder on another port: a second engine over the
 	// engine's files is refused before it starts.
