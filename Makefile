@@ -99,10 +99,10 @@ reset: engine-down
 	rm -rf .data/dynamodb .data/s3
 
 # make test runs five parts: the OpenAPI lint, the Go tests, the console's
-# tests in a browser, every benchmark once, and the CDK tests. Each part
-# runs and reports even when an earlier one failed (a Go failure does not
-# hide the CDK results); the target fails at the end, naming the parts that
-# failed.
+# tests in a browser, every benchmark once (and the benchmark gate's ratios,
+# reported), and the CDK tests. Each part runs and reports even when an
+# earlier one failed (a Go failure does not hide the CDK results); the
+# target fails at the end, naming the parts that failed.
 test: engine
 	@failed=; \
 	for part in lint-openapi test-go test-console test-bench test-infra; do \
