@@ -113,17 +113,12 @@ func TestBenchmarkRatios(t *testing.T) {
 		med := median(rs)
 		goal, limit, verdict := "-", "-", "not gated: "+r.ungated
 		if r.goal > 0 {
-			lim := r.goal * gateMargin
-			goal, limit = fmt.Sprintf("%.2f", r.goal), fmt.Sprintf("%.3f", lim)
-			switch {
-			case med <= r.goal:
-				verdict = "at goal"
-			case med <= lim:
-				verdict = "over goal, within the margin"
-			default:
-				verdict = "OVER LIMIT"
-				over = append(over, fmt.Sprintf("%s %s %.3f is more than %.0f%% over its goal %.2f (limit %.3f)",
-					r.name, r.metric, med, (gateMargin-1)*100, r.goal, lim))
+			var failed bool
+			verdict, failed = judge(med, r.goal)
+			goal, limit = fmt.Sprintf("%.2f", r.goal), fmt.Sprintf("%.3f", r.goal*gateMargin)
+			if failed {
+				over = append(over, fmt.Sprintf("%s %s %.3f is more than %.0f%% over its goal %.2f (limit %s)",
+					r.name, r.metric, med, (gateMargin-1)*100, r.goal, limit))
 			}
 		}
 		fmt.Fprintf(&out, "%-36s %-8s %7.3f %6.3f-%.3f %6s %6s  %s\n", r.name, r.metric, med, rs[0], rs[len(rs)-1], goal, limit, verdict)
@@ -134,6 +129,35 @@ func TestBenchmarkRatios(t *testing.T) {
 			t.Error(o)
 		} else {
 			t.Logf("warning: %s; make bench-check fails on it", o)
+		}
+	}
+}
+
+// judge says where a median ratio stands against its goal, and whether it
+// fails the gate: only past the margin.
+func judge(median, goal float64) (verdict string, failed bool) {
+	switch {
+	case median <= goal:
+		return "at goal", false
+	case median <= goal*gateMargin:
+		return "over goal, within the margin", false
+	default:
+		return "OVER LIMIT", true
+	}
+}
+
+// TestGateJudge checks the gate's verdicts on either side of a goal and of
+// its limit, so that a gate which could never fail does not pass unseen.
+func TestGateJudge(t *testing.T) {
+	for _, c := range []struct {
+		median, goal float64
+		failed       bool
+	}{
+		{1.10, itemGoal, false}, {1.15, itemGoal, false}, {1.20, itemGoal, false}, {1.26, itemGoal, false},
+		{1.27, itemGoal, true}, {1.45, listGoal, true}, {1.42, listGoal, false},
+	} {
+		if v, failed := judge(c.median, c.goal); failed != c.failed {
+			t.Errorf("judge(%.2f, goal %.2f) = %q, failed %v; want failed %v", c.median, c.goal, v, failed, c.failed)
 		}
 	}
 }
