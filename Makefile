@@ -6,13 +6,16 @@
 #   make reset   delete that data: the next make run starts empty
 #   make test    every test, against a DynamoDB Local it starts and stops
 #                (and the OpenAPI lint, the console in headless Chromium,
-#                every benchmark once, the CDK tests)
+#                every benchmark once and the benchmark gate's ratios, the
+#                CDK tests)
 #   make fuzz    every fuzz target, FUZZTIME each
 #   make soak    the accounting workload and a seed-000 migration under every
 #                fault mix, for minutes
 #   make migrate adopt a seed deployment's tables, or copy seed 000's
 #                (docs/export-and-migration.md)
 #   make bench   benchmarks and the DynamoDB capacity table
+#   make bench-check  the benchmark gate: the request and list page ratios
+#                to their floors against their goals (mk/bench.mk)
 #   make bench-ratelimit  the rate limits across 4 server processes, for
 #                minutes (mk/ratebench.mk)
 #   make bench-load  the local server's requests a second and latencies
@@ -96,10 +99,10 @@ reset: engine-down
 	rm -rf .data/dynamodb .data/s3
 
 # make test runs five parts: the OpenAPI lint, the Go tests, the console's
-# tests in a browser, every benchmark once, and the CDK tests. Each part
-# runs and reports even when an earlier one failed (a Go failure does not
-# hide the CDK results); the target fails at the end, naming the parts that
-# failed.
+# tests in a browser, every benchmark once (and the benchmark gate's ratios,
+# reported), and the CDK tests. Each part runs and reports even when an
+# earlier one failed (a Go failure does not hide the CDK results); the
+# target fails at the end, naming the parts that failed.
 test: engine
 	@failed=; \
 	for part in lint-openapi test-go test-console test-bench test-infra; do \
@@ -133,11 +136,14 @@ test-console: engine
 
 # Every benchmark once, so a broken one fails make test instead of waiting
 # for make bench. -short trims setups too heavy for one run (the benchmarks
-# say which); only the packages with benchmarks are built again.
+# say which); only the packages with benchmarks are built again. Then the
+# benchmark gate reports its ratios (mk/bench.mk), failing make test only
+# if it cannot measure them.
 BENCH_PACKAGES = $(sort $(dir $(shell grep -rl --include='*_test.go' --exclude-dir=node_modules --exclude-dir=infra '^func Benchmark' .)))
 
 test-bench: engine
 	$(ENGINE) -- go test -race -count=1 -short -run '^$$' -bench . -benchtime 1x $(BENCH_PACKAGES)
+	@$(MAKE) --no-print-directory bench-report
 
 # The randomised accounting workload of make test, longer: more requests
 # per worker and several seeds of every fault mix, in each quota mode of
