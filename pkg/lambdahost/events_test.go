@@ -85,6 +85,8 @@ func TestEventsReplay(t *testing.T) {
 	// series collects the custom metrics the replay's EMF records
 	// publish (checkSeries).
 	series := map[string]bool{}
+	// largest is the longest EMF record the functions wrote, in bytes.
+	largest := 0
 	// settles holds, per event, when the change it announced settles.
 	settles := map[string]time.Time{}
 	for _, m := range manifest {
@@ -130,6 +132,7 @@ func TestEventsReplay(t *testing.T) {
 			if err := emftest.Series(series, metrics.Bytes()); err != nil {
 				t.Fatal(err)
 			}
+			largest = max(largest, len(bytes.TrimSpace(metrics.Bytes())))
 			if res.StatusCode != m.Status {
 				t.Fatalf("status %d, want %d; body %s", res.StatusCode, m.Status, res.Body)
 			}
@@ -158,7 +161,7 @@ func TestEventsReplay(t *testing.T) {
 			}
 		})
 	}
-	checkSeries(t, cfg, series)
+	checkSeries(t, cfg, series, largest)
 }
 
 // checkSeries replays the stream events under events/expiry through the
@@ -166,7 +169,7 @@ func TestEventsReplay(t *testing.T) {
 // of the API's, and checks that docs/cost.md states their number: the
 // custom metrics a deployment that serves every kind of request pays for
 // each month, whatever its routes.
-func checkSeries(t *testing.T, cfg config.Config, series map[string]bool) {
+func checkSeries(t *testing.T, cfg config.Config, series map[string]bool, largest int) {
 	t.Helper()
 	client, err := store.NewClient(context.Background(), cfg.Endpoint)
 	if err != nil {
@@ -203,6 +206,17 @@ func checkSeries(t *testing.T, cfg config.Config, series map[string]bool) {
 	if stated == nil || string(stated[1]) != strconv.Itoa(len(names)) {
 		t.Errorf("docs/cost.md states %q custom metric series from the replay in \"| custom metric series from the replay | n |\"; the replay publishes %d:\n%s",
 			stated, len(names), strings.Join(names, "\n"))
+	}
+	// The months price the series at $0.30 each, and the logs take the
+	// EMF record at its size rounded up to 50 bytes.
+	price := "$" + strconv.FormatFloat(0.30*float64(len(names)), 'f', 2, 64)
+	for _, want := range []string{
+		"\n| custom metrics (" + strconv.Itoa(len(names)) + " series) | $0.00 |" + strings.Repeat(" "+price+" |", 3) + "\n",
+		"the EMF record is at most " + strconv.Itoa((largest+49)/50*50) + " bytes",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(string(doc)), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("docs/cost.md does not say %q", want)
+		}
 	}
 }
 
