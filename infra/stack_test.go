@@ -1836,6 +1836,7 @@ func TestPropsDefaults(t *testing.T) {
 	checkEqual(t, "rate limits", []uds.Rate{p.RatePerCaller, p.RatePerApp}, []uds.Rate{{}, {}})
 	checkEqual(t, "route throttles", p.RouteThrottles, map[string]RouteThrottle(nil))
 	checkEqual(t, "RateLimitedAlarm", p.RateLimitedAlarm, int64(0))
+	checkEqual(t, "RouteMetrics", p.RouteMetrics, false)
 	checkEqual(t, "bucket", []any{p.BucketName, p.ImportBucket}, []any{"", false})
 	for _, table := range schema.Tables {
 		checkEqual(t, table.ID, p.TableName(table), table.DefaultName)
