@@ -6,39 +6,33 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/jsii-runtime-go"
-
-	"github.com/udsproject/uds/pkg/schema"
 )
 
-// Alarm thresholds, each a sum over alarmPeriod. They start conservative:
-// an alarm that fires on every blip gets ignored. The alarms have no actions;
+// Alarm thresholds, each over alarmPeriod. They start conservative: an
+// alarm that fires on every blip gets ignored. The alarms have no actions;
 // a deployment wires them to its own paging (an SNS topic, a chat channel).
+//
+// CloudWatch bills an alarm by the metrics it reads ($0.10 a month each),
+// so the stack keeps the alarms that say something no other alarm says,
+// each on as few metrics as say it (decisions/operations.md, "Alarms").
 const (
-	// API 5xx answers: the functions answer 500 on internal errors, and
-	// the gateway on integration failures (timeouts, permission errors).
-	api5xxThreshold = 5
-	// Function errors are unhandled failures (crash, timeout); the handlers
-	// turn ordinary failures into responses, so one is already notable.
-	functionErrorsThreshold = 1
-	// Function throttles mean the account's concurrency, or the function's
-	// reserved concurrency (reservedConcurrency), is exhausted.
-	functionThrottlesThreshold = 1
-	// Table throttles on on-demand tables mean a hot partition, a sudden
-	// jump past twice the previous peak, or the table's or an index's
-	// maximum throughput (maxReadRequestUnits, maxWriteRequestUnits)
-	// reached.
-	tableThrottlesThreshold = 10
-	// DynamoDB system errors (HTTP 500 from the service) are retried by the
-	// SDK; a steady stream of them is worth a look.
-	tableSystemErrorsThreshold = 5
-	// serverErrorSharePercent is the share of a function's requests that
-	// may answer 5xx before its alarm fires, once it serves at least
+	// serverErrorSharePercent is the share of the API's requests that may
+	// answer 5xx (the functions' internal errors, and the gateway's
+	// integration failures: timeouts, throttled or failed functions)
+	// before the alarm fires, once the API serves at least
 	// minRequestsForShare requests in the period (below that, one failure
 	// is a large share of nothing).
 	serverErrorSharePercent = 1
 	minRequestsForShare     = 20
+	// Function errors are unhandled failures (crash, timeout); the handlers
+	// turn ordinary failures into responses, so one is already notable.
+	functionErrorsThreshold = 1
+	// DynamoDB throttles seen by the functions (each retried by the SDK)
+	// mean a hot partition, a sudden jump past twice the previous peak,
+	// or a table's or an index's maximum throughput (maxReadRequestUnits,
+	// maxWriteRequestUnits) reached.
+	dynamoDBThrottlesThreshold = 10
 )
 
 // p99LatencyThresholdMs is, per API function, the p99 latency that fires its
@@ -49,54 +43,32 @@ var p99LatencyThresholdMs = map[string]float64{fnKV: 1000, fnList: 3000, fnAdmin
 
 var alarmPeriod = awscdk.Duration_Minutes(jsii.Number(5))
 
-// tableOperations are the DynamoDB operations the store makes (see
-// functionAccess). DynamoDB publishes throttles and system errors per table
-// and operation, so the table alarms add these up. Scan and BatchWriteItem
-// are the admin function's bulk work (policy changes, index builds); an
-// index build writes the index table with BatchWriteItem alone, so without
-// it that table's alarms would miss the heaviest writes it takes.
-var tableOperations = []string{
-	"GetItem", "BatchGetItem", "UpdateItem", "Query", "TransactWriteItems", "Scan", "BatchWriteItem",
-}
-
-// tableOperationsSum adds metricName of table across tableOperations. Each
-// term is FILLed with 0 because metric math drops a timestamp from a sum when
-// any term has no data point there, and an operation that is never throttled
-// has none: without FILL, throttles of one operation would go unseen.
-func tableOperationsSum(table awsdynamodb.ITable, metricName, label string) awscloudwatch.IMetric {
-	using := map[string]awscloudwatch.IMetric{}
-	var terms []string
-	for _, op := range tableOperations {
-		id := strings.ToLower(op)
-		using[id] = table.Metric(jsii.String(metricName), &awscloudwatch.MetricOptions{
-			DimensionsMap: &map[string]*string{"TableName": table.TableName(), "Operation": jsii.String(op)},
-			Period:        alarmPeriod,
-			Statistic:     jsii.String("Sum"),
-		})
-		terms = append(terms, "FILL("+id+", 0)")
-	}
-	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-		Expression:   jsii.String(strings.Join(terms, " + ")),
-		UsingMetrics: &using,
-		Label:        jsii.String(label),
-		Period:       alarmPeriod,
-	})
-}
-
 func (s *UdsStack) defineAlarms(props *UdsStackProps) {
 	sum := &awscloudwatch.MetricOptions{Period: alarmPeriod, Statistic: jsii.String("Sum")}
-	s.alarm("Api5xxAlarm", s.API.MetricServerError(sum), api5xxThreshold,
-		"The UDS HTTP API answered 5xx")
+	// API Gateway's own metrics are free and count every answer, the
+	// functions' and its own: one alarm on the share of 5xx says what a
+	// 5xx share per function and a count of the gateway's 5xx said.
+	share := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("IF(requests >= " + strconv.Itoa(minRequestsForShare) + ", 100 * FILL(errors, 0) / requests, 0)"),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"requests": s.API.MetricCount(sum),
+			"errors":   s.API.MetricServerError(sum),
+		},
+		Label:  jsii.String("5xx share (%)"),
+		Period: alarmPeriod,
+	})
+	s.alarm("ApiServerErrorShareAlarm", share, serverErrorSharePercent,
+		"Over 1% of the UDS HTTP API's requests answered 5xx (see the runbook in docs/operations.md)")
+	// A throttled function is not alarmed on its own: behind the API it
+	// answers 5xx (the share above), and the expiry function falls behind
+	// its streams (its iterator age alarm).
 	for _, f := range functionSpecs {
-		fn := s.Functions[f.Name]
-		s.alarm(f.ConstructID+"ErrorsAlarm", fn.MetricErrors(sum), functionErrorsThreshold,
+		s.alarm(f.ConstructID+"ErrorsAlarm", s.Functions[f.Name].MetricErrors(sum), functionErrorsThreshold,
 			"The UDS "+f.Name+" function failed (crash or timeout)")
-		s.alarm(f.ConstructID+"ThrottlesAlarm", fn.MetricThrottles(sum), functionThrottlesThreshold,
-			"The UDS "+f.Name+" function was throttled")
 	}
 	for _, f := range functionSpecs {
 		if _, api := p99LatencyThresholdMs[f.Name]; api {
-			s.defineRequestAlarms(f)
+			s.latencyAlarm(f)
 		}
 		if props.RateLimitedAlarm > 0 && servesDataRoutes(f.Name) {
 			s.alarm(f.ConstructID+"RateLimitedAlarm", udsMetric("RateLimited", f.Name, "Sum", "", alarmPeriod),
@@ -110,36 +82,43 @@ func (s *UdsStack) defineAlarms(props *UdsStackProps) {
 	// news (the function's errors alarm counts it too, among others).
 	s.alarm("UploadCommitFailuresAlarm", udsMetric("UploadCommitFailures", fnExpiry, "Sum", "", alarmPeriod), 1,
 		"The UDS expiry function failed to commit an upload from the bucket's event")
-	for _, t := range schema.Tables {
-		table := s.Tables[t.ID]
-		s.alarm(t.ID+"ThrottlesAlarm",
-			tableOperationsSum(table, "ThrottledRequests", "Throttled requests, all operations"),
-			tableThrottlesThreshold, "DynamoDB throttled requests to the UDS "+t.ID)
-		s.alarm(t.ID+"SystemErrorsAlarm",
-			tableOperationsSum(table, "SystemErrors", "System errors, all operations"),
-			tableSystemErrorsThreshold, "DynamoDB system errors on the UDS "+t.ID)
+	s.alarm("DynamoDBThrottlesAlarm", functionsSum("DynamoDBThrottles", "DynamoDB throttles, all functions"),
+		dynamoDBThrottlesThreshold, "DynamoDB throttled the UDS functions' requests (see the runbook in docs/operations.md)")
+}
+
+// functionsSum adds an EMF metric of every function. The functions make
+// every call the stack's tables take, so what they count of DynamoDB's
+// answers is the tables' own: one metric per function where DynamoDB's
+// metrics take one per table and operation (7 tables by 7 operations).
+// Each term is FILLed with 0 because metric math drops a timestamp from a
+// sum when any term has no data point there, and a function that served
+// nothing has none.
+func functionsSum(name, label string) awscloudwatch.IMetric {
+	using := map[string]awscloudwatch.IMetric{}
+	var terms []string
+	for _, f := range functionSpecs {
+		using[f.Name] = udsMetric(name, f.Name, "Sum", "", alarmPeriod)
+		terms = append(terms, "FILL("+f.Name+", 0)")
 	}
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression:   jsii.String(strings.Join(terms, " + ")),
+		UsingMetrics: &using,
+		Label:        jsii.String(label),
+		Period:       alarmPeriod,
+	})
 }
 
 // The rate limits' alarms (rateLimitedAlarm) are optional, none by
 // default: refusing a caller over its limit is the limits doing their
 // work, and only the deployment knows how many refusals are news. The
-// functions serving data routes count them (RateLimited, EMF); the admin
-// routes are not limited.
+// functions serving data routes count them (RateLimited, EMF, written by
+// the refused requests only); the admin routes are not limited.
 
-// defineRequestAlarms alarms on an API function's own request metrics
-// (EMF, namespace UDS): its p99 latency, and the share of its requests
-// answered 5xx.
-func (s *UdsStack) defineRequestAlarms(f functionSpec) {
-	dims := &map[string]*string{"function": jsii.String(f.Name)}
-	metric := func(name, statistic string) awscloudwatch.Metric {
-		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace: jsii.String(udsNamespace), MetricName: jsii.String(name), DimensionsMap: dims,
-			Statistic: jsii.String(statistic), Period: alarmPeriod,
-		})
-	}
+// latencyAlarm alarms on an API function's p99 latency (EMF, namespace
+// UDS), which API Gateway's metrics cannot give per function.
+func (s *UdsStack) latencyAlarm(f functionSpec) {
 	awscloudwatch.NewAlarm(s.Stack, jsii.String(f.ConstructID+"LatencyP99Alarm"), &awscloudwatch.AlarmProps{
-		Metric:             metric("Latency", "p99"),
+		Metric:             udsMetric("Latency", f.Name, "p99", "", alarmPeriod),
 		Threshold:          jsii.Number(p99LatencyThresholdMs[f.Name]),
 		EvaluationPeriods:  jsii.Number(3),
 		DatapointsToAlarm:  jsii.Number(2),
@@ -147,17 +126,6 @@ func (s *UdsStack) defineRequestAlarms(f functionSpec) {
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 		AlarmDescription:   jsii.String("The UDS " + f.Name + " function's p99 latency is high (see the runbook in docs/operations.md)"),
 	})
-	share := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-		Expression: jsii.String("IF(requests >= " + strconv.Itoa(minRequestsForShare) + ", 100 * FILL(errors, 0) / requests, 0)"),
-		UsingMetrics: &map[string]awscloudwatch.IMetric{
-			"requests": metric("Requests", "Sum"),
-			"errors":   metric("ServerErrors", "Sum"),
-		},
-		Label:  jsii.String("5xx share (%)"),
-		Period: alarmPeriod,
-	})
-	s.alarm(f.ConstructID+"ServerErrorShareAlarm", share, serverErrorSharePercent,
-		"Over 1% of the UDS "+f.Name+" function's requests answered 5xx (see the runbook in docs/operations.md)")
 }
 
 func (s *UdsStack) alarm(id string, metric awscloudwatch.IMetric, threshold float64, description string) {

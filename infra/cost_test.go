@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -70,4 +71,18 @@ func checkCostCounts(t *testing.T, s *synthesized) {
 	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(want) + `$`).Match(doc) {
 		t.Errorf("docs/cost.md has no line %q pricing the alarms", want)
 	}
+	// The months' fixed lines are the same every month; idle, they are
+	// all there is.
+	alarms, dashboards := float64(counts["alarm metrics"])/10, 3*float64(counts["dashboards"])
+	for _, line := range []string{
+		"| alarms (" + strconv.Itoa(counts["alarm metrics"]) + " metrics) |" + strings.Repeat(" "+usd(alarms)+" |", 4),
+		"| dashboard |" + strings.Repeat(" "+usd(dashboards)+" |", 4),
+		"| **total** | **" + usd(alarms+dashboards) + "** |",
+	} {
+		if !strings.Contains(string(doc), "\n"+line) {
+			t.Errorf("docs/cost.md's months have no line starting %q", line)
+		}
+	}
 }
+
+func usd(v float64) string { return "$" + strconv.FormatFloat(v, 'f', 2, 64) }

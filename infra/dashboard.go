@@ -18,7 +18,7 @@ const udsNamespace = "UDS"
 var dashboardPeriod = awscdk.Duration_Minutes(jsii.Number(5))
 
 // apiFunctions are the functions behind the HTTP API, whose request
-// metrics carry a function and a route dimension.
+// metrics carry a function dimension (and a route one with routeMetrics).
 var apiFunctions = []string{fnKV, fnList, fnAdmin}
 
 // udsMetric is one of the functions' EMF metrics for one function, over
@@ -38,8 +38,9 @@ func udsMetric(name, function, statistic, label string, period awscdk.Duration) 
 	return awscloudwatch.NewMetric(props)
 }
 
-// perRoute graphs an EMF metric for every route that has data: a SEARCH
-// finds the routes, so a route added to the API needs no change here.
+// perRoute graphs an EMF metric for every route that has data, where the
+// deployment publishes per-route metrics (routeMetrics): a SEARCH finds
+// the routes, so a route added to the API needs no change here.
 func perRoute(name, statistic, label string) awscloudwatch.IMetric {
 	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 		Expression: jsii.String("SEARCH('{" + udsNamespace + ",function,route} MetricName=\"" + name + "\"', '" +
@@ -59,11 +60,11 @@ func graph(title string, left []awscloudwatch.IMetric, width float64) awscloudwa
 	})
 }
 
-// forFunctions is one metric per API function.
+// forFunctions is one metric per API function, labelled with both.
 func forFunctions(name, statistic string) []awscloudwatch.IMetric {
 	var out []awscloudwatch.IMetric
 	for _, f := range apiFunctions {
-		out = append(out, udsMetric(name, f, statistic, f, dashboardPeriod))
+		out = append(out, udsMetric(name, f, statistic, f+" "+name, dashboardPeriod))
 	}
 	return out
 }
@@ -79,35 +80,92 @@ var initDurationQuery = []string{
 		`pct(record.metrics.initDurationMs, 99) as p99InitMs by bin(5m)`,
 }
 
-// defineDashboard builds the operations dashboard: per route requests,
-// latency and errors; quota refusals and conditional failures; requests
-// refused by the rate limits, and let through while their state was out
-// of reach; DynamoDB
-// throttles, retries and capacity; the functions' duration, cold starts,
-// concurrency and errors; the expiry stream's lag and releases. Its URL
-// is a stack output.
+// The request lines' queries: the per-route detail the functions publish
+// no metrics for by default (routeMetrics). Lambda's JSON log format names
+// the line's message "message".
+var (
+	routeLatencyQuery = []string{
+		`filter message = "request"`,
+		`stats count() as requests, pct(latencyMs, 50) as p50Ms, pct(latencyMs, 99) as p99Ms by route`,
+		`sort requests desc`,
+		`limit 40`,
+	}
+	routeErrorsQuery = []string{
+		`filter message = "request" and status >= 400`,
+		`stats count() as answers by route, status, error`,
+		`sort answers desc`,
+		`limit 40`,
+	}
+	refusalsQuery = []string{
+		`filter message = "request" and (quota = "refused" or status = 409 or status = 412 or status = 429 or rateLimiter = "open")`,
+		`stats count() as requests, sum(quotaRefusals) as quotaRefusals by route, status, rateLimiter`,
+		`sort requests desc`,
+		`limit 40`,
+	}
+	routeDynamoDBQuery = []string{
+		`filter message = "request"`,
+		`stats sum(dynamodbCalls) as calls, sum(dynamodbRetries) as retries, sum(dynamodbThrottles) as throttles, ` +
+			`sum(readUnits) as readUnits, sum(writeUnits) as writeUnits by route`,
+		`sort calls desc`,
+		`limit 40`,
+	}
+)
+
+// logTable is a Logs Insights query over logGroups, shown as a table.
+func logTable(title string, logGroups []*string, query []string, width float64) awscloudwatch.IWidget {
+	return awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{
+		Title:         jsii.String(title),
+		LogGroupNames: &logGroups,
+		QueryLines:    jsii.Strings(query...),
+		View:          awscloudwatch.LogQueryVisualizationType_TABLE,
+		Width:         jsii.Number(width),
+		Height:        jsii.Number(6),
+	})
+}
+
+// defineDashboard builds the operations dashboard: per function requests,
+// latency, errors, 429s and DynamoDB throttles (the functions' metrics);
+// per route requests, latency, errors, refusals and DynamoDB calls (Logs
+// Insights queries of the request lines, or, with routeMetrics, the
+// per-route metrics too); the tables' throttles and capacity; the
+// functions' duration, cold starts, concurrency, errors and throttles; the
+// expiry stream's lag and releases. Its URL is a stack output.
 func (s *UdsStack) defineDashboard(props *UdsStackProps) {
 	d := awscloudwatch.NewDashboard(s.Stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DefaultInterval: awscdk.Duration_Hours(jsii.Number(3)),
 	})
 	d.AddWidgets(awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{
-		Markdown: jsii.String("# UDS\nPer route: requests, p50/p99 latency, 4xx and 5xx (EMF metrics, namespace `UDS`). " +
+		Markdown: jsii.String("# UDS\nPer function: requests, p50/p99 latency, 4xx and 5xx (EMF metrics, namespace `UDS`). " +
+			"Per route: Logs Insights queries of the request lines (each refresh scans the time range's logs). " +
 			"The runbook in docs/operations.md says what each alarm means and which Logs Insights queries to run first."),
 		Width: jsii.Number(24), Height: jsii.Number(2),
 	}))
+	var apiLogGroups []*string
+	for _, f := range apiFunctions {
+		apiLogGroups = append(apiLogGroups, s.Functions[f].LogGroup().LogGroupName())
+	}
 	d.AddWidgets(
-		graph("Requests per route", []awscloudwatch.IMetric{perRoute("Requests", "Sum", "")}, 8),
-		graph("p50 latency per route (ms)", []awscloudwatch.IMetric{perRoute("Latency", "p50", "")}, 8),
-		graph("p99 latency per route (ms)", []awscloudwatch.IMetric{perRoute("Latency", "p99", "")}, 8),
+		graph("Requests per function", forFunctions("Requests", "Sum"), 6),
+		graph("p50 latency per function (ms)", forFunctions("Latency", "p50"), 6),
+		graph("p99 latency per function (ms)", forFunctions("Latency", "p99"), 6),
+		graph("4xx and 5xx per function", append(forFunctions("ClientErrors", "Sum"), forFunctions("ServerErrors", "Sum")...), 6),
 	)
 	d.AddWidgets(
-		graph("4xx per route", []awscloudwatch.IMetric{perRoute("ClientErrors", "Sum", "")}, 6),
-		graph("5xx per route", []awscloudwatch.IMetric{perRoute("ServerErrors", "Sum", "")}, 6),
-		graph("Quota refusals and conditional failures (409/412)",
-			append(forFunctions("QuotaRefusals", "Sum"), forFunctions("ConditionalFailures", "Sum")...), 6),
-		graph("Rate limits: refused (429) and let through unchecked",
-			append(forFunctions("RateLimited", "Sum"), forFunctions("RateLimiterOpen", "Sum")...), 6),
+		logTable("Per route: requests, p50 and p99 latency (ms)", apiLogGroups, routeLatencyQuery, 12),
+		logTable("Per route: 4xx and 5xx answers", apiLogGroups, routeErrorsQuery, 12),
 	)
+	d.AddWidgets(
+		logTable("Per route: quota refusals, conditional failures (409/412), 429s, rate limits let through", apiLogGroups, refusalsQuery, 12),
+		logTable("Per route: DynamoDB calls, retries, throttles and capacity units", apiLogGroups, routeDynamoDBQuery, 12),
+	)
+	if props.RouteMetrics {
+		d.AddWidgets(
+			graph("Requests per route", []awscloudwatch.IMetric{perRoute("Requests", "Sum", "")}, 6),
+			graph("p99 latency per route (ms)", []awscloudwatch.IMetric{perRoute("Latency", "p99", "")}, 6),
+			graph("4xx per route", []awscloudwatch.IMetric{perRoute("ClientErrors", "Sum", "")}, 6),
+			graph("5xx per route", []awscloudwatch.IMetric{perRoute("ServerErrors", "Sum", "")}, 6),
+		)
+	}
 	var consumedRead, consumedWrite []awscloudwatch.IMetric
 	var tableNames []string
 	for _, t := range schema.Tables {
@@ -125,8 +183,8 @@ func (s *UdsStack) defineDashboard(props *UdsStackProps) {
 		Period: dashboardPeriod,
 	})}
 	d.AddWidgets(
-		graph("DynamoDB throttles and retries seen by the functions",
-			append(forFunctions("DynamoDBThrottles", "Sum"), forFunctions("DynamoDBRetries", "Sum")...), 6),
+		graph("DynamoDB throttles seen by the functions, and 429s answered",
+			append(forFunctions("DynamoDBThrottles", "Sum"), forFunctions("RateLimited", "Sum")...), 6),
 		graph("DynamoDB throttled requests per table", tableThrottles, 6),
 		graph("Consumed read capacity per table", consumedRead, 6),
 		graph("Consumed write capacity per table", consumedWrite, 6),
@@ -140,7 +198,8 @@ func (s *UdsStack) defineDashboard(props *UdsStackProps) {
 			fn.MetricDuration(&awscloudwatch.MetricOptions{Period: dashboardPeriod, Statistic: jsii.String("p99"), Label: jsii.String(f.Name + " p99")}))
 		concurrency = append(concurrency, fn.Metric(jsii.String("ConcurrentExecutions"), &awscloudwatch.MetricOptions{
 			Period: dashboardPeriod, Statistic: jsii.String("Maximum"), Label: jsii.String(f.Name)}))
-		errs = append(errs, fn.MetricErrors(&awscloudwatch.MetricOptions{Period: dashboardPeriod, Label: jsii.String(f.Name)}))
+		errs = append(errs, fn.MetricErrors(&awscloudwatch.MetricOptions{Period: dashboardPeriod, Label: jsii.String(f.Name + " errors")}),
+			fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: dashboardPeriod, Label: jsii.String(f.Name + " throttles")}))
 		logGroups = append(logGroups, fn.LogGroup().LogGroupName())
 	}
 	d.AddWidgets(
@@ -154,7 +213,7 @@ func (s *UdsStack) defineDashboard(props *UdsStackProps) {
 			Height:        jsii.Number(6),
 		}),
 		graph("Concurrent executions", concurrency, 6),
-		graph("Function errors (crash or timeout)", errs, 6),
+		graph("Function errors (crash or timeout) and throttles", errs, 6),
 	)
 	expiry := s.Functions[fnExpiry]
 	d.AddWidgets(

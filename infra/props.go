@@ -47,6 +47,7 @@ const (
 	ctxRatePerApp          = "ratePerApp"
 	ctxRouteThrottles      = "routeThrottles"
 	ctxRateLimitedAlarm    = "rateLimitedAlarm"
+	ctxRouteMetrics        = "routeMetrics"
 	ctxBucketName          = "bucketName"
 	ctxImportBucket        = "importExistingBucket"
 	ctxCreatedContentApp   = "createdContentApp"
@@ -131,6 +132,12 @@ type UdsStackProps struct {
 	// (429 from the functions) in an alarm period fire the data
 	// functions' RateLimited alarms; 0 defines none.
 	RateLimitedAlarm int64
+	// RouteMetrics makes the API functions publish per-route and
+	// per-status-class metrics beside their own (UDS_ROUTE_METRICS): a
+	// few custom metrics, each billed by the month, for every route the
+	// deployment serves. Off, the dashboard takes the per-route detail
+	// from the request lines.
+	RouteMetrics bool
 	// BucketName is the physical name of the bucket for large values;
 	// empty means the stack's default (see bucketNameOf).
 	BucketName string
@@ -191,6 +198,7 @@ func PropsFromContext(node constructs.Node) (*UdsStackProps, error) {
 		RatePerApp:           c.rate(ctxRatePerApp),
 		RouteThrottles:       c.routeThrottles(ctxRouteThrottles),
 		RateLimitedAlarm:     c.positive(ctxRateLimitedAlarm),
+		RouteMetrics:         c.bool(ctxRouteMetrics, false),
 		BucketName:           c.string(ctxBucketName, ""),
 		ImportBucket:         c.bool(ctxImportBucket, false),
 		CreatedContentApp:    c.string(ctxCreatedContentApp, ""),

@@ -309,6 +309,9 @@ func functionEnvironment(f functionSpec, props *UdsStackProps, bucket *string) *
 	if f.Name == fnAdmin && (props.ImportTables[schema.Data.ID] || props.ImportTables[schema.List.ID]) {
 		env[config.EnvStreamedQuotas] = jsii.String("off")
 	}
+	if props.RouteMetrics && f.Name != fnExpiry {
+		env[config.EnvRouteMetrics] = jsii.String("1")
+	}
 	if f.Name == fnList {
 		env[config.EnvDeleteAllBudget] = jsii.String(listDeleteAllBudget.String())
 	}

@@ -361,7 +361,7 @@ func TestDefaultStack(t *testing.T) {
 			"AWS::Lambda::Permission":         len(wantRoutes) + 1, // and S3's, for upload events
 			"AWS::Lambda::EventInvokeConfig":  1,                   // the expiry function's upload events
 			"AWS::Logs::LogGroup":             len(functionSpecs) + 1,
-			"AWS::CloudWatch::Alarm":          1 + 2*len(functionSpecs) + 2*len(schema.Tables) + 2 + 2*len(apiFunctions) + 1,
+			"AWS::CloudWatch::Alarm":          1 + len(functionSpecs) + len(apiFunctions) + 1 + 1 + 2, // and the expiry stream's
 			"AWS::CloudWatch::Dashboard":      1,
 			"AWS::Lambda::EventSourceMapping": 3, // data, list and history
 			"AWS::SQS::Queue":                 1,
@@ -520,22 +520,17 @@ func TestDefaultStack(t *testing.T) {
 					continue
 				}
 				metric := stat["Metric"].(map[string]any)
-				if metric["MetricName"] == "ThrottledRequests" || metric["MetricName"] == "SystemErrors" || metric["Namespace"] == udsNamespace {
-					metrics[metric["Namespace"].(string)+"/"+metric["MetricName"].(string)]++
-				}
+				metrics[metric["Namespace"].(string)+"/"+metric["MetricName"].(string)]++
 			}
 		}
 		checkEqual(t, "alarm metrics", metrics, map[string]int{
 			"AWS/ApiGateway/5xx":                         1,
+			"AWS/ApiGateway/Count":                       1,
 			"AWS/Lambda/IteratorAge":                     1,
 			"AWS/SQS/ApproximateNumberOfMessagesVisible": 1,
 			"AWS/Lambda/Errors":                          len(functionSpecs),
-			"AWS/Lambda/Throttles":                       len(functionSpecs),
-			"AWS/DynamoDB/ThrottledRequests":             len(schema.Tables) * len(tableOperations),
-			"AWS/DynamoDB/SystemErrors":                  len(schema.Tables) * len(tableOperations),
+			"UDS/DynamoDBThrottles":                      len(functionSpecs),
 			"UDS/Latency":                                len(apiFunctions),
-			"UDS/Requests":                               len(apiFunctions),
-			"UDS/ServerErrors":                           len(apiFunctions),
 			"UDS/UploadCommitFailures":                   1,
 		})
 	})
@@ -551,20 +546,13 @@ func TestDefaultStack(t *testing.T) {
 			checkEqual(t, f.Name+" latency dimensions", latency["Dimensions"], []any{map[string]any{"Name": "function", "Value": f.Name}})
 			checkEqual(t, f.Name+" latency threshold", latency["Threshold"], threshold)
 			checkEqual(t, f.Name+" latency periods", []any{latency["EvaluationPeriods"], latency["DatapointsToAlarm"]}, []any{3.0, 2.0})
-			share := s.resources[s.logicalIDOf(t, f.ConstructID+"ServerErrorShareAlarm")].Properties
-			checkEqual(t, f.Name+" share threshold", share["Threshold"], float64(serverErrorSharePercent))
-			var expression string
-			for _, m := range asList(share["Metrics"]) {
-				m := m.(map[string]any)
-				if e, ok := m["Expression"].(string); ok {
-					expression = e
-					continue
-				}
-				dims := m["MetricStat"].(map[string]any)["Metric"].(map[string]any)["Dimensions"]
-				checkEqual(t, f.Name+" share dimensions", dims, []any{map[string]any{"Name": "function", "Value": f.Name}})
-			}
-			checkEqual(t, f.Name+" share expression", expression, "IF(requests >= 20, 100 * FILL(errors, 0) / requests, 0)")
 		}
+		share := s.resources[s.logicalIDOf(t, "ApiServerErrorShareAlarm")].Properties
+		checkEqual(t, "share threshold", share["Threshold"], float64(serverErrorSharePercent))
+		checkEqual(t, "share expression", mathExpression(share), "IF(requests >= 20, 100 * FILL(errors, 0) / requests, 0)")
+		throttles := s.resources[s.logicalIDOf(t, "DynamoDBThrottlesAlarm")].Properties
+		checkEqual(t, "throttles threshold", throttles["Threshold"], float64(dynamoDBThrottlesThreshold))
+		checkEqual(t, "throttles expression", mathExpression(throttles), "FILL(kv, 0) + FILL(list, 0) + FILL(admin, 0) + FILL(expiry, 0)")
 	})
 
 	t.Run("dashboard", func(t *testing.T) {
@@ -573,18 +561,9 @@ func TestDefaultStack(t *testing.T) {
 			t.Fatalf("%d dashboards", len(ids))
 		}
 		body := flatten(s.resources[ids[0]].Properties["DashboardBody"])
-		for _, want := range []string{
-			`SEARCH('{UDS,function,route} MetricName=\"Requests\"', 'Sum', 300)`,
-			`MetricName=\"Latency\"', 'p99'`, `MetricName=\"Latency\"', 'p50'`,
-			`MetricName=\"ClientErrors\"`, `MetricName=\"ServerErrors\"`,
-			`"QuotaRefusals"`, `"ConditionalFailures"`, `"DynamoDBThrottles"`, `"DynamoDBRetries"`,
-			`"ConsumedReadCapacityUnits"`, `"ConsumedWriteCapacityUnits"`, `MetricName=\"ThrottledRequests\" (TableName=\"data_store\" OR`,
-			`"Duration"`, `"ConcurrentExecutions"`, `"Errors"`, `"IteratorAge"`, `"Releases"`,
-			`"RateLimited"`, `"RateLimiterOpen"`,
-		} {
-			if !strings.Contains(body, want) {
-				t.Errorf("the dashboard lacks %s", want)
-			}
+		checkDashboardMetrics(t, body)
+		if strings.Contains(body, "SEARCH('{UDS,function,route}") {
+			t.Errorf("the default dashboard graphs per-route metrics, which the functions do not publish by default")
 		}
 		// Under the JSON log format a cold start's init duration is in
 		// the platform.report record (the system log level must let it
@@ -598,9 +577,35 @@ func TestDefaultStack(t *testing.T) {
 			t.Fatalf("the dashboard body is not JSON: %v", err)
 		}
 		var query string
+		queries := map[string]string{}
 		for _, w := range dashboard.Widgets {
 			if w.Properties.Title == "Cold starts: init duration (ms)" {
 				query = w.Properties.Query
+			}
+			if strings.HasPrefix(w.Properties.Title, "Per route: ") {
+				queries[w.Properties.Title] = w.Properties.Query
+			}
+		}
+		// The per-route detail comes from the API functions' request
+		// lines: each query reads their three log groups and no other.
+		want := map[string][]string{
+			"Per route: requests, p50 and p99 latency (ms)":                                            routeLatencyQuery,
+			"Per route: 4xx and 5xx answers":                                                           routeErrorsQuery,
+			"Per route: quota refusals, conditional failures (409/412), 429s, rate limits let through": refusalsQuery,
+			"Per route: DynamoDB calls, retries, throttles and capacity units":                         routeDynamoDBQuery,
+		}
+		if len(queries) != len(want) {
+			t.Errorf("per-route queries %v, want %d", queries, len(want))
+		}
+		for title, lines := range want {
+			q := queries[title]
+			for _, f := range apiFunctions {
+				if !strings.Contains(q, "SOURCE '${"+s.logicalID(t, s.stack.Functions[f].LogGroup())+"}'") {
+					t.Errorf("%s does not read the %s function's log group: %s", title, f, q)
+				}
+			}
+			if strings.Count(q, "SOURCE ") != len(apiFunctions) || !strings.HasSuffix(q, strings.Join(lines, "\n| ")) {
+				t.Errorf("%s: query %q, want %q over the API functions' log groups", title, q, lines)
 			}
 		}
 		_, query, _ = strings.Cut(query, "| filter ")
@@ -1831,6 +1836,7 @@ func TestPropsDefaults(t *testing.T) {
 	checkEqual(t, "rate limits", []uds.Rate{p.RatePerCaller, p.RatePerApp}, []uds.Rate{{}, {}})
 	checkEqual(t, "route throttles", p.RouteThrottles, map[string]RouteThrottle(nil))
 	checkEqual(t, "RateLimitedAlarm", p.RateLimitedAlarm, int64(0))
+	checkEqual(t, "RouteMetrics", p.RouteMetrics, false)
 	checkEqual(t, "bucket", []any{p.BucketName, p.ImportBucket}, []any{"", false})
 	for _, table := range schema.Tables {
 		checkEqual(t, table.ID, p.TableName(table), table.DefaultName)
@@ -2049,4 +2055,60 @@ func TestBucket(t *testing.T) {
 			t.Run("cors", func(t *testing.T) { checkEqual(t, "CorsConfiguration", p["CorsConfiguration"], c.cors) })
 		})
 	}
+}
+
+// mathExpression is the expression of an alarm on metric math.
+func mathExpression(alarm map[string]any) string {
+	for _, m := range asList(alarm["Metrics"]) {
+		if e, ok := m.(map[string]any)["Expression"].(string); ok {
+			return e
+		}
+	}
+	return ""
+}
+
+// checkDashboardMetrics checks that a dashboard's body graphs the metrics
+// the functions publish whatever the deployment's choice of layout, and
+// AWS's own.
+func checkDashboardMetrics(t *testing.T, body string) {
+	t.Helper()
+	for _, want := range []string{
+		`"UDS","Requests","function","kv"`, `"UDS","Latency","function","list"`, `"stat":"p99"`, `"stat":"p50"`,
+		`"UDS","ClientErrors","function","admin"`, `"UDS","ServerErrors","function","kv"`,
+		`"UDS","DynamoDBThrottles","function","kv"`, `"UDS","RateLimited","function","list"`,
+		`"ConsumedReadCapacityUnits"`, `"ConsumedWriteCapacityUnits"`, `MetricName=\"ThrottledRequests\" (TableName=\"data_store\" OR`,
+		`"Duration"`, `"ConcurrentExecutions"`, `"Errors"`, `"Throttles"`, `"IteratorAge"`, `"Releases"`, `"ReleaseFailures"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the dashboard lacks %s", want)
+		}
+	}
+}
+
+// With routeMetrics the API functions publish per-route metrics too, and
+// the dashboard graphs them beside the request lines' queries; the alarms
+// are the default stack's.
+func TestRouteMetrics(t *testing.T) {
+	ctx := public()
+	ctx[ctxRouteMetrics] = "true"
+	s := synth(t, ctx)
+	for _, f := range functionSpecs {
+		env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		var want any = "1"
+		if f.Name == fnExpiry {
+			want = nil
+		}
+		checkEqual(t, f.Name+" "+config.EnvRouteMetrics, env[config.EnvRouteMetrics], want)
+	}
+	body := flatten(s.resources[s.ofType("AWS::CloudWatch::Dashboard")[0]].Properties["DashboardBody"])
+	checkDashboardMetrics(t, body)
+	for _, want := range []string{
+		`SEARCH('{UDS,function,route} MetricName=\"Requests\"', 'Sum', 300)`, `MetricName=\"Latency\"', 'p99'`,
+		`MetricName=\"ClientErrors\"`, `MetricName=\"ServerErrors\"`, `"Per route: 4xx and 5xx answers"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the dashboard lacks %s", want)
+		}
+	}
+	checkEqual(t, "alarms", len(s.ofType("AWS::CloudWatch::Alarm")), stackCounts(synth(t, public()))["alarms"])
 }

@@ -89,6 +89,10 @@
 #   RATE_LIMITED_ALARM     rateLimitedAlarm      requests refused 429 in 5
 #                                                minutes that fire an alarm
 #                                                (none)
+#   ROUTE_METRICS          routeMetrics          true: the API functions also
+#                                                publish per-route metrics,
+#                                                a few custom metrics a route
+#                                                (false: per function only)
 #   CDK_DEPLOY_FLAGS       extra flags for cdk deploy, e.g. --require-approval never
 
 CDK := node_modules/.bin/cdk
@@ -118,7 +122,7 @@ CDK_CONTEXT_VARS := \
 	MAX_READ_REQUEST_UNITS=maxReadRequestUnits MAX_WRITE_REQUEST_UNITS=maxWriteRequestUnits \
 	RESERVED_CONCURRENCY=reservedConcurrency \
 	RATE_PER_CALLER=ratePerCaller RATE_PER_APP=ratePerApp ROUTE_THROTTLES=routeThrottles \
-	RATE_LIMITED_ALARM=rateLimitedAlarm
+	RATE_LIMITED_ALARM=rateLimitedAlarm ROUTE_METRICS=routeMetrics
 
 cdk_var = $(word 1,$(subst =, ,$(1)))
 cdk_key = $(word 2,$(subst =, ,$(1)))

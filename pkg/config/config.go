@@ -38,6 +38,9 @@ const (
 	EnvLogFormat          = "UDS_LOG_FORMAT"
 	EnvLogLevel           = "UDS_LOG_LEVEL"
 	EnvEMF                = "UDS_EMF"
+	// EnvRouteMetrics, 1, adds per-route and per-status-class series to
+	// the functions' EMF metrics (unset or 0: per function only).
+	EnvRouteMetrics = "UDS_ROUTE_METRICS"
 	// EnvAllowedOrigins lists the browser origins, comma-separated, whose
 	// pages may call the local server and its S3 engine (unset: its own
 	// page only); the functions ignore it (the stack's CORS origins are
@@ -150,6 +153,12 @@ type Config struct {
 	// stdout, as the functions always do (UDS_EMF=1). Off by default: a
 	// person reading make run's output wants the request lines.
 	EMF bool
+	// RouteMetrics adds per-route and per-status-class series to the EMF
+	// records (EnvRouteMetrics): each route a deployment serves then
+	// makes a few custom metrics, billed each month they receive data.
+	// Off by default: a function's few metrics, and the request lines for
+	// the detail.
+	RouteMetrics bool
 }
 
 // FromEnv reads the configuration. Only malformed values are errors.
@@ -243,6 +252,11 @@ func FromEnv() (Config, error) {
 		return c, err
 	}
 	c.EMF = emf != nil && *emf
+	routes, err := envSwitch(EnvRouteMetrics)
+	if err != nil {
+		return c, err
+	}
+	c.RouteMetrics = routes != nil && *routes
 	return c, nil
 }
 

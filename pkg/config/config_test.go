@@ -39,20 +39,22 @@ func TestLogLevel(t *testing.T) {
 func TestSwitches(t *testing.T) {
 	on, off := true, false
 	for _, tc := range []struct {
-		name, trust, emf string
-		wantTrust        *bool
-		wantEMF          bool
-		wantErr          bool
+		name, trust, emf, routes string
+		wantTrust                *bool
+		wantEMF, wantRoutes      bool
+		wantErr                  bool
 	}{
-		{name: "unset: the address decides, no EMF"},
-		{name: "trust on, EMF on", trust: "1", emf: "1", wantTrust: &on, wantEMF: true},
-		{name: "trust off, EMF off", trust: "0", emf: "0", wantTrust: &off},
+		{name: "unset: the address decides, no EMF, metrics per function"},
+		{name: "trust on, EMF on, metrics per route", trust: "1", emf: "1", routes: "1", wantTrust: &on, wantEMF: true, wantRoutes: true},
+		{name: "trust off, EMF off, metrics per function", trust: "0", emf: "0", routes: "0", wantTrust: &off},
 		{name: "a word is not a switch", trust: "yes", wantErr: true},
 		{name: "true is not 1", emf: "true", wantErr: true},
+		{name: "true is not 1 for route metrics either", routes: "true", wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(config.EnvTrustSubjectHeader, tc.trust)
 			t.Setenv(config.EnvEMF, tc.emf)
+			t.Setenv(config.EnvRouteMetrics, tc.routes)
 			cfg, err := config.FromEnv()
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want one: %v", err, tc.wantErr)
@@ -65,6 +67,9 @@ func TestSwitches(t *testing.T) {
 			}
 			if cfg.EMF != tc.wantEMF {
 				t.Errorf("EMF %v, want %v", cfg.EMF, tc.wantEMF)
+			}
+			if cfg.RouteMetrics != tc.wantRoutes {
+				t.Errorf("RouteMetrics %v, want %v", cfg.RouteMetrics, tc.wantRoutes)
 			}
 		})
 	}

@@ -73,14 +73,15 @@ func UploadHandler(c Committer, names func(events.S3Event) []string, log *slog.L
 		if failure != nil {
 			failed = 1
 		}
-		_ = metrics.Write(uploadLayout, []emf.Dimension{{Name: "function", Value: "expiry"}}, []float64{float64(committed), failed})
+		_ = metrics.Write(uploadLayout, []emf.Dimension{{Name: "function", Value: "expiry"}}, []float64{failed})
 		return failure
 	}
 }
 
-// uploadLayout is the EMF record of one bucket event.
+// uploadLayout is the EMF record of one bucket event: its failure, which
+// an alarm reads; what it committed is in its log line.
 var uploadLayout = emf.NewLayout(emf.Directive{DimensionSets: [][]string{{"function"}}, Metrics: []emf.Metric{
-	{Name: "UploadCommits", Unit: emf.Count}, {Name: "UploadCommitFailures", Unit: emf.Count},
+	{Name: "UploadCommitFailures", Unit: emf.Count},
 }})
 
 // Dispatch serves the function's two kinds of event, told apart by their

@@ -104,6 +104,9 @@ type Config struct {
 	// Function names the function in metric dimensions ("kv", "list",
 	// "admin", or "local").
 	Function string
+	// RouteMetrics adds per-route and per-status-class series to the
+	// function's few EMF metrics (config.EnvRouteMetrics).
+	RouteMetrics bool
 	// Now is the clock a write's ttl and expiresAt are taken against
 	// (time.Now if nil); it should be the store's (store.WithClock).
 	Now func() time.Time
@@ -130,10 +133,11 @@ type API struct {
 	budget  time.Duration
 	request time.Duration
 	log     *slog.Logger
-	// requestAttrs, metrics and function: see Config.
+	// requestAttrs, metrics, function and routeMetrics: see Config.
 	requestAttrs func(*http.Request) []slog.Attr
 	metrics      *emf.Writer
 	function     string
+	routeMetrics bool
 	// refuseHeader: see Config.RefuseSubjectHeader.
 	refuseHeader string
 	now          func() time.Time
@@ -167,6 +171,7 @@ func New(s Stores, groups Group, c Config) *API {
 		requestAttrs: c.RequestAttrs,
 		metrics:      c.Metrics,
 		function:     c.Function,
+		routeMetrics: c.RouteMetrics,
 		refuseHeader: c.RefuseSubjectHeader,
 		now:          c.Now,
 		limiter:      c.Limiter,

@@ -321,9 +321,10 @@ var attrPool = sync.Pool{New: func() any {
 	return &s
 }}
 
-// writeMetrics writes the request's EMF record. Dimensions are the
-// function, the route and the status class only; apps and subjects are
-// in the log line, never in dimensions.
+// writeMetrics writes the request's EMF record: the function's few
+// metrics (functionLayouts), or, where the deployment asks for them, the
+// per-route and per-status-class detail too (routeLayouts). Apps and
+// subjects are in the log line, never in dimensions.
 func (a *API) writeMetrics(route string, status int, ms float64, c store.Calls, ob *observation) {
 	if a.metrics == nil {
 		return
@@ -334,63 +335,100 @@ func (a *API) writeMetrics(route string, status int, ms float64, c store.Calls, 
 		}
 		return 0
 	}
-	var buf [18]float64 // room for every layout's values
 	// A server error is a 5xx answer, or a batch whose operation was
 	// answered 5xx (a panic recovered in one of them among others): the
 	// failure is the server's whatever the batch's own status.
+	clientError, serverError := flag(status >= 400 && status < 500), flag(status >= 500 || ob.cause != nil)
+	rateLimited := status == http.StatusTooManyRequests
+	dims := [...]emf.Dimension{{Name: "function", Value: a.function}, {Name: "route", Value: route},
+		{Name: "statusClass", Value: statusClasses[min(status/100, 5)]}}
+	var buf [18]float64 // room for every layout's values
+	if !a.routeMetrics {
+		values := append(buf[:0], 1, ms, clientError, serverError, float64(c.Throttles))
+		layout := functionLayouts[0]
+		// RateLimited is written by the requests it counts only: a
+		// deployment whose rate limits refuse nothing pays for no series.
+		if rateLimited {
+			layout, values = functionLayouts[1], append(values, 1)
+		}
+		_ = a.metrics.Write(layout, dims[:1], values)
+		return
+	}
 	values := append(buf[:0],
-		1, ms, flag(status >= 400 && status < 500), flag(status >= 500 || ob.cause != nil), // per route
+		1, ms, clientError, serverError, // per route
 		1, // per status class
 		// An import's conflicts are writes refused because the key holds
 		// another item, as a 409 is: they are conditional failures too.
 		float64(ob.quotaRefusals), float64(ob.conditionalFailures+ob.conflicts), float64(c.Calls), float64(c.Retries),
 		float64(c.Throttles), c.ReadUnits, c.WriteUnits,
-		flag(status == http.StatusTooManyRequests), flag(ob.rateLimiterOpen))
-	layout := requestLayouts[0]
+		flag(rateLimited), flag(ob.rateLimiterOpen))
+	layout := routeLayouts[0]
 	if ob.deleted > 0 {
-		layout, values = requestLayouts[1], append(values, float64(ob.deleted))
+		layout, values = routeLayouts[1], append(values, float64(ob.deleted))
 	}
 	if ob.batchOps > 0 {
-		layout, values = requestLayouts[2], append(values, float64(ob.batchOps))
+		layout, values = routeLayouts[2], append(values, float64(ob.batchOps))
 	}
-	dims := [...]emf.Dimension{{Name: "function", Value: a.function}, {Name: "route", Value: route},
-		{Name: "statusClass", Value: statusClasses[min(status/100, 5)]}}
 	_ = a.metrics.Write(layout, dims[:], values)
 }
 
-// requestMetrics are the per-function metrics of every request.
-var requestMetrics = []emf.Metric{
-	{Name: "QuotaRefusals", Unit: emf.Count}, {Name: "ConditionalFailures", Unit: emf.Count},
-	{Name: "DynamoDBCalls", Unit: emf.Count}, {Name: "DynamoDBRetries", Unit: emf.Count},
-	{Name: "DynamoDBThrottles", Unit: emf.Count}, {Name: "ReadCapacityUnits", Unit: emf.None},
-	{Name: "WriteCapacityUnits", Unit: emf.None},
-	// RateLimited counts requests refused 429; RateLimiterOpen those a
-	// rate limit let through unchecked because its state was out of
-	// reach.
-	{Name: "RateLimited", Unit: emf.Count}, {Name: "RateLimiterOpen", Unit: emf.Count},
+// The request metrics every layout has, per function: the alarms and the
+// dashboard read them whichever layout a deployment writes.
+var (
+	requestsMetric          = emf.Metric{Name: "Requests", Unit: emf.Count}
+	latencyMetric           = emf.Metric{Name: "Latency", Unit: emf.Milliseconds}
+	clientErrorsMetric      = emf.Metric{Name: "ClientErrors", Unit: emf.Count}
+	serverErrorsMetric      = emf.Metric{Name: "ServerErrors", Unit: emf.Count}
+	dynamoDBThrottlesMetric = emf.Metric{Name: "DynamoDBThrottles", Unit: emf.Count}
+	// RateLimited counts requests refused 429.
+	rateLimitedMetric = emf.Metric{Name: "RateLimited", Unit: emf.Count}
+)
+
+// functionLayout is a request's EMF layout by default: per function only,
+// its requests, latency, 4xx, 5xx and DynamoDB throttles (and extra), so
+// that a deployment's series are a few per function whatever its routes.
+// What else a request did is in its log line, which the dashboard queries.
+func functionLayout(extra ...emf.Metric) *emf.Layout {
+	return emf.NewLayout(emf.Directive{DimensionSets: [][]string{{"function"}}, Metrics: append([]emf.Metric{
+		requestsMetric, latencyMetric, clientErrorsMetric, serverErrorsMetric, dynamoDBThrottlesMetric,
+	}, extra...)})
 }
 
-// requestLayout is a request's EMF layout: per route and per function
-// (requests, latency, 4xx, 5xx), per status class (requests), per function
-// (requestMetrics and extra).
-func requestLayout(extra ...emf.Metric) *emf.Layout {
+// routeMetrics are the per-function metrics of every request where the
+// deployment asks for per-route metrics.
+var routeMetrics = []emf.Metric{
+	{Name: "QuotaRefusals", Unit: emf.Count}, {Name: "ConditionalFailures", Unit: emf.Count},
+	{Name: "DynamoDBCalls", Unit: emf.Count}, {Name: "DynamoDBRetries", Unit: emf.Count},
+	dynamoDBThrottlesMetric, {Name: "ReadCapacityUnits", Unit: emf.None},
+	{Name: "WriteCapacityUnits", Unit: emf.None},
+	// RateLimiterOpen counts the requests a rate limit let through
+	// unchecked because its state was out of reach.
+	rateLimitedMetric, {Name: "RateLimiterOpen", Unit: emf.Count},
+}
+
+// routeLayout is a request's EMF layout where the deployment asks for
+// per-route metrics: per route and per function (requests, latency, 4xx,
+// 5xx), per status class (requests), per function (routeMetrics and
+// extra).
+func routeLayout(extra ...emf.Metric) *emf.Layout {
 	return emf.NewLayout(
 		emf.Directive{DimensionSets: [][]string{{"function", "route"}, {"function"}}, Metrics: []emf.Metric{
-			{Name: "Requests", Unit: emf.Count}, {Name: "Latency", Unit: emf.Milliseconds},
-			{Name: "ClientErrors", Unit: emf.Count}, {Name: "ServerErrors", Unit: emf.Count},
+			requestsMetric, latencyMetric, clientErrorsMetric, serverErrorsMetric,
 		}},
 		emf.Directive{DimensionSets: [][]string{{"function", "statusClass"}}, Metrics: []emf.Metric{{Name: "StatusClassRequests", Unit: emf.Count}}},
-		emf.Directive{DimensionSets: [][]string{{"function"}}, Metrics: append(slices.Clip(requestMetrics), extra...)},
+		emf.Directive{DimensionSets: [][]string{{"function"}}, Metrics: append(slices.Clip(routeMetrics), extra...)},
 	)
 }
 
 var (
-	// requestLayouts: every request; a delete-all (items deleted); a
-	// batch (its operations).
-	requestLayouts = [...]*emf.Layout{
-		requestLayout(),
-		requestLayout(emf.Metric{Name: "DeleteAllItems", Unit: emf.Count}),
-		requestLayout(emf.Metric{Name: "BatchOperations", Unit: emf.Count}),
+	// functionLayouts: every request; a request refused 429.
+	functionLayouts = [...]*emf.Layout{functionLayout(), functionLayout(rateLimitedMetric)}
+	// routeLayouts: every request; a delete-all (items deleted); a batch
+	// (its operations).
+	routeLayouts = [...]*emf.Layout{
+		routeLayout(),
+		routeLayout(emf.Metric{Name: "DeleteAllItems", Unit: emf.Count}),
+		routeLayout(emf.Metric{Name: "BatchOperations", Unit: emf.Count}),
 	}
 	statusClasses = [...]string{"0xx", "1xx", "2xx", "3xx", "4xx", "5xx"}
 )

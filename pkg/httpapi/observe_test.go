@@ -62,13 +62,17 @@ type observedEnv struct {
 	faults        *faults.Transport
 }
 
-func newObservedEnv(t *testing.T) *observedEnv {
+// newObservedEnv writes the per-route layout, whose records carry every
+// metric the tests of the request lines compare with their lines.
+func newObservedEnv(t *testing.T) *observedEnv { return observedAPI(t, true) }
+
+func observedAPI(t *testing.T, routeMetrics bool) *observedEnv {
 	client, ft := storetest.FaultyClient(t, 1)
 	tables := storetest.NewTables(t)
 	o := &observedEnv{logs: &lockedBuffer{}, metrics: &lockedBuffer{}, faults: ft}
 	api := httpapi.New(httpapi.StoresOf(store.New(client, tables)), httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: 20 * time.Second,
-		Logger: slog.New(slog.NewJSONHandler(o.logs, nil)), Metrics: emf.NewWriter(o.metrics), Function: "local",
+		Logger: slog.New(slog.NewJSONHandler(o.logs, nil)), Metrics: emf.NewWriter(o.metrics), Function: "local", RouteMetrics: routeMetrics,
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

@@ -48,7 +48,7 @@ func TestPanicsAreAnswered(t *testing.T) {
 	stores.Items = panickyStore{st}
 	api := httpapi.New(stores, httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("k"), DeleteAllBudget: apitest.Budget, RequestBudget: apitest.Budget,
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: emf.NewWriter(metrics), Function: "local",
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: emf.NewWriter(metrics), Function: "local", RouteMetrics: true,
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

@@ -6,9 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,8 +22,10 @@ import (
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/internal/emf/emftest"
 	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/expiry"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/lambdahost"
+	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
@@ -77,6 +82,11 @@ func TestEventsReplay(t *testing.T) {
 	if len(listed) != len(files) {
 		t.Errorf("manifest lists %d events, events/ holds %d", len(listed), len(files))
 	}
+	// series collects the custom metrics the replay's EMF records
+	// publish (checkSeries).
+	series := map[string]bool{}
+	// largest is the longest EMF record the functions wrote, in bytes.
+	largest := 0
 	// settles holds, per event, when the change it announced settles.
 	settles := map[string]time.Time{}
 	for _, m := range manifest {
@@ -119,6 +129,10 @@ func TestEventsReplay(t *testing.T) {
 				t.Fatalf("handler error: %v", err)
 			}
 			checkObserved(t, m.Function, ev, res.StatusCode, logs.Bytes(), metrics.Bytes())
+			if err := emftest.Series(series, metrics.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			largest = max(largest, len(bytes.TrimSpace(metrics.Bytes())))
 			if res.StatusCode != m.Status {
 				t.Fatalf("status %d, want %d; body %s", res.StatusCode, m.Status, res.Body)
 			}
@@ -146,6 +160,63 @@ func TestEventsReplay(t *testing.T) {
 				}
 			}
 		})
+	}
+	checkSeries(t, cfg, series, largest)
+}
+
+// checkSeries replays the stream events under events/expiry through the
+// expiry function's handler, adds the series of its EMF records to those
+// of the API's, and checks that docs/cost.md states their number: the
+// custom metrics a deployment that serves every kind of request pays for
+// each month, whatever its routes.
+func checkSeries(t *testing.T, cfg config.Config, series map[string]bool, largest int) {
+	t.Helper()
+	client, err := store.NewClient(context.Background(), cfg.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var metrics bytes.Buffer
+	h := expiry.Handler(store.New(client, cfg.Tables), slog.New(slog.DiscardHandler), emf.NewWriter(&metrics))
+	streams, _ := filepath.Glob("../../events/expiry/*.json")
+	if len(streams) == 0 {
+		t.Fatal("no stream events under events/expiry")
+	}
+	for _, file := range streams {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev events.DynamoDBTimeWindowEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h(context.Background(), ev); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+	if err := emftest.Series(series, metrics.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	names := slices.Sorted(maps.Keys(series))
+	doc, err := os.ReadFile("../../docs/cost.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stated := regexp.MustCompile(`(?m)^\| custom metric series from the replay \| (\d+) \|`).FindSubmatch(doc)
+	if stated == nil || string(stated[1]) != strconv.Itoa(len(names)) {
+		t.Errorf("docs/cost.md states %q custom metric series from the replay in \"| custom metric series from the replay | n |\"; the replay publishes %d:\n%s",
+			stated, len(names), strings.Join(names, "\n"))
+	}
+	// The months price the series at $0.30 each, and the logs take the
+	// EMF record at its size rounded up to 50 bytes.
+	price := "$" + strconv.FormatFloat(0.30*float64(len(names)), 'f', 2, 64)
+	for _, want := range []string{
+		"\n| custom metrics (" + strconv.Itoa(len(names)) + " series) | $0.00 |" + strings.Repeat(" "+price+" |", 3) + "\n",
+		"the EMF record is at most " + strconv.Itoa((largest+49)/50*50) + " bytes",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(string(doc)), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("docs/cost.md does not say %q", want)
+		}
 	}
 }
 
@@ -187,14 +258,28 @@ func checkObserved(t *testing.T, function string, ev events.APIGatewayV2HTTPRequ
 	if err := emftest.Check(records[0]); err != nil {
 		t.Errorf("EMF record: %v\n%s", err, records[0])
 	}
+	// By default the record is the function's: no route, no status
+	// class, which the request line has.
 	var rec struct {
 		Function, Route, StatusClass string
 		Requests                     float64
+		ClientErrors, ServerErrors   float64
+		// RateLimited is written by the requests refused 429 only.
+		RateLimited *float64
 	}
 	_ = json.Unmarshal(records[0], &rec)
-	if rec.Function != function || rec.Route != line.Route || rec.StatusClass != strconv.Itoa(status/100)+"xx" || rec.Requests != 1 {
+	if rec.Function != function || rec.Route != "" || rec.StatusClass != "" || rec.Requests != 1 ||
+		rec.ClientErrors != flag(status/100 == 4) || rec.ServerErrors != flag(status >= 500) ||
+		(rec.RateLimited != nil) != (status == http.StatusTooManyRequests) {
 		t.Errorf("EMF record %s", records[0])
 	}
+}
+
+func flag(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // bodyBytes is the length of an event's body as the function reads it:

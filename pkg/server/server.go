@@ -63,6 +63,7 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 		RequestAttrs:        host.RequestAttrs,
 		Metrics:             host.Metrics,
 		Function:            host.Function,
+		RouteMetrics:        cfg.RouteMetrics,
 		Limiter:             ratelimit.New(st, time.Now),
 		Bucket:              objects,
 	})

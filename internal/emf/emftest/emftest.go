@@ -3,11 +3,13 @@
 package emftest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/udsproject/uds/pkg/policy"
@@ -84,6 +86,44 @@ func Check(line []byte) error {
 				}
 			default:
 				return fmt.Errorf("metric %q: the root holds %#v, want a number", m.Name, root[m.Name])
+			}
+		}
+	}
+	return nil
+}
+
+// Series adds to series the custom metrics that the EMF lines in logs
+// publish, as CloudWatch bills them: one per namespace, metric name,
+// dimension set and the values of its dimensions, named so that a
+// failing test can print them. Lines that are not EMF records (log lines)
+// are skipped.
+func Series(series map[string]bool, logs []byte) error {
+	for _, line := range bytes.Split(logs, []byte("\n")) {
+		var doc struct {
+			AWS *struct {
+				CloudWatchMetrics []struct {
+					Namespace  string
+					Dimensions [][]string
+					Metrics    []struct{ Name string }
+				}
+			} `json:"_aws"`
+		}
+		var root map[string]any
+		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &doc) != nil || doc.AWS == nil {
+			continue
+		}
+		if err := json.Unmarshal(line, &root); err != nil {
+			return err
+		}
+		for _, d := range doc.AWS.CloudWatchMetrics {
+			for _, set := range d.Dimensions {
+				dims := make([]string, len(set))
+				for i, name := range set {
+					dims[i] = fmt.Sprintf("%s=%v", name, root[name])
+				}
+				for _, m := range d.Metrics {
+					series[d.Namespace+" "+m.Name+" {"+strings.Join(dims, ",")+"}"] = true
+				}
 			}
 		}
 	}
