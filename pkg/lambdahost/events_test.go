@@ -269,13 +269,14 @@ func checkObserved(t *testing.T, function string, ev events.APIGatewayV2HTTPRequ
 	}
 	_ = json.Unmarshal(records[0], &rec)
 	if rec.Function != function || rec.Route != "" || rec.StatusClass != "" || rec.Requests != 1 ||
-		rec.ClientErrors != flag(status/100 == 4) || rec.ServerErrors != flag(status >= 500) ||
+		rec.ClientErrors != oneIf(status/100 == 4) || rec.ServerErrors != oneIf(status >= 500) ||
 		(rec.RateLimited != nil) != (status == http.StatusTooManyRequests) {
 		t.Errorf("EMF record %s", records[0])
 	}
 }
 
-func flag(b bool) float64 {
+// oneIf is 1 when b holds, the value of a count metric that counts it.
+func oneIf(b bool) float64 {
 	if b {
 		return 1
 	}
