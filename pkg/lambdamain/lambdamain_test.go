@@ -72,7 +72,7 @@ func TestRequestLineThroughLambdaLogHandler(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			logger, written := stdoutLogger(t, tc.level)
 			var metrics bytes.Buffer
-			h, err := lambdahost.New(context.Background(), cfg, httpapi.GroupKV, logger, emf.NewWriter(&metrics))
+			h, err := lambdahost.New(context.Background(), cfg, httpapi.GroupKV, logger, nil, emf.NewWriter(&metrics))
 			if err != nil {
 				t.Fatal(err)
 			}
