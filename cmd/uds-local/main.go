@@ -159,7 +159,7 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 			logger.Error("stopping the local S3 engine failed", slog.String("cause", err.Error()))
 		}
 	}()
-	host := server.Host{Logger: logger, Function: httpapi.GroupAll.Name(), RequestAttrs: localRequestID,
+	host := server.Host{Logger: logger, Function: httpapi.GroupAll.Name(), RequestID: localRequestID,
 		Subject: httpapi.AnonymousSubject, RefuseSubjectHeader: notTrustedHere}
 	identity := "every caller is anonymous; a request with " + httpapi.SubjectHeader + " is refused (" + config.EnvTrustSubjectHeader + "=1 trusts it)"
 	trusted := trustsSubjectHeader(ln.Addr(), cfg.TrustSubjectHeader)
@@ -367,10 +367,10 @@ func loopback(addr net.Addr) bool {
 
 // localRequestID gives each request a random id in its log line, where
 // Lambda's log handler would add the invocation's.
-func localRequestID(*http.Request) []slog.Attr {
+func localRequestID(*http.Request) (key, id string) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	return []slog.Attr{slog.String("requestId", hex.EncodeToString(b))}
+	return "requestId", hex.EncodeToString(b)
 }
 
 // sweep stands in for DynamoDB's TTL and the expiry function: DynamoDB

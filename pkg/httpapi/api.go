@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/internal/lambdalog"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/cursor"
 	"github.com/udsproject/uds/pkg/policy"
@@ -96,9 +97,16 @@ type Config struct {
 	RequestBudget time.Duration
 	// Logger takes one line per request (slog.Default() if nil).
 	Logger *slog.Logger
-	// RequestAttrs adds what the host knows of a request to its log line
-	// (the API Gateway request id on Lambda, a generated one locally).
-	RequestAttrs func(*http.Request) []slog.Attr
+	// LambdaLog, when set, writes the request lines in Lambda's JSON log
+	// format itself, encoding them directly rather than through Logger's
+	// handler, which costs several times more per line; Logger still
+	// decides which levels are written. Lambda functions set it when
+	// their log format is JSON.
+	LambdaLog *lambdalog.Writer
+	// RequestID names a request in its log line, under key, with what the
+	// host knows of it (the API Gateway request id on Lambda, a generated
+	// one locally); an empty id is left out.
+	RequestID func(*http.Request) (key, id string)
 	// Metrics takes one EMF record per request; nil writes none.
 	Metrics *emf.Writer
 	// Function names the function in metric dimensions ("kv", "list",
@@ -133,8 +141,10 @@ type API struct {
 	budget  time.Duration
 	request time.Duration
 	log     *slog.Logger
-	// requestAttrs, metrics, function and routeMetrics: see Config.
-	requestAttrs func(*http.Request) []slog.Attr
+	// lambdaLog, requestID, metrics, function and routeMetrics: see
+	// Config.
+	lambdaLog    *lambdalog.Writer
+	requestID    func(*http.Request) (key, id string)
 	metrics      *emf.Writer
 	function     string
 	routeMetrics bool
@@ -168,7 +178,8 @@ func New(s Stores, groups Group, c Config) *API {
 		request: c.RequestBudget,
 		log:     c.Logger,
 
-		requestAttrs: c.RequestAttrs,
+		lambdaLog:    c.LambdaLog,
+		requestID:    c.RequestID,
 		metrics:      c.Metrics,
 		function:     c.Function,
 		routeMetrics: c.RouteMetrics,

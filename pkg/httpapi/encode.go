@@ -167,13 +167,15 @@ func itemJSONBytes(it *uds.Item) int {
 
 // writeItem answers one item.
 func writeItem(w http.ResponseWriter, status int, it *uds.Item) {
-	buf := make([]byte, 0, itemJSONBytes(it)+1)
-	buf = append(appendItem(buf, it), '\n')
+	bp := pageBuffers.Get().(*[]byte)
+	defer pageBuffers.Put(bp)
+	buf := append(appendItem(slices.Grow((*bp)[:0], itemJSONBytes(it)+1), it), '\n')
 	answerBody(w, status, buf)
+	*bp = buf[:0]
 }
 
-// pageBuffers keeps list page buffers between requests: a page is up to
-// 5 MB, and the response writer copies what it is given.
+// pageBuffers keeps the buffers of answers between requests, items' and
+// list pages' (up to 5 MB): the response writer copies what it is given.
 var pageBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // writeItemsPage answers a page of items as encoding/json would encode

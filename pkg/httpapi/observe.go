@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/internal/lambdalog"
 	"github.com/udsproject/uds/internal/safe"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
@@ -235,91 +236,136 @@ func (a *API) report(r *http.Request, route string, p params, ow *observed, byte
 	case ob.rateLimiterCause != nil:
 		level = slog.LevelWarn
 	}
-	if a.log.Enabled(r.Context(), level) {
-		subject, _ := a.subject(r)
-		ap := attrPool.Get().(*[]slog.Attr)
-		defer attrPool.Put(ap)
-		attrs := (*ap)[:0]
-		// The route names the method and the pattern; an unmatched
-		// request's line gives its method and path instead. Zero
-		// retries, throttles and capacity units are left out: every
-		// attribute costs encoding time on every request.
-		attrs = append(attrs, slog.String("route", route))
-		if route == unmatched {
-			attrs = append(attrs, slog.String("method", r.Method), slog.String("path", r.URL.Path))
+	if ctx := r.Context(); a.log.Enabled(ctx, level) {
+		line := requestLine{r: r, route: route, p: p, status: ow.status, bytesIn: bytesIn, bytesOut: ow.bytes, ms: ms, c: c, ob: ob}
+		line.subject, _ = a.subject(r)
+		if a.requestID != nil {
+			line.idKey, line.id = a.requestID(r)
 		}
-		attrs = append(attrs, slog.Int("status", ow.status), slog.Float64("latencyMs", ms),
-			slog.String("app", p.app), slog.String("namespace", p.namespace), slog.String("subject", subject),
-			slog.Int("bytesIn", bytesIn), slog.Int("bytesOut", ow.bytes), slog.Int("dynamodbCalls", c.Calls))
-		if c.Retries > 0 || c.Throttles > 0 {
-			attrs = append(attrs, slog.Int("dynamodbRetries", c.Retries), slog.Int("dynamodbThrottles", c.Throttles))
+		if a.lambdaLog != nil {
+			l := lambdalog.Start(time.Now(), level, "request")
+			line.fields(l)
+			_ = a.lambdaLog.Write(ctx, l)
+		} else {
+			line.logTo(ctx, a.log.Handler(), level)
 		}
-		if c.ReadUnits > 0 {
-			attrs = append(attrs, slog.Float64("readUnits", c.ReadUnits))
-		}
-		if c.WriteUnits > 0 {
-			attrs = append(attrs, slog.Float64("writeUnits", c.WriteUnits))
-		}
-		if ob.quotaRefusals > 0 {
-			attrs = append(attrs, slog.String("quota", "refused"), slog.Int("quotaRefusals", ob.quotaRefusals))
-		}
-		if ob.rateLimiterOpen {
-			attrs = append(attrs, slog.String("rateLimiter", "open"))
-		}
-		if ob.rateLimiterCause != nil {
-			attrs = append(attrs, slog.String("rateLimiterCause", ob.rateLimiterCause.Error()))
-		}
-		if ob.errorKind != "" {
-			attrs = append(attrs, slog.String("error", ob.errorKind))
-		}
-		if ob.cause != nil {
-			attrs = append(attrs, slog.String("cause", ob.cause.Error()))
-			var p *safe.PanicError
-			if errors.As(ob.cause, &p) {
-				attrs = append(attrs, slog.String("stack", string(p.Stack)))
-			}
-		}
-		attrs = appendNonZero(attrs, "deleted", ob.deleted)
-		attrs = appendNonZero(attrs, "batchOps", ob.batchOps)
-		attrs = appendNonZero(attrs, "imported", ob.imported)
-		attrs = appendNonZero(attrs, "skipped", ob.skipped)
-		attrs = appendNonZero(attrs, "expired", ob.expired)
-		attrs = appendNonZero(attrs, "conflicts", ob.conflicts)
-		attrs = appendNonZero(attrs, "exported", ob.exported)
-		if trace := r.Header.Get("X-Amzn-Trace-Id"); trace != "" {
-			attrs = append(attrs, slog.String("traceId", trace))
-		}
-		if a.requestAttrs != nil {
-			attrs = append(attrs, a.requestAttrs(r)...)
-		}
-		// The attributes go as one group without a key, which handlers
-		// inline: a record keeps up to five attributes and allocates for
-		// more. It is handed to the handler directly, without the
-		// caller's program counter that Logger.LogAttrs looks up for every
-		// line (no handler of UDS's adds the source).
-		line := slog.NewRecord(time.Now(), level, "request", 0)
-		line.AddAttrs(slog.Attr{Value: slog.GroupValue(attrs...)})
-		_ = a.log.Handler().Handle(r.Context(), line)
-		*ap = attrs
 	}
 	a.writeMetrics(route, ow.status, ms, c, ob)
 }
 
-// appendNonZero appends an integer attribute unless it is zero: what a
-// request did not do is left out of its line.
-func appendNonZero(attrs []slog.Attr, key string, n int) []slog.Attr {
-	if n == 0 {
-		return attrs
-	}
-	return append(attrs, slog.Int(key, n))
+// requestLine is what a request's log line says.
+type requestLine struct {
+	r                         *http.Request
+	route, subject, idKey, id string
+	p                         params
+	status, bytesIn, bytesOut int
+	ms                        float64
+	c                         store.Calls
+	ob                        *observation
 }
 
-// attrPool recycles the attribute slices of request lines: handlers do
+// lineFields takes a request line's fields in their order: a line
+// encoded directly (*lambdalog.Line), or slog attributes (*attrLine).
+type lineFields interface {
+	String(key, v string)
+	Int(key string, n int)
+	Float(key string, f float64)
+}
+
+// fields gives the line's fields to f. The route names the method and the
+// pattern; an unmatched request's line gives its method and path instead.
+// What a request did not do (zero retries, throttles, capacity units,
+// counts) is left out: every field costs encoding time on every request.
+func (l *requestLine) fields(f lineFields) {
+	c, ob := l.c, l.ob
+	f.String("route", l.route)
+	if l.route == unmatched {
+		f.String("method", l.r.Method)
+		f.String("path", l.r.URL.Path)
+	}
+	f.Int("status", l.status)
+	f.Float("latencyMs", l.ms)
+	f.String("app", l.p.app)
+	f.String("namespace", l.p.namespace)
+	f.String("subject", l.subject)
+	f.Int("bytesIn", l.bytesIn)
+	f.Int("bytesOut", l.bytesOut)
+	f.Int("dynamodbCalls", c.Calls)
+	if c.Retries > 0 || c.Throttles > 0 {
+		f.Int("dynamodbRetries", c.Retries)
+		f.Int("dynamodbThrottles", c.Throttles)
+	}
+	if c.ReadUnits > 0 {
+		f.Float("readUnits", c.ReadUnits)
+	}
+	if c.WriteUnits > 0 {
+		f.Float("writeUnits", c.WriteUnits)
+	}
+	if ob.quotaRefusals > 0 {
+		f.String("quota", "refused")
+		f.Int("quotaRefusals", ob.quotaRefusals)
+	}
+	if ob.rateLimiterOpen {
+		f.String("rateLimiter", "open")
+	}
+	if ob.rateLimiterCause != nil {
+		f.String("rateLimiterCause", ob.rateLimiterCause.Error())
+	}
+	if ob.errorKind != "" {
+		f.String("error", ob.errorKind)
+	}
+	if ob.cause != nil {
+		f.String("cause", ob.cause.Error())
+		var p *safe.PanicError
+		if errors.As(ob.cause, &p) {
+			f.String("stack", string(p.Stack))
+		}
+	}
+	for _, n := range [...]struct {
+		key string
+		n   int
+	}{{"deleted", ob.deleted}, {"batchOps", ob.batchOps}, {"imported", ob.imported}, {"skipped", ob.skipped},
+		{"expired", ob.expired}, {"conflicts", ob.conflicts}, {"exported", ob.exported}} {
+		if n.n != 0 {
+			f.Int(n.key, n.n)
+		}
+	}
+	if trace := l.r.Header.Get("X-Amzn-Trace-Id"); trace != "" {
+		f.String("traceId", trace)
+	}
+	if l.id != "" {
+		f.String(l.idKey, l.id)
+	}
+}
+
+// logTo hands the line to a slog handler (the local server's, or
+// Lambda's in its text format). The fields go as one group without a key,
+// which handlers inline: a record keeps up to five attributes and
+// allocates for more. The record goes to the handler directly, without
+// the caller's program counter that Logger.LogAttrs looks up for every
+// line (no handler of UDS's adds the source).
+func (l *requestLine) logTo(ctx context.Context, h slog.Handler, level slog.Level) {
+	al := attrLines.Get().(*attrLine)
+	defer attrLines.Put(al)
+	al.attrs = al.attrs[:0]
+	l.fields(al)
+	rec := slog.NewRecord(time.Now(), level, "request", 0)
+	rec.AddAttrs(slog.Attr{Value: slog.GroupValue(al.attrs...)})
+	_ = h.Handle(ctx, rec)
+}
+
+// attrLine collects a line's fields as slog attributes.
+type attrLine struct {
+	attrs []slog.Attr
+}
+
+func (al *attrLine) String(key, v string)        { al.attrs = append(al.attrs, slog.String(key, v)) }
+func (al *attrLine) Int(key string, n int)       { al.attrs = append(al.attrs, slog.Int(key, n)) }
+func (al *attrLine) Float(key string, f float64) { al.attrs = append(al.attrs, slog.Float64(key, f)) }
+
+// attrLines recycles the attribute slices of request lines: handlers do
 // not keep them past Handle.
-var attrPool = sync.Pool{New: func() any {
-	s := make([]slog.Attr, 0, 24)
-	return &s
-}}
+var attrLines = sync.Pool{New: func() any { return &attrLine{attrs: make([]slog.Attr, 0, 24)} }}
 
 // writeMetrics writes the request's EMF record: the function's few
 // metrics (functionLayouts), or, where the deployment asks for them, the

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/internal/lambdalog"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/lambdahost"
 	"github.com/udsproject/uds/pkg/store"
@@ -97,13 +98,15 @@ func lambdaEnv(b *testing.B) {
 
 var benchTables = store.Tables{Data: "data_store", List: "data_store_list", History: "data_history", Index: "data_index", Usage: "data_usage", Apps: "apps", Namespaces: "namespace_policies"}
 
-// apiHandler serves st as the functions do, request lines (JSON, as the
-// stack configures them) and EMF records included; they are encoded in
-// full and then discarded rather than written to the terminal.
+// apiHandler serves st as the functions do, request lines (in Lambda's
+// JSON log format, as the stack configures it) and EMF records included;
+// they are encoded in full and then discarded rather than written to the
+// terminal. The logger only decides the level, INFO, as on Lambda.
 func apiHandler(st httpapi.Stores) lambdahost.HandlerFunc {
 	return lambdahost.Handler(httpapi.New(st, httpapi.GroupAll, httpapi.Config{
 		Subject: lambdahost.Subject("sub"), CursorSecret: []byte("k"),
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: emf.NewWriter(io.Discard), Function: "kv",
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), LambdaLog: lambdalog.NewWriter(io.Discard),
+		Metrics: emf.NewWriter(io.Discard), Function: "kv",
 	}))
 }
 

@@ -51,7 +51,7 @@ func TestEventsReplay(t *testing.T) {
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	handlers := map[string]lambdahost.HandlerFunc{}
 	for name, group := range map[string]httpapi.Group{"kv": httpapi.GroupKV, "list": httpapi.GroupList, "admin": httpapi.GroupAdmin} {
-		h, err := lambdahost.New(context.Background(), cfg, group, logger, emf.NewWriter(&metrics))
+		h, err := lambdahost.New(context.Background(), cfg, group, logger, nil, emf.NewWriter(&metrics))
 		if err != nil {
 			t.Fatal(err)
 		}

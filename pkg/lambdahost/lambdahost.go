@@ -19,6 +19,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
 	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/internal/lambdalog"
 	"github.com/udsproject/uds/internal/safe"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
@@ -157,12 +158,14 @@ const AuthorizerOnly = "deployed functions take the caller from API Gateway's au
 	httpapi.SubjectHeader + " header; send the request without it"
 
 // New builds the handler of one function from its configuration. Request
-// lines go to logger, EMF records to metrics (none if nil).
-func New(ctx context.Context, cfg config.Config, group httpapi.Group, logger *slog.Logger, metrics *emf.Writer) (HandlerFunc, error) {
+// lines go to lines in Lambda's JSON log format, or through logger if
+// lines is nil, at logger's level; EMF records go to metrics (none if
+// nil).
+func New(ctx context.Context, cfg config.Config, group httpapi.Group, logger *slog.Logger, lines *lambdalog.Writer, metrics *emf.Writer) (HandlerFunc, error) {
 	api, _, err := server.Build(ctx, cfg, group, server.Host{
 		Subject: Subject(cfg.SubjectClaim), RefuseSubjectHeader: AuthorizerOnly,
-		Logger: logger, Metrics: metrics,
-		Function: group.Name(), RequestAttrs: gatewayRequestID,
+		Logger: logger, LambdaLog: lines, Metrics: metrics,
+		Function: group.Name(), RequestID: gatewayRequestID,
 	})
 	if err != nil {
 		return nil, err
@@ -173,15 +176,12 @@ func New(ctx context.Context, cfg config.Config, group httpapi.Group, logger *sl
 // gatewayRequestID names the API Gateway request in the request's log
 // line, beside the Lambda request id the log handler adds: it is the id
 // of the gateway's access log.
-func gatewayRequestID(r *http.Request) []slog.Attr {
-	id, _ := r.Context().Value(gatewayIDKey{}).(string)
+func gatewayRequestID(r *http.Request) (key, id string) {
+	id, _ = r.Context().Value(gatewayIDKey{}).(string)
 	if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok {
 		id = rc.RequestID
 	}
-	if id == "" {
-		return nil
-	}
-	return []slog.Attr{slog.String("apiRequestId", id)}
+	return "apiRequestId", id
 }
 
 // gatewayIDKey carries the gateway's request id of an event that the
@@ -191,6 +191,6 @@ type gatewayIDKey struct{}
 // Main is an HTTP API function's whole main: see lambdamain.Start.
 func Main(group httpapi.Group) {
 	lambdamain.Start(func(ctx context.Context, cfg config.Config, logger *slog.Logger) (any, error) {
-		return New(ctx, cfg, group, logger, emf.NewWriter(os.Stdout))
+		return New(ctx, cfg, group, logger, lambdamain.LambdaLog(), emf.NewWriter(os.Stdout))
 	})
 }

@@ -76,7 +76,7 @@ func TestSubjectHeaderRefused(t *testing.T) {
 			IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/ops"}}, httpapi.GroupAdmin},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := New(context.Background(), cfg, tc.group, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+			h, err := New(context.Background(), cfg, tc.group, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -36,7 +36,7 @@ func listFunction(t *testing.T) (lambdahost.HandlerFunc, store.Tables) {
 		SubjectClaim: "sub", CursorSecret: []byte("list function"), LimitsCacheTTL: time.Second,
 		RequestBudget: apitest.Budget,
 	}
-	h, err := lambdahost.New(context.Background(), cfg, httpapi.GroupList, slog.New(slog.DiscardHandler), nil)
+	h, err := lambdahost.New(context.Background(), cfg, httpapi.GroupList, slog.New(slog.DiscardHandler), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/udsproject/uds/internal/lambdalog"
 	"github.com/udsproject/uds/pkg/config"
 )
 
@@ -49,6 +50,21 @@ func fatal(logger *slog.Logger, err error) {
 // here instead, to the log lines only.
 func NewLogger(level slog.Level) *slog.Logger {
 	return slog.New(levelHandler{Handler: lambdacontext.NewLogHandler(), level: level})
+}
+
+// jsonFormat says whether the function's log format is Lambda's JSON (the
+// stack's), read at init as aws-lambda-go reads it.
+var jsonFormat = os.Getenv("AWS_LAMBDA_LOG_FORMAT") == "JSON"
+
+// LambdaLog returns the writer of request lines to stdout in Lambda's JSON
+// log format when that is the function's format, and nil otherwise, where
+// the lines go through the logger's handler (httpapi.Config.LambdaLog).
+// The logger's level still applies to them.
+func LambdaLog() *lambdalog.Writer {
+	if !jsonFormat {
+		return nil
+	}
+	return lambdalog.NewWriter(os.Stdout)
 }
 
 // levelHandler passes the records at level or above to the handler it

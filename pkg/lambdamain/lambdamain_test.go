@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/internal/emf/emftest"
+	"github.com/udsproject/uds/internal/lambdalog"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/lambdahost"
@@ -72,7 +74,7 @@ func TestRequestLineThroughLambdaLogHandler(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			logger, written := stdoutLogger(t, tc.level)
 			var metrics bytes.Buffer
-			h, err := lambdahost.New(context.Background(), cfg, httpapi.GroupKV, logger, emf.NewWriter(&metrics))
+			h, err := lambdahost.New(context.Background(), cfg, httpapi.GroupKV, logger, nil, emf.NewWriter(&metrics))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,3 +173,66 @@ func TestStartFailureIsAnErrorLine(t *testing.T) {
 		})
 	}
 }
+
+// TestDirectLineIsLambdaHandlers runs, in a child process whose log format
+// is Lambda's JSON as the stack sets it, the same request through a
+// function whose request lines go through aws-lambda-go's handler and
+// through one whose lines are written directly (LambdaLog), and expects
+// the same line but for its time and latency.
+func TestDirectLineIsLambdaHandlers(t *testing.T) {
+	if os.Getenv("LAMBDAMAIN_TEST_JSON") != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestDirectLineIsLambdaHandlers$", "-test.v")
+		cmd.Env = append(os.Environ(), "LAMBDAMAIN_TEST_JSON=1", "AWS_LAMBDA_LOG_FORMAT=JSON")
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS") {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return
+	}
+	if lambdamain.LambdaLog() == nil {
+		t.Fatal("no direct writer in Lambda's JSON format")
+	}
+	cfg := config.Config{
+		Tables: storetest.NewTables(t), Endpoint: os.Getenv(config.EnvDynamoDBEndpoint),
+		SubjectClaim: "sub", CursorSecret: []byte("k"), LimitsCacheTTL: time.Second,
+	}
+	const path = "/rest/api/v1/data/d53065bd-f932-4841-83fb-849717d8df0f/logs/missing\"\u2028"
+	ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: path,
+		Headers: map[string]string{"x-amzn-trace-id": "Root=1-65a50929-5fd752fe2505473870faf985;\"x\""},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "gw-request-1",
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET", Path: path}},
+	}
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "8f5e1c2a-lambda-request"})
+	var lines []string
+	for _, direct := range []bool{false, true} {
+		// Both writers take os.Stdout when they are built.
+		read, write, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout := os.Stdout
+		os.Stdout = write
+		logger := lambdamain.NewLogger(slog.LevelInfo)
+		var w *lambdalog.Writer
+		if direct {
+			w = lambdamain.LambdaLog()
+		}
+		os.Stdout = stdout
+		h, err := lambdahost.New(context.Background(), cfg, httpapi.GroupKV, logger, w, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := h(ctx, ev); err != nil || res.StatusCode != 404 {
+			t.Fatalf("answer %d, %v: %s", res.StatusCode, err, res.Body)
+		}
+		_ = write.Close()
+		out, _ := io.ReadAll(read)
+		lines = append(lines, varying.ReplaceAllString(string(out), `"$1":0`))
+	}
+	if lines[0] != lines[1] || !strings.Contains(lines[0], `"requestId":"8f5e1c2a-lambda-request"`) {
+		t.Errorf("direct line\n%s\nwant the handler's\n%s", lines[1], lines[0])
+	}
+}
+
+// varying matches a line's members that differ from one request to the
+// next.
+var varying = regexp.MustCompile(`"(timestamp|latencyMs)":("[^"]*"|[0-9.e+-]+)`)

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/internal/lambdalog"
 	"github.com/udsproject/uds/pkg/blob"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
@@ -28,7 +29,8 @@ type Host struct {
 	Subject             httpapi.SubjectFunc
 	RefuseSubjectHeader string
 	Logger              *slog.Logger
-	RequestAttrs        func(*http.Request) []slog.Attr
+	LambdaLog           *lambdalog.Writer
+	RequestID           func(*http.Request) (key, id string)
 	Metrics             *emf.Writer
 	Function            string
 }
@@ -60,7 +62,8 @@ func Build(ctx context.Context, cfg config.Config, groups httpapi.Group, host Ho
 		DeleteAllBudget:     cfg.DeleteAllBudget,
 		RequestBudget:       cfg.RequestBudget,
 		Logger:              host.Logger,
-		RequestAttrs:        host.RequestAttrs,
+		LambdaLog:           host.LambdaLog,
+		RequestID:           host.RequestID,
 		Metrics:             host.Metrics,
 		Function:            host.Function,
 		RouteMetrics:        cfg.RouteMetrics,
