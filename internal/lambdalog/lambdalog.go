@@ -15,9 +15,10 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/udsproject/uds/internal/jsontext"
 )
 
 // Writer writes lines to an output, each in one Write.
@@ -43,20 +44,20 @@ func Start(t time.Time, level slog.Level, msg string) *Line {
 	b := append(l.b[:0], `{"timestamp":"`...)
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","level":`...)
-	b = appendString(b, level.String())
+	b = jsontext.AppendSlogString(b, level.String())
 	b = append(b, `,"message":`...)
-	l.b = appendString(b, msg)
+	l.b = jsontext.AppendSlogString(b, msg)
 	return l
 }
 
 func (l *Line) key(key string) {
-	l.b = append(appendString(append(l.b, ','), key), ':')
+	l.b = append(jsontext.AppendSlogString(append(l.b, ','), key), ':')
 }
 
 // String adds a string field.
 func (l *Line) String(key, v string) {
 	l.key(key)
-	l.b = appendString(l.b, v)
+	l.b = jsontext.AppendSlogString(l.b, v)
 }
 
 // Int adds an integer field.
@@ -71,7 +72,7 @@ func (l *Line) Float(key string, f float64) {
 	l.key(key)
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		// slog's handler writes encoding/json's error in their place.
-		l.b = appendString(l.b, "!ERROR:json: unsupported value: "+strconv.FormatFloat(f, 'g', -1, 64))
+		l.b = jsontext.AppendSlogString(l.b, "!ERROR:json: unsupported value: "+strconv.FormatFloat(f, 'g', -1, 64))
 		return
 	}
 	format := byte('f')
@@ -106,52 +107,3 @@ func (w *Writer) Write(ctx context.Context, l *Line) error {
 	}
 	return err
 }
-
-// appendString appends s as a JSON string exactly as slog's JSON handler
-// does: control characters, quotes and backslashes escaped, < > &
-// kept, invalid UTF-8 replaced by \ufffd, and U+2028 and U+2029 escaped.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(append(b, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-const hex = "0123456789abcdef"

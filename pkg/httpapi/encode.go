@@ -6,11 +6,12 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/udsproject/uds/internal/gzsplice"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
+
+	"github.com/udsproject/uds/internal/jsontext"
 )
 
 // Items are the bulk of what UDS answers, and encoding/json spends most of
@@ -28,14 +29,14 @@ func appendItem(b []byte, it *uds.Item) []byte {
 // appendItemHead appends the JSON of it up to its value: `{..."data":`.
 func appendItemHead(b []byte, it *uds.Item) []byte {
 	b = append(b, `{"applicationUuid":`...)
-	b = appendString(b, it.App)
+	b = jsontext.AppendString(b, it.App)
 	b = append(b, `,"namespace":`...)
-	b = appendString(b, it.Namespace)
+	b = jsontext.AppendString(b, it.Namespace)
 	b = append(b, `,"id":`...)
-	b = appendString(b, it.ID)
+	b = jsontext.AppendString(b, it.ID)
 	if it.SortKey != "" {
 		b = append(b, `,"sortKey":`...)
-		b = appendString(b, it.SortKey)
+		b = jsontext.AppendString(b, it.SortKey)
 	}
 	if it.Binary != nil {
 		return appendBinary(b, it.Binary)
@@ -48,7 +49,7 @@ func appendItemHead(b []byte, it *uds.Item) []byte {
 // them and they are shown (not in write answers), or that it is large.
 func appendBinary(b []byte, bin *uds.Binary) []byte {
 	b = append(b, `,"contentType":`...)
-	b = appendString(b, bin.ContentType)
+	b = jsontext.AppendString(b, bin.ContentType)
 	b = append(b, `,"size":`...)
 	b = strconv.AppendInt(b, bin.Size, 10)
 	switch {
@@ -66,7 +67,7 @@ func appendBinary(b []byte, bin *uds.Binary) []byte {
 func appendItemTail(b []byte, it *uds.Item) []byte {
 	if it.ClassName != "" {
 		b = append(b, `,"className":`...)
-		b = appendString(b, it.ClassName)
+		b = jsontext.AppendString(b, it.ClassName)
 	}
 	// Items written before UDS may lack audit dates; they are omitted
 	// rather than invented.
@@ -76,7 +77,7 @@ func appendItemTail(b []byte, it *uds.Item) []byte {
 	}
 	if it.CreatedBy != "" {
 		b = append(b, `,"createdBySubject":`...)
-		b = appendString(b, it.CreatedBy)
+		b = jsontext.AppendString(b, it.CreatedBy)
 	}
 	if !it.UpdatedDate.IsZero() {
 		b = append(b, `,"updatedDate":"`...)
@@ -84,7 +85,7 @@ func appendItemTail(b []byte, it *uds.Item) []byte {
 	}
 	if it.UpdatedBy != "" {
 		b = append(b, `,"updatedBySubject":`...)
-		b = appendString(b, it.UpdatedBy)
+		b = jsontext.AppendString(b, it.UpdatedBy)
 	}
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, it.Version, 10)
@@ -93,62 +94,6 @@ func appendItemTail(b []byte, it *uds.Item) []byte {
 		b = append(store.AppendTime(b, it.ExpiresAt), '"')
 	}
 	return append(b, '}')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string exactly as encoding/json does
-// with HTML escaping off: quotes, backslashes and control characters
-// escaped (\b, \f, \n, \r and \t by their short forms), invalid UTF-8 as
-// U+FFFD, and U+2028 and U+2029 escaped.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // itemJSONBytes estimates the encoded size of an item, to size buffers;
@@ -220,7 +165,7 @@ func writeItemsPage(w http.ResponseWriter, member string, items []uds.Item, curs
 	buf = append(buf, ']')
 	if cursor != "" {
 		buf = append(buf, `,"cursor":`...)
-		buf = appendString(buf, cursor)
+		buf = jsontext.AppendString(buf, cursor)
 	}
 	buf = append(buf, "}\n"...)
 	if gz != nil {
