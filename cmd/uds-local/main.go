@@ -41,6 +41,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/pkg/changes"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/console"
 	"github.com/udsproject/uds/pkg/expiry"
@@ -180,12 +181,22 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 	// The stream poller stops before the last line, as the requests do:
 	// a batch in hand when the server stops is handed over again at the
 	// next start.
-	stopStreams, err := startStreams(ctx, client, cfg, logger,
+	stopStreams, err := startStreams(ctx, client, cfg, logger, "streamed counting",
+		[]string{cfg.Tables.Data, cfg.Tables.List, cfg.Tables.History},
 		expiry.Handler(store.New(client, cfg.Tables), logger, host.Metrics))
 	if err != nil {
 		return err
 	}
 	defer stopStreams()
+	// The changes feed's writer reads the data tables' streams too, with
+	// a poller of its own: a second reader of each shard, as deployed.
+	stopChanges, err := startStreams(ctx, client, cfg, logger, "the changes feed",
+		[]string{cfg.Tables.Data, cfg.Tables.List},
+		changes.Handler(store.New(client, cfg.Tables), logger))
+	if err != nil {
+		return err
+	}
+	defer stopChanges()
 	// The sweep stops with the server, also when serving fails.
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	var sweeping sync.WaitGroup
@@ -241,6 +252,7 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 		return fmt.Errorf("stopping: %w", err)
 	}
 	stopStreams()
+	stopChanges()
 	logger.Info("UDS stopped")
 	return nil
 }
@@ -279,26 +291,26 @@ func dataIn(dir string) string {
 	return "data in " + dir
 }
 
-// startStreams stands in for the expiry function's event source mappings
-// (see streampoll): when the data tables have streams, a poller hands the
-// records of the data, list and history tables' streams to handle, the
-// expiry function's handler, until stop is called; stop may be called
-// more than once. Without the data tables' streams (tables made before
-// the local tables had them) the server runs without it and says that
-// streamed counting is off: the usage of apps in streamed mode then stays
-// where it is. The history table's stream is read when it has one; it
-// only carries TTL deletions, which DynamoDB Local never makes. With
-// UDS_LOCAL_STREAMS=off it reads none and says so (see envLocalStreams).
-func startStreams(ctx context.Context, db *dynamodb.Client, cfg config.Config, logger *slog.Logger, handle streampoll.Handler) (stop func(), err error) {
+// startStreams stands in for a function's event source mappings (see
+// streampoll): when the data tables have streams, a poller hands the
+// records of the given tables' streams to handle, the function's handler,
+// until stop is called; stop may be called more than once. The first two
+// tables are the data tables: without their streams (tables made before
+// the local tables had them) the server runs without the poller and says
+// that what it serves (purpose) is off. A later table is read when it has
+// a stream: the history table's only carries TTL deletions, which
+// DynamoDB Local never makes. With UDS_LOCAL_STREAMS=off it reads none and
+// says so (see envLocalStreams).
+func startStreams(ctx context.Context, db *dynamodb.Client, cfg config.Config, logger *slog.Logger, purpose string, tables []string, handle streampoll.Handler) (stop func(), err error) {
 	switch v := os.Getenv(envLocalStreams); v {
 	case "", "on":
 	case "off":
-		logger.Warn("streamed counting is off: " + envLocalStreams + "=off")
+		logger.Warn(purpose + " is off: " + envLocalStreams + "=off")
 		return func() {}, nil
 	default:
 		return nil, fmt.Errorf("%s: want on or off, got %q", envLocalStreams, v)
 	}
-	found, err := streampoll.Streams(ctx, db, cfg.Tables.Data, cfg.Tables.List, cfg.Tables.History)
+	found, err := streampoll.Streams(ctx, db, tables...)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +321,7 @@ func startStreams(ctx context.Context, db *dynamodb.Client, cfg config.Config, l
 		}
 	}
 	if len(without) > 0 {
-		logger.Warn("streamed counting is off: the data tables have no streams", slog.String("without", strings.Join(without, ", ")))
+		logger.Warn(purpose+" is off: the data tables have no streams", slog.String("without", strings.Join(without, ", ")))
 		return func() {}, nil
 	}
 	streams, err := streampoll.NewClient(ctx, cfg.Endpoint)

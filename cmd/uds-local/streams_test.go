@@ -46,7 +46,8 @@ func TestStartStreams(t *testing.T) {
 			var out lockedBuffer
 			var mu sync.Mutex
 			var got []events.DynamoDBEventRecord
-			stop, err := startStreams(t.Context(), storetest.Client(t), cfg, newLogger(&out, cfg),
+			stop, err := startStreams(t.Context(), storetest.Client(t), cfg, newLogger(&out, cfg), "streamed counting",
+				[]string{cfg.Tables.Data, cfg.Tables.List, cfg.Tables.History},
 				func(_ context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
 					mu.Lock()
 					defer mu.Unlock()

@@ -172,6 +172,7 @@ func FromEnv() (Config, error) {
 			Usage:      envOr(schema.Usage.EnvVar, schema.Usage.DefaultName),
 			Apps:       envOr(schema.Apps.EnvVar, schema.Apps.DefaultName),
 			Namespaces: envOr(schema.Namespaces.EnvVar, schema.Namespaces.DefaultName),
+			Changes:    envOr(schema.Changes.EnvVar, schema.Changes.DefaultName),
 		},
 		Endpoint:     os.Getenv(EnvDynamoDBEndpoint),
 		SubjectClaim: envOr(EnvSubjectClaim, DefaultSubjectClaim),

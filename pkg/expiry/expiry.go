@@ -59,13 +59,7 @@ func Handler(r Accounter, log *slog.Logger, metrics *emf.Writer) func(context.Co
 		}
 		start := time.Now()
 		ctx, calls := store.WithCallStats(ctx)
-		changes := make([]store.StreamChange, len(ev.Records))
-		for i, rec := range ev.Records {
-			changes[i] = store.StreamChange{
-				Sequence: rec.Change.SequenceNumber, At: rec.Change.ApproximateCreationDateTime.Time,
-				Old: image(rec.Change.OldImage), New: image(rec.Change.NewImage),
-			}
-		}
+		changes := StreamChanges(ev.Records)
 		done, failure := r.CountStreamed(ctx, ev.ShardID, changes)
 		// counted is the records of items the stream counts (written in
 		// streamed mode), released the TTL's deletions of other items.
@@ -132,6 +126,18 @@ var batchLayout = emf.NewLayout(emf.Directive{DimensionSets: [][]string{{"functi
 func IsTTLRemoval(rec events.DynamoDBEventRecord) bool {
 	return rec.EventName == "REMOVE" && rec.UserIdentity != nil &&
 		rec.UserIdentity.Type == "Service" && rec.UserIdentity.PrincipalID == TTLPrincipal
+}
+
+// StreamChanges converts stream records to the store's changes, in order.
+func StreamChanges(records []events.DynamoDBEventRecord) []store.StreamChange {
+	changes := make([]store.StreamChange, len(records))
+	for i, rec := range records {
+		changes[i] = store.StreamChange{
+			Sequence: rec.Change.SequenceNumber, At: rec.Change.ApproximateCreationDateTime.Time,
+			Old: image(rec.Change.OldImage), New: image(rec.Change.NewImage),
+		}
+	}
+	return changes
 }
 
 // image converts a stream image to the SDK's attribute values.

@@ -39,6 +39,7 @@ type Stores struct {
 	Transfer   TransferStore
 	Strays     StrayStore
 	Keys       KeyStore
+	Changes    ChangesStore
 }
 
 // StoresOf returns st as every capability.
@@ -46,7 +47,7 @@ func StoresOf(st *store.Store) Stores {
 	return Stores{
 		Items: st, Lists: st, Batches: st, History: st, Indexes: st, Uploads: st,
 		Usage: st, QuotaModes: st, Registry: st, RateLimits: st,
-		Policy: st, Policies: st, Transfer: st, Strays: st, Keys: st,
+		Policy: st, Policies: st, Transfer: st, Strays: st, Keys: st, Changes: st,
 	}
 }
 

@@ -38,6 +38,9 @@ type errorBody struct {
 	Deleted *int `json:"deleted,omitempty"`
 	// FailedIndex names the operation that refused an atomic batch.
 	FailedIndex *int `json:"failedIndex,omitempty"`
+	// Resync, on 410, tells a changes feed's client to start again from
+	// the beginning.
+	Resync *bool `json:"resync,omitempty"`
 	// Violations, on 422, say where data fails the namespace's schema.
 	Violations []violationJSON `json:"violations,omitempty"`
 }
@@ -74,6 +77,7 @@ var statusOf = map[uds.Code]int{
 	uds.CodeUnavailable:          http.StatusServiceUnavailable,
 	uds.CodeIncomplete:           http.StatusServiceUnavailable,
 	uds.CodePolicyPending:        http.StatusServiceUnavailable,
+	uds.CodeCursorExpired:        http.StatusGone,
 }
 
 // messages gives the "error" member of the errors whose message is not
@@ -107,6 +111,7 @@ var messages = []struct {
 	{uds.ErrIncomplete, "List not fully deleted", "List not fully deleted"},
 	{uds.ErrUnavailable, "Service unavailable", "Service unavailable"},
 	{uds.ErrRateLimited, "Too many requests", "Too many requests"},
+	{uds.ErrCursorExpired, "Cursor expired", "Cursor expired"},
 }
 
 // fail answers err with its code's status and a message safe to show;
@@ -171,6 +176,10 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		body.Details = "the upload's object has not arrived in the bucket: POST the file to the upload's url first, then commit"
 	case errors.Is(err, uds.ErrNoStreams):
 		body.Details = "this deployment's data tables are imported without streams the stack reads, so nothing would count writes in streamed mode; apps keep the strict mode"
+	case errors.Is(err, uds.ErrCursorExpired):
+		resync := true
+		body.Resync = &resync
+		body.Details = "the cursor is older than the feed keeps its changes (30 days), or the namespace's access mode changed since it was taken: read the feed again from the beginning (changes=) into an empty replica"
 	case errors.Is(err, uds.ErrNoBucket):
 		body.Details = "this deployment has no bucket for large values; values of up to 350 KiB go in one request"
 	case errors.As(err, &coding):

@@ -63,13 +63,13 @@ var routes = []route{
 	// A batch of item operations of both kinds; the kv function serves it.
 	{GroupKV, batchPattern, map[string]handler{
 		http.MethodPost: (*API).batch}, nil},
-	// A query of a namespace by one of its indexes; it reads key-value
-	// and list items alike, and the kv function serves it. The two routes
-	// above take their paths first: a namespace named quota or batch
-	// declares no indexes.
+	// A query of a namespace by one of its indexes, or its changes feed
+	// (changes.go); both read key-value and list items alike, and the kv
+	// function serves them. The two routes above take their paths first:
+	// a namespace named quota or batch declares no indexes.
 	{GroupKV, "/data/{applicationUuid}/{namespace}", map[string]handler{
-		http.MethodGet: (*API).queryIndex},
-		map[string][]string{http.MethodGet: indexQuery}},
+		http.MethodGet: (*API).readNamespace},
+		map[string][]string{http.MethodGet: append(slices.Clone(indexQuery), "changes")}},
 	{GroupKV, "/data/{applicationUuid}/{namespace}/{id}", map[string]handler{
 		http.MethodGet: (*API).getItem, http.MethodPost: (*API).createItem,
 		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}, itemRouteQuery},

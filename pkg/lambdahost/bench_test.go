@@ -96,7 +96,7 @@ func lambdaEnv(b *testing.B) {
 	b.Setenv("AWS_SESSION_TOKEN", "IQoJb3JpZ2luX2VjEXAMPLETOKEN")
 }
 
-var benchTables = store.Tables{Data: "data_store", List: "data_store_list", History: "data_history", Index: "data_index", Usage: "data_usage", Apps: "apps", Namespaces: "namespace_policies"}
+var benchTables = store.Tables{Data: "data_store", List: "data_store_list", History: "data_history", Index: "data_index", Usage: "data_usage", Apps: "apps", Namespaces: "namespace_policies", Changes: "data_changes"}
 
 // apiHandler serves st as the functions do, request lines (in Lambda's
 // JSON log format, as the stack configures it) and EMF records included;

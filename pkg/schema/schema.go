@@ -412,12 +412,44 @@ var Namespaces = Table{
 	Range:       &KeyAttr{AttrNamespace, String},
 }
 
+// Changes holds the changes feed (package store's changes.go): one small
+// row per change of an item of the data tables, written from their
+// streams by the changes function, in partitions of a namespace's key
+// space (changesBuckets of them, so that a busy namespace spreads its
+// writes), sorted by when the row was written. Rows expire after the
+// feed's retention (AttrExpiresAt, the tables' TTL attribute).
+var Changes = Table{
+	ID:          "ChangesTable",
+	DefaultName: "data_changes",
+	EnvVar:      "UDS_TABLE_CHANGES",
+	Hash:        KeyAttr{AttrChangesKey, String},
+	Range:       &KeyAttr{AttrChangeSeq, String},
+}
+
+// Attribute names of the changes table. A row names its item by the data
+// tables' own key (AttrDataKey, AttrSortKey) and carries the version the
+// change wrote or removed (AttrVersion).
+const (
+	// AttrChangesKey is a row's partition: app, namespace, key space and
+	// bucket.
+	AttrChangesKey = "changesKey"
+	// AttrChangeSeq orders a partition's rows: the millisecond the row
+	// was written (or an expiry's), fixed width, then a suffix that makes
+	// it unique.
+	AttrChangeSeq = "seq"
+	// AttrChangeRemoved marks a row of a removal (delete, expiry, erase).
+	AttrChangeRemoved = "removed"
+	// AttrChangeAt is when the change was made, in epoch milliseconds:
+	// the stream record's time, or an expiry's instant.
+	AttrChangeAt = "at"
+)
+
 // Tables lists every table UDS uses.
-var Tables = []Table{Data, List, History, IndexEntries, Usage, Apps, Namespaces}
+var Tables = []Table{Data, List, History, IndexEntries, Usage, Apps, Namespaces, Changes}
 
 // TableNames holds the physical name of each table of a deployment.
 type TableNames struct {
-	Data, List, History, Index, Usage, Apps, Namespaces string
+	Data, List, History, Index, Usage, Apps, Namespaces, Changes string
 }
 
 // Name returns the physical name of t.
@@ -437,6 +469,8 @@ func (n TableNames) Name(t Table) string {
 		return n.Apps
 	case Namespaces.ID:
 		return n.Namespaces
+	case Changes.ID:
+		return n.Changes
 	}
 	return ""
 }

@@ -76,7 +76,18 @@ var keysProjection = &projection{
 
 // NamespaceKeys reads one page of a namespace's keys after q.After.
 func (s *Store) NamespaceKeys(ctx context.Context, q KeysQuery) (KeysPage, error) {
-	w := keysWalker{s: s, q: q, budget: q.Limit}
+	w, err := s.walkKeys(ctx, q)
+	if err != nil {
+		return KeysPage{}, err
+	}
+	keys, err := w.read(ctx)
+	return KeysPage{Keys: keys, Next: w.next}, err
+}
+
+// walkKeys finds the index entries of one page of a namespace's keys
+// after q.After (the walker's entries, and where the page stopped).
+func (s *Store) walkKeys(ctx context.Context, q KeysQuery) (*keysWalker, error) {
+	w := &keysWalker{s: s, q: q, budget: q.Limit}
 	pos := q.After
 	switch {
 	case q.User != "":
@@ -85,13 +96,13 @@ func (s *Store) NamespaceKeys(ctx context.Context, q KeysQuery) (KeysPage, error
 				pos = ExportPosition{Owner: q.User}
 			}
 			if err := w.owner(ctx, pos); err != nil {
-				return KeysPage{}, err
+				return nil, err
 			}
 		}
 	case pos.Owner != "" && !pos.Done:
 		// Finish the owner the previous page stopped in.
 		if err := w.owner(ctx, pos); err != nil {
-			return KeysPage{}, err
+			return nil, err
 		}
 	}
 	if q.User == "" && w.next == nil {
@@ -107,11 +118,10 @@ func (s *Store) NamespaceKeys(ctx context.Context, q KeysQuery) (KeysPage, error
 			return err == nil && w.next == nil, err
 		})
 		if err != nil {
-			return KeysPage{}, err
+			return nil, err
 		}
 	}
-	keys, err := w.read(ctx)
-	return KeysPage{Keys: keys, Next: w.next}, err
+	return w, nil
 }
 
 // keysWalker collects the index entries of one page of keys.
@@ -129,6 +139,13 @@ type keysWalker struct {
 type keyEntryFound struct {
 	key  uds.Key
 	list bool
+	// owner is the owner whose index entry it is.
+	owner string
+}
+
+// after is the position just after the entry.
+func (e keyEntryFound) after() ExportPosition {
+	return ExportPosition{Owner: e.owner, List: e.list, DataKey: e.key.DataKey(), SortKey: e.key.SortKey}
 }
 
 // owner adds the owner's entries from pos on: the rest of the table pos
@@ -163,7 +180,7 @@ func (w *keysWalker) table(ctx context.Context, pos ExportPosition) error {
 		w.budget -= max(1, int(out.ScannedCount))
 		for _, e := range out.Items {
 			if k, ok := keyOf(e); ok {
-				w.entries = append(w.entries, keyEntryFound{key: k, list: pos.List})
+				w.entries = append(w.entries, keyEntryFound{key: k, list: pos.List, owner: pos.Owner})
 			}
 		}
 		if out.LastEvaluatedKey == nil {

@@ -26,6 +26,7 @@ var wantStreams = map[string]types.StreamViewType{
 	schema.Usage.ID:        "",
 	schema.Apps.ID:         "",
 	schema.Namespaces.ID:   "",
+	schema.Changes.ID:      "",
 }
 
 // streamOf describes a table's stream: its view ("" for none) and the ARN

@@ -58,6 +58,9 @@ const (
 	// CodePolicyPending: the namespace's access mode is changing and takes
 	// no writes until the change completes; retry.
 	CodePolicyPending Code = "policy_pending"
+	// CodeCursorExpired: a changes feed's cursor is older than the feed
+	// keeps, or the namespace's key space changed since; start again.
+	CodeCursorExpired Code = "cursor_expired"
 )
 
 // Codes lists every code, for the OpenAPI document's enum and its test.
@@ -69,7 +72,7 @@ func Codes() []Code {
 		CodeTooLarge, CodeUnsupportedMediaType, CodeRangeNotSatisfiable,
 		CodeSchemaViolation, CodeUploadMismatch, CodeRateLimited,
 		CodeInternal, CodeNotConfigured, CodeUnavailable, CodeIncomplete,
-		CodePolicyPending,
+		CodePolicyPending, CodeCursorExpired,
 	}
 }
 

@@ -31,6 +31,10 @@ var (
 	// server errors, lost connections); the client may retry. An
 	// *UnavailableError carries the cause, for the log.
 	ErrUnavailable = NewError(CodeUnavailable, "unavailable")
+	// ErrCursorExpired: a changes feed's cursor is older than the feed
+	// keeps its changes, or was taken in a key space the namespace no
+	// longer uses; the client starts again from the beginning.
+	ErrCursorExpired = NewError(CodeCursorExpired, "cursor expired")
 )
 
 // InvalidError names the part of a request that is wrong and why.

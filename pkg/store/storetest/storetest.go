@@ -114,9 +114,10 @@ func uniqueTables(t testing.TB) store.Tables {
 		Usage:      prefix + schema.Usage.DefaultName,
 		Apps:       prefix + schema.Apps.DefaultName,
 		Namespaces: prefix + schema.Namespaces.DefaultName,
+		Changes:    prefix + schema.Changes.DefaultName,
 	}
 	t.Cleanup(func() {
-		for _, name := range []string{tables.Data, tables.List, tables.History, tables.Index, tables.Usage, tables.Apps, tables.Namespaces} {
+		for _, name := range []string{tables.Data, tables.List, tables.History, tables.Index, tables.Usage, tables.Apps, tables.Namespaces, tables.Changes} {
 			_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 		}
 	})
