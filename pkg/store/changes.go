@@ -178,8 +178,15 @@ func (s *Store) LogChanges(ctx context.Context, changes []StreamChange) (int, er
 	}
 	written := 0
 	for attempt := 0; len(pending) > 0; attempt++ {
-		if attempt == changesWriteAttempts {
+		switch {
+		case attempt == changesWriteAttempts:
 			return written, fmt.Errorf("log changes: %d rows not written in time after %d attempts", len(pending), attempt)
+		case attempt > 0:
+			// Rows come back when the table throttled or the engine was
+			// slow: wait a little longer each time, as the SDK does.
+			if err := sleep(ctx, min(50*time.Millisecond<<attempt, time.Second)); err != nil {
+				return written, err
+			}
 		}
 		var again []changeRow
 		for start := 0; start < len(pending); start += maxBatchWrite {
