@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,32 +56,18 @@ func (a *API) changes(w http.ResponseWriter, r *http.Request, p params) {
 		a.fail(w, r, err, &key)
 		return
 	}
-	for name := range params {
-		if !slices.Contains(changesQuery, name) {
-			a.fail(w, r, uds.Invalid(name, "cannot be given with changes: a read of the changes feed takes changes and limit only"), &key)
-			return
-		}
-	}
-	limit, err := changesLimit(params.Get("limit"))
-	if err != nil {
-		a.fail(w, r, err, &key)
-		return
-	}
 	sc, err := a.inNamespace(r, key)
 	if err != nil {
 		a.fail(w, r, err, &key)
 		return
 	}
-	q := store.ChangesQuery{App: app, Namespace: namespace, KeySpace: sc.key.Owner, Limit: limit,
-		MaxBytes: maxPageBytes, ItemBytes: itemPayloadBytes}
 	binding := changesBinding(app, namespace, sc.subject)
-	if c := params.Get("changes"); c != "" {
-		q.After, err = a.openChangesCursor(binding, c)
-		if err != nil {
-			a.fail(w, r, err, &key)
-			return
-		}
+	q, err := a.changesRequest(params, binding)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
 	}
+	q.App, q.Namespace, q.KeySpace = app, namespace, sc.key.Owner
 	page, err := a.stores.Changes.Changes(r.Context(), q)
 	if err != nil {
 		a.fail(w, r, err, &key)
@@ -92,6 +79,26 @@ func (a *API) changes(w http.ResponseWriter, r *http.Request, p params) {
 		return
 	}
 	writeChangesPage(w, page, a.cursors.Seal(binding, string(position)))
+}
+
+// changesRequest reads a feed read's query parameters: changes (the
+// cursor, empty to start from the beginning) and limit, no other. binding
+// names the feed and caller the cursor must have been issued for.
+func (a *API) changesRequest(params url.Values, binding string) (store.ChangesQuery, error) {
+	q := store.ChangesQuery{MaxBytes: maxPageBytes, ItemBytes: itemPayloadBytes}
+	for name := range params {
+		if !slices.Contains(changesQuery, name) {
+			return q, uds.Invalid(name, "cannot be given with changes: a read of the changes feed takes changes and limit only")
+		}
+	}
+	var err error
+	if q.Limit, err = changesLimit(params.Get("limit")); err != nil {
+		return q, err
+	}
+	if c := params.Get("changes"); c != "" {
+		q.After, err = a.openChangesCursor(binding, c)
+	}
+	return q, err
 }
 
 // changesBinding names a feed for its cursors: the namespace's, read by
