@@ -10,19 +10,22 @@ import (
 // Function names. Each is also the name of the zip the root Makefile builds
 // (build/<name>.zip) and of the directory under functions/.
 const (
-	fnKV     = "kv"
-	fnList   = "list"
-	fnAdmin  = "admin"
-	fnExpiry = "expiry"
+	fnKV      = "kv"
+	fnList    = "list"
+	fnAdmin   = "admin"
+	fnExpiry  = "expiry"
+	fnChanges = "changes"
 )
 
 // functionSpec sizes one Lambda function.
 //
-// All three get 512 MB: Lambda allocates CPU in proportion to memory, and the
-// work here (JSON parsing and re-encoding, gzip of large values, HMAC of
-// cursors, parallel DynamoDB calls) is CPU-bound rather than memory-bound.
-// At 512 MB an arm64 function answers a 1 MB body several times faster than
-// at 128 MB for little more cost per request.
+// The API's three get 512 MB: Lambda allocates CPU in proportion to memory,
+// and the work here (JSON parsing and re-encoding, gzip of large values,
+// HMAC of cursors, parallel DynamoDB calls) is CPU-bound rather than
+// memory-bound. At 512 MB an arm64 function answers a 1 MB body several
+// times faster than at 128 MB for little more cost per request. The
+// stream functions (expiry, changes) get 256 MB: their batches are small
+// records and a few DynamoDB calls.
 type functionSpec struct {
 	Name string
 	// ConstructID names the function in the template (and for
@@ -34,6 +37,10 @@ type functionSpec struct {
 	// function needs more than that.
 	Timeout     time.Duration
 	Description string
+	// Metrics is whether the function writes EMF records (namespace
+	// UDS): the changes function writes a log line per batch and no
+	// metrics, so no alarm or graph reads UDS metrics of it.
+	Metrics bool
 }
 
 func (f functionSpec) zipPath(assetDir string) string {
@@ -50,6 +57,7 @@ var functionSpecs = []functionSpec{
 		// fast when something hangs.
 		Timeout:     10 * time.Second,
 		Description: "UDS key-value items and the caller's quota view",
+		Metrics:     true,
 	},
 	{
 		Name: fnList, ConstructID: "ListFunction", MemoryMB: 512,
@@ -57,6 +65,7 @@ var functionSpecs = []functionSpec{
 		// (listDeleteAllBudget) is spent, up to API Gateway's 30 s limit.
 		Timeout:     29 * time.Second,
 		Description: "UDS sorted lists",
+		Metrics:     true,
 	},
 	{
 		Name: fnAdmin, ConstructID: "AdminFunction", MemoryMB: 512,
@@ -64,12 +73,26 @@ var functionSpecs = []functionSpec{
 		// take as long as API Gateway allows.
 		Timeout:     29 * time.Second,
 		Description: "UDS administration: usage, quotas, namespace policies, export and import",
+		Metrics:     true,
 	},
 	{
 		Name: fnExpiry, ConstructID: "ExpiryFunction", MemoryMB: 256,
 		// A batch of up to 100 stream records is 100 small transactions.
 		Timeout:     60 * time.Second,
 		Description: "UDS expiry: sums streamed usage, releases the usage of items DynamoDB's TTL deleted, and commits uploaded large values",
+		Metrics:     true,
+	},
+	{
+		Name: fnChanges, ConstructID: "ChangesFunction", MemoryMB: 256,
+		// A batch of up to 100 stream records is up to 200 rows (an
+		// expiring item has a second one), 8 BatchWriteItem calls of 25,
+		// each written again while it takes longer than a second
+		// (store.LogChanges, at most 8 rounds): well under a minute
+		// unless DynamoDB throttles for long, and then the batch fails,
+		// its rows are written again on the next try, and the lag
+		// alarm tells.
+		Timeout:     60 * time.Second,
+		Description: "UDS changes feed: writes a row per change of an item of the data tables, from their streams",
 	},
 }
 
@@ -171,6 +194,15 @@ var functionAccess = map[string][]tableAccess{
 		// Every request reads its namespace's policy (cached).
 		{Table: schema.Namespaces, Actions: []string{"dynamodb:GetItem"}},
 		catalogueMarks[0], catalogueMarks[1],
+		// A read of the changes feed (GET /data/{app}/{namespace}?changes=)
+		// starts with a walk of the namespace's items: the app's owners
+		// from the usage table's app index, each owner's items through
+		// the owner indexes (granted above), read with BatchGetItem. It
+		// then queries the feed's partitions of its key space, strongly
+		// consistent. TestChangesDynamoDBActions (pkg/httpapi) lists what
+		// it takes.
+		{Table: schema.Usage, Index: schema.IndexByAppShard, Actions: []string{"dynamodb:Query"}},
+		{Table: schema.Changes, Actions: []string{"dynamodb:Query"}},
 	},
 	fnList: {
 		{Table: schema.List, Actions: []string{
@@ -274,6 +306,14 @@ var functionAccess = map[string][]tableAccess{
 		// A commit of an upload creates its item, which may be its
 		// namespace's first.
 		catalogueMarks[0], catalogueMarks[1],
+	},
+	fnChanges: {
+		// The feed's rows are put with BatchWriteItem, which IAM
+		// authorises as itself whatever puts it holds; the function
+		// reads nothing of the tables, and deletes nothing (rows leave
+		// by the table's TTL). Reading the data tables' streams is
+		// granted with the event source mappings.
+		{Table: schema.Changes, Actions: []string{"dynamodb:BatchWriteItem"}},
 	},
 }
 

@@ -60,8 +60,8 @@ func (s *UdsStack) defineAlarms(props *UdsStackProps) {
 	s.alarm("ApiServerErrorShareAlarm", share, serverErrorSharePercent,
 		"Over 1% of the UDS HTTP API's requests answered 5xx (see the runbook in docs/operations.md)")
 	// A throttled function is not alarmed on its own: behind the API it
-	// answers 5xx (the share above), and the expiry function falls behind
-	// its streams (its iterator age alarm).
+	// answers 5xx (the share above), and the stream functions fall behind
+	// their streams (their iterator age alarms).
 	for _, f := range functionSpecs {
 		s.alarm(f.ConstructID+"ErrorsAlarm", s.Functions[f.Name].MetricErrors(sum), functionErrorsThreshold,
 			"The UDS "+f.Name+" function failed (crash or timeout)")
@@ -86,10 +86,13 @@ func (s *UdsStack) defineAlarms(props *UdsStackProps) {
 		dynamoDBThrottlesThreshold, "DynamoDB throttled the UDS functions' requests (see the runbook in docs/operations.md)")
 }
 
-// functionsSum adds an EMF metric of every function. The functions make
-// every call the stack's tables take, so what they count of DynamoDB's
-// answers is the tables' own: one metric per function where DynamoDB's
-// metrics take one per table and operation (7 tables by 7 operations).
+// functionsSum adds an EMF metric of every function that writes EMF
+// records. The functions make every call the stack's tables take, so what
+// they count of DynamoDB's answers is the tables' own: one metric per
+// function where DynamoDB's metrics take one per table and operation (8
+// tables by 7 operations). The changes function writes no EMF record: its
+// throttled writes are written again until they pass, and show as its lag
+// (ChangesIteratorAgeAlarm) and in its batch lines (dynamodbThrottles).
 // Each term is FILLed with 0 because metric math drops a timestamp from a
 // sum when any term has no data point there, and a function that served
 // nothing has none.
@@ -97,6 +100,9 @@ func functionsSum(name, label string) awscloudwatch.IMetric {
 	using := map[string]awscloudwatch.IMetric{}
 	var terms []string
 	for _, f := range functionSpecs {
+		if !f.Metrics {
+			continue
+		}
 		using[f.Name] = udsMetric(name, f.Name, "Sum", "", alarmPeriod)
 		terms = append(terms, "FILL("+f.Name+", 0)")
 	}

@@ -262,7 +262,8 @@ func servesDataRoutes(fn string) bool {
 }
 
 // servesRoutes reports whether a function is behind the API (the expiry
-// function is not: its events come from the tables' streams).
+// and changes functions are not: their events come from the tables'
+// streams).
 func servesRoutes(fn string) bool {
 	for _, r := range apiRoutes {
 		if r.Function == fn {

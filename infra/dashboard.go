@@ -111,6 +111,15 @@ var (
 	}
 )
 
+// changesBatchQuery charts the changes function's batch lines
+// (pkg/changes): the records it took, the feed's rows it wrote, the
+// newest record's age when written and the throttled writes, per 5
+// minutes.
+var changesBatchQuery = []string{
+	`filter message = "changes batch"`,
+	`stats sum(records) as records, sum(rows) as rows, max(lagMs) as maxLagMs, sum(dynamodbThrottles) as throttles by bin(5m)`,
+}
+
 // logTable is a Logs Insights query over logGroups, shown as a table.
 func logTable(title string, logGroups []*string, query []string, width float64) awscloudwatch.IWidget {
 	return awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{
@@ -129,7 +138,8 @@ func logTable(title string, logGroups []*string, query []string, width float64) 
 // Insights queries of the request lines, or, with routeMetrics, the
 // per-route metrics too); the tables' throttles and capacity; the
 // functions' duration, cold starts, concurrency, errors and throttles; the
-// expiry stream's lag and releases. Its URL is a stack output.
+// expiry stream's lag and releases; the changes feed's lag and batches.
+// Its URL is a stack output.
 func (s *UdsStack) defineDashboard(props *UdsStackProps) {
 	d := awscloudwatch.NewDashboard(s.Stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DefaultInterval: awscdk.Duration_Hours(jsii.Number(3)),
@@ -222,6 +232,17 @@ func (s *UdsStack) defineDashboard(props *UdsStackProps) {
 		graph("Expiry: usage releases and failures", []awscloudwatch.IMetric{
 			udsMetric("Releases", fnExpiry, "Sum", "releases", dashboardPeriod),
 			udsMetric("ReleaseFailures", fnExpiry, "Sum", "failures", dashboardPeriod)}, 12),
+	)
+	d.AddWidgets(
+		graph("Changes feed: lag, the stream iterator age (ms)", []awscloudwatch.IMetric{s.changesLag(dashboardPeriod, "IteratorAge")}, 12),
+		awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{
+			Title:         jsii.String("Changes feed: records, rows written, lag (ms) and throttles"),
+			LogGroupNames: &[]*string{s.Functions[fnChanges].LogGroup().LogGroupName()},
+			QueryLines:    jsii.Strings(changesBatchQuery...),
+			View:          awscloudwatch.LogQueryVisualizationType_LINE,
+			Width:         jsii.Number(12),
+			Height:        jsii.Number(6),
+		}),
 	)
 	awscdk.NewCfnOutput(s.Stack, jsii.String("DashboardUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("The UDS operations dashboard in the CloudWatch console"),

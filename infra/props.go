@@ -73,14 +73,17 @@ type UdsStackProps struct {
 	// ImportTables names, by schema.Table.ID, the tables that already exist
 	// and are referenced instead of created: all of them when adopting the
 	// tables an earlier stack retained, those it had when adopting the
-	// tables of an earlier release (every one but index before namespace
-	// indexes, every one but history and index before version history,
-	// every one but namespaces, history and index before namespace
-	// policies), the two data tables when moving from a seed deployment
-	// (which has no usage or apps table).
+	// tables of an earlier release (every one but changes before the
+	// changes feed, every one but index and changes before namespace
+	// indexes, and so on back: history before version history,
+	// namespaces before namespace policies), the two data tables when
+	// moving from a seed deployment (which has no usage or apps table).
+	// The stack creates every table not named, the changes table among
+	// them, whatever it imports.
 	ImportTables map[string]bool
-	// AssetDir is the directory holding kv.zip, list.zip and admin.zip, each
-	// with a single executable named bootstrap.
+	// AssetDir is the directory holding the functions' zips (kv.zip,
+	// list.zip, admin.zip, expiry.zip, changes.zip), each with a single
+	// executable named bootstrap.
 	AssetDir string
 	// JWTIssuer and JWTAudience turn on the JWT authorizer of the data routes;
 	// both or neither must be set.
@@ -422,7 +425,7 @@ func (c *contextReader) positive(key string) int64 {
 
 // tables reads a set of tables: true (all), false (none), or a
 // comma-separated list of the names the table context keys use (data,
-// list, history, index, usage, apps, namespaces).
+// list, history, index, usage, apps, namespaces, changes).
 func (c *contextReader) tables(key string) map[string]bool {
 	out := map[string]bool{}
 	v, ok := c.raw(key)

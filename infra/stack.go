@@ -19,13 +19,14 @@ import (
 )
 
 // UdsStack is the deployed UDS: the tables, the bucket for large values,
-// the four functions and the HTTP API in front of them. The fields let
-// tests find the resources a construct made without guessing logical IDs.
+// the five functions and the HTTP API in front of three of them. The
+// fields let tests find the resources a construct made without guessing
+// logical IDs.
 type UdsStack struct {
 	awscdk.Stack
 	// Tables by schema.Table.ID.
 	Tables map[string]awsdynamodb.ITable
-	// Functions by function name (kv, list, admin, expiry).
+	// Functions by function name (kv, list, admin, expiry, changes).
 	Functions map[string]awslambda.Function
 	Roles     map[string]awsiam.Role
 	API       awsapigatewayv2.HttpApi
@@ -61,6 +62,7 @@ func NewUdsStack(scope constructs.Construct, id string, props *UdsStackProps) *U
 	}
 	s.defineAPI(props)
 	s.defineExpiry(props)
+	s.defineChanges(props)
 	s.defineBucket(props)
 	s.defineAlarms(props)
 	s.defineDashboard(props)
@@ -247,8 +249,9 @@ func (s *UdsStack) defineFunction(f functionSpec, props *UdsStackProps) {
 		SystemLogLevelV2: awslambda.SystemLogLevel_INFO,
 		// A reserved concurrency is also the function's ceiling. Only
 		// the API's functions get one: clients drive them, while the
-		// expiry function runs one batch per stream shard at a time
-		// and would only hold back concurrency it never uses.
+		// stream functions (expiry, changes) run one batch per stream
+		// shard at a time and would only hold back concurrency they
+		// never use.
 		ReservedConcurrentExecutions: reservedConcurrency(f, props),
 	})
 	s.Functions[f.Name] = fn
@@ -305,11 +308,13 @@ func functionEnvironment(f functionSpec, props *UdsStackProps, bucket *string) *
 	}
 	// Imported data tables keep the streams (if any) they had, which no
 	// mapping of this stack reads: the admin routes then refuse the
-	// streamed quota mode, whose writes nothing would count.
-	if f.Name == fnAdmin && (props.ImportTables[schema.Data.ID] || props.ImportTables[schema.List.ID]) {
+	// streamed quota mode, whose writes nothing would count, and the kv
+	// function reads of the changes feed, which nothing would write.
+	if (f.Name == fnAdmin || f.Name == fnKV) && (props.ImportTables[schema.Data.ID] || props.ImportTables[schema.List.ID]) {
 		env[config.EnvStreamedQuotas] = jsii.String("off")
 	}
-	if props.RouteMetrics && f.Name != fnExpiry {
+	// Only the API's functions have routes to publish metrics of.
+	if props.RouteMetrics && servesRoutes(f.Name) {
 		env[config.EnvRouteMetrics] = jsii.String("1")
 	}
 	if f.Name == fnList {

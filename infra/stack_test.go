@@ -234,16 +234,18 @@ func asStrings(v any) []string {
 // (dynamodb:Attributes).
 var wantAccess = map[string]map[string][]string{
 	fnKV: {
-		"DataTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "ConditionCheckItem"},
-		"ListTable":               {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "ConditionCheckItem"},
-		"HistoryTable":            {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
-		"IndexTable":              {"PutItem", "DeleteItem", "Query"},
-		"UsageTable":              {"GetItem", "UpdateItem", "BatchGetItem"},
-		"AppsTable":               {"GetItem", "BatchGetItem"},
-		"AppsTable[rate#*]":       {"UpdateItem"},
-		"DataTable/index/byOwner": {"Query"},
-		"ListTable/index/byOwner": {"Query"},
-		"NamespacesTable":         {"GetItem"},
+		"DataTable":                   {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "ConditionCheckItem"},
+		"ListTable":                   {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "ConditionCheckItem"},
+		"HistoryTable":                {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
+		"IndexTable":                  {"PutItem", "DeleteItem", "Query"},
+		"UsageTable":                  {"GetItem", "UpdateItem", "BatchGetItem"},
+		"AppsTable":                   {"GetItem", "BatchGetItem"},
+		"AppsTable[rate#*]":           {"UpdateItem"},
+		"DataTable/index/byOwner":     {"Query"},
+		"ListTable/index/byOwner":     {"Query"},
+		"NamespacesTable":             {"GetItem"},
+		"ChangesTable":                {"Query"},
+		"UsageTable/index/byAppShard": {"Query"},
 		"NamespacesTable{app,namespace,heldSince}":     {"UpdateItem"},
 		"AppsTable{app,heldSince,registry,appNameKey}": {"UpdateItem"},
 	},
@@ -288,6 +290,13 @@ var wantAccess = map[string]map[string][]string{
 		"ListTable/stream":                             {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
 		"HistoryTable/stream":                          {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
 	},
+	// The changes function puts the feed's rows and reads the data
+	// tables' streams: nothing else, and nothing of the bucket.
+	fnChanges: {
+		"ChangesTable":     {"BatchWriteItem"},
+		"DataTable/stream": {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
+		"ListTable/stream": {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
+	},
 }
 
 // wantBucketAccess is the S3 access each function must have, written out
@@ -315,6 +324,7 @@ var wantBucketAccess = map[string]map[string][]string{
 		"values/*":  {"PutObject", "PutObjectTagging", "AbortMultipartUpload", "GetObject", "DeleteObject"},
 		"bucket":    {"ListBucket"},
 	},
+	fnChanges: {},
 }
 
 // wantRoutes is every route key of the API and the function behind it.
@@ -355,15 +365,15 @@ func TestDefaultStack(t *testing.T) {
 			"AWS::IAM::Policy":                len(functionSpecs),
 			"AWS::ApiGatewayV2::Api":          1,
 			"AWS::ApiGatewayV2::Stage":        1,
-			"AWS::ApiGatewayV2::Integration":  len(functionSpecs) - 1, // not the expiry function
+			"AWS::ApiGatewayV2::Integration":  len(apiFunctions), // not the stream functions
 			"AWS::ApiGatewayV2::Route":        len(wantRoutes),
 			"AWS::ApiGatewayV2::Authorizer":   0,
 			"AWS::Lambda::Permission":         len(wantRoutes) + 1, // and S3's, for upload events
 			"AWS::Lambda::EventInvokeConfig":  1,                   // the expiry function's upload events
 			"AWS::Logs::LogGroup":             len(functionSpecs) + 1,
-			"AWS::CloudWatch::Alarm":          1 + len(functionSpecs) + len(apiFunctions) + 1 + 1 + 2, // and the expiry stream's
+			"AWS::CloudWatch::Alarm":          1 + len(functionSpecs) + len(apiFunctions) + 1 + 1 + 2 + 1, // and the expiry stream's, and the changes feed's lag
 			"AWS::CloudWatch::Dashboard":      1,
-			"AWS::Lambda::EventSourceMapping": 3, // data, list and history
+			"AWS::Lambda::EventSourceMapping": 3 + 2, // expiry: data, list and history; changes: data and list
 			"AWS::SQS::Queue":                 1,
 			"AWS::S3::Bucket":                 1,
 			"AWS::S3::BucketPolicy":           1,
@@ -526,10 +536,10 @@ func TestDefaultStack(t *testing.T) {
 		checkEqual(t, "alarm metrics", metrics, map[string]int{
 			"AWS/ApiGateway/5xx":                         1,
 			"AWS/ApiGateway/Count":                       1,
-			"AWS/Lambda/IteratorAge":                     1,
+			"AWS/Lambda/IteratorAge":                     2, // the expiry and changes functions' lag
 			"AWS/SQS/ApproximateNumberOfMessagesVisible": 1,
 			"AWS/Lambda/Errors":                          len(functionSpecs),
-			"UDS/DynamoDBThrottles":                      len(functionSpecs),
+			"UDS/DynamoDBThrottles":                      len(functionSpecs) - 1, // not the changes function, which writes no EMF
 			"UDS/Latency":                                len(apiFunctions),
 			"UDS/UploadCommitFailures":                   1,
 		})
@@ -1168,8 +1178,12 @@ func TestExpiryStreams(t *testing.T) {
 		schema.History.ID: {ttl},
 	}
 	mappings := map[string]map[string]any{} // by the table whose stream it reads
+	expiry := "${" + s.logicalID(t, s.stack.Functions[fnExpiry]) + "}"
 	for _, id := range s.ofType("AWS::Lambda::EventSourceMapping") {
 		p := s.resources[id].Properties
+		if flatten(p["FunctionName"]) != expiry {
+			continue // the changes function's (TestChangesFeed)
+		}
 		for _, table := range schema.Tables {
 			if flatten(p["EventSourceArn"]) == "${"+s.logicalID(t, s.stack.Tables[table.ID])+".StreamArn}" {
 				mappings[table.ID] = p
@@ -1179,8 +1193,7 @@ func TestExpiryStreams(t *testing.T) {
 	checkEqual(t, "mapped tables", slices.Sorted(maps.Keys(mappings)), slices.Sorted(maps.Keys(wantViews)))
 	for _, table := range slices.Sorted(maps.Keys(mappings)) {
 		p := mappings[table]
-		t.Run("mapping/"+table+"/function", func(t *testing.T) {
-			checkEqual(t, "FunctionName", flatten(p["FunctionName"]), "${"+s.logicalID(t, s.stack.Functions[fnExpiry])+"}")
+		t.Run("mapping/"+table+"/start", func(t *testing.T) {
 			checkEqual(t, "StartingPosition", p["StartingPosition"], "TRIM_HORIZON")
 		})
 		t.Run("mapping/"+table+"/tumbling window", func(t *testing.T) {
@@ -1210,6 +1223,157 @@ func TestExpiryStreams(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestChangesFeed checks the changes function and what feeds it, written
+// out independently of infra/changes.go: a mapping on each data table's
+// stream and on no other, with no filter (every change is in the feed),
+// from the streams' oldest record, one batch per shard at a time, batches
+// of 100 gathered for at most a second, a failed batch retried from the
+// record the function reports with no bound on retries or on the
+// records' age (no record is ever skipped, so no failure queue); two
+// readers of each data table's stream with the expiry function's; its
+// alarms; and the changes table, which is read by the kv function and
+// written by the changes function alone. The grants are checked with
+// every function's (TestDefaultStack, iam/changes and iam/kv:
+// wantAccess; s3/changes: none).
+func TestChangesFeed(t *testing.T) {
+	s := synth(t, public())
+	fn := "${" + s.logicalID(t, s.stack.Functions[fnChanges]) + "}"
+
+	t.Run("function", func(t *testing.T) {
+		p := s.resources[s.logicalID(t, s.stack.Functions[fnChanges])].Properties
+		checkEqual(t, "sizing", []any{p["Architectures"], p["MemorySize"], p["Timeout"], p["ReservedConcurrentExecutions"]},
+			[]any{[]any{"arm64"}, 256.0, 60.0, nil})
+		if _, ok := p["Code"].(map[string]any)["S3Key"]; !ok {
+			t.Errorf("Code is not an asset: %v", p["Code"])
+		}
+		// The zip the root Makefile builds from functions/changes.
+		i := slices.IndexFunc(functionSpecs, func(f functionSpec) bool { return f.Name == fnChanges })
+		checkEqual(t, "zip", functionSpecs[i].zipPath(s.props.AssetDir), filepath.Join(s.props.AssetDir, "changes.zip"))
+		env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		checkEqual(t, "UDS_TABLE_CHANGES", env["UDS_TABLE_CHANGES"], "data_changes")
+		checkEqual(t, "UDS_TABLE_DATA", env["UDS_TABLE_DATA"], "data_store")
+		checkEqual(t, "UDS_ROUTE_METRICS", env[config.EnvRouteMetrics], nil)
+	})
+
+	wantMapping := func(table schema.Table) map[string]any {
+		return map[string]any{
+			"FunctionName":                   fn,
+			"EventSourceArn":                 "${" + s.logicalID(t, s.stack.Tables[table.ID]) + ".StreamArn}",
+			"StartingPosition":               "TRIM_HORIZON",
+			"BatchSize":                      "100",
+			"MaximumBatchingWindowInSeconds": "1",
+			"FunctionResponseTypes":          "[ReportBatchItemFailures]",
+			"ParallelizationFactor":          "1",
+			"MaximumRetryAttempts":           "-1",
+			"MaximumRecordAgeInSeconds":      "-1",
+		}
+	}
+	var got, want []map[string]any
+	readers := map[string][]string{} // stream → functions reading it
+	for _, id := range s.ofType("AWS::Lambda::EventSourceMapping") {
+		p := s.resources[id].Properties
+		readers[flatten(p["EventSourceArn"])] = append(readers[flatten(p["EventSourceArn"])], flatten(p["FunctionName"]))
+		if flatten(p["FunctionName"]) != fn {
+			continue
+		}
+		// Every property, flattened: one the stack adds (a filter, a
+		// failure destination, bisection, a tumbling window) fails.
+		m := map[string]any{}
+		for k, v := range p {
+			m[k] = flatten(v)
+		}
+		got = append(got, m)
+		if !slices.Contains(s.resources[id].DependsOn, s.logicalID(t, s.stack.Roles[fnChanges])) {
+			t.Errorf("mapping %s does not wait for the function's role: %v", id, s.resources[id].DependsOn)
+		}
+	}
+	for _, table := range []schema.Table{schema.Data, schema.List} {
+		want = append(want, wantMapping(table))
+	}
+	byStream := func(a, b map[string]any) int {
+		return strings.Compare(a["EventSourceArn"].(string), b["EventSourceArn"].(string))
+	}
+	slices.SortFunc(got, byStream)
+	slices.SortFunc(want, byStream)
+	t.Run("mappings", func(t *testing.T) { checkEqual(t, "mappings", got, want) })
+
+	// DynamoDB advises at most two readers of a stream shard.
+	t.Run("two readers per shard", func(t *testing.T) {
+		expiry := "${" + s.logicalID(t, s.stack.Functions[fnExpiry]) + "}"
+		for stream, fns := range readers {
+			slices.Sort(fns)
+			want := []string{expiry}
+			if strings.Contains(stream, "DataTable") || strings.Contains(stream, "ListTable") {
+				want = append(want, fn)
+				slices.Sort(want)
+			}
+			checkEqual(t, stream+" readers", fns, want)
+		}
+	})
+
+	t.Run("alarms", func(t *testing.T) {
+		lag := s.resources[s.logicalIDOf(t, "ChangesIteratorAgeAlarm")].Properties
+		checkEqual(t, "lag alarm", map[string]any{
+			"metric":    []any{lag["Namespace"], lag["MetricName"], lag["Statistic"], lag["Period"], lag["EvaluationPeriods"]},
+			"function":  dimensions(lag),
+			"threshold": lag["Threshold"],
+			"operator":  lag["ComparisonOperator"],
+		}, map[string]any{
+			"metric":    []any{"AWS/Lambda", "IteratorAge", "Maximum", 300.0, 1.0},
+			"function":  map[string]string{"FunctionName": fn},
+			"threshold": 60000.0,
+			"operator":  "GreaterThanOrEqualToThreshold",
+		})
+		errs := s.resources[s.logicalIDOf(t, "ChangesFunctionErrorsAlarm")].Properties
+		checkEqual(t, "errors alarm", []any{errs["Namespace"], errs["MetricName"], errs["Statistic"], errs["Threshold"], dimensions(errs)},
+			[]any{"AWS/Lambda", "Errors", "Sum", 1.0, map[string]string{"FunctionName": fn}})
+	})
+
+	t.Run("dashboard", func(t *testing.T) {
+		body := flatten(s.resources[s.ofType("AWS::CloudWatch::Dashboard")[0]].Properties["DashboardBody"])
+		for _, want := range []string{
+			`"title":"Changes feed: lag, the stream iterator age (ms)"`,
+			`"AWS/Lambda","IteratorAge","FunctionName","` + fn + `"`,
+			`"title":"Changes feed: records, rows written, lag (ms) and throttles"`,
+			`SOURCE '${` + s.logicalID(t, s.stack.Functions[fnChanges].LogGroup()) + `}' | filter message = \"changes batch\"`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the dashboard lacks %s", want)
+			}
+		}
+	})
+
+	t.Run("table", func(t *testing.T) {
+		r := s.resources[s.logicalID(t, s.stack.Tables[schema.Changes.ID])]
+		p := r.Properties
+		checkEqual(t, "TableName", p["TableName"], "data_changes")
+		checkEqual(t, "KeySchema", p["KeySchema"], []any{
+			map[string]any{"AttributeName": "changesKey", "KeyType": "HASH"},
+			map[string]any{"AttributeName": "seq", "KeyType": "RANGE"},
+		})
+		checkEqual(t, "AttributeDefinitions", p["AttributeDefinitions"], []any{
+			map[string]any{"AttributeName": "changesKey", "AttributeType": "S"},
+			map[string]any{"AttributeName": "seq", "AttributeType": "S"},
+		})
+		checkEqual(t, "GlobalSecondaryIndexes", p["GlobalSecondaryIndexes"], nil)
+		// Rows leave by the TTL, 31 days after they were written.
+		checkEqual(t, "TimeToLiveSpecification", p["TimeToLiveSpecification"], map[string]any{"AttributeName": "expiresAt", "Enabled": true})
+		// Nothing reads the feed's own changes.
+		checkEqual(t, "StreamSpecification", p["StreamSpecification"], nil)
+		checkDurable(t, r)
+	})
+}
+
+// dimensions are an alarm's metric's dimensions, their values flattened.
+func dimensions(alarm map[string]any) map[string]string {
+	out := map[string]string{}
+	for _, d := range asList(alarm["Dimensions"]) {
+		d := d.(map[string]any)
+		out[d["Name"].(string)] = flatten(d["Value"])
+	}
+	return out
 }
 
 // TestHistoryTable writes the history table out as the store uses it,
@@ -1404,42 +1568,58 @@ func TestImportExistingTables(t *testing.T) {
 }
 
 // An earlier deployment has some of the tables: the stack imports those by
-// name and creates the others, and feeds the streams of those it creates
-// (and only those) to the expiry function.
+// name and creates the others, the changes table among them whatever it
+// imports, and feeds the streams of those it creates (and only those) to
+// the expiry function, and the data tables' to the changes function.
 func TestImportSomeTables(t *testing.T) {
 	cases := []struct {
 		name    string
 		imports string
 		// created are the names of the tables the stack creates.
 		created []string
-		// streams are the tables whose streams the expiry function reads.
-		streams []schema.Table
+		// streams are the tables whose streams the expiry function
+		// reads, changes those the changes function reads.
+		streams, changes []schema.Table
 	}{
 		{
 			name: "seed deployment", imports: "data, list",
-			created: []string{"data_usage", "apps", "namespace_policies", "data_history", "data_index"},
+			created: []string{"data_usage", "apps", "namespace_policies", "data_history", "data_index", "data_changes"},
 			streams: []schema.Table{schema.History},
 		},
 		{
 			name: "release before namespace policies", imports: "data,list,usage,apps",
-			created: []string{"namespace_policies", "data_history", "data_index"},
+			created: []string{"namespace_policies", "data_history", "data_index", "data_changes"},
 			streams: []schema.Table{schema.History},
 		},
 		{
 			name: "release before version history", imports: "data,list,usage,apps,namespaces",
-			created: []string{"data_history", "data_index"},
+			created: []string{"data_history", "data_index", "data_changes"},
 			streams: []schema.Table{schema.History},
 		},
 		{
 			// The index table has no stream, so the stack creating it
 			// adds no mapping.
 			name: "release before namespace indexes", imports: "data,list,history,usage,apps,namespaces",
-			created: []string{"data_index"},
+			created: []string{"data_index", "data_changes"},
+		},
+		{
+			// Nor has the changes table: the feed reads the data
+			// tables' streams, which the stack does not control once
+			// they are imported.
+			name: "release before the changes feed", imports: "data,list,history,index,usage,apps,namespaces",
+			created: []string{"data_changes"},
 		},
 		{
 			name: "history alone", imports: "HISTORY",
-			created: []string{"legacy_data", "data_store_list", "data_index", "data_usage", "apps", "namespace_policies"},
+			created: []string{"legacy_data", "data_store_list", "data_index", "data_usage", "apps", "namespace_policies", "data_changes"},
 			streams: []schema.Table{schema.Data, schema.List},
+			changes: []schema.Table{schema.Data, schema.List},
+		},
+		{
+			name: "list alone", imports: "list",
+			created: []string{"legacy_data", "data_history", "data_index", "data_usage", "apps", "namespace_policies", "data_changes"},
+			streams: []schema.Table{schema.Data, schema.History},
+			changes: []schema.Table{schema.Data},
 		},
 	}
 	for _, c := range cases {
@@ -1457,19 +1637,25 @@ func TestImportSomeTables(t *testing.T) {
 			}
 			checkEqual(t, "created tables", created, want)
 
-			var gotStreams, wantStreams []string
-			for _, id := range s.ofType("AWS::Lambda::EventSourceMapping") {
-				gotStreams = append(gotStreams, flatten(s.resources[id].Properties["EventSourceArn"]))
+			for fn, tables := range map[string][]schema.Table{fnExpiry: c.streams, fnChanges: c.changes} {
+				var got, want []string
+				for _, id := range s.ofType("AWS::Lambda::EventSourceMapping") {
+					p := s.resources[id].Properties
+					if flatten(p["FunctionName"]) == "${"+s.logicalID(t, s.stack.Functions[fn])+"}" {
+						got = append(got, flatten(p["EventSourceArn"]))
+					}
+				}
+				for _, table := range tables {
+					want = append(want, "${"+s.logicalID(t, s.stack.Tables[table.ID])+".StreamArn}")
+				}
+				sort.Strings(got)
+				sort.Strings(want)
+				checkEqual(t, fn+" streams", got, want)
 			}
-			for _, table := range c.streams {
-				wantStreams = append(wantStreams, "${"+s.logicalID(t, s.stack.Tables[table.ID])+".StreamArn}")
-			}
-			sort.Strings(gotStreams)
-			sort.Strings(wantStreams)
-			checkEqual(t, "expiry streams", gotStreams, wantStreams)
 
-			// The admin routes refuse the streamed quota mode unless both
-			// data tables' streams are read.
+			// The admin routes refuse the streamed quota mode, and the kv
+			// function reads of the changes feed, unless both data
+			// tables' streams are read.
 			var streamedQuotas any = "off"
 			read := func(table schema.Table) bool {
 				return slices.ContainsFunc(c.streams, func(s schema.Table) bool { return s.ID == table.ID })
@@ -1481,7 +1667,7 @@ func TestImportSomeTables(t *testing.T) {
 				env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 				checkEqual(t, f.Name+" data table", env[schema.Data.EnvVar], "legacy_data")
 				want := any(nil)
-				if f.Name == fnAdmin {
+				if f.Name == fnAdmin || f.Name == fnKV {
 					want = streamedQuotas
 				}
 				checkEqual(t, f.Name+" "+config.EnvStreamedQuotas, env[config.EnvStreamedQuotas], want)
@@ -1708,7 +1894,7 @@ func TestPropsFromContextErrors(t *testing.T) {
 		{"reserved concurrency not a number", map[string]any{ctxReservedConcurrency: "many"}, []string{ctxReservedConcurrency + ": want a whole number"}},
 		{"bad boolean", map[string]any{ctxImportTables: "maybe"}, []string{ctxImportTables}},
 		{"unknown table to import", map[string]any{ctxImportTables: "data,versions"}, []string{
-			ctxImportTables + `: "versions" is not a table (data, list, history, index, usage, apps, namespaces)`,
+			ctxImportTables + `: "versions" is not a table (data, list, history, index, usage, apps, namespaces, changes)`,
 		}},
 		{"bad limit", map[string]any{ctxDefaultLimitBytes: "1.5"}, []string{ctxDefaultLimitBytes}},
 		{"negative limit", map[string]any{ctxDefaultLimitItems: "-1"}, []string{"must not be negative"}},
@@ -1866,7 +2052,7 @@ func TestTableContextKeys(t *testing.T) {
 	for _, table := range schema.Tables {
 		got = append(got, tableContextKey(table))
 	}
-	checkEqual(t, "context keys", got, []string{"tableData", "tableList", "tableHistory", "tableIndex", "tableUsage", "tableApps", "tableNamespaces"})
+	checkEqual(t, "context keys", got, []string{"tableData", "tableList", "tableHistory", "tableIndex", "tableUsage", "tableApps", "tableNamespaces", "tableChanges"})
 }
 
 func checkEqual(t *testing.T, what string, got, want any) {
@@ -2095,7 +2281,7 @@ func TestRouteMetrics(t *testing.T) {
 	for _, f := range functionSpecs {
 		env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 		var want any = "1"
-		if f.Name == fnExpiry {
+		if !servesRoutes(f.Name) {
 			want = nil
 		}
 		checkEqual(t, f.Name+" "+config.EnvRouteMetrics, env[config.EnvRouteMetrics], want)

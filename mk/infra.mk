@@ -2,8 +2,8 @@
 #
 # The root Makefile includes this file and runs from the repository root; the
 # paths below are relative to it. The root Makefile defines build-zips, which
-# writes build/kv.zip, build/list.zip and build/admin.zip (one executable
-# named bootstrap in each), the code the stack deploys.
+# writes build/<function>.zip for kv, list, admin, expiry and changes (one
+# executable named bootstrap in each), the code the stack deploys.
 #
 # Targets:
 #   cdk-install    install the npm packages pinned in package-lock.json
@@ -32,15 +32,19 @@
 #   TABLE_LIST             tableList             data_store, data_store_list,
 #   TABLE_HISTORY          tableHistory          data_history, data_index,
 #   TABLE_INDEX            tableIndex            data_usage, apps,
-#   TABLE_USAGE            tableUsage            namespace_policies)
-#   TABLE_APPS             tableApps
+#   TABLE_USAGE            tableUsage            namespace_policies,
+#   TABLE_APPS             tableApps             data_changes)
 #   TABLE_NAMESPACES       tableNamespaces
+#   TABLE_CHANGES          tableChanges
 #   IMPORT_EXISTING_TABLES importExistingTables  true: use every existing
 #                                                table (kept by an earlier
 #                                                stack); a list such as
 #                                                data,list,usage,apps: those
 #                                                (data,list adopts a seed
-#                                                deployment's tables)
+#                                                deployment's tables; a
+#                                                stack from before the
+#                                                changes feed lists all
+#                                                but changes)
 #   BUCKET_NAME            bucketName            the bucket of large values
 #                                                (stack name, lower case,
 #                                                -values-<account>-<region>)
@@ -109,6 +113,7 @@ CDK_CONTEXT_VARS := \
 	STACK_NAME=stackName \
 	TABLE_DATA=tableData TABLE_LIST=tableList TABLE_USAGE=tableUsage TABLE_APPS=tableApps \
 	TABLE_NAMESPACES=tableNamespaces TABLE_HISTORY=tableHistory TABLE_INDEX=tableIndex \
+	TABLE_CHANGES=tableChanges \
 	IMPORT_EXISTING_TABLES=importExistingTables \
 	BUCKET_NAME=bucketName IMPORT_EXISTING_BUCKET=importExistingBucket \
 	CREATED_CONTENT_APP=createdContentApp \

@@ -81,8 +81,8 @@ const (
 const EnvCreatedContentApp = "UDS_CREATED_CONTENT_APP"
 
 // EnvStreamedQuotas is "off" where nothing reads the data tables' streams
-// (tables imported from a seed deployment): the streamed quota mode is
-// then refused.
+// (tables imported from a seed deployment): the streamed quota mode and
+// reads of the changes feed are then refused.
 const EnvStreamedQuotas = "UDS_STREAMED_QUOTAS"
 
 // Config is everything the functions and the local server read from the

@@ -103,6 +103,7 @@ var messages = []struct {
 	{uds.ErrUploadMismatch, "Upload does not match", "Upload does not match"},
 	{uds.ErrNoBucket, "Large values not configured", "Large values not configured"},
 	{uds.ErrNoStreams, "Streamed quotas not available", "Streamed quotas not available"},
+	{uds.ErrNoChangesFeed, "Changes feed not available", "Changes feed not available"},
 	{uds.ErrNotFound, "Key not found", "Item not found"},
 	{uds.ErrConflict, "Key already exists", "Item already exists"},
 	{uds.ErrPrecondition, "Precondition failed", "Precondition failed"},
@@ -176,6 +177,8 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		body.Details = "the upload's object has not arrived in the bucket: POST the file to the upload's url first, then commit"
 	case errors.Is(err, uds.ErrNoStreams):
 		body.Details = "this deployment's data tables are imported without streams the stack reads, so nothing would count writes in streamed mode; apps keep the strict mode"
+	case errors.Is(err, uds.ErrNoChangesFeed):
+		body.Details = "this deployment's data tables are imported without streams the stack reads, so nothing writes their changes into the feed"
 	case errors.Is(err, uds.ErrCursorExpired):
 		resync := true
 		body.Resync = &resync

@@ -18,9 +18,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/internal/emf"
 	"github.com/udsproject/uds/internal/emf/emftest"
+	"github.com/udsproject/uds/pkg/changes"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/expiry"
 	"github.com/udsproject/uds/pkg/httpapi"
@@ -162,6 +166,73 @@ func TestEventsReplay(t *testing.T) {
 		})
 	}
 	checkSeries(t, cfg, series, largest)
+	checkChangesReplay(t, cfg)
+}
+
+// checkChangesReplay replays the stream events under events/changes (the
+// data tables' streams as the changes function's mappings deliver them,
+// with no filter) through the changes function's handler, over the store
+// as its main builds it, and checks that the feed has a row of each
+// record: a removal's marked removed, the others not. The function
+// writes no EMF record, so it adds no series to checkSeries' count.
+func checkChangesReplay(t *testing.T, cfg config.Config) {
+	t.Helper()
+	client, err := store.NewClient(context.Background(), cfg.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := changes.Handler(store.New(client, cfg.Tables), slog.New(slog.DiscardHandler))
+	files, _ := filepath.Glob("../../events/changes/*.json")
+	if len(files) == 0 {
+		t.Fatal("no stream events under events/changes")
+	}
+	want := map[string]int{}
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev events.DynamoDBTimeWindowEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := h(context.Background(), ev)
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("%s: %+v, %v", file, resp, err)
+		}
+		for _, rec := range ev.Records {
+			// A removal's row names the version removed, the others the
+			// version written.
+			removed := rec.EventName == "REMOVE"
+			img := rec.Change.NewImage
+			if removed {
+				img = rec.Change.OldImage
+			}
+			want[rowOf(img["dataKey"].String(), img["version"].Number(), removed)]++
+		}
+	}
+	out, err := client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(cfg.Tables.Changes), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, row := range out.Items {
+		key, _ := row["dataKey"].(*types.AttributeValueMemberS)
+		version, _ := row["version"].(*types.AttributeValueMemberN)
+		removed, _ := row["removed"].(*types.AttributeValueMemberBOOL)
+		if key == nil || version == nil {
+			t.Fatalf("a row without its item's key or version: %v", row)
+		}
+		got[rowOf(key.Value, version.Value, removed != nil && removed.Value)]++
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("the feed's rows (item, version, removed: count)\n%v\nwant one per record\n%v", got, want)
+	}
+}
+
+// rowOf names a row of the feed by what it says of its item.
+func rowOf(dataKey, version string, removed bool) string {
+	return dataKey + " v" + version + map[bool]string{true: " removed"}[removed]
 }
 
 // checkSeries replays the stream events under events/expiry through the

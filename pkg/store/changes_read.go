@@ -79,8 +79,13 @@ type ChangesPage struct {
 
 // Changes reads one page of a namespace's changes feed in a key space.
 // A position older than ChangesRetention, or made in another key space, is
-// uds.ErrCursorExpired: its client starts again from the beginning.
+// uds.ErrCursorExpired: its client starts again from the beginning. A
+// deployment whose data tables' streams nothing reads (WithoutStreams)
+// answers uds.ErrNoChangesFeed.
 func (s *Store) Changes(ctx context.Context, q ChangesQuery) (ChangesPage, error) {
+	if s.noStreams {
+		return ChangesPage{}, uds.ErrNoChangesFeed
+	}
 	now := s.now()
 	pos := ChangesPosition{KeySpace: q.KeySpace, Walk: true, Began: now.UnixMilli()}
 	if q.After != nil {

@@ -62,7 +62,8 @@ func (s *Store) SetQuotaMode(ctx context.Context, app string, mode uds.QuotaMode
 }
 
 // WithoutStreams says that nothing reads the data tables' streams in this
-// deployment, so no app may take the streamed mode.
+// deployment, so no app may take the streamed mode, and the changes feed,
+// which nothing writes, is not read (uds.ErrNoChangesFeed).
 func WithoutStreams() Option { return func(s *Store) { s.noStreams = true } }
 
 // modeOf is the mode an app's record sets: strict unless it names

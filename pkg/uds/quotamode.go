@@ -7,6 +7,11 @@ import "fmt"
 // control), so nothing would count writes in streamed mode.
 var ErrNoStreams = NewError(CodeNotConfigured, "streamed quotas not available")
 
+// ErrNoChangesFeed: this deployment reads no stream of the data tables, so
+// nothing writes their changes into the changes feed, and a read of it
+// would show a namespace's items once and then nothing, whatever changes.
+var ErrNoChangesFeed = NewError(CodeNotConfigured, "changes feed not available")
+
 // QuotaMode is how an app's quotas are kept (docs/decisions/quotas.md, "Quota
 // modes").
 type QuotaMode string
