@@ -52,16 +52,17 @@ func (c *Client) ChangesPage(ctx context.Context, app, namespace, cursor string,
 	return p, err
 }
 
-// Changes iterates over the pages of namespace's feed from cursor until
-// one is UpToDate, which it yields last. Pages, not entries, are what it
+// Changes iterates over the pages of namespace's feed from cursor, of up
+// to limit entries each as ChangesPage reads them, until one is UpToDate,
+// which it yields last. Pages, not entries, are what it
 // yields: a replica applies a page's entries and then keeps its Cursor,
 // from which a later call reads on. The iteration stops at the first
 // error, which it yields (ErrCursorExpired: start again from "" with an
 // empty replica).
-func (c *Client) Changes(ctx context.Context, app, namespace, cursor string) iter.Seq2[ChangesPage, error] {
+func (c *Client) Changes(ctx context.Context, app, namespace, cursor string, limit int) iter.Seq2[ChangesPage, error] {
 	return func(yield func(ChangesPage, error) bool) {
 		for {
-			p, err := c.ChangesPage(ctx, app, namespace, cursor, 0)
+			p, err := c.ChangesPage(ctx, app, namespace, cursor, limit)
 			if !yield(p, err) || err != nil || p.UpToDate {
 				return
 			}

@@ -28,7 +28,7 @@ func changeKey(c client.Change) string {
 // sync reads the feed from the replica's cursor until it is up to date,
 // applying each page in order, as docs/changes.md tells a client to.
 func (r *replica) sync(ctx context.Context, c *client.Client, namespace string) error {
-	for p, err := range c.Changes(ctx, app, namespace, r.cursor) {
+	for p, err := range c.Changes(ctx, app, namespace, r.cursor, 2) {
 		if err != nil {
 			return err
 		}
@@ -105,7 +105,7 @@ func TestChanges(t *testing.T) {
 	before := r.cursor
 	r.await(t, c, "notes", map[string]string{"a": `{"k":"a2"}`, "c": `{"k":"c"}`, "l/s1": `{"k":"ls1"}`})
 	var tombstone *client.Change
-	for p, err := range c.Changes(ctx, app, "notes", before) {
+	for p, err := range c.Changes(ctx, app, "notes", before, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,7 +64,7 @@
 // by page; each page is applied in order (an item upserted by its key, a
 // tombstone's key removed) and its cursor kept, to read on from later:
 //
-//	for p, err := range c.Changes(ctx, app, "notes", cursor) {
+//	for p, err := range c.Changes(ctx, app, "notes", cursor, 0) {
 //		if errors.Is(err, client.ErrCursorExpired) { ... } // empty the replica, read again from ""
 //		for _, ch := range p.Changes {
 //			if ch.Deleted { delete(replica, ch.ID) } else { replica[ch.ID] = ch.Item }
