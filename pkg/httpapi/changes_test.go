@@ -182,7 +182,7 @@ func TestChangesFeed(t *testing.T) {
 		e := e.on(t)
 		e.clock.Advance(store.ChangesRetention + time.Hour)
 		body := e.do("GET", base+"/notes?changes="+url.QueryEscape(r.cursor), "").expect(t, 410).body
-		if body["resync"] != true || body["code"] != "cursor_expired" {
+		if body["resync"] != true || body["code"] != "cursor_expired" || body["error"] != "Cursor expired" {
 			t.Fatalf("410 body %v", body)
 		}
 	})
