@@ -137,7 +137,9 @@ func (r *changeRow) item(t time.Time) map[string]types.AttributeValue {
 // expires, not when DynamoDB's TTL gets to it. A record of anything but
 // an item (an upload's reservation) has none.
 func changeRows(c StreamChange, now time.Time) []changeRow {
-	img, removed := c.New, c.New == nil
+	// A REMOVE record has no new image: nil, or empty as a Lambda event's
+	// converts (expiry.StreamChanges).
+	img, removed := c.New, len(c.New) == 0
 	if removed {
 		img = c.Old
 	}
