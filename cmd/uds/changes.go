@@ -70,18 +70,19 @@ func changes(e *env, args []string) error {
 		changed, err := readChanges(e, app, namespace, limit, &cursor)
 		switch {
 		case errors.Is(err, client.ErrCursorExpired) && follow:
-			fmt.Fprintf(e.stderr, "uds changes: %v: the feed no longer continues the cursor; reading it again from the beginning (a replica must be emptied)\n", err)
+			fmt.Fprintf(e.stderr, "uds changes: %v\nuds changes: reading the feed again from the beginning: a replica must be emptied\n", err)
 			if err := e.writeJSON(map[string]bool{"resync": true}); err != nil {
 				return err
 			}
 			cursor, wait = "", 0
 			continue
 		case errors.Is(err, client.ErrCursorExpired):
+			// The cursor is of no use any more: it is not told.
 			cursor = ""
-			return fmt.Errorf("%w: the feed no longer continues the cursor; read it again from the beginning (without --cursor) into an empty replica", err)
-		case e.ctx.Err() != nil:
-			// Ctrl-C ends a followed feed, or a read, as asked: the
-			// lines written so far and the cursor stand.
+			return fmt.Errorf("%w (read it again from the beginning, without --cursor, into an empty replica)", err)
+		case follow && e.ctx.Err() != nil:
+			// Ctrl-C is how a followed feed ends: the lines written so
+			// far and the cursor stand.
 			return nil
 		case err != nil || !follow:
 			return err

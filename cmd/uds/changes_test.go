@@ -163,7 +163,7 @@ func TestChanges(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	code, out, errOut = uds(t, srv, "", "--subject", "alice", "changes", app, "drafts", "--cursor", drafts)
-	if code != 1 || out != "" || !strings.HasPrefix(errOut, "uds changes: 410 ") || !strings.Contains(errOut, "read it again from the beginning (without --cursor) into an empty replica") ||
+	if code != 1 || out != "" || !strings.HasPrefix(errOut, "uds changes: 410 ") || !strings.Contains(errOut, "(read it again from the beginning, without --cursor, into an empty replica)") ||
 		strings.Contains(errOut, "cursor "+drafts) {
 		t.Errorf("an expired cursor: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
@@ -173,7 +173,7 @@ func TestChanges(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	f.await(t, `"mine"`)
-	if code := f.end(t); code != 0 || !strings.Contains(f.stderr.String(), "reading it again from the beginning") {
+	if code := f.end(t); code != 0 || !strings.Contains(f.stderr.String(), "reading the feed again from the beginning") {
 		t.Errorf("--follow with an expired cursor: exit %d, stderr %q", code, f.stderr.String())
 	}
 }

@@ -67,7 +67,8 @@
 //	for p, err := range c.Changes(ctx, app, "notes", cursor, 0) {
 //		if errors.Is(err, client.ErrCursorExpired) { ... } // empty the replica, read again from ""
 //		for _, ch := range p.Changes {
-//			if ch.Deleted { delete(replica, ch.ID) } else { replica[ch.ID] = ch.Item }
+//			key := [2]string{ch.ID, ch.SortKey}
+//			if ch.Deleted { delete(replica, key) } else { replica[key] = ch.Item }
 //		}
 //		cursor = p.Cursor // the last page is UpToDate
 //	}
