@@ -1062,6 +1062,16 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("after Refresh the panel shows %d rows, want 2", n)
 		}
 		b.shot("changes")
+		// A cursor is bound to its caller: once the caller changes, the
+		// panel reads the feed again from the beginning, as the new one.
+		b.fill("#caller", "zoe")
+		b.press("Refresh")
+		b.until(`document.querySelector("#changes-state").innerText.startsWith("Read again from the beginning")`)
+		b.until(row("fresh", 2, "written"))
+		if b.text("#changes [role=alert]") != "" {
+			t.Errorf("after the caller changed the panel shows an error:\n%s", b.page())
+		}
+		b.fill("#caller", "")
 	})
 
 	b.run(t, "an app not registered", func(t *testing.T) {

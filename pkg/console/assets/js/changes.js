@@ -7,7 +7,7 @@
 // and then twice as long each time nothing changed (up to 30 s), and at
 // once on Refresh.
 
-import { call, path } from "./api.js";
+import { call, path, ApiError } from "./api.js";
 import { h, replace, busy, count, table, when, preview } from "./ui.js";
 
 // kept is how many entries the panel shows.
@@ -45,21 +45,27 @@ export function changesPanel(app, ns) {
   let wait = 0;
   let timer;
   let reading = false;
+  let again = false;
 
   // read reads the feed from the cursor until it is up to date, or for
-  // pagesPerRead pages, and says whether entries came and whether more
-  // remain. A cursor the feed no longer continues (410) empties the panel
-  // and reads again from the beginning, as a replica would.
+  // pagesPerRead pages, and says whether entries came, whether more
+  // remain, and whether it started again from the beginning. It does
+  // that, emptying the panel as a replica would be emptied, when the
+  // cursor no longer holds: the feed no longer continues it (410), or it
+  // was read as another caller than the header's now (a cursor is bound
+  // to its caller: 400 Invalid changes).
   const read = async () => {
     let changed = false;
+    let restarted = false;
     for (let n = 0; n < pagesPerRead; n += 1) {
-      const res = await call("GET", path("data", app, ns), { data: true, query: { changes: cursor || true }, accept: [410] });
-      if (res.status === 410) {
+      const res = await call("GET", path("data", app, ns), { data: true, query: { changes: cursor || true }, accept: [400, 410] });
+      if (res.status === 410 || (res.status === 400 && cursor && res.body?.error === "Invalid changes")) {
         latest.clear();
         cursor = "";
-        changed = true;
+        changed = restarted = true;
         continue;
       }
+      if (res.status === 400) throw new ApiError(res.status, res.body, res.headers);
       for (const c of res.body.changes) {
         latest.delete(keyOf(c));
         latest.set(keyOf(c), c);
@@ -67,9 +73,9 @@ export function changesPanel(app, ns) {
       }
       changed ||= res.body.changes.length > 0;
       cursor = res.body.cursor;
-      if (res.body.upToDate) return { changed, more: false };
+      if (res.body.upToDate) return { changed, restarted, more: false };
     }
-    return { changed, more: true };
+    return { changed, restarted, more: true };
   };
 
   const show = () => {
@@ -85,10 +91,15 @@ export function changesPanel(app, ns) {
   };
 
   // follow reads the feed and sets the next read: at once while more
-  // remain, after the first wait once something changed, and after twice
-  // the last wait otherwise. It stops once the panel is no longer shown.
+  // remain or after a Refresh during the read, after the first wait once
+  // something changed, and after twice the last wait otherwise. It stops once the panel is no longer shown.
   const follow = async (button) => {
-    if (!panel.isConnected || reading) return;
+    if (!panel.isConnected) return;
+    if (reading) {
+      // A Refresh during a read is not lost: another read follows it.
+      again = true;
+      return;
+    }
     clearTimeout(timer);
     reading = true;
     const got = await busy(button, problem, read);
@@ -96,9 +107,11 @@ export function changesPanel(app, ns) {
     if (!panel.isConnected) return;
     if (got) {
       if (got.changed || !results.firstChild) show();
-      state.textContent = got.more ? "Reading on…" : `Up to date as of ${new Date().toLocaleTimeString("en-GB")}`;
+      const now = new Date().toLocaleTimeString("en-GB");
+      state.textContent = `${got.restarted ? "Read again from the beginning: the cursor no longer held. " : ""}${got.more ? "Reading on…" : `Up to date as of ${now}`}`;
     }
-    wait = got?.more ? 0 : got?.changed ? firstWait : Math.min(Math.max(2 * wait, firstWait), longestWait);
+    wait = again || got?.more ? 0 : got?.changed ? firstWait : Math.min(Math.max(2 * wait, firstWait), longestWait);
+    again = false;
     timer = setTimeout(() => follow(null), wait);
   };
   refresh.addEventListener("click", () => {
