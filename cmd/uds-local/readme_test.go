@@ -38,6 +38,7 @@ var exampleSources = []exampleSource{
 	{"docs/policies.md", nil},
 	{"docs/history.md", nil},
 	{"docs/queries.md", nil},
+	{"docs/changes.md", nil},
 	{"docs/binary-values.md", nil},
 	{"docs/rate-limits.md", nil},
 	{"docs/browsing-data.md", nil},
@@ -85,12 +86,14 @@ func TestREADMEExamples(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	tables := storetest.NewTables(t)
+	// The tables have streams, as make run's: the changes feed's guide
+	// shows an update and a delete reaching the feed.
+	tables := storetest.NewStreamedTables(t)
 	env := append(cleanEnv(os.Environ()),
 		config.EnvDynamoDBEndpoint+"="+os.Getenv(config.EnvDynamoDBEndpoint),
 		schema.Data.EnvVar+"="+tables.Data, schema.List.EnvVar+"="+tables.List, schema.Usage.EnvVar+"="+tables.Usage,
 		schema.Apps.EnvVar+"="+tables.Apps, schema.Namespaces.EnvVar+"="+tables.Namespaces, schema.History.EnvVar+"="+tables.History,
-		schema.IndexEntries.EnvVar+"="+tables.Index,
+		schema.IndexEntries.EnvVar+"="+tables.Index, schema.Changes.EnvVar+"="+tables.Changes,
 		// The local S3 engine on a free port too, so that a make run
 		// beside the test keeps its own.
 		config.EnvS3ListenAddr+"=127.0.0.1:0")

@@ -185,6 +185,8 @@ still building fails (409 Index not ready): uds build-indexes builds it.`,
 			fs.Int("limit", 0, "items per request, 1..1000 (default: the server's 100)")
 		},
 		run: query},
+	"changes": {args: "APP NAMESPACE", short: "a namespace's changes feed, as NDJSON: its items, then every change; --follow reads on as they come",
+		min: 2, max: 2, long: changesLong, flags: changesFlags, run: changes},
 	"strays":    {args: "APP NAMESPACE", short: "the namespace's items no data route reaches (in the key space its policy does not use), as NDJSON records (admin)", min: 2, max: 2, run: strays},
 	"rm-strays": {args: "APP NAMESPACE", short: "remove the namespace's strays, releasing their usage (admin)", min: 2, max: 2, run: removeStrays},
 	"console": {short: "serve the console page on localhost, its calls carried to --endpoint with this machine's credentials",

@@ -1,6 +1,7 @@
 // Package client is the Go client of the UDS API: key-value items and list
 // items with their ETags and version history, values of bytes up to 5 GB,
-// list pages and whole-range iterators, queries by a namespace's declared indexes, delete-all,
+// list pages and whole-range iterators, queries by a namespace's declared indexes, a namespace's
+// changes feed, delete-all,
 // batches, the caller's quota, every admin route, and an app's export and
 // import.
 //
@@ -57,6 +58,20 @@
 //	for it, err := range c.Query(ctx, app, "tasks", client.IndexQuery{Index: "byDue", From: 20240101, To: 20240201, Descending: true}) { ... }
 //
 // A query on an index still building is ErrIndexNotReady.
+//
+// A namespace's changes feed keeps a replica of its items: from the
+// beginning ("") it lists the items as they are, then every change, page
+// by page; each page is applied in order (an item upserted by its key, a
+// tombstone's key removed) and its cursor kept, to read on from later:
+//
+//	for p, err := range c.Changes(ctx, app, "notes", cursor, 0) {
+//		if errors.Is(err, client.ErrCursorExpired) { ... } // empty the replica, read again from ""
+//		for _, ch := range p.Changes {
+//			key := [2]string{ch.ID, ch.SortKey}
+//			if ch.Deleted { delete(replica, key) } else { replica[key] = ch.Item }
+//		}
+//		cursor = p.Cursor // the last page is UpToDate
+//	}
 //
 // A deployed stack takes a JWT on the data routes and IAM (SigV4) on the
 // admin routes:

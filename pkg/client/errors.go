@@ -18,6 +18,7 @@ var (
 	ErrForbidden          = errors.New("forbidden")                // 403, other than a quota
 	ErrQuotaExceeded      = errors.New("quota exceeded")           // 403 "Quota exceeded"
 	ErrNotFound           = errors.New("not found")                // 404
+	ErrCursorExpired      = errors.New("cursor expired")           // 410 "cursor_expired": a changes feed's cursor the feed no longer continues; read it again from the beginning into an empty replica
 	ErrConflict           = errors.New("conflict")                 // 409, other than an index not ready
 	ErrIndexNotReady      = errors.New("index not ready")          // 409 "Index not ready": the index is still building (Client.BuildIndexes)
 	ErrPreconditionFailed = errors.New("precondition failed")      // 412
@@ -111,6 +112,7 @@ var codeKinds = map[string]error{
 	"forbidden":           ErrForbidden,
 	"quota_exceeded":      ErrQuotaExceeded,
 	"not_found":           ErrNotFound,
+	"cursor_expired":      ErrCursorExpired,
 	"conflict":            ErrConflict,
 	"index_not_ready":     ErrIndexNotReady,
 	"precondition_failed": ErrPreconditionFailed,
@@ -137,6 +139,8 @@ func (e *APIError) kind() error {
 		return ErrForbidden
 	case http.StatusNotFound:
 		return ErrNotFound
+	case http.StatusGone:
+		return ErrCursorExpired
 	case http.StatusConflict:
 		return ErrConflict
 	case http.StatusPreconditionFailed:

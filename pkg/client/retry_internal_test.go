@@ -88,6 +88,7 @@ func TestAPIErrorKindsFollowTheCode(t *testing.T) {
 		{"a code of its status's kind", &APIError{Status: 409, Code: "in_use"}, ErrConflict},
 		{"a policy change under way", &APIError{Status: 503, Code: "policy_pending"}, ErrUnavailable},
 		{"a deployment without a bucket", &APIError{Status: 501, Code: "not_configured"}, ErrNotImplemented},
+		{"a changes feed's cursor too old", &APIError{Status: 410, Code: "cursor_expired"}, ErrCursorExpired},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !errors.Is(tc.err, tc.kind) {

@@ -389,7 +389,9 @@ func must(t *testing.T, err error) {
 // against what the API answers.
 func TestConsoleInBrowser(t *testing.T) {
 	chromium := findChromium(t)
-	api, err := url.Parse(apitest.Server(t, apitest.Budget))
+	// The API's changes feed needs the stream poller the local server
+	// runs: the recent changes panel reads it.
+	api, err := url.Parse(apitest.FeedServer(t, apitest.Budget))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1017,6 +1019,57 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.until(`document.querySelector("#item-data") != null`)
 		if got := b.text("#item-data"); !strings.Contains(got, `"frank"`) || eval[string](b, `document.querySelector("#caller").value`) != "frank" {
 			t.Errorf("frank's diary opened as %q, showing %s", eval[string](b, `document.querySelector("#caller").value`), got)
+		}
+		b.fill("#caller", "")
+	})
+
+	b.run(t, "recent changes", func(t *testing.T) {
+		// A namespace's view shows its changes feed, followed: an item
+		// there before, then one created, updated, and the first deleted,
+		// each as the feed shows it some seconds after the write.
+		feed := func(id string) client.Key { return client.Key{App: app, Namespace: "feed", ID: id} }
+		_, err := admin.Create(ctx, feed("before"), map[string]any{"n": 0})
+		must(t, err)
+		b.open("#/apps/" + app + "/data?ns=feed&browse=1")
+		// row is the condition that the panel shows id's entry with the
+		// version and change given.
+		row := func(id string, version int, change string) string {
+			return fmt.Sprintf(`(() => { const tr = document.querySelector('#changes-table tr[data-id=%q]');
+				return tr !== null && tr.dataset.version === %q && tr.querySelector("td:nth-child(3)").innerText === %q; })()`,
+				id, strconv.Itoa(version), change)
+		}
+		b.until(row("before", 1, "written"))
+		_, err = admin.Create(ctx, feed("fresh"), map[string]any{"n": 1})
+		must(t, err)
+		b.until(row("fresh", 1, "written"))
+		_, err = admin.Update(ctx, feed("fresh"), map[string]any{"n": 2})
+		must(t, err)
+		b.until(row("fresh", 2, "written"))
+		if got := b.text(`#changes-table tr[data-id="fresh"] td:nth-child(6)`); got != `{"n":2}` {
+			t.Errorf("the updated item's value shown as %q", got)
+		}
+		must(t, admin.Delete(ctx, feed("before")))
+		b.until(row("before", 1, "deleted"))
+		// Newest first, one row a key, the deleted one marked.
+		ids := eval[[]string](b, `[...document.querySelectorAll("#changes-table tbody tr")].map((tr) => tr.dataset.id + (tr.classList.contains("deleted") ? " (deleted)" : ""))`)
+		if want := []string{"before (deleted)", "fresh"}; !slices.Equal(ids, want) {
+			t.Errorf("the panel shows %q, want %q", ids, want)
+		}
+		// Refresh reads at once and keeps what was read.
+		b.press("Refresh")
+		b.until(`!document.querySelector("#changes-refresh").disabled && document.querySelector("#changes-state").innerText.startsWith("Up to date")`)
+		if n := eval[int](b, `document.querySelectorAll("#changes-table tbody tr").length`); n != 2 {
+			t.Errorf("after Refresh the panel shows %d rows, want 2", n)
+		}
+		b.shot("changes")
+		// A cursor is bound to its caller: once the caller changes, the
+		// panel reads the feed again from the beginning, as the new one.
+		b.fill("#caller", "zoe")
+		b.press("Refresh")
+		b.until(`document.querySelector("#changes-state").innerText.startsWith("Read again from the beginning")`)
+		b.until(row("fresh", 2, "written"))
+		if b.text("#changes [role=alert]") != "" {
+			t.Errorf("after the caller changed the panel shows an error:\n%s", b.page())
 		}
 		b.fill("#caller", "")
 	})

@@ -180,6 +180,8 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	case errors.Is(err, uds.ErrNoChangesFeed):
 		body.Details = "this deployment's data tables are imported without streams the stack reads, so nothing writes their changes into the feed"
 	case errors.Is(err, uds.ErrCursorExpired):
+		// Capitalised as the other errors' messages are.
+		body.Error = "Cursor expired"
 		resync := true
 		body.Resync = &resync
 		body.Details = "the cursor is older than the feed keeps its changes (30 days), or the namespace's access mode changed since it was taken: read the feed again from the beginning (changes=) into an empty replica"

@@ -8,15 +8,20 @@
 package apitest
 
 import (
+	"context"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/udsproject/uds/pkg/blob"
 	"github.com/udsproject/uds/pkg/blob/blobtest"
+	"github.com/udsproject/uds/pkg/changes"
+	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/streampoll"
 )
 
 // Budget is the request and delete-all budget of an API under test whose
@@ -38,6 +43,51 @@ func Server(t testing.TB, deleteAllBudget time.Duration) string {
 func ServerOver(t testing.TB, deleteAllBudget time.Duration) (string, store.Tables) {
 	t.Helper()
 	tables := storetest.NewTables(t)
+	return serve(t, tables, deleteAllBudget), tables
+}
+
+// FeedServer is Server over tables with streams, which the changes
+// function's handler reads through a poller until the test ends, as the
+// local server runs it: its changes feed shows a write about 2.5 s after
+// it (the poller's 200 ms interval and the feed's 2 s settle time). The
+// engine keeps every stream after its table is gone, and each slows its
+// later writes (storetest.NewTables), so only the tests of the feed serve
+// one.
+func FeedServer(t testing.TB, deleteAllBudget time.Duration) string {
+	t.Helper()
+	tables := storetest.NewStreamedTables(t)
+	found, err := streampoll.Streams(context.Background(), storetest.Client(t), tables.Data, tables.List)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams, err := streampoll.NewClient(context.Background(), os.Getenv(config.EnvDynamoDBEndpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := Logger(t)
+	p, err := streampoll.New(streams, found, changes.Handler(store.New(storetest.Client(t), tables), logger), streampoll.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	// The poller stops before the tables are deleted (cleanups run last
+	// registered first), so that it does not log their streams' end as a
+	// failure.
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return serve(t, tables, deleteAllBudget)
+}
+
+// serve starts the API over tables.
+func serve(t testing.TB, tables store.Tables, deleteAllBudget time.Duration) string {
+	t.Helper()
 	// A change into or out of private settles in a moment: the clients'
 	// tests do not race writes against one (pkg/httpapi's tests do).
 	objects := blob.Objects{Bucket: blobtest.New(t)}
@@ -49,5 +99,5 @@ func ServerOver(t testing.TB, deleteAllBudget time.Duration) (string, store.Tabl
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return srv.URL, tables
+	return srv.URL
 }

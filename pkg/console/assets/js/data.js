@@ -6,13 +6,14 @@
 // page with its cursor, order and key range. Opened without a key, the
 // page lists the app's namespaces that hold data, and a namespace's items
 // and list items page by page, every owner's or one owner's, through the
-// admin listing of its keys. The data calls act as the caller in the
-// page's header.
+// admin listing of its keys, beside its recent changes (changes.js). The
+// data calls act as the caller in the page's header.
 
 import { call, path, ApiError, config, actAs } from "./api.js";
 import { appSub } from "./apps.js";
 import { namespacesTable } from "./namespaces.js";
-import { h, replace, field, onSubmit, busy, bytes, count, table, heading, notice, pretty, confirm, when, showError, download, errorBox, isImage, thumbnail } from "./ui.js";
+import { changesPanel } from "./changes.js";
+import { h, replace, field, onSubmit, busy, bytes, count, table, heading, notice, pretty, confirm, when, showError, download, errorBox, isImage, thumbnail, preview } from "./ui.js";
 
 function itemRoute(app, key) {
   return key.sk ? path("data", app, key.ns, key.id, key.sk) : path("data", app, key.ns, key.id);
@@ -62,12 +63,6 @@ function metadata(item, etag) {
   ];
   if (item.contentType) rows.push(["Type", item.contentType], ["Size", `${bytes(item.size)} (${count(item.size)} bytes)`]);
   return h("dl", { class: "meta" }, rows.flatMap(([k, v]) => [h("dt", null, k), h("dd", null, v)]));
-}
-
-// preview is a value in a table's cell: the start of its JSON, or a binary
-// value's type and size.
-function preview(it) {
-  return it.data !== undefined ? h("code", { class: "preview" }, JSON.stringify(it.data).slice(0, 200)) : `${it.contentType}, ${bytes(it.size)}`;
 }
 
 // value shows a JSON value pretty-printed, or a binary one as its type and
@@ -451,6 +446,6 @@ async function keysView(body, app, ns, query) {
   replace(body,
     h("p", { class: "hint" }, `Access: ${policy.access}${isPrivate ? " (a key space per caller: each item is its owner's)" : ""}. `,
       "Pages walk the app's owners in turn; a page is sorted as asked."),
-    form, status, results, h("div", { class: "actions" }, prev, next));
+    form, status, results, h("div", { class: "actions" }, prev, next), changesPanel(app, ns));
   await load(at, null);
 }

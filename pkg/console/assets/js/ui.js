@@ -136,6 +136,12 @@ export function when(s) {
   return s ? s.replace("T", " ").replace(/\.\d+Z$|Z$/, " UTC") : "";
 }
 
+// preview is a value in a table's cell: the start of its JSON, or a binary
+// value's type and size.
+export function preview(it) {
+  return it.data !== undefined ? h("code", { class: "preview" }, JSON.stringify(it.data).slice(0, 200)) : `${it.contentType}, ${bytes(it.size)}`;
+}
+
 // pretty is JSON for reading.
 export function pretty(v) {
   return JSON.stringify(v, null, 2);
