@@ -137,7 +137,13 @@ func (r *changeRow) item(t time.Time) map[string]types.AttributeValue {
 // expires, not when DynamoDB's TTL gets to it. A record of anything but
 // an item (an upload's reservation) has none.
 func changeRows(c StreamChange, now time.Time) []changeRow {
-	img, removed := c.New, c.New == nil
+	// A removal has no new image. The changes function's records come
+	// through expiry.StreamChanges, which makes an absent image an empty
+	// map, not nil: testing for nil took every REMOVE for a change of no
+	// item and wrote no row for it, so a replica kept a deleted item
+	// unless a later row of it happened to be read (found by
+	// TestChangesWorkload).
+	img, removed := c.New, len(c.New) == 0
 	if removed {
 		img = c.Old
 	}
