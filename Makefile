@@ -9,8 +9,8 @@
 #                every benchmark once and the benchmark gate's ratios, the
 #                CDK tests)
 #   make fuzz    every fuzz target, FUZZTIME each
-#   make soak    the accounting workload and a seed-000 migration under every
-#                fault mix, for minutes
+#   make soak    the accounting workload, the changes feed's workload and a
+#                seed-000 migration under every fault mix, for minutes
 #   make migrate adopt a seed deployment's tables, or copy seed 000's
 #                (docs/export-and-migration.md)
 #   make bench   benchmarks and the DynamoDB capacity table
@@ -158,10 +158,20 @@ SOAK_OPS ?= 600
 SOAK_ROUNDS ?= 3
 SOAK_MODES ?= strict streamed
 SOAK_SEED000_RECORDS ?= 10000
+# The changes feed's workload (pkg/httpapi/workload_changes_test.go) runs
+# SOAK_FEED_DURATION of writes per round and mode, also on an engine of its
+# own each; SOAK_FEED_SEED 0 draws a new seed each time (printed, to repeat
+# a run with -feed-seed).
+SOAK_FEED_DURATION ?= 2m
+SOAK_FEED_SEED ?= 0
 soak: engine
 	set -e; for mode in $(SOAK_MODES); do for round in $$(seq 0 $$(($(SOAK_ROUNDS) - 1))); do \
 	  $(ENGINE) -- go test -race -count=1 -timeout 60m -parallel $(TEST_PARALLEL) -run '^TestAccountingWorkload$$' -v ./pkg/httpapi/ \
 	    -workload-ops=$(SOAK_OPS) -workload-first-round=$$round -workload-modes=$$mode; \
+	done; done
+	set -e; for mode in $(SOAK_MODES); do for round in $$(seq 0 $$(($(SOAK_ROUNDS) - 1))); do \
+	  $(ENGINE) -- go test -race -count=1 -timeout 60m -run '^TestChangesWorkload$$' -v ./pkg/httpapi/ \
+	    -feed-duration=$(SOAK_FEED_DURATION) -feed-seed=$(SOAK_FEED_SEED) -feed-modes=$$mode; \
 	done; done
 	$(ENGINE) -- go test -race -count=1 -timeout 60m -run '^TestMigrateSeed000$$' -v ./pkg/migrate/ \
 		-seed000-records=$(SOAK_SEED000_RECORDS) -seed000-all-mixes
