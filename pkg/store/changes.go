@@ -135,9 +135,11 @@ func (r *changeRow) item(t time.Time) map[string]types.AttributeValue {
 // for the change, and one more at the item's expiry when the change left
 // it expiring later, so that the item leaves the feed's replicas when it
 // expires, not when DynamoDB's TTL gets to it. A record of anything but
-// an item (an upload's reservation) has none.
+// an item (an upload's reservation) has none. A record without a new
+// image is a removal: the stream's events give it an empty image, not
+// none.
 func changeRows(c StreamChange, now time.Time) []changeRow {
-	img, removed := c.New, c.New == nil
+	img, removed := c.New, len(c.New) == 0
 	if removed {
 		img = c.Old
 	}
