@@ -214,9 +214,10 @@ bench-load: engine
 		-duration $(LOADBENCH_DURATION) $(LOADBENCH_FLAGS)
 
 # The DynamoDB calls and capacity of every API operation, measured against
-# the engine, into docs/capacity-table.md.
+# the engine, into docs/capacity-table.md; and the changes feed's, checked
+# against docs/capacity.md ("The changes feed").
 capacity: engine
-	$(ENGINE) -- go test -run '^TestCapacityTable$$' -count=1 ./pkg/httpapi/ -capacity-report=$(CURDIR)/docs/capacity-table.md
+	$(ENGINE) -- go test -run '^(TestCapacityTable|TestChangesCapacityTable)$$' -count=1 ./pkg/httpapi/ -capacity-report=$(CURDIR)/docs/capacity-table.md
 
 build: build-zips
 
