@@ -184,7 +184,8 @@ migrate:
 	go run ./cmd/uds-migrate $(MIGRATE_FLAGS)
 
 # Benchmarks: the Lambda path of GET and POST beside the adapter's floor
-# (DynamoDB stubbed at the HTTP transport), and delete-all throughput
+# (DynamoDB stubbed at the HTTP transport), delete-all throughput and the
+# changes feed's catch-up of 10,000 changes (BenchmarkChangesCatchUp)
 # against the engine. Then the capacity table.
 bench: engine
 	$(ENGINE) -- go test -run '^$$' -bench . -benchmem -count=1 ./pkg/...
