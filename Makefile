@@ -200,8 +200,11 @@ bench: engine
 # (UDS_LOCAL_STREAMS=off), one server after another, each over a fresh
 # in-memory DynamoDB Local of its own (the command runs itself per target
 # under $(ENGINE); with UDS_DYNAMODB_ENDPOINT set, all over that engine),
-# each measured for LOADBENCH_DURATION after a warm-up; a Markdown table
-# side by side on stdout. LOADBENCH_FLAGS passes more flags (-targets,
+# each measured for LOADBENCH_DURATION after a warm-up, with a feed probe
+# beside the load on the servers that keep the changes feed (an item
+# created every 100 ms, and a follower of its namespace's feed: the
+# commit-to-feed lag at p50 and p99); a Markdown table side by side on
+# stdout. LOADBENCH_FLAGS passes more flags (-targets,
 # -warmup, -clients; go run ./cmd/uds-loadbench -help). About 3 minutes at
 # the defaults; not part of make test or make bench.
 LOADBENCH_DURATION ?= 20s
