@@ -194,7 +194,8 @@ migrate:
 	go run ./cmd/uds-migrate $(MIGRATE_FLAGS)
 
 # Benchmarks: the Lambda path of GET and POST beside the adapter's floor
-# (DynamoDB stubbed at the HTTP transport), and delete-all throughput
+# (DynamoDB stubbed at the HTTP transport), delete-all throughput and the
+# changes feed's catch-up of 10,000 changes (BenchmarkChangesCatchUp)
 # against the engine. Then the capacity table.
 bench: engine
 	$(ENGINE) -- go test -run '^$$' -bench . -benchmem -count=1 ./pkg/...
@@ -209,8 +210,11 @@ bench: engine
 # (UDS_LOCAL_STREAMS=off), one server after another, each over a fresh
 # in-memory DynamoDB Local of its own (the command runs itself per target
 # under $(ENGINE); with UDS_DYNAMODB_ENDPOINT set, all over that engine),
-# each measured for LOADBENCH_DURATION after a warm-up; a Markdown table
-# side by side on stdout. LOADBENCH_FLAGS passes more flags (-targets,
+# each measured for LOADBENCH_DURATION after a warm-up, with a feed probe
+# beside the load on the servers that keep the changes feed (an item
+# created every 100 ms, and a follower of its namespace's feed: the
+# commit-to-feed lag at p50 and p99); a Markdown table side by side on
+# stdout. LOADBENCH_FLAGS passes more flags (-targets,
 # -warmup, -clients; go run ./cmd/uds-loadbench -help). About 3 minutes at
 # the defaults; not part of make test or make bench.
 LOADBENCH_DURATION ?= 20s
@@ -224,9 +228,10 @@ bench-load: engine
 		-duration $(LOADBENCH_DURATION) $(LOADBENCH_FLAGS)
 
 # The DynamoDB calls and capacity of every API operation, measured against
-# the engine, into docs/capacity-table.md.
+# the engine, into docs/capacity-table.md; and the changes feed's, checked
+# against docs/capacity.md ("The changes feed").
 capacity: engine
-	$(ENGINE) -- go test -run '^TestCapacityTable$$' -count=1 ./pkg/httpapi/ -capacity-report=$(CURDIR)/docs/capacity-table.md
+	$(ENGINE) -- go test -run '^(TestCapacityTable|TestChangesCapacityTable)$$' -count=1 ./pkg/httpapi/ -capacity-report=$(CURDIR)/docs/capacity-table.md
 
 build: build-zips
 

@@ -40,12 +40,23 @@
 // for its usage record: the load measures the cost of a request, not
 // conflicts.
 //
+// Beside the measured load, for the targets whose server keeps the
+// changes feed (strict and streamed: the current server reading its
+// tables' streams), a feed probe (feed.go) creates an item every 100 ms in
+// a namespace of its own and a follower reads that namespace's feed from
+// its cursor (limit 1000, again 20 ms after a page that left it up to
+// date), and records for each create the time from its 201 to the first
+// page that held it: the feed's commit-to-feed lag under the load. The
+// probe's requests are not the load's: they are left out of its figures.
+//
 // It prints, as Markdown, a table with a column per target: requests a
 // second, GET and POST latencies at p50 and p99 as the clients saw them
 // (answers 2xx), the answers that were not 2xx by status, the DynamoDB
 // calls and write units per request from the current servers' request
-// lines (the first release writes none), and the machine's load average
-// before the run and after each target. It stops every server and engine
+// lines (the first release writes none), the feed probe's lag at p50 and
+// p99 (and its least and most), its writes and those that never appeared,
+// the follower's reads, and the machine's load average before the run and
+// after each target. It stops every server and engine
 // it started before it returns.
 //
 // Usage:

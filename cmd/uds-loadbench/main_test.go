@@ -73,7 +73,8 @@ func TestResultJSON(t *testing.T) {
 	}{
 		{"a result", "", &result{Target: streamedUnread, Elapsed: 1500 * time.Millisecond, Gets: outcomes(200, 503), Posts: outcomes(201),
 			Lines:     []requestLine{{Time: time.Date(2026, 11, 28, 10, 0, 0, 5, time.UTC), Route: "POST /x", Status: 201, Calls: 3, Retries: 1, WriteUnits: 4.5}},
-			LoadAfter: "1.00, 0.50, 0.25", Problems: []string{`{"level":"WARN"}`}}, ""},
+			LoadAfter: "1.00, 0.50, 0.25", Problems: []string{`{"level":"WARN"}`},
+			Feed: &feedResult{Writes: 3, WriteErrors: 1, LagsMs: []float64{2100, 2300}, Missing: 1, ToRowMs: []float64{100}, FromRowMs: []float64{2000}, Reads: 9, ReadErrors: 1, ReadMs: []float64{5, 7}}}, ""},
 		{"an unknown target", `{"target": "lax"}`, nil, `no target "lax"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,8 +300,11 @@ func TestReport(t *testing.T) {
 	results := []*result{
 		{Target: first, Elapsed: 2 * time.Second, Gets: outcomes(200, 200, 200), Posts: outcomes(201, 201, 201), LoadAfter: "1.00, 0.50, 0.25"},
 		{Target: strict, Elapsed: time.Second, Gets: outcomes(200, 200), Posts: outcomes(201, 0, 503, 201),
-			Lines:     []requestLine{{Route: "GET /x", Calls: 1}, {Route: "POST /x", Calls: 2, WriteUnits: 7, Retries: 1}},
-			LoadAfter: "2.00, 1.00, 0.50", Problems: []string{`{"level":"ERROR","msg":"request","status":503}`}},
+			Lines: []requestLine{{Route: "GET /x", Calls: 1}, {Route: "POST /x", Calls: 2, WriteUnits: 7, Retries: 1},
+				{Route: "POST /x", Namespace: probeNamespace, Calls: 9, WriteUnits: 90}, {Route: "GET /x", Namespace: probeNamespace, Calls: 9}},
+			LoadAfter: "2.00, 1.00, 0.50", Problems: []string{`{"level":"ERROR","msg":"request","status":503}`},
+			Feed: &feedResult{Writes: 4, LagsMs: []float64{2100, 2200, 2300, 2900}, ToRowMs: []float64{50, 60, 70, 800}, FromRowMs: []float64{2010, 2020, 2030, 2100},
+				Batches: []batchLine{{Records: 3, LatencyMs: 10}, {Records: 5, LatencyMs: 30}}, Reads: 50, ReadMs: []float64{4, 5, 6}}},
 		{Target: streamedUnread, Elapsed: time.Second, Gets: outcomes(200), Posts: outcomes(201),
 			Lines: []requestLine{{Route: "GET /x", Calls: 1}, {Route: "POST /x", Calls: 3, WriteUnits: 4}}, LoadAfter: "2.00, 1.00, 0.50"},
 	}
@@ -330,6 +334,13 @@ func TestReport(t *testing.T) {
 				"| DynamoDB calls per GET / POST | — | 1.00 / 2.00 | 1.00 / 3.00 |\n",
 				"| write units per POST | — | 7.00 | 4.00 |\n",
 				"| DynamoDB retries (GET + POST) | — | 1 | 0 |\n",
+				"| feed lag p50 / p99 ms (probe) | — | 2300 / 2900 | — |\n",
+				"| of which to the row's instant p50 / p99 ms | — | 70 / 800 | — |\n",
+				"| of which from the row's instant p50 / p99 ms | — | 2030 / 2100 | — |\n",
+				"| feed lag min / max ms (probe) | — | 2100 / 2900 | — |\n",
+				"| feed probe: writes / not in the feed / write errors | — | 4 / 0 / 0 | — |\n",
+				"| feed's writer: batches / records a batch / p50 / p99 ms | — | 2 / 4.0 / 30 / 30 | — |\n",
+				"| feed follower: reads / errors / p50 / p99 ms | — | 50 / 0 / 5.0 / 6.0 | — |\n",
 				"| load average after (1, 5, 15 min) | 1.00, 0.50, 0.25 | 2.00, 1.00, 0.50 | 2.00, 1.00, 0.50 |\n",
 				"\nstrict, the first request without an answer: problem !\n",
 				"\nstrict, the first 503 answer: problem !!\n",
@@ -359,7 +370,8 @@ func TestLoadAverage(t *testing.T) {
 // two clients for a second each. Every request is answered 2xx, the
 // servers' request lines give their DynamoDB calls, and the
 // streamed-unread server's word at start that it counts no streamed usage
-// is no warning of the load. The first release is left out: building it
+// is no warning of the load. The strict server keeps the changes feed:
+// the feed probe's every write appears in it. The first release is left out: building it
 // takes longer than the rest of the test.
 func TestRunBriefly(t *testing.T) {
 	_, bin := localbenchtest.Server(t)
@@ -380,6 +392,12 @@ func TestRunBriefly(t *testing.T) {
 		regexp.MustCompile(`\| requests/s \| [1-9][0-9]* \| [1-9][0-9]* \|\n`),
 		regexp.MustCompile(`\| errors \(not 2xx\) \| 0 \| 0 \|\n`),
 		regexp.MustCompile(`\| DynamoDB calls per GET / POST \| [1-9][0-9.]* / [1-9][0-9.]* \| [1-9][0-9.]* / [1-9][0-9.]* \|\n`),
+		// Strict's server keeps the feed, and every probe write appeared
+		// in it; streamed-unread's reads no stream.
+		regexp.MustCompile(`\| feed lag p50 / p99 ms \(probe\) \| [1-9][0-9]* / [1-9][0-9]* \| — \|\n`),
+		regexp.MustCompile(`\| feed probe: writes / not in the feed / write errors \| [1-9][0-9]* / 0 / 0 \| — \|\n`),
+		// Every row is at least the settle old when it appears.
+		regexp.MustCompile(`\| of which from the row's instant p50 / p99 ms \| [2-9][0-9]{3,} / [2-9][0-9]{3,} \| — \|\n`),
 	} {
 		if !want.MatchString(report.String()) {
 			t.Errorf("the report does not match %s:\n%s", want, &report)

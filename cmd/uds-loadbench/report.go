@@ -94,7 +94,7 @@ type calls struct {
 func callsOf(lines []requestLine, method string) calls {
 	var c calls
 	for _, r := range lines {
-		if !strings.HasPrefix(r.Route, method+" ") {
+		if !strings.HasPrefix(r.Route, method+" ") || r.Namespace == probeNamespace {
 			continue
 		}
 		c.lines++
@@ -128,8 +128,11 @@ func report(w io.Writer, o options, before string, results []*result) {
 		"%d clients, one per owner, each sending one request at a time, alternately a GET of one of its owner's %d items of 1 KB and a POST of a new 1 KB key-value item; "+
 		"the app's default quota set high, so that every write runs the quota path; limits and namespace policies cached for %s (UDS_LIMITS_CACHE_TTL). %v of warm-up, then %v measured per target. "+
 		"Latencies as the clients saw them, of 2xx answers; DynamoDB calls from the current servers' request lines (the first release writes none). "+
+		"Feed lag (the targets whose server keeps the changes feed): a probe creates an item every %v in namespace %s beside the load, a follower reads its feed "+
+		"(limit 1000, again %v after a page that left it up to date), from each create's 201 to the first page that held it, split at the instant of the item's row in the changes table; the probe's requests are left out of the other rows. "+
 		"Load average before the run: %s.\n\n",
-		time.Now().UTC().Format(time.DateOnly), localbench.Machine(), engine, o.clients, seedItems, localbench.LimitsCacheTTL(), o.warmup, o.duration, before)
+		time.Now().UTC().Format(time.DateOnly), localbench.Machine(), engine, o.clients, seedItems, localbench.LimitsCacheTTL(), o.warmup, o.duration,
+		probeInterval, probeNamespace, followInterval, before)
 
 	row := func(name string, cell func(r *result) string) {
 		fmt.Fprintf(w, "| %s |", name)
@@ -173,6 +176,59 @@ func report(w io.Writer, o options, before string, results []*result) {
 	})
 	row("DynamoDB retries (GET + POST)", func(r *result) string {
 		return linesCell(r, func(get, post calls) string { return fmt.Sprint(get.retries + post.retries) })
+	})
+	feedCell := func(r *result, cell func(f *feedResult) string) string {
+		if r.Feed == nil {
+			return "—"
+		}
+		return cell(r.Feed)
+	}
+	row("feed lag p50 / p99 ms (probe)", func(r *result) string {
+		return feedCell(r, func(f *feedResult) string {
+			return fmt.Sprintf("%.0f / %.0f", localbench.Quantile(f.LagsMs, 0.5), localbench.Quantile(f.LagsMs, 0.99))
+		})
+	})
+	row("of which to the row's instant p50 / p99 ms", func(r *result) string {
+		return feedCell(r, func(f *feedResult) string {
+			return fmt.Sprintf("%.0f / %.0f", localbench.Quantile(f.ToRowMs, 0.5), localbench.Quantile(f.ToRowMs, 0.99))
+		})
+	})
+	row("of which from the row's instant p50 / p99 ms", func(r *result) string {
+		return feedCell(r, func(f *feedResult) string {
+			return fmt.Sprintf("%.0f / %.0f", localbench.Quantile(f.FromRowMs, 0.5), localbench.Quantile(f.FromRowMs, 0.99))
+		})
+	})
+	row("feed lag min / max ms (probe)", func(r *result) string {
+		return feedCell(r, func(f *feedResult) string {
+			if len(f.LagsMs) == 0 {
+				return "—"
+			}
+			return fmt.Sprintf("%.0f / %.0f", f.LagsMs[0], f.LagsMs[len(f.LagsMs)-1])
+		})
+	})
+	row("feed probe: writes / not in the feed / write errors", func(r *result) string {
+		return feedCell(r, func(f *feedResult) string { return fmt.Sprintf("%d / %d / %d", f.Writes, f.Missing, f.WriteErrors) })
+	})
+	row("feed's writer: batches / records a batch / p50 / p99 ms", func(r *result) string {
+		return feedCell(r, func(f *feedResult) string {
+			if len(f.Batches) == 0 {
+				return "0"
+			}
+			records, ms := 0, make([]float64, len(f.Batches))
+			for i, b := range f.Batches {
+				records += b.Records
+				ms[i] = b.LatencyMs
+			}
+			slices.Sort(ms)
+			return fmt.Sprintf("%d / %.1f / %.0f / %.0f", len(f.Batches), float64(records)/float64(len(f.Batches)),
+				localbench.Quantile(ms, 0.5), localbench.Quantile(ms, 0.99))
+		})
+	})
+	row("feed follower: reads / errors / p50 / p99 ms", func(r *result) string {
+		return feedCell(r, func(f *feedResult) string {
+			ms := slices.Sorted(slices.Values(f.ReadMs))
+			return fmt.Sprintf("%d / %d / %.1f / %.1f", f.Reads, f.ReadErrors, localbench.Quantile(ms, 0.5), localbench.Quantile(ms, 0.99))
+		})
 	})
 	row("load average after (1, 5, 15 min)", func(r *result) string { return r.LoadAfter })
 

@@ -41,6 +41,10 @@ var (
 
 var allTargets = []target{first, strict, streamed, streamedUnread}
 
+// keepsFeed says whether the target's server keeps the changes feed:
+// the current server does when it reads its tables' streams.
+func (t target) keepsFeed() bool { return t != first && !t.streamsUnread }
+
 // envLocalStreams is cmd/uds-local's switch of its stream reading.
 const envLocalStreams = "UDS_LOCAL_STREAMS"
 
@@ -97,6 +101,9 @@ type result struct {
 	// not what it says at start of its settings (streamed-unread's
 	// server, that it counts no streamed usage).
 	Problems []string `json:"problems"`
+	// Feed is what the feed probe saw during the measured load (feed.go),
+	// for the targets whose server keeps the changes feed.
+	Feed *feedResult `json:"feed,omitempty"`
 }
 
 // requestLine is what the benchmark reads of a current server's request
@@ -104,6 +111,7 @@ type result struct {
 type requestLine struct {
 	Time       time.Time `json:"time"`
 	Route      string    `json:"route"`
+	Namespace  string    `json:"namespace"`
 	Status     int       `json:"status"`
 	Calls      int       `json:"dynamodbCalls"`
 	Retries    int       `json:"dynamodbRetries"`
@@ -161,7 +169,8 @@ func measure(ctx context.Context, o options, t target, bin, endpoint, prefix str
 		env = append(env, envLocalStreams+"=off")
 	}
 	var lines requestLines
-	log := &localbench.Log{OnRequest: lines.add}
+	var batches batchLines
+	log := &localbench.Log{OnRequest: lines.add, OnLine: batches.add}
 	fmt.Fprintf(os.Stderr, "uds-loadbench: %s: starting %s over %s (tables %s*)\n", t.name, bin, endpoint, prefix)
 	srv, err := localbench.Start(bin, env, addr, log)
 	if err != nil {
@@ -184,19 +193,37 @@ func measure(ctx context.Context, o options, t target, bin, endpoint, prefix str
 		load(ctx, client, srv.URL, owners, o.warmup)
 	}
 	fmt.Fprintf(os.Stderr, "uds-loadbench: %s: %d clients for %v\n", t.name, o.clients, o.duration)
+	// The feed probe runs beside the measured load, and its follower
+	// goes on after it until the probe's last write appeared.
+	var feed *feedResult
+	var feedErr error
+	feedDone := make(chan struct{})
+	go func() {
+		defer close(feedDone)
+		if t.keepsFeed() {
+			feed, feedErr = probeFeed(ctx, client, srv.URL, o.duration, rowInstants(endpoint, prefix+schema.Changes.DefaultName))
+		}
+	}()
 	start := time.Now()
 	gets, posts := load(ctx, client, srv.URL, owners, o.duration)
 	end := time.Now()
+	<-feedDone
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	r := &result{Target: t, Elapsed: end.Sub(start), Gets: gets, Posts: posts, LoadAfter: loadAverage()}
+	if feedErr != nil {
+		return nil, feedErr
+	}
+	r := &result{Target: t, Elapsed: end.Sub(start), Gets: gets, Posts: posts, LoadAfter: loadAverage(), Feed: feed}
 	// Stopped, the server has written every request line.
 	stopped = true
 	if err := srv.Stop(); err != nil {
 		return nil, err
 	}
 	r.Lines, r.Problems = lines.within(start, end), log.Problems()[startup:]
+	if r.Feed != nil {
+		r.Feed.Batches = batches.within(start, end)
+	}
 	return r, nil
 }
 

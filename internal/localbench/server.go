@@ -26,6 +26,9 @@ type Log struct {
 	// the goroutines that read the servers' outputs, one per server, so
 	// it must be safe for concurrent use; the line is its own to keep.
 	OnRequest func(line []byte)
+	// OnLine, when set, is given every JSON line with its message, request
+	// lines included, as OnRequest is.
+	OnLine func(msg string, line []byte)
 
 	mu       sync.Mutex
 	problems []string
@@ -60,6 +63,9 @@ func (l *Log) read(out io.Reader, listening chan<- string) {
 			offer(listening, head.URL)
 		case head.Msg == "request" && l.OnRequest != nil:
 			l.OnRequest(append([]byte(nil), lines.Bytes()...))
+		}
+		if l.OnLine != nil {
+			l.OnLine(head.Msg, append([]byte(nil), lines.Bytes()...))
 		}
 		if head.Level == "WARN" || head.Level == "ERROR" {
 			l.mu.Lock()

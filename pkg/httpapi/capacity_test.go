@@ -357,25 +357,14 @@ const capacityDoc = "../../docs/capacity.md"
 // it.
 func checkDocumented(t *testing.T, measured string) {
 	t.Helper()
-	doc, err := os.ReadFile(capacityDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	documented := map[string][]string{} // operation → its rows' cells, joined
-	earlier, inTable := false, false
-	for _, line := range strings.Split(string(doc), "\n") {
-		switch {
-		case strings.HasPrefix(line, "## "):
-			earlier = strings.Contains(strings.ToLower(line), "before")
-		case strings.HasPrefix(line, "| API operation |"):
-			inTable = true
-		case !strings.HasPrefix(line, "|"):
-			inTable = false
-		case inTable && !earlier && !strings.HasPrefix(line, "|---"):
-			op, cells := tableRow(line)
-			documented[op] = append(documented[op], cells)
-		}
-	}
+	checkDocumentedTables(t, "| API operation |", measured)
+}
+
+// checkDocumentedTables is checkDocumented for the tables of
+// docs/capacity.md whose header row starts with header.
+func checkDocumentedTables(t *testing.T, header, measured string) {
+	t.Helper()
+	documented := documentedRows(t, header)
 	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(measured), "\n")[2:] {
 		op, cells := tableRow(line)
@@ -394,6 +383,33 @@ func checkDocumented(t *testing.T, measured string) {
 			t.Errorf("%s: in %s, not measured", op, capacityDoc)
 		}
 	}
+}
+
+// documentedRows reads the rows of docs/capacity.md's tables of this
+// release whose header row starts with header: each operation's rows'
+// cells but the first, joined.
+func documentedRows(t *testing.T, header string) map[string][]string {
+	t.Helper()
+	doc, err := os.ReadFile(capacityDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string][]string{} // operation → its rows' cells, joined
+	earlier, inTable := false, false
+	for _, line := range strings.Split(string(doc), "\n") {
+		switch {
+		case strings.HasPrefix(line, "## "):
+			earlier = strings.Contains(strings.ToLower(line), "before")
+		case strings.HasPrefix(line, header):
+			inTable = true
+		case !strings.HasPrefix(line, "|"):
+			inTable = false
+		case inTable && !earlier && !strings.HasPrefix(line, "|---"):
+			op, cells := tableRow(line)
+			documented[op] = append(documented[op], cells)
+		}
+	}
+	return documented
 }
 
 // tableRow splits a Markdown table row into its first cell and the others,
