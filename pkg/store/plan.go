@@ -152,8 +152,12 @@ func (p *plan) add(r role, i int, w types.TransactWriteItem) {
 
 // charge moves owner's usage by u because of change i.
 func (p *plan) charge(app, owner string, u uds.Usage, i int) {
-	p.deltas.add(app, owner, u)
-	k := ownerKey(app, owner)
+	p.chargeOwner(ownerKey(app, owner), u, i)
+}
+
+// chargeOwner is charge to the owner of owner key k.
+func (p *plan) chargeOwner(k string, u uds.Usage, i int) {
+	p.deltas[k] = p.deltas[k].Plus(u)
 	if _, seen := p.growth[k]; !seen && u.Grows() {
 		p.growth[k] = i
 	}
