@@ -124,7 +124,11 @@ func encodeValue(w *uds.Write) (encodedValue, error) {
 	var stored, held int64
 	switch b := w.Binary; {
 	case b == nil:
-		v = encodedValue{name: schema.AttrDataValue, av: &types.AttributeValueMemberS{Value: string(w.Data)}}
+		// The attribute's string shares the write's bytes instead of
+		// copying them: the value is not changed once it is written (the
+		// written item holds the same bytes), and the attribute goes no
+		// further than the write's DynamoDB call.
+		v = encodedValue{name: schema.AttrDataValue, av: &types.AttributeValueMemberS{Value: unsafe.String(unsafe.SliceData(w.Data), len(w.Data))}}
 		stored = int64(len(w.Data))
 		if len(w.Data) > compressAbove {
 			if z := compress(w.Data); len(z) < len(w.Data) {
@@ -197,8 +201,19 @@ func encodeItem(it *uds.Item, v encodedValue) map[string]types.AttributeValue {
 	if !it.UpdatedDate.Equal(it.CreatedDate) {
 		avs.updated.Value = FormatTime(it.UpdatedDate)
 	}
-	// Sized for every attribute an item can have, so that it never grows.
-	av := make(map[string]types.AttributeValue, 16)
+	// Sized for the item's attributes, so that it never grows; no more,
+	// since a larger map takes longer to make and clear.
+	n := 10 + len(v.extra)
+	if it.SortKey != "" {
+		n++
+	}
+	if it.ClassName != "" {
+		n++
+	}
+	if !it.ExpiresAt.IsZero() {
+		n += 2
+	}
+	av := make(map[string]types.AttributeValue, n)
 	av[schema.AttrDataKey] = &avs.key
 	av[v.name] = v.av
 	av[schema.AttrCreatedDate] = &avs.created

@@ -203,6 +203,9 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 		p.chargeOwner(k, value, i)
 		if c.old != nil {
 			// The stream releases what it counted of old.
+			if p.streamDue == nil {
+				p.streamDue = ownerDeltas{}
+			}
 			p.streamDue.add(c.key.App, c.old.owner, old.Plus(c.old.charged().Negate()))
 		}
 	}
