@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // compactJSON appends src to dst without insignificant white space, as
@@ -21,16 +22,50 @@ import (
 // write's body is mostly the inside of strings, which this copies in runs
 // (a test compares the two on random documents and mutations of them).
 func compactJSON(dst, src []byte) ([]byte, error) {
-	c := compactor{src: src, dst: dst}
+	c := compactors.Get().(*compactor)
+	c.src, c.dst = src, dst
+	out, err := c.compact()
+	c.release()
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
+}
+
+// compactors keeps compactors, with the lists their reading grows, from
+// one body to the next: a write's body took four allocations for them.
+var compactors = sync.Pool{New: func() any { return new(compactor) }}
+
+// pooledFrames and pooledNames bound the lists a pooled compactor keeps:
+// a deeply nested or wide document's are left to the collector.
+const (
+	pooledFrames = 64
+	pooledNames  = 256
+)
+
+// compact reads c.src whole into c.dst.
+func (c *compactor) compact() ([]byte, error) {
 	c.space()
 	if err := c.value(0); err != nil {
-		return dst, err
+		return nil, err
 	}
 	c.space()
 	if c.i != len(c.src) {
-		return dst, c.syntaxError()
+		return nil, c.syntaxError()
 	}
 	return c.dst, nil
+}
+
+// release puts c back in the pool, holding nothing of what it read.
+func (c *compactor) release() {
+	if cap(c.frames) > pooledFrames || cap(c.names) > pooledNames {
+		return
+	}
+	frames, names := c.frames[:cap(c.frames)], c.names[:cap(c.names)]
+	clear(frames)
+	clear(names)
+	*c = compactor{frames: frames[:0], names: names[:0]}
+	compactors.Put(c)
 }
 
 // maxJSONDepth is encoding/json's nesting limit.

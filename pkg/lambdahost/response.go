@@ -62,7 +62,12 @@ func (w *responseWriter) response() events.APIGatewayV2HTTPResponse {
 		res.Headers[k] = strings.Join(v, ",")
 	}
 	if w.header.Get("Content-Encoding") != "" || !utf8.Valid(w.body) {
-		res.Body, res.IsBase64Encoded = base64.StdEncoding.EncodeToString(w.body), true
+		// Encoded into a buffer of its own, which the response's string
+		// then shares: EncodeToString copied it once more (a gzip list
+		// page's is half a megabyte).
+		b := make([]byte, base64.StdEncoding.EncodedLen(len(w.body)))
+		encodeBase64(b, w.body)
+		res.Body, res.IsBase64Encoded = unsafe.String(unsafe.SliceData(b), len(b)), true
 	} else {
 		// The writer is done with its buffer, which nothing else holds:
 		// the response's string can share it rather than copy it.

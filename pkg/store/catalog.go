@@ -41,13 +41,10 @@ import (
 // changes create items in that the catalogue does not hold yet.
 func (s *Store) planCatalogue(_ context.Context, p *plan) error {
 	var created []uds.Key
-	seen := map[string]bool{}
 	for _, c := range p.changes {
-		ns := c.key.App + uds.KeyDelimiter + c.key.Namespace
-		if c.kind != createItem || c.key.Namespace == uploadNamespace || seen[ns] {
+		if c.kind != createItem || c.key.Namespace == uploadNamespace || holdsNamespace(created, c.key) {
 			continue
 		}
-		seen[ns] = true
 		created = append(created, c.key)
 	}
 	if len(created) > 0 {
@@ -58,6 +55,19 @@ func (s *Store) planCatalogue(_ context.Context, p *plan) error {
 		})
 	}
 	return nil
+}
+
+// holdsNamespace reports whether keys holds one in k's namespace. It looks
+// through them: a plan holds at most a batch's changes, mostly in one
+// namespace, and comparing them costs less than building a key per change
+// for a set, as every single write would.
+func holdsNamespace(keys []uds.Key, k uds.Key) bool {
+	for _, o := range keys {
+		if o.App == k.App && o.Namespace == k.Namespace {
+			return true
+		}
+	}
+	return false
 }
 
 // catalogue marks a namespace, and its app, as holding data unless the

@@ -37,7 +37,12 @@ const (
 func (s *Store) writeTime() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
 
 // FormatTime renders a timestamp the way UDS stores and returns it.
-func FormatTime(t time.Time) string { return string(AppendTime(nil, t)) }
+func FormatTime(t time.Time) string {
+	// The layout's 24 bytes fit the array, which stays on the stack: the
+	// string is the one allocation.
+	var b [len(timeLayout)]byte
+	return string(AppendTime(b[:0], t))
+}
 
 // AppendTime appends t as FormatTime renders it, by hand for the years
 // UDS meets (t.Format costs ten times more, and a list page holds
@@ -119,7 +124,11 @@ func encodeValue(w *uds.Write) (encodedValue, error) {
 	var stored, held int64
 	switch b := w.Binary; {
 	case b == nil:
-		v = encodedValue{name: schema.AttrDataValue, av: &types.AttributeValueMemberS{Value: string(w.Data)}}
+		// The attribute's string shares the write's bytes instead of
+		// copying them: the value is not changed once it is written (the
+		// written item holds the same bytes), and the attribute goes no
+		// further than the write's DynamoDB call.
+		v = encodedValue{name: schema.AttrDataValue, av: &types.AttributeValueMemberS{Value: unsafe.String(unsafe.SliceData(w.Data), len(w.Data))}}
 		stored = int64(len(w.Data))
 		if len(w.Data) > compressAbove {
 			if z := compress(w.Data); len(z) < len(w.Data) {
@@ -148,7 +157,7 @@ func encodeValue(w *uds.Write) (encodedValue, error) {
 		stored = int64(len(b.Bytes) + len(b.ContentType))
 		held = stored
 	}
-	keyBytes := int64(len(w.DataKey()) + len(w.SortKey))
+	keyBytes := int64(w.DataKeyLen() + len(w.SortKey))
 	v.size = keyBytes + stored + int64(len(w.ClassName)) + itemOverhead
 	v.itemBytes = keyBytes + held + int64(len(w.ClassName)) + itemOverhead
 	// The real DynamoDB size adds attribute names, timestamps and the
@@ -172,18 +181,49 @@ func encodeValue(w *uds.Write) (encodedValue, error) {
 
 // encodeItem renders a new item (version 1) in its DynamoDB form.
 func encodeItem(it *uds.Item, v encodedValue) map[string]types.AttributeValue {
-	av := map[string]types.AttributeValue{
-		schema.AttrDataKey:          &types.AttributeValueMemberS{Value: it.DataKey()},
-		v.name:                      v.av,
-		schema.AttrCreatedDate:      &types.AttributeValueMemberS{Value: FormatTime(it.CreatedDate)},
-		schema.AttrCreatedBySubject: &types.AttributeValueMemberS{Value: it.CreatedBy},
-		schema.AttrUpdatedDate:      &types.AttributeValueMemberS{Value: FormatTime(it.UpdatedDate)},
-		schema.AttrUpdatedBySubject: &types.AttributeValueMemberS{Value: it.UpdatedBy},
-		schema.AttrVersion:          &types.AttributeValueMemberN{Value: strconv.FormatInt(it.Version, 10)},
-		schema.AttrItemSize:         &types.AttributeValueMemberN{Value: strconv.FormatInt(v.size, 10)},
-		schema.AttrOwnerKey:         &types.AttributeValueMemberS{Value: ownerKey(it.App, it.CreatedBy)},
-		schema.AttrSchemaVersion:    &types.AttributeValueMemberN{Value: schemaVersion},
+	// One allocation holds the attribute values every item has, and a
+	// write's created and updated dates, one instant for a new item, share
+	// one string.
+	avs := &struct {
+		key, created, createdBy, updated, updatedBy, owner types.AttributeValueMemberS
+		version, size, schemaVersion                       types.AttributeValueMemberN
+	}{
+		key:           types.AttributeValueMemberS{Value: it.DataKey()},
+		created:       types.AttributeValueMemberS{Value: FormatTime(it.CreatedDate)},
+		createdBy:     types.AttributeValueMemberS{Value: it.CreatedBy},
+		updatedBy:     types.AttributeValueMemberS{Value: it.UpdatedBy},
+		owner:         types.AttributeValueMemberS{Value: ownerKey(it.App, it.CreatedBy)},
+		version:       types.AttributeValueMemberN{Value: strconv.FormatInt(it.Version, 10)},
+		size:          types.AttributeValueMemberN{Value: strconv.FormatInt(v.size, 10)},
+		schemaVersion: types.AttributeValueMemberN{Value: schemaVersion},
 	}
+	avs.updated.Value = avs.created.Value
+	if !it.UpdatedDate.Equal(it.CreatedDate) {
+		avs.updated.Value = FormatTime(it.UpdatedDate)
+	}
+	// Sized for the item's attributes, so that it never grows; no more,
+	// since a larger map takes longer to make and clear.
+	n := 10 + len(v.extra)
+	if it.SortKey != "" {
+		n++
+	}
+	if it.ClassName != "" {
+		n++
+	}
+	if !it.ExpiresAt.IsZero() {
+		n += 2
+	}
+	av := make(map[string]types.AttributeValue, n)
+	av[schema.AttrDataKey] = &avs.key
+	av[v.name] = v.av
+	av[schema.AttrCreatedDate] = &avs.created
+	av[schema.AttrCreatedBySubject] = &avs.createdBy
+	av[schema.AttrUpdatedDate] = &avs.updated
+	av[schema.AttrUpdatedBySubject] = &avs.updatedBy
+	av[schema.AttrVersion] = &avs.version
+	av[schema.AttrItemSize] = &avs.size
+	av[schema.AttrOwnerKey] = &avs.owner
+	av[schema.AttrSchemaVersion] = &avs.schemaVersion
 	if it.SortKey != "" {
 		av[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: it.SortKey}
 	}

@@ -125,8 +125,7 @@ func (s *Store) createChange(w *uds.Write, v encodedValue, old *itemState, now t
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if old == nil {
-		put.ConditionExpression = aws.String("attribute_not_exists(#k)")
-		put.ExpressionAttributeNames = map[string]string{"#k": schema.AttrDataKey}
+		put.ConditionExpression, put.ExpressionAttributeNames = keyFree, keyFreeNames
 	} else {
 		names, values := map[string]string{}, map[string]types.AttributeValue{}
 		put.ConditionExpression = aws.String(exactRevision(old.av, names, values))
@@ -134,6 +133,13 @@ func (s *Store) createChange(w *uds.Write, v encodedValue, old *itemState, now t
 	}
 	return &change{kind: createItem, key: w.Key, w: w, old: old, value: v, item: types.TransactWriteItem{Put: put}, owner: w.Subject, result: it}, nil
 }
+
+// keyFree is a create's condition on a free key, the same for every
+// create: built once and shared, never modified.
+var (
+	keyFree      = aws.String("attribute_not_exists(#k)")
+	keyFreeNames = map[string]string{"#k": schema.AttrDataKey}
+)
 
 // newItem is the item a create of w makes at now: version 1, created and
 // updated by the writer.

@@ -202,6 +202,9 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 	release := s.usageChange(app, who, change)
 	up := release.Update
 	up.ConditionExpression = aws.String("(attribute_not_exists(#ra) OR #ra <= :removed) AND #ub >= :size AND #ui >= :items")
+	// The usage change's names are shared by every write: a copy takes
+	// this condition's.
+	up.ExpressionAttributeNames = maps.Clone(up.ExpressionAttributeNames)
 	up.ExpressionAttributeNames["#ra"] = schema.AttrRecomputedAt
 	up.ExpressionAttributeValues[":removed"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(removedAt.UnixMilli(), 10)}
 	up.ExpressionAttributeValues[":size"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(size, 10)}

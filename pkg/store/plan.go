@@ -117,7 +117,8 @@ type plan struct {
 	limits map[string]uds.Limits
 	// streamDue is, per owner key, what the stream is due to release
 	// because of this plan (the streamed items it replaces): the limits
-	// hold for the usage once the stream has released it.
+	// hold for the usage once the stream has released it. It is made by
+	// the first such item: most plans replace none.
 	streamDue ownerDeltas
 	// prunes bounds the versions each change removes (history.go,
 	// maxPrunes).
@@ -137,7 +138,7 @@ type plan struct {
 // newPlan starts a plan made at now of changes, each with its item's
 // action.
 func newPlan(now time.Time, prunes int, changes ...*change) *plan {
-	p := &plan{now: now, changes: changes, deltas: ownerDeltas{}, growth: map[string]int{}, limits: map[string]uds.Limits{}, streamDue: ownerDeltas{}, prunes: prunes}
+	p := &plan{now: now, changes: changes, deltas: ownerDeltas{}, growth: map[string]int{}, limits: map[string]uds.Limits{}, prunes: prunes}
 	for i, c := range changes {
 		p.add(roleItem, i, c.item)
 		p.bytes += c.value.itemBytes
@@ -152,8 +153,12 @@ func (p *plan) add(r role, i int, w types.TransactWriteItem) {
 
 // charge moves owner's usage by u because of change i.
 func (p *plan) charge(app, owner string, u uds.Usage, i int) {
-	p.deltas.add(app, owner, u)
-	k := ownerKey(app, owner)
+	p.chargeOwner(ownerKey(app, owner), u, i)
+}
+
+// chargeOwner is charge to the owner of owner key k.
+func (p *plan) chargeOwner(k string, u uds.Usage, i int) {
+	p.deltas[k] = p.deltas[k].Plus(u)
 	if _, seen := p.growth[k]; !seen && u.Grows() {
 		p.growth[k] = i
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,19 +23,54 @@ import (
 // limit as its condition, so concurrent writers can never pass it.
 
 // AppShard spreads one app's usage records over schema.AppShards index
-// partitions, so no partition carries an app's whole load.
+// partitions, so no partition carries an app's whole load. The hash is
+// 32-bit FNV-1a of the user, computed here rather than through hash/fnv,
+// whose hasher every write's usage change would allocate.
 func AppShard(app, user string) string {
-	h := fnv.New32a()
-	h.Write([]byte(user))
-	return app + "#" + strconv.Itoa(int(h.Sum32()%schema.AppShards))
+	const offset32, prime32 = 2166136261, 16777619
+	h := uint32(offset32)
+	for i := range len(user) {
+		h = (h ^ uint32(user[i])) * prime32
+	}
+	return app + "#" + strconv.Itoa(int(h%schema.AppShards))
 }
 
 func usageKey(app, user string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		schema.AttrUser: &types.AttributeValueMemberS{Value: user},
-		schema.AttrApp:  &types.AttributeValueMemberS{Value: app},
-	}
+	// One allocation holds both attribute values.
+	avs := &[2]types.AttributeValueMemberS{{Value: user}, {Value: app}}
+	return map[string]types.AttributeValue{schema.AttrUser: &avs[0], schema.AttrApp: &avs[1]}
 }
+
+// The usage change's expressions and attribute names are the same for
+// every owner, so they are built once and shared by every write, which
+// the SDK only reads. They must not be modified: a caller that adds to a
+// usage change's names copies them first (expiry.go).
+var (
+	usageUpdate        = aws.String("ADD #ub :b, #ui :i SET #s = :s, #lw = :lw")
+	usageUpdateHistory = aws.String("ADD #ub :b, #ui :i, #hb :h SET #s = :s, #lw = :lw")
+	usageNames         = map[string]string{
+		"#ub": schema.AttrUsedBytes, "#ui": schema.AttrUsedItems, "#s": schema.AttrAppShard, "#lw": schema.AttrLastWrite,
+	}
+	usageNamesHistory = map[string]string{
+		"#ub": schema.AttrUsedBytes, "#ui": schema.AttrUsedItems, "#s": schema.AttrAppShard, "#lw": schema.AttrLastWrite,
+		"#hb": schema.AttrHistoryBytes,
+	}
+)
+
+// The conditions that keep a growing owner within its limits: usage +
+// growth <= limit, written as usage <= limit - growth since conditions
+// have no arithmetic. DynamoDB refuses redundant parentheses, so a single
+// term goes bare.
+const (
+	withinBytes = "attribute_not_exists(#ub) OR #ub <= :maxb"
+	withinItems = "attribute_not_exists(#ui) OR #ui <= :maxi"
+)
+
+var (
+	usageWithinBytes = aws.String(withinBytes)
+	usageWithinItems = aws.String(withinItems)
+	usageWithinBoth  = aws.String("(" + withinBytes + ") AND (" + withinItems + ")")
+)
 
 // usageChange is the update that adds d to the owner's usage record
 // unconditionally, creating it (with its app shard, for the app's users
@@ -44,26 +78,34 @@ func usageKey(app, user string) map[string]types.AttributeValue {
 // Releases use it as it is; usageAction adds the limits to growth.
 // A change that moves kept versions also moves historyBytes, the part of
 // the bytes they hold; other changes leave it out, so that namespaces
-// without history write what they always did.
+// without history write what they always did. Its expression and names
+// are shared (usageNames): a caller copies them before adding to them.
 func (s *Store) usageChange(app, owner string, d uds.Usage) types.TransactWriteItem {
+	// One allocation holds the update's attribute values; the map has
+	// room for the history bytes and the two limits usageActionWithin
+	// adds, so that it never grows.
+	avs := &struct {
+		b, i, lw, h types.AttributeValueMemberN
+		s           types.AttributeValueMemberS
+	}{
+		b:  types.AttributeValueMemberN{Value: strconv.FormatInt(d.Bytes, 10)},
+		i:  types.AttributeValueMemberN{Value: strconv.FormatInt(d.Items, 10)},
+		lw: types.AttributeValueMemberN{Value: strconv.FormatInt(s.now().UnixMilli(), 10)},
+		s:  types.AttributeValueMemberS{Value: AppShard(app, owner)},
+	}
+	values := make(map[string]types.AttributeValue, 7)
+	values[":b"], values[":i"], values[":s"], values[":lw"] = &avs.b, &avs.i, &avs.s, &avs.lw
 	up := &types.Update{
-		TableName:        aws.String(s.tables.Usage),
-		Key:              usageKey(app, owner),
-		UpdateExpression: aws.String("ADD #ub :b, #ui :i SET #s = :s, #lw = :lw"),
-		ExpressionAttributeNames: map[string]string{
-			"#ub": schema.AttrUsedBytes, "#ui": schema.AttrUsedItems, "#s": schema.AttrAppShard, "#lw": schema.AttrLastWrite,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":b":  &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Bytes, 10)},
-			":i":  &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Items, 10)},
-			":s":  &types.AttributeValueMemberS{Value: AppShard(app, owner)},
-			":lw": &types.AttributeValueMemberN{Value: strconv.FormatInt(s.now().UnixMilli(), 10)},
-		},
+		TableName:                 aws.String(s.tables.Usage),
+		Key:                       usageKey(app, owner),
+		UpdateExpression:          usageUpdate,
+		ExpressionAttributeNames:  usageNames,
+		ExpressionAttributeValues: values,
 	}
 	if d.History != 0 {
-		up.UpdateExpression = aws.String("ADD #ub :b, #ui :i, #hb :h SET #s = :s, #lw = :lw")
-		up.ExpressionAttributeNames["#hb"] = schema.AttrHistoryBytes
-		up.ExpressionAttributeValues[":h"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(d.History, 10)}
+		up.UpdateExpression, up.ExpressionAttributeNames = usageUpdateHistory, usageNamesHistory
+		avs.h.Value = strconv.FormatInt(d.History, 10)
+		values[":h"] = &avs.h
 	}
 	return types.TransactWriteItem{Update: up}
 }
@@ -97,30 +139,32 @@ func (s *Store) usageActionWithin(ctx context.Context, app, owner string, d uds.
 	if !net.Grows() {
 		return action, lim, nil
 	}
+	bytes, items := lim.Bytes != 0 && net.Bytes > 0, lim.Items != 0 && net.Items > 0
+	if (bytes && net.Bytes > lim.Bytes) || (items && net.Items > lim.Items) {
+		return action, lim, s.quotaError(ctx, app, owner, lim, nil)
+	}
 	up := action.Update
-	var conds []string
-	for _, c := range []struct {
-		name, value  string
-		limit, delta int64
-	}{
-		{"#ub", ":maxb", lim.Bytes, net.Bytes},
-		{"#ui", ":maxi", lim.Items, net.Items},
-	} {
-		if c.limit == 0 || c.delta <= 0 {
-			continue
-		}
-		if c.delta > c.limit {
-			return action, lim, s.quotaError(ctx, app, owner, lim, nil)
-		}
-		// usage + growth <= limit, written as usage <= limit - growth
-		// since conditions have no arithmetic.
-		conds = append(conds, "attribute_not_exists("+c.name+") OR "+c.name+" <= "+c.value)
-		up.ExpressionAttributeValues[c.value] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.limit-c.delta, 10)}
+	switch {
+	case bytes && items:
+		up.ConditionExpression = usageWithinBoth
+	case bytes:
+		up.ConditionExpression = usageWithinBytes
+	case items:
+		up.ConditionExpression = usageWithinItems
+	default:
+		return action, lim, nil
 	}
-	if len(conds) > 0 {
-		up.ConditionExpression = aws.String(joinAnd(conds))
-		up.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	// One allocation holds both limits' values.
+	maxs := &[2]types.AttributeValueMemberN{}
+	if bytes {
+		maxs[0].Value = strconv.FormatInt(lim.Bytes-net.Bytes, 10)
+		up.ExpressionAttributeValues[":maxb"] = &maxs[0]
 	}
+	if items {
+		maxs[1].Value = strconv.FormatInt(lim.Items-net.Items, 10)
+		up.ExpressionAttributeValues[":maxi"] = &maxs[1]
+	}
+	up.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	return action, lim, nil
 }
 
@@ -133,8 +177,9 @@ func (s *Store) usageActionWithin(ctx context.Context, app, owner string, d uds.
 // grows.
 func (s *Store) planUsage(ctx context.Context, p *plan) error {
 	for i, c := range p.changes {
+		k := ownerKey(c.key.App, c.owner)
 		if c.limits != nil {
-			p.limits[ownerKey(c.key.App, c.owner)] = *c.limits
+			p.limits[k] = *c.limits
 		}
 		var old uds.Usage // what the owner holds of old, however counted
 		if c.old != nil {
@@ -155,35 +200,42 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 			}
 			continue
 		}
-		p.charge(c.key.App, c.owner, value, i)
+		p.chargeOwner(k, value, i)
 		if c.old != nil {
 			// The stream releases what it counted of old.
+			if p.streamDue == nil {
+				p.streamDue = ownerDeltas{}
+			}
 			p.streamDue.add(c.key.App, c.old.owner, old.Plus(c.old.charged().Negate()))
 		}
 	}
-	var err error
-	p.deltas.each(func(app, who string, d uds.Usage) {
-		if err != nil {
-			return
-		}
-		k := ownerKey(app, who)
-		write := s.usageChange(app, who, d)
+	for _, k := range p.deltas.owners() {
+		app, who := splitOwnerKey(k)
+		d := p.deltas[k]
+		var write types.TransactWriteItem
 		if d.Plus(p.streamDue[k].Negate()).Grows() {
 			lim, known := p.limits[k]
 			if !known {
-				lim, err = s.limitsInEffect(ctx, app, who)
+				var err error
+				if lim, err = s.limitsInEffect(ctx, app, who); err != nil {
+					return err
+				}
 				p.limits[k] = lim
 			}
-			if err == nil {
-				write, _, err = s.usageActionWithin(ctx, app, who, d, lim, p.streamDue[k])
-			}
+			var err error
+			write, _, err = s.usageActionWithin(ctx, app, who, d, lim, p.streamDue[k])
 			if errors.Is(err, uds.ErrQuotaExceeded) {
-				err = &quotaRefusal{change: p.growth[k], err: err}
+				return &quotaRefusal{change: p.growth[k], err: err}
 			}
+			if err != nil {
+				return err
+			}
+		} else {
+			write = s.usageChange(app, who, d)
 		}
 		p.actions = append(p.actions, action{role: roleUsage, change: p.growth[k], owner: k, write: write})
-	})
-	return err
+	}
+	return nil
 }
 
 // ownerDeltas adds up the usage changes of one transaction per owner (by
@@ -195,8 +247,8 @@ func (d ownerDeltas) add(app, owner string, u uds.Usage) {
 	d[k] = d[k].Plus(u)
 }
 
-// each calls fn for every owner whose usage changes, in owner key order.
-func (d ownerDeltas) each(fn func(app, owner string, u uds.Usage)) {
+// owners are the keys of the owners whose usage changes, in order.
+func (d ownerDeltas) owners() []string {
 	keys := make([]string, 0, len(d))
 	for k, u := range d {
 		if u != (uds.Usage{}) {
@@ -204,7 +256,12 @@ func (d ownerDeltas) each(fn func(app, owner string, u uds.Usage)) {
 		}
 	}
 	sort.Strings(keys)
-	for _, k := range keys {
+	return keys
+}
+
+// each calls fn for every owner whose usage changes, in owner key order.
+func (d ownerDeltas) each(fn func(app, owner string, u uds.Usage)) {
+	for _, k := range d.owners() {
 		app, owner := splitOwnerKey(k)
 		fn(app, owner, d[k])
 	}

@@ -33,11 +33,21 @@ type Key struct {
 // "|{owner}" in a private namespace. Namespace and id hold no delimiter,
 // so the owner (which may) is everything after the third one.
 func (k Key) DataKey() string {
-	dk := k.App + KeyDelimiter + k.Namespace + KeyDelimiter + k.ID
 	if k.Owner != "" {
-		dk += KeyDelimiter + k.Owner
+		// One concatenation, so one allocation.
+		return k.App + KeyDelimiter + k.Namespace + KeyDelimiter + k.ID + KeyDelimiter + k.Owner
 	}
-	return dk
+	return k.App + KeyDelimiter + k.Namespace + KeyDelimiter + k.ID
+}
+
+// DataKeyLen is len(k.DataKey()), without building the key: what a write
+// counts of it in its size.
+func (k Key) DataKeyLen() int {
+	n := len(k.App) + len(k.Namespace) + len(k.ID) + 2*len(KeyDelimiter)
+	if k.Owner != "" {
+		n += len(KeyDelimiter) + len(k.Owner)
+	}
+	return n
 }
 
 // NewKey validates and normalises the parts of a key-value item or list key.
