@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/udsproject/uds/internal/safe"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -172,28 +174,45 @@ func (s *Store) logChanges(ctx context.Context, q ChangesQuery, pos ChangesPosit
 		page.UpToDate = true
 		return page, nil
 	}
+	// The buckets are read at once, each for twice its share of the
+	// page: items spread over the buckets by hash, so that is about the
+	// page, and a bucket that holds more (one busy item) makes a shorter
+	// page rather than one read four times over.
+	bucketLimit := min(q.Limit, (2*q.Limit+changesBuckets-1)/changesBuckets)
+	outs := make([]*dynamodb.QueryOutput, changesBuckets)
+	errs := make([]error, changesBuckets)
+	var wg sync.WaitGroup
+	for b := range changesBuckets {
+		wg.Go(func() {
+			if err := safe.Call(func() {
+				outs[b], errs[b] = s.client.Query(ctx, &dynamodb.QueryInput{
+					TableName:              aws.String(s.tables.Changes),
+					KeyConditionExpression: aws.String("#p = :p AND #s BETWEEN :from AND :to"),
+					ExpressionAttributeNames: map[string]string{
+						"#p": schema.AttrChangesKey, "#s": schema.AttrChangeSeq},
+					ExpressionAttributeValues: map[string]types.AttributeValue{
+						":p":    &types.AttributeValueMemberS{Value: changesKey(q.App, q.Namespace, q.KeySpace, b)},
+						":from": &types.AttributeValueMemberS{Value: pos.Since + "\x00"},
+						":to":   &types.AttributeValueMemberS{Value: horizon},
+					},
+					ConsistentRead: aws.Bool(true),
+					Limit:          aws.Int32(int32(bucketLimit)),
+				})
+			}); err != nil {
+				errs[b] = err
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return ChangesPage{}, failed("read the changes of "+q.App+"/"+q.Namespace, err)
+	}
 	var rows []changeEntry
 	// cut is the lowest of the last sequences of the buckets that hold
 	// more rows than their query returned: rows past it are left for the
 	// next page, since a bucket's unread rows may come before them.
 	cut, more := "", false
-	for b := range changesBuckets {
-		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
-			TableName:              aws.String(s.tables.Changes),
-			KeyConditionExpression: aws.String("#p = :p AND #s BETWEEN :from AND :to"),
-			ExpressionAttributeNames: map[string]string{
-				"#p": schema.AttrChangesKey, "#s": schema.AttrChangeSeq},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":p":    &types.AttributeValueMemberS{Value: changesKey(q.App, q.Namespace, q.KeySpace, b)},
-				":from": &types.AttributeValueMemberS{Value: pos.Since + "\x00"},
-				":to":   &types.AttributeValueMemberS{Value: horizon},
-			},
-			ConsistentRead: aws.Bool(true),
-			Limit:          aws.Int32(int32(q.Limit)),
-		})
-		if err != nil {
-			return ChangesPage{}, failed("read the changes of "+q.App+"/"+q.Namespace, err)
-		}
+	for _, out := range outs {
 		if out.LastEvaluatedKey != nil && len(out.Items) > 0 {
 			last := str(out.Items[len(out.Items)-1], schema.AttrChangeSeq)
 			if !more || last < cut {
