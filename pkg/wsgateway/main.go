@@ -1,0 +1,159 @@
+// Package wsgateway is the deployed side of the realtime endpoint
+// (docs/decisions/realtime.md): an API Gateway WebSocket API whose
+// client messages are the protocol itself (route selection on the
+// message's action), a connections table, and a FIFO queue that puts
+// each connection's events in one line. Routes serves the API's routes,
+// Deliverer takes the queue's events through the realtime engine and
+// posts its messages, and Publisher, in the changes function, queues the
+// rows the feed lands for the connections that watch their feeds.
+package wsgateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/udsproject/uds/internal/awsconf"
+	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/pkg/config"
+	"github.com/udsproject/uds/pkg/lambdamain"
+	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/store"
+)
+
+// The functions of the endpoint, as their log lines and metrics name
+// them.
+const (
+	FunctionRealtime = "realtime"
+	FunctionDeliver  = "deliver"
+	FunctionChanges  = "changes"
+)
+
+// Environment of the endpoint's functions, set by the stack.
+const (
+	// EnvQueue is the FIFO queue's URL.
+	EnvQueue = "UDS_REALTIME_QUEUE"
+	// EnvCallback is the WebSocket stage's Management API endpoint,
+	// https://{api}.execute-api.{region}.amazonaws.com/{stage}.
+	EnvCallback = "UDS_REALTIME_CALLBACK"
+	// EnvJWTIssuer and EnvJWTAudience are the HTTP API's JWT authorizer's
+	// issuer and audiences (comma-separated); unset where the data routes
+	// are public.
+	EnvJWTIssuer   = "UDS_JWT_ISSUER"
+	EnvJWTAudience = "UDS_JWT_AUDIENCE"
+)
+
+// Env is the endpoint's configuration beside config.Config.
+type Env struct {
+	Table, Queue, Callback string
+	Issuer                 string
+	Audiences              []string
+}
+
+// EnvFromOS reads the endpoint's environment. The queue and the callback
+// are required of the functions that use them (Require).
+func EnvFromOS() (Env, error) {
+	e := Env{
+		Table:    os.Getenv(schema.Connections.EnvVar),
+		Queue:    os.Getenv(EnvQueue),
+		Callback: os.Getenv(EnvCallback),
+		Issuer:   os.Getenv(EnvJWTIssuer),
+	}
+	if e.Table == "" {
+		e.Table = schema.Connections.DefaultName
+	}
+	for _, a := range strings.Split(os.Getenv(EnvJWTAudience), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			e.Audiences = append(e.Audiences, a)
+		}
+	}
+	if (e.Issuer == "") != (len(e.Audiences) == 0) {
+		return e, fmt.Errorf("%s and %s must be set together", EnvJWTIssuer, EnvJWTAudience)
+	}
+	return e, nil
+}
+
+// Require reports the named settings that are empty.
+func (e Env) Require(queue, callback bool) error {
+	var errs []error
+	if queue && e.Queue == "" {
+		errs = append(errs, fmt.Errorf("%s is not set", EnvQueue))
+	}
+	if callback && e.Callback == "" {
+		errs = append(errs, fmt.Errorf("%s is not set", EnvCallback))
+	}
+	return errors.Join(errs...)
+}
+
+// clients are what the endpoint's functions call: DynamoDB, SQS and the
+// stage's Management API, from the one AWS configuration.
+type clients struct {
+	conns *Connections
+	queue *SQSQueue
+	mgmt  *Management
+}
+
+func newClients(ctx context.Context, cfg config.Config, e Env) (*clients, error) {
+	db, err := store.NewClient(ctx, cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	aws, err := awsconf.Load(ctx, cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	mgmt, err := NewManagement(e.Callback, aws.Region, aws.Credentials, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{
+		conns: NewConnections(db, e.Table),
+		queue: NewSQSQueue(sqs.NewFromConfig(aws), e.Queue),
+		mgmt:  mgmt,
+	}, nil
+}
+
+// RoutesMain is the realtime function's whole main: the WebSocket API's
+// routes.
+func RoutesMain() {
+	lambdamain.Start(func(ctx context.Context, cfg config.Config, logger *slog.Logger) (any, error) {
+		e, err := EnvFromOS()
+		if err == nil {
+			err = e.Require(true, true)
+		}
+		if err != nil {
+			return nil, err
+		}
+		c, err := newClients(ctx, cfg, e)
+		if err != nil {
+			return nil, err
+		}
+		var auth Authenticator
+		if e.Issuer != "" {
+			auth = NewVerifier(e.Issuer, e.Audiences, cfg.SubjectClaim, nil)
+		}
+		return NewRoutes(c.conns, c.queue, c.mgmt, auth, cfg.AllowedOrigins, logger).Handle, nil
+	})
+}
+
+// NewLandedPublisher is the changes function's publisher, where the
+// stack deploys the realtime endpoint (EnvQueue set); nil elsewhere.
+func NewLandedPublisher(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Publisher, error) {
+	e, err := EnvFromOS()
+	if err != nil || e.Queue == "" {
+		return nil, err
+	}
+	if err := e.Require(true, true); err != nil {
+		return nil, err
+	}
+	c, err := newClients(ctx, cfg, e)
+	if err != nil {
+		return nil, err
+	}
+	return NewPublisher(c.conns, c.queue, c.mgmt, logger, emf.NewWriter(os.Stdout)), nil
+}
