@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -168,7 +169,17 @@ func (d *Deliverer) deliver(ctx context.Context, rec events.SQSMessage, out *out
 	}
 	msgs, err := d.engine.Handle(ctx, sess, ev)
 	if err != nil {
-		return err
+		// A failure the engine met (the feed could not be read) is
+		// tried again a few times; past them the connection is closed,
+		// as a local session ends on one, and its client resumes.
+		if receives(rec) < engineTries {
+			return err
+		}
+		if err := d.close(ctx, conn.ID, "its event failed "+strconv.Itoa(engineTries)+" times: "+err.Error()); err != nil {
+			return err
+		}
+		out.add(0, 1, 0)
+		return nil
 	}
 	if len(msgs) == 0 && bytes.Equal(sess.State, conn.State) {
 		out.add(0, 0, 0)
@@ -201,6 +212,18 @@ func (d *Deliverer) deliver(ctx context.Context, rec events.SQSMessage, out *out
 	}
 	out.add(len(msgs), 0, 0)
 	return nil
+}
+
+// engineTries is how often an event is tried before its connection is
+// closed for it. The queue's redrive to its dead-letter queue comes after
+// more tries than this, for failures before the engine (the connections
+// table unreachable).
+const engineTries = 3
+
+// receives is how often the queue has handed the message over.
+func receives(rec events.SQSMessage) int {
+	n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
+	return n
 }
 
 // close closes a connection that cannot be served in order, so that its

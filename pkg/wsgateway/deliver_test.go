@@ -100,9 +100,9 @@ func TestDeliverInOrder(t *testing.T) {
 	}
 	// Three batches of the changes function, delivered in batches of
 	// ten events that mix the two connections.
-	tr.pub.Publish(rows[:10])
-	tr.pub.Publish(rows[10:25])
-	tr.pub.Publish(rows[25:])
+	tr.pub.publish(rows[:10])
+	tr.pub.publish(rows[10:25])
+	tr.pub.publish(rows[25:])
 	if failures := tr.drain(t); len(failures) != 0 {
 		t.Fatalf("failures: %v", failures)
 	}
@@ -158,7 +158,7 @@ func TestDeliverGone(t *testing.T) {
 	tr.route(t, "MESSAGE", "A", subscribe("s1", "app", "ns"))
 	tr.drain(t)
 	tr.gw.setGone("A")
-	tr.pub.Publish([]Row{{App: "app", Namespace: "ns", ID: "i", Seq: "1", Version: 1}})
+	tr.pub.publish([]Row{{App: "app", Namespace: "ns", ID: "i", Seq: "1", Version: 1}})
 	tr.drain(t)
 	if conn, _ := tr.conns.Load(context.Background(), "A"); conn != nil {
 		t.Fatalf("a gone connection is kept: %+v", conn)
@@ -180,7 +180,7 @@ func TestDeliverPostFailure(t *testing.T) {
 	tr.route(t, "MESSAGE", "A", subscribe("s1", "app", "ns"))
 	tr.drain(t)
 	tr.gw.answer(400)
-	tr.pub.Publish([]Row{{App: "app", Namespace: "ns", ID: "i", Seq: "1", Version: 1}})
+	tr.pub.publish([]Row{{App: "app", Namespace: "ns", ID: "i", Seq: "1", Version: 1}})
 	if failures := tr.drain(t); len(failures) != 0 {
 		t.Fatalf("the event is retried: %v", failures)
 	}

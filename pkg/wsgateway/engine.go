@@ -2,7 +2,12 @@ package wsgateway
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
+
+	"github.com/udsproject/uds/pkg/realtime"
+	"github.com/udsproject/uds/pkg/store"
 )
 
 // Engine is the realtime protocol as one connection's session runs it:
@@ -48,4 +53,40 @@ func (w connectionWatcher) Watch(ctx context.Context, feed, subscription string)
 
 func (w connectionWatcher) Unwatch(ctx context.Context, feed, subscription string) error {
 	return w.conns.Unwatch(ctx, w.id, feed, subscription)
+}
+
+// StepsEngine is the realtime protocol as the deployed endpoint runs it
+// (realtime.Steps), the session's state kept as JSON.
+type StepsEngine struct {
+	Steps *realtime.Steps
+}
+
+// Handle takes a client's message, or rows that landed.
+func (e StepsEngine) Handle(ctx context.Context, s *Session, ev Event) ([][]byte, error) {
+	var st realtime.State
+	if len(s.State) > 0 {
+		if err := json.Unmarshal(s.State, &st); err != nil {
+			return nil, fmt.Errorf("the session's state: %w", err)
+		}
+	}
+	var out [][]byte
+	var err error
+	if ev.Message != nil {
+		out, err = e.Steps.Message(ctx, s.Subject, &st, s.Watches, ev.Message)
+	} else {
+		rows := make([]store.FeedRow, len(ev.Rows))
+		for i, r := range ev.Rows {
+			rows[i] = r.feedRow()
+		}
+		out, err = e.Steps.Landed(ctx, &st, rows, ev.Landed)
+	}
+	if err != nil {
+		return nil, err
+	}
+	state, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	s.State = state
+	return out, nil
 }

@@ -4,8 +4,9 @@
 // message's action), a connections table, and a FIFO queue that puts
 // each connection's events in one line. Routes serves the API's routes,
 // Deliverer takes the queue's events through the realtime engine and
-// posts its messages, and Publisher, in the changes function, queues the
-// rows the feed lands for the connections that watch their feeds.
+// posts its messages (package deliver is its function), and Publisher,
+// in the changes function, queues the rows the feed lands for the
+// connections that watch their feeds.
 package wsgateway
 
 import (
@@ -90,15 +91,17 @@ func (e Env) Require(queue, callback bool) error {
 	return errors.Join(errs...)
 }
 
-// clients are what the endpoint's functions call: DynamoDB, SQS and the
-// stage's Management API, from the one AWS configuration.
-type clients struct {
-	conns *Connections
-	queue *SQSQueue
-	mgmt  *Management
+// Clients are what the endpoint's functions call: the connections table,
+// the queue and the stage's Management API, from the one AWS
+// configuration.
+type Clients struct {
+	Conns *Connections
+	Queue *SQSQueue
+	Mgmt  *Management
 }
 
-func newClients(ctx context.Context, cfg config.Config, e Env) (*clients, error) {
+// NewClients builds the endpoint's clients for the environment e.
+func NewClients(ctx context.Context, cfg config.Config, e Env) (*Clients, error) {
 	db, err := store.NewClient(ctx, cfg.Endpoint)
 	if err != nil {
 		return nil, err
@@ -111,10 +114,10 @@ func newClients(ctx context.Context, cfg config.Config, e Env) (*clients, error)
 	if err != nil {
 		return nil, err
 	}
-	return &clients{
-		conns: NewConnections(db, e.Table),
-		queue: NewSQSQueue(sqs.NewFromConfig(aws), e.Queue),
-		mgmt:  mgmt,
+	return &Clients{
+		Conns: NewConnections(db, e.Table),
+		Queue: NewSQSQueue(sqs.NewFromConfig(aws), e.Queue),
+		Mgmt:  mgmt,
 	}, nil
 }
 
@@ -129,7 +132,7 @@ func RoutesMain() {
 		if err != nil {
 			return nil, err
 		}
-		c, err := newClients(ctx, cfg, e)
+		c, err := NewClients(ctx, cfg, e)
 		if err != nil {
 			return nil, err
 		}
@@ -137,13 +140,14 @@ func RoutesMain() {
 		if e.Issuer != "" {
 			auth = NewVerifier(e.Issuer, e.Audiences, cfg.SubjectClaim, nil)
 		}
-		return NewRoutes(c.conns, c.queue, c.mgmt, auth, cfg.AllowedOrigins, logger).Handle, nil
+		return NewRoutes(c.Conns, c.Queue, c.Mgmt, auth, cfg.AllowedOrigins, logger).Handle, nil
 	})
 }
 
-// NewLandedPublisher is the changes function's publisher, where the
-// stack deploys the realtime endpoint (EnvQueue set); nil elsewhere.
-func NewLandedPublisher(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Publisher, error) {
+// LandedHook is the changes function's publisher's function
+// (changes.Landed), where the stack deploys the realtime endpoint
+// (EnvQueue set); nil elsewhere.
+func LandedHook(ctx context.Context, cfg config.Config, logger *slog.Logger) (func([]store.FeedRow), error) {
 	e, err := EnvFromOS()
 	if err != nil || e.Queue == "" {
 		return nil, err
@@ -151,9 +155,9 @@ func NewLandedPublisher(ctx context.Context, cfg config.Config, logger *slog.Log
 	if err := e.Require(true, true); err != nil {
 		return nil, err
 	}
-	c, err := newClients(ctx, cfg, e)
+	c, err := NewClients(ctx, cfg, e)
 	if err != nil {
 		return nil, err
 	}
-	return NewPublisher(c.conns, c.queue, c.mgmt, logger, emf.NewWriter(os.Stdout)), nil
+	return NewPublisher(c.Conns, c.Queue, c.Mgmt, logger, emf.NewWriter(os.Stdout)).Landed, nil
 }

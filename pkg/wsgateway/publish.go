@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/udsproject/uds/internal/emf"
+	"github.com/udsproject/uds/pkg/store"
 )
 
 // Subscribers lists the connections that watch a feed (*Connections).
@@ -43,16 +44,33 @@ func NewPublisher(subs Subscribers, queue Queue, closer Closer, log *slog.Logger
 	return &Publisher{subs: subs, queue: queue, close: closer, log: log, metrics: metrics, budget: publishBudget}
 }
 
-// Publish queues rows for their feeds' subscribers. Each connection gets
+// Landed queues rows the changes function has just written for their
+// feeds' subscribers (store.WithLanded's function). Each connection gets
 // the rows of the feeds it watches, in the order given, in as few events
 // as fit a queue message.
-func (p *Publisher) Publish(rows []Row) {
+//
+// Each event carries the instant its publish started less the budget:
+// every row that landed before then was published, within the budget,
+// before this publish began, so its event is ahead of this one in the
+// connection's queue, or failed and closed the connection. That is what
+// lets the engine move a subscription's cursor past what it has shown,
+// whichever of the changes function's invocations (one per stream shard)
+// landed it.
+func (p *Publisher) Landed(landed []store.FeedRow) {
+	rows := make([]Row, len(landed))
+	for i, r := range landed {
+		rows[i] = rowOf(r)
+	}
+	p.publish(rows)
+}
+
+func (p *Publisher) publish(rows []Row) {
 	if len(rows) == 0 {
 		return
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), p.budget)
 	defer cancel()
-	start := time.Now()
 	byFeed := map[string][]int{}
 	var feeds []string
 	for i, r := range rows {
@@ -85,7 +103,7 @@ func (p *Publisher) Publish(rows []Row) {
 		// A connection that watches several feeds takes their rows in
 		// the batch's order.
 		slices.Sort(perConn[id])
-		evs = append(evs, eventsOf(id, rows, perConn[id])...)
+		evs = append(evs, eventsOf(id, rows, perConn[id], start.Add(-p.budget))...)
 	}
 	closed := 0
 	if len(evs) > 0 {
@@ -129,21 +147,21 @@ var publishLayout = emf.NewLayout(emf.Directive{DimensionSets: [][]string{{"func
 
 // eventsOf splits one connection's rows (indexes into rows) into events
 // that each fit a queue message.
-func eventsOf(id string, rows []Row, indexes []int) []Event {
+func eventsOf(id string, rows []Row, indexes []int, landed time.Time) []Event {
 	var evs []Event
 	var cur []Row
 	size := 0
 	for _, i := range indexes {
 		b, _ := json.Marshal(rows[i])
 		if len(cur) > 0 && size+len(b)+1 > maxEventBytes {
-			evs = append(evs, Event{Connection: id, Rows: cur})
+			evs = append(evs, Event{Connection: id, Rows: cur, Landed: landed})
 			cur, size = nil, 0
 		}
 		cur = append(cur, rows[i])
 		size += len(b) + 1
 	}
 	if len(cur) > 0 {
-		evs = append(evs, Event{Connection: id, Rows: cur})
+		evs = append(evs, Event{Connection: id, Rows: cur, Landed: landed})
 	}
 	return evs
 }

@@ -23,7 +23,7 @@ func TestPublishSplits(t *testing.T) {
 	for v := range int64(500) {
 		rows = append(rows, Row{App: "app", Namespace: "ns", ID: long, Seq: "s", Version: v})
 	}
-	tr.pub.Publish(rows)
+	tr.pub.publish(rows)
 	if n := len(tr.queue.msgs); n < 3 {
 		t.Fatalf("%d events for 500 KB of rows, want them split", n)
 	}
@@ -54,11 +54,11 @@ func TestPublishNoSubscribers(t *testing.T) {
 	tr.route(t, "CONNECT", "A", "")
 	tr.route(t, "MESSAGE", "A", subscribe("s1", "app", "ns"))
 	tr.drain(t)
-	tr.pub.Publish([]Row{{App: "app", Namespace: "other", ID: "x"}, {App: "app", Namespace: "ns", ID: "y", KeySpace: "alice"}})
+	tr.pub.publish([]Row{{App: "app", Namespace: "other", ID: "x"}, {App: "app", Namespace: "ns", ID: "y", KeySpace: "alice"}})
 	if n := len(tr.queue.msgs); n != 0 {
 		t.Fatalf("%d events for feeds nobody watches", n)
 	}
-	tr.pub.Publish([]Row{{App: "app", Namespace: "other", ID: "x"}, {App: "app", Namespace: "ns", ID: "y"}})
+	tr.pub.publish([]Row{{App: "app", Namespace: "other", ID: "x"}, {App: "app", Namespace: "ns", ID: "y"}})
 	ev, _ := decodeEvent(tr.queue.msgs[0].Body)
 	if len(tr.queue.msgs) != 1 || len(ev.Rows) != 1 || ev.Rows[0].ID != "y" {
 		t.Fatalf("queued %+v", ev)
@@ -76,7 +76,7 @@ func TestPublishFailures(t *testing.T) {
 	}
 	tr.drain(t)
 	tr.queue.failFor["B"] = true
-	tr.pub.Publish([]Row{{App: "app", Namespace: "ns", ID: "y", Version: 1}})
+	tr.pub.publish([]Row{{App: "app", Namespace: "ns", ID: "y", Version: 1}})
 	if closed := tr.gw.closedOnes(); !slices.Equal(closed, []string{"B"}) {
 		t.Fatalf("closed %v, want B", closed)
 	}
@@ -88,7 +88,7 @@ func TestPublishFailures(t *testing.T) {
 	}
 	var metrics bytes.Buffer
 	pub := NewPublisher(failingSubscribers{}, tr.queue, nil, discard, emf.NewWriter(&metrics))
-	pub.Publish([]Row{{App: "app", Namespace: "ns", ID: "y", Version: 2}})
+	pub.publish([]Row{{App: "app", Namespace: "ns", ID: "y", Version: 2}})
 	if !strings.Contains(metrics.String(), `"PublishFailures":1`) {
 		t.Errorf("no EMF record of the failure: %s", metrics.String())
 	}

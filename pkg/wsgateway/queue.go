@@ -8,10 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // Event is one thing a connection's session must take in turn: a message
@@ -24,8 +28,12 @@ type Event struct {
 	Connection string
 	// Message is the client's message, as it sent it.
 	Message []byte
-	// Rows are the feed's rows that landed, when Message is nil.
-	Rows []Row
+	// Rows are the feed's rows that landed, when Message is nil, and
+	// Landed an instant before which every row that landed in the
+	// connection's feeds has been queued ahead of this event (see
+	// Publisher).
+	Rows   []Row
+	Landed time.Time
 	// Dedup identifies the event for the queue's deduplication: the same
 	// event sent twice within five minutes is taken once.
 	Dedup string
@@ -51,11 +59,25 @@ type Row struct {
 // Feed is the feed the row is in: its app, namespace and key space.
 func (r Row) Feed() string { return feedOf(r.App, r.Namespace, r.KeySpace) }
 
+// rowOf is a landed row as the queue carries it.
+func rowOf(r store.FeedRow) Row {
+	return Row{App: r.Key.App, Namespace: r.Key.Namespace, ID: r.Key.ID, SortKey: r.Key.SortKey, KeySpace: r.Key.Owner,
+		Seq: r.Seq, Version: r.Version, Removed: r.Removed, At: r.At.UnixMilli()}
+}
+
+// feedRow is the row as the store and the engine take it.
+func (r Row) feedRow() store.FeedRow {
+	return store.FeedRow{
+		Key: uds.Key{App: r.App, Namespace: r.Namespace, ID: r.ID, SortKey: r.SortKey, Owner: r.KeySpace},
+		Seq: r.Seq, Version: r.Version, Removed: r.Removed, At: time.UnixMilli(r.At).UTC(),
+	}
+}
+
 // feedOf names the feed of a key space, as the connections table files
 // its subscribers: the app, the namespace and the key space joined by the
-// key delimiter, as the realtime engine names them.
+// key delimiter, as the realtime engine names them (Watcher's feed).
 func feedOf(app, namespace, keySpace string) string {
-	return app + "|" + namespace + "|" + keySpace
+	return app + uds.KeyDelimiter + namespace + uds.KeyDelimiter + keySpace
 }
 
 // body is an event as a queue message's body. The client's message is
@@ -68,11 +90,17 @@ type body struct {
 	// is not a request.
 	Message []byte `json:"m"`
 	Rows    []Row  `json:"r,omitempty"`
+	// Landed is Event.Landed in epoch milliseconds.
+	Landed int64 `json:"l,omitempty"`
 }
 
 // encode is an event's message body.
 func (e Event) encode() ([]byte, error) {
-	return json.Marshal(body{Connection: e.Connection, Message: e.Message, Rows: e.Rows})
+	b := body{Connection: e.Connection, Message: e.Message, Rows: e.Rows}
+	if !e.Landed.IsZero() {
+		b.Landed = e.Landed.UnixMilli()
+	}
+	return json.Marshal(b)
 }
 
 // decodeEvent reads a queue message's body.
@@ -87,7 +115,11 @@ func decodeEvent(raw string) (Event, error) {
 	if b.Message == nil && len(b.Rows) == 0 {
 		return Event{}, errors.New("an event with neither a message nor rows")
 	}
-	return Event{Connection: b.Connection, Message: b.Message, Rows: b.Rows}, nil
+	ev := Event{Connection: b.Connection, Message: b.Message, Rows: b.Rows}
+	if b.Landed != 0 {
+		ev.Landed = time.UnixMilli(b.Landed).UTC()
+	}
+	return ev, nil
 }
 
 // maxEventBytes bounds an event's body below SQS's 256 KiB message: the
