@@ -27,7 +27,7 @@
 #   make smoke   a deployed stack's smoke test (ENDPOINT=, TOKEN=)
 
 SHELL := /bin/bash
-FUNCTIONS := kv list admin expiry changes
+FUNCTIONS := kv list admin expiry changes realtime deliver
 GO_BUILD_FLAGS := -tags lambda.norpc -trimpath -buildvcs=false -ldflags='-s -w'
 ENGINE := scripts/with-dynamodb.sh
 UDS_LISTEN_ADDR ?= 127.0.0.1:8080

@@ -99,7 +99,18 @@ func (d *Deliverer) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 	for _, group := range groups {
 		wg.Go(func() {
 			for i, rec := range group {
-				if err := d.deliver(ctx, rec, &out); err != nil {
+				err := d.deliver(ctx, rec, &out)
+				if err != nil && receives(rec) >= giveUp {
+					// Tried enough: the connection is closed, as a local
+					// session ends on a failure, and its client resumes.
+					// Its later events find it gone.
+					id := rec.Attributes["MessageGroupId"]
+					if d.close(ctx, id, "its event failed "+strconv.Itoa(giveUp)+" times: "+err.Error()) == nil {
+						out.add(0, 1, 0)
+						err = nil
+					}
+				}
+				if err != nil {
 					mu.Lock()
 					firstErr = firstError(firstErr, err)
 					for _, r := range group[i:] {
@@ -169,17 +180,7 @@ func (d *Deliverer) deliver(ctx context.Context, rec events.SQSMessage, out *out
 	}
 	msgs, err := d.engine.Handle(ctx, sess, ev)
 	if err != nil {
-		// A failure the engine met (the feed could not be read) is
-		// tried again a few times; past them the connection is closed,
-		// as a local session ends on one, and its client resumes.
-		if receives(rec) < engineTries {
-			return err
-		}
-		if err := d.close(ctx, conn.ID, "its event failed "+strconv.Itoa(engineTries)+" times: "+err.Error()); err != nil {
-			return err
-		}
-		out.add(0, 1, 0)
-		return nil
+		return err
 	}
 	if len(msgs) == 0 && bytes.Equal(sess.State, conn.State) {
 		out.add(0, 0, 0)
@@ -214,11 +215,12 @@ func (d *Deliverer) deliver(ctx context.Context, rec events.SQSMessage, out *out
 	return nil
 }
 
-// engineTries is how often an event is tried before its connection is
-// closed for it. The queue's redrive to its dead-letter queue comes after
-// more tries than this, for failures before the engine (the connections
-// table unreachable).
-const engineTries = 3
+// giveUp is how often an event is tried before its connection is closed
+// for it. The queue's redrive to its dead-letter queue comes after more
+// tries than this: an event there is one whose connection could not even
+// be closed, and a connection whose event was skipped would miss it, so
+// the dead-letter queue's alarm is worth a look at once.
+const giveUp = 3
 
 // receives is how often the queue has handed the message over.
 func receives(rec events.SQSMessage) int {

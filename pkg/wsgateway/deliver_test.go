@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -271,5 +272,28 @@ func TestDeliverDropsWhatIsNoEvent(t *testing.T) {
 	}})
 	if err != nil || len(res.BatchItemFailures) != 0 {
 		t.Fatalf("%v, %v", res, err)
+	}
+}
+
+// TestDeliverGivesUp closes the connection of an event that failed as
+// often as giveUp says, rather than fail it for ever.
+func TestDeliverGivesUp(t *testing.T) {
+	tr := newTransport(t)
+	tr.route(t, "CONNECT", "A", "")
+	tr.route(t, "MESSAGE", "A", subscribe("s1", "app", "ns"))
+	tr.engine.fail["A"] = true
+	batch := tr.queue.take(1)
+	for n := 1; n <= giveUp; n++ {
+		batch.Records[0].Attributes["ApproximateReceiveCount"] = strconv.Itoa(n)
+		res, err := tr.deliv.Handle(context.Background(), batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if failed := len(res.BatchItemFailures) > 0; failed != (n < giveUp) {
+			t.Fatalf("receive %d: failures %v", n, res.BatchItemFailures)
+		}
+	}
+	if closed := tr.gw.closedOnes(); !slices.Equal(closed, []string{"A"}) {
+		t.Fatalf("closed %v, want A", closed)
 	}
 }
