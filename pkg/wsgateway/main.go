@@ -35,20 +35,6 @@ const (
 	FunctionChanges  = "changes"
 )
 
-// Environment of the endpoint's functions, set by the stack.
-const (
-	// EnvQueue is the FIFO queue's URL.
-	EnvQueue = "UDS_REALTIME_QUEUE"
-	// EnvCallback is the WebSocket stage's Management API endpoint,
-	// https://{api}.execute-api.{region}.amazonaws.com/{stage}.
-	EnvCallback = "UDS_REALTIME_CALLBACK"
-	// EnvJWTIssuer and EnvJWTAudience are the HTTP API's JWT authorizer's
-	// issuer and audiences (comma-separated); unset where the data routes
-	// are public.
-	EnvJWTIssuer   = "UDS_JWT_ISSUER"
-	EnvJWTAudience = "UDS_JWT_AUDIENCE"
-)
-
 // Env is the endpoint's configuration beside config.Config.
 type Env struct {
 	Table, Queue, Callback string
@@ -61,20 +47,20 @@ type Env struct {
 func EnvFromOS() (Env, error) {
 	e := Env{
 		Table:    os.Getenv(schema.Connections.EnvVar),
-		Queue:    os.Getenv(EnvQueue),
-		Callback: os.Getenv(EnvCallback),
-		Issuer:   os.Getenv(EnvJWTIssuer),
+		Queue:    os.Getenv(config.EnvRealtimeQueue),
+		Callback: os.Getenv(config.EnvRealtimeCallback),
+		Issuer:   os.Getenv(config.EnvJWTIssuer),
 	}
 	if e.Table == "" {
 		e.Table = schema.Connections.DefaultName
 	}
-	for _, a := range strings.Split(os.Getenv(EnvJWTAudience), ",") {
+	for _, a := range strings.Split(os.Getenv(config.EnvJWTAudience), ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			e.Audiences = append(e.Audiences, a)
 		}
 	}
 	if (e.Issuer == "") != (len(e.Audiences) == 0) {
-		return e, fmt.Errorf("%s and %s must be set together", EnvJWTIssuer, EnvJWTAudience)
+		return e, fmt.Errorf("%s and %s must be set together", config.EnvJWTIssuer, config.EnvJWTAudience)
 	}
 	return e, nil
 }
@@ -83,10 +69,10 @@ func EnvFromOS() (Env, error) {
 func (e Env) Require(queue, callback bool) error {
 	var errs []error
 	if queue && e.Queue == "" {
-		errs = append(errs, fmt.Errorf("%s is not set", EnvQueue))
+		errs = append(errs, fmt.Errorf("%s is not set", config.EnvRealtimeQueue))
 	}
 	if callback && e.Callback == "" {
-		errs = append(errs, fmt.Errorf("%s is not set", EnvCallback))
+		errs = append(errs, fmt.Errorf("%s is not set", config.EnvRealtimeCallback))
 	}
 	return errors.Join(errs...)
 }
@@ -146,7 +132,7 @@ func RoutesMain() {
 
 // LandedHook is the changes function's publisher's function
 // (changes.Landed), where the stack deploys the realtime endpoint
-// (EnvQueue set); nil elsewhere.
+// (config.EnvRealtimeQueue set); nil elsewhere.
 func LandedHook(ctx context.Context, cfg config.Config, logger *slog.Logger) (func([]store.FeedRow), error) {
 	e, err := EnvFromOS()
 	if err != nil || e.Queue == "" {
