@@ -27,12 +27,11 @@ import (
 	"github.com/udsproject/uds/pkg/store"
 )
 
-// The functions of the endpoint, as their log lines and metrics name
-// them.
+// The functions whose metrics the endpoint's EMF records name, as the
+// stack's alarms read them.
 const (
-	FunctionRealtime = "realtime"
-	FunctionDeliver  = "deliver"
-	FunctionChanges  = "changes"
+	FunctionDeliver = "deliver"
+	FunctionChanges = "changes"
 )
 
 // Env is the endpoint's configuration beside config.Config.

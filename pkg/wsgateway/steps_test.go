@@ -255,3 +255,20 @@ func TestDeployedPrivate(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployedExpiry shows an item's expiry with the connection's next
+// event after it: the deployed session has no timer of its own.
+func TestDeployedExpiry(t *testing.T) {
+	d := newDeployed(t)
+	d.route(t, "CONNECT", "A", "")
+	d.route(t, "MESSAGE", "A", fmt.Sprintf(`{"action":"subscribe","id":"s","applicationUuid":%q,"namespace":"ttl"}`, stepsApp))
+	d.await(t, "A", "subscribed", func(m []stepMessage) bool { return len(m) > 0 })
+	d.write(t, "POST", "ttl/soon", `{"data":1,"ttl":1}`, "", 201)
+	d.await(t, "A", "the item", func(m []stepMessage) bool { return len(state(t, m, "s")) == 1 })
+	time.Sleep(1500 * time.Millisecond)
+	d.route(t, "MESSAGE", "A", `{"action":"unsubscribe","id":"other"}`)
+	msgs := d.await(t, "A", "the tombstone and the answer", func(m []stepMessage) bool { return len(m) >= 4 })
+	if msgs[2].Type != realtime.TypeChange || msgs[2].Change["deleted"] != true || msgs[3].Status != http.StatusNotFound {
+		t.Fatalf("after the expiry: %v", d.gw.messages("A"))
+	}
+}
