@@ -460,3 +460,134 @@ func sendQuietly(base, method, path, body string) int {
 	res.Body.Close()
 	return res.StatusCode
 }
+
+// TestRealtimePrivate: in a private namespace each subscriber receives
+// its own items only, and an anonymous caller is refused as the feed
+// refuses it; a cursor of one caller's feed is refused to another.
+func TestRealtimePrivate(t *testing.T) {
+	t.Parallel()
+	base := apitest.FeedServer(t, apitest.Budget)
+	setPolicy(t, base, "diary", `{"access":"private"}`)
+	alice, bob := dial(t, base, "alice"), dial(t, base, "bob")
+	alice.send(subscribe("mine", "diary", nil))
+	aliceCursor := alice.expect(realtime.TypeSubscribed).Cursor
+	bob.send(subscribe("mine", "diary", nil))
+	bob.expect(realtime.TypeSubscribed)
+
+	do(t, base, "POST", data+"diary/d1", `{"data":"alice's"}`, "alice", 201)
+	do(t, base, "POST", data+"diary/d1", `{"data":"bob's"}`, "bob", 201)
+	do(t, base, "POST", data+"diary/d2", `{"data":"bob's too"}`, "bob", 201)
+	for _, tc := range []struct {
+		c    *client
+		want map[string]string
+	}{{alice, map[string]string{"d1": `"alice's"`}}, {bob, map[string]string{"d1": `"bob's"`, "d2": `"bob's too"`}}} {
+		r := newReplica(t)
+		deadline := time.Now().Add(15 * time.Second)
+		for !r.holds(tc.want) {
+			m, ok := tc.c.next(time.Until(deadline))
+			if !ok || m.Type != realtime.TypeChange {
+				t.Fatalf("want %v, holding %v, then %+v", tc.want, r.items, m)
+			}
+			r.apply(m)
+		}
+		// Nothing of the other's follows.
+		if m, ok := tc.c.next(time.Second); ok {
+			t.Errorf("after its own items, %+v", m)
+		}
+	}
+
+	anonymous := dial(t, base, "")
+	anonymous.send(subscribe("s", "diary", nil))
+	if m := anonymous.expect(realtime.TypeError); m.Status != 401 || m.ID != "s" {
+		t.Errorf("an anonymous subscribe to a private namespace: %+v", m)
+	}
+	bob.send(subscribe("alices", "diary", &aliceCursor))
+	if m := bob.expect(realtime.TypeError); m.Status != 400 || m.Error != "Invalid changes" {
+		t.Errorf("another caller's cursor: %+v", m)
+	}
+}
+
+// TestRealtimeRefusals: each request refused says why, with the status an
+// HTTP request refused the same way has, and the connection goes on.
+func TestRealtimeRefusals(t *testing.T) {
+	t.Parallel()
+	base := apitest.FeedServer(t, apitest.Budget)
+	c := dial(t, base, "alice")
+	bad := "not a cursor"
+	for _, tc := range []struct {
+		name, msg string
+		status    int
+		id, error string
+	}{
+		{"not JSON", `hello`, 400, "", "Invalid message"},
+		{"an unknown action", `{"action":"publish","id":"p"}`, 400, "p", "Invalid action"},
+		{"an unknown member", `{"action":"subscribe","id":"x","channel":"c"}`, 400, "x", "Invalid message"},
+		{"a malformed app", `{"action":"subscribe","id":"s","applicationUuid":"nope","namespace":"n"}`, 400, "s", "Invalid applicationUuid"},
+		{"a malformed namespace", `{"action":"subscribe","id":"s","applicationUuid":"` + app + `","namespace":"a/b"}`, 400, "s", "Invalid namespace"},
+		{"a cursor not issued", subscribe("s", "notes", &bad), 400, "s", "Invalid changes"},
+		{"an unknown subscription", `{"action":"unsubscribe","id":"none"}`, 404, "none", "Subscription not found"},
+	} {
+		c.send(tc.msg)
+		m := c.expect(realtime.TypeError)
+		if m.Status != tc.status || m.ID != tc.id || m.Error != tc.error || m.Details == "" {
+			t.Errorf("%s: got %+v", tc.name, m)
+		}
+	}
+	c.send(subscribe("s", "notes", nil))
+	c.expect(realtime.TypeSubscribed)
+	c.send(subscribe("s", "notes", nil))
+	if m := c.expect(realtime.TypeError); m.Status != 400 || m.Error != "Invalid id" {
+		t.Errorf("an id in use: %+v", m)
+	}
+	c.send(`{"action":"unsubscribe","id":"s"}`)
+	c.expect(realtime.TypeUnsubscribed)
+	for i := range realtime.MaxPerConnection {
+		c.send(subscribe(fmt.Sprint(i), "notes", nil))
+		c.expect(realtime.TypeSubscribed)
+	}
+	c.send(subscribe("one too many", "notes", nil))
+	if m := c.expect(realtime.TypeError); m.Status != 429 {
+		t.Errorf("past the cap: %+v", m)
+	}
+
+	// A namespace that became private since a cursor was taken has
+	// another key space: the subscriber starts again from the beginning.
+	other := dial(t, base, "alice")
+	other.send(subscribe("before", "later-private", nil))
+	cursor := other.expect(realtime.TypeSubscribed).Cursor
+	setPolicy(t, base, "later-private", `{"access":"private"}`)
+	other.send(subscribe("after", "later-private", &cursor))
+	if m := other.expect(realtime.TypeResync); m.ID != "after" {
+		t.Errorf("resync for %q", m.ID)
+	}
+
+	// A page of another site cannot open a connection.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	h := http.Header{"Origin": {"https://elsewhere.example"}}
+	if _, res, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+realtime.Path, &websocket.DialOptions{HTTPHeader: h}); err == nil || res == nil || res.StatusCode != http.StatusForbidden {
+		t.Errorf("an upgrade from another site's page: %v", err)
+	}
+}
+
+// setPolicy sets a namespace's policy, waiting while a change of access
+// mode settles (202).
+func setPolicy(t *testing.T, base, namespace, body string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		req, _ := http.NewRequestWithContext(t.Context(), "PUT", base+"/rest/api/v1/admin/apps/"+app+"/namespaces/"+namespace, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		switch {
+		case res.StatusCode == 200:
+			return
+		case res.StatusCode != 202 || time.Now().After(deadline):
+			t.Fatalf("setting the policy of %s: %d %s", namespace, res.StatusCode, b)
+		}
+	}
+}

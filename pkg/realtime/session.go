@@ -51,10 +51,13 @@ type session struct {
 	wake     chan struct{}
 
 	// What follows belongs to run.
-	subs       map[string]*subscription
-	expiries   expiryHeap
-	timer      *time.Timer
-	renderedAt time.Time
+	subs map[string]*subscription
+	// subscribed counts the subscriptions opened and sent the messages
+	// sent, for the connection's log line.
+	subscribed, sent int
+	expiries         expiryHeap
+	timer            *time.Timer
+	renderedAt       time.Time
 }
 
 // event is one thing a session handles: a client's message (req, or
@@ -195,6 +198,7 @@ func (s *session) handle(e event) error {
 func (s *session) send(msg []byte) error {
 	ctx, cancel := context.WithTimeout(s.base, writeTimeout)
 	defer cancel()
+	s.sent++
 	return s.conn.write(ctx, msg)
 }
 
@@ -225,6 +229,7 @@ func (s *session) subscribe(req Request) error {
 			Details: "the app has 10,000 subscriptions on this server, the most it takes: try again later"}))
 	}
 	s.subs[req.ID] = sub
+	s.subscribed++
 	if req.Cursor == nil {
 		// Live from now on. The cursor stands a settle time back, where
 		// a read of the feed is sure to have every row before it.

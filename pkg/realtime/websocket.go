@@ -3,8 +3,10 @@ package realtime
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -41,9 +43,14 @@ func (h *Hub) Handler(caller func(*http.Request) (string, error)) http.Handler {
 			_ = c.Close(closeGoingAway, "the server is stopping")
 			return
 		}
+		start := time.Now()
 		go s.read(c)
 		s.run()
-		conn.closeNow()
+		status := conn.closeNow()
+		// A connection leaves one line when it ends, as a request does.
+		h.log.LogAttrs(r.Context(), slog.LevelInfo, "realtime connection", slog.String("subject", subject),
+			slog.Int("subscriptions", s.subscribed), slog.Int("messages", s.sent),
+			slog.Float64("durationMs", float64(time.Since(start).Microseconds())/1000), slog.Int("closeStatus", status))
 	})
 }
 
@@ -91,14 +98,15 @@ func (w *wsConn) close(status int, reason string) {
 }
 
 // closeNow closes the connection, with the status it was ended with, or
-// at once when the client went away.
-func (w *wsConn) closeNow() {
+// at once when the client went away, and returns the status (0: none).
+func (w *wsConn) closeNow() int {
 	w.mu.Lock()
 	status, reason := w.status, w.reason
 	w.mu.Unlock()
 	if status == 0 {
 		_ = w.c.CloseNow()
-		return
+		return 0
 	}
 	_ = w.c.Close(websocket.StatusCode(status), reason)
+	return status
 }
