@@ -1,8 +1,8 @@
 // Package localbench holds what the benchmarks that drive uds-local
 // processes over a DynamoDB engine share (cmd/uds-ratebench,
-// cmd/uds-loadbench): starting and stopping the servers and reading their
-// log lines, the environment they run in, timed requests, quantiles, and
-// the name of the machine the figures come from.
+// cmd/uds-loadbench, cmd/uds-realtimebench): starting and stopping the
+// servers and reading their log lines, the environment they run in, timed
+// requests, quantiles, and the name of the machine the figures come from.
 package localbench
 
 import (
