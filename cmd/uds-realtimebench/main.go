@@ -27,17 +27,18 @@
 // passed, and then matches them: each subscription that the protocol's
 // rules say sees a write (its namespace, its list, and in a private
 // namespace its caller's own items) must receive that item at that
-// version. A delivery missing, or a write not acknowledged, fails the run
-// after the report.
+// version. A delivery missing, a write not acknowledged, or a connection
+// closed during the run fails it after the report.
 //
 // It prints, as Markdown: the writes and their latencies; the deliveries
 // expected, received, missing, repeated and unexpected; the
 // commit-to-delivery latency at p50, p90, p99 and its most, of all
 // deliveries and by kind of subscription, of the writes acknowledged after
-// the warm-up; the server's resident memory per connection; the feed
-// writer's batches (the server's "changes batch" lines: the stream poller
-// and the changes handler at work, the first part of every delivery's
-// time); and the machine's load average before and after.
+// the warm-up, and split at the instant of each write's row in the changes
+// table (read once the server stopped: rows.go); the server's resident
+// memory per connection; the feed writer's batches (the server's "changes
+// batch" lines: the changes handler at work); and the machine's load
+// average before and after.
 //
 // Usage:
 //
@@ -208,7 +209,11 @@ func measure(ctx context.Context, o options, endpoint string) (*result, error) {
 	if err := srv.Stop(); err != nil {
 		return nil, err
 	}
-	r.tally = match(d.acks, d.receipts, d.writesStart.Add(o.warmup))
+	rows, err := rowInstants(ctx, endpoint, prefix+schema.Changes.DefaultName)
+	if err != nil {
+		return nil, fmt.Errorf("reading the changes table: %w", err)
+	}
+	r.tally = match(d.acks, d.receipts, rows, d.writesStart.Add(o.warmup))
 	r.subscribeTime, r.others, r.closes = d.subscribeTime, d.others, d.closes
 	r.batches = batches.Within(d.writesStart, d.writesEnd)
 	r.problems = log.Problems()[startup:]

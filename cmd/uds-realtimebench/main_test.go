@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/coder/websocket"
 
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/schema"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -124,7 +126,8 @@ func TestMatch(t *testing.T) {
 		{rec(acks[0].w, "s0", 50), rec(acks[1].w, "s0", 150), rec(acks[1].w, "s0", 160)},
 		{rec(acks[0].w, "s0", 60), rec(acks[2].w, "s6", 200), rec(writeAt(12, conns), "s0", 400)},
 	}
-	got := match(acks, receipts, at(100))
+	rows := map[int]time.Time{4: at(130)}
+	got := match(acks, receipts, rows, at(100))
 	if got.writes != 4 || got.writeErrors != 1 || got.firstWriteError != "503 busy" {
 		t.Errorf("writes %d, not acknowledged %d (%q)", got.writes, got.writeErrors, got.firstWriteError)
 	}
@@ -142,6 +145,11 @@ func TestMatch(t *testing.T) {
 	}
 	if got.beforeAck != 1 || len(got.byKind[sharedNamespace]) != 1 || len(got.byKind[privateNamespace]) != 1 {
 		t.Errorf("before the acknowledgement %d, by kind %v", got.beforeAck, got.byKind)
+	}
+	// Write 4's row came 20 ms after its acknowledgement, its delivery
+	// 20 ms after that; write 6's row was not found.
+	if len(got.toRowMs) != 1 || got.toRowMs[0] != 20 || len(got.fromRowMs) != 1 || got.fromRowMs[0] != 20 || got.noRow != 1 {
+		t.Errorf("to the row %v, from it %v, no row %d; want [20], [20], 1", got.toRowMs, got.fromRowMs, got.noRow)
 	}
 }
 
@@ -255,7 +263,7 @@ func TestDrive(t *testing.T) {
 			if !subscribed {
 				t.Error("not told when the connections were subscribed")
 			}
-			got := match(d.acks, d.receipts, d.writesStart.Add(o.warmup))
+			got := match(d.acks, d.receipts, nil, d.writesStart.Add(o.warmup))
 			// 240 writes, each four a 20 + 5 + 1 + 1 deliveries.
 			if got.writes != 240 || got.writeErrors != 0 || got.expected != 240/4*27 {
 				t.Errorf("writes %d (%d not acknowledged), expected %d deliveries; want 240, 0, %d", got.writes, got.writeErrors, got.expected, 240/4*27)
@@ -270,6 +278,33 @@ func TestDrive(t *testing.T) {
 			}
 			if len(d.others) > 0 || len(d.closes) > 0 {
 				t.Errorf("other messages %v, connections closed %v", d.others, d.closes)
+			}
+		})
+	}
+}
+
+// A row of the changes table names its write by the item's id, or its sort
+// key in a list, in shared and private namespaces alike.
+func TestRowOf(t *testing.T) {
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	const seq = "01764936000123.x1"
+	want := time.UnixMilli(1764936000123)
+	for _, tc := range []struct {
+		name string
+		row  map[string]types.AttributeValue
+		n    int
+		ok   bool
+	}{
+		{"a key-value item", map[string]types.AttributeValue{schema.AttrDataKey: s("app|rt-news|w0000004"), schema.AttrChangeSeq: s(seq)}, 4, true},
+		{"a private one", map[string]types.AttributeValue{schema.AttrDataKey: s("app|rt-notes|w0000006|rt-0001"), schema.AttrChangeSeq: s(seq)}, 6, true},
+		{"a list item", map[string]types.AttributeValue{schema.AttrDataKey: s("app|rt-rooms|room-01"), schema.AttrSortKey: s("w0000005"), schema.AttrChangeSeq: s(seq)}, 5, true},
+		{"another item", map[string]types.AttributeValue{schema.AttrDataKey: s("app|rt-news|other"), schema.AttrChangeSeq: s(seq)}, 0, false},
+		{"no sequence", map[string]types.AttributeValue{schema.AttrDataKey: s("app|rt-news|w0000004")}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, at, ok := rowOf(tc.row)
+			if ok != tc.ok || ok && (n != tc.n || !at.Equal(want)) {
+				t.Errorf("rowOf = %d, %v, %v; want %d, %v, %v", n, at, ok, tc.n, want, tc.ok)
 			}
 		})
 	}

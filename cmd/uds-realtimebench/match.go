@@ -36,6 +36,13 @@ type tally struct {
 	// beforeAck counts the measured deliveries read before their
 	// write's acknowledgement (a latency below zero).
 	beforeAck int
+	// toRowMs are the measured writes' times from acknowledgement to
+	// their row's instant in the changes table, fromRowMs the measured
+	// deliveries' from that instant to their receipt, sorted, of the
+	// writes whose row was found; noRow counts the measured writes whose
+	// row was not.
+	toRowMs, fromRowMs []float64
+	noRow              int
 }
 
 // maxExamples bounds the examples a tally names.
@@ -60,8 +67,9 @@ func (k deliveryKey) String() string {
 }
 
 // match pairs every acknowledged write's expected deliveries with the
-// changes the connections received. receipts[c] are connection c's.
-func match(acks []ack, receipts [][]receipt, measuredFrom time.Time) tally {
+// changes the connections received. receipts[c] are connection c's; rows
+// are the instants of the writes' rows in the changes table, by write.
+func match(acks []ack, receipts [][]receipt, rows map[int]time.Time, measuredFrom time.Time) tally {
 	t := tally{writes: len(acks)}
 	first := map[deliveryKey]time.Time{}
 	for c, rs := range receipts {
@@ -88,6 +96,13 @@ func match(acks []ack, receipts [][]receipt, measuredFrom time.Time) tally {
 		}
 		t.writeMs = append(t.writeMs, ms(a.at.Sub(a.sent)))
 		measured := !a.at.Before(measuredFrom)
+		row, hasRow := rows[a.w.n]
+		switch {
+		case measured && hasRow:
+			t.toRowMs = append(t.toRowMs, ms(row.Sub(a.at)))
+		case measured:
+			t.noRow++
+		}
 		for c, ss := range subs {
 			for _, s := range ss {
 				if !s.sees(c, a.w) {
@@ -113,6 +128,9 @@ func match(acks []ack, receipts [][]receipt, measuredFrom time.Time) tally {
 				}
 				t.latencyMs = append(t.latencyMs, lat)
 				t.byKind[s.kind] = append(t.byKind[s.kind], lat)
+				if hasRow {
+					t.fromRowMs = append(t.fromRowMs, ms(at.Sub(row)))
+				}
 			}
 		}
 	}
@@ -125,6 +143,8 @@ func match(acks []ack, receipts [][]receipt, measuredFrom time.Time) tally {
 	}
 	slices.Sort(t.writeMs)
 	slices.Sort(t.latencyMs)
+	slices.Sort(t.toRowMs)
+	slices.Sort(t.fromRowMs)
 	for k := range t.byKind {
 		slices.Sort(t.byKind[k])
 	}

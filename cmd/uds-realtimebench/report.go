@@ -53,6 +53,11 @@ func report(w io.Writer, o options, r *result) {
 		row(fmt.Sprintf("… %s (%s): deliveries, p50 / p90 / p99 / max ms", k, subscribers(k, o.connections)), "%d, %s", len(r.byKind[k]), quantiles(r.byKind[k]))
 	}
 	row("deliveries read before the write's 201", "%d", r.beforeAck)
+	row("of which to the row's instant (stream, poller, row written): writes, p50 / p90 / p99 / max ms", "%d, %s", len(r.toRowMs), quantiles(r.toRowMs))
+	row("of which from the row's instant (item read, messages sent and read): deliveries, p50 / p90 / p99 / max ms", "%d, %s", len(r.fromRowMs), quantiles(r.fromRowMs))
+	if r.noRow > 0 {
+		row("measured writes whose row was not found", "%d", r.noRow)
+	}
 	p99 := time.Duration(localbench.Quantile(r.latencyMs, 0.99) * float64(time.Millisecond))
 	verdict := "met"
 	if p99 > goalP99 || len(r.latencyMs) == 0 || r.missing > 0 {
