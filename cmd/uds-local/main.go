@@ -46,6 +46,7 @@ import (
 	"github.com/udsproject/uds/pkg/console"
 	"github.com/udsproject/uds/pkg/expiry"
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/realtime"
 	"github.com/udsproject/uds/pkg/server"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/streampoll"
@@ -188,11 +189,18 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 		return err
 	}
 	defer stopStreams()
+	// The realtime endpoint's hub shows each row of the changes feed as
+	// the feed's writer lands it.
+	hub := realtime.NewHub(api.RealtimeFeed(), logger)
+	hubCtx, stopHub := context.WithCancel(ctx)
+	defer stopHub()
+	go hub.Run(hubCtx)
+	defer hub.Close()
 	// The changes feed's writer reads the data tables' streams too, with
 	// a poller of its own: a second reader of each shard, as deployed.
 	stopChanges, err := startStreams(ctx, client, cfg, logger, "the changes feed",
 		[]string{cfg.Tables.Data, cfg.Tables.List},
-		changes.Handler(store.New(client, cfg.Tables), logger))
+		changes.Handler(store.New(client, cfg.Tables, store.WithLanded(hub.Landed)), logger))
 	if err != nil {
 		return err
 	}
@@ -237,7 +245,9 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 	// the server takes the caller from the header), and the root's
 	// redirect to it and the OpenAPI document (site), all behind the
 	// guard.
-	handler := site(console.Mount(api, console.Local(trusted)))
+	handler := http.NewServeMux()
+	handler.Handle(realtime.Path, hub.Handler(api.RealtimeCaller))
+	handler.Handle("/", site(console.Mount(api, console.Local(trusted))))
 	srv := &http.Server{Handler: guard(ln.Addr(), cfg, handler), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -248,6 +258,9 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// Shutdown leaves the realtime connections alone (they are no
+	// longer HTTP): the hub ends them, telling their clients to come back.
+	hub.Close()
 	if err := srv.Shutdown(shutdown); err != nil {
 		return fmt.Errorf("stopping: %w", err)
 	}

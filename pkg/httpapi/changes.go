@@ -14,9 +14,11 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// ChangesStore reads a namespace's changes feed; *store.Store has it.
+// ChangesStore reads a namespace's changes feed, and shows the rows that
+// land in it to realtime subscribers; *store.Store has it.
 type ChangesStore interface {
 	Changes(ctx context.Context, q store.ChangesQuery) (store.ChangesPage, error)
+	CurrentChanges(ctx context.Context, rows []store.FeedRow) ([]store.Change, error)
 }
 
 // changesQuery names the query parameters of a read of the changes feed.

@@ -119,12 +119,25 @@ var messages = []struct {
 // an internal error is answered 500 without its text, which goes to the
 // request's log line.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.Key) {
+	caller, _ := a.subject(r)
+	status, body, retryAfter := describe(err, key, caller)
+	if retryAfter != "" {
+		w.Header().Set("Retry-After", retryAfter)
+	}
+	observationFrom(r.Context()).noteError(status, body.Error, err)
+	writeJSON(w, status, body)
+}
+
+// describe is what an error answers: its status, its body and, when the
+// client may try again after a while, the Retry-After seconds. caller is
+// who asked, whose own quota a refusal may show.
+func describe(err error, key *uds.Key, caller string) (status int, body errorBody, retryAfter string) {
 	code := uds.CodeOf(err)
-	body := errorBody{Code: code, Error: uds.PublicOf(err), Timestamp: now()}
+	body = errorBody{Code: code, Error: uds.PublicOf(err), Timestamp: now()}
 	if key != nil {
 		body.ApplicationUUID, body.Namespace, body.ID, body.SortKey = key.App, key.Namespace, key.ID, key.SortKey
 	}
-	status := statusOf[code]
+	status = statusOf[code]
 	if code != uds.CodeInternal {
 		for _, m := range messages {
 			if errors.Is(err, m.err) {
@@ -191,7 +204,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		body.Details = "request bodies may be sent as they are or gzip encoded, not " + strconv.Quote(coding.coding)
 	case errors.As(err, &quota):
 		q := quota.Quota
-		if caller, _ := a.subject(r); caller != q.User {
+		if caller != q.User {
 			// Another owner's usage and limits are theirs to see: the
 			// caller learns only whose quota refused the write.
 			body.Details = "the write would take the item's owner past the limit in effect"
@@ -204,11 +217,11 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	case errors.As(err, &incomplete):
 		body.Deleted = &incomplete.Deleted
 		body.Details = fmt.Sprintf("deleted %d items before the time budget ran out; repeat the request to delete the rest", incomplete.Deleted)
-		w.Header().Set("Retry-After", "1")
+		retryAfter = "1"
 	case errors.As(err, &changing):
 		body.Details = fmt.Sprintf("namespace %s is changing its access mode from %s to %s, and takes no writes until the change completes; nothing was written: send the write again after the Retry-After delay",
 			strconv.Quote(changing.Namespace), changing.From, changing.To)
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(changing.RetryAfter.Round(time.Second).Seconds()))))
+		retryAfter = strconv.Itoa(max(1, int(changing.RetryAfter.Round(time.Second).Seconds())))
 	case errors.As(err, &unavailable):
 		// The cause goes to the log (the request's line); the client
 		// learns that it may retry, and that a write may or may not have
@@ -217,7 +230,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 		if unavailable.Reason != "" {
 			body.Details = unavailable.Reason
 		}
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(unavailable.RetryAfter.Seconds()))))
+		retryAfter = strconv.Itoa(max(1, int(unavailable.RetryAfter.Seconds())))
 	case errors.As(err, &limited) && limited.Operations != 0:
 		// No wait lets this batch through, so the answer has no
 		// Retry-After: a client that honours one would only send it again.
@@ -225,11 +238,11 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 			strconv.FormatInt(limited.Rate.Burst, 10) + " operations"
 	case errors.As(err, &limited):
 		body.Details = limited.Error() + "; nothing was done: send it again after the Retry-After delay"
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, seconds(limited.RetryAfter))))
+		retryAfter = strconv.Itoa(max(1, seconds(limited.RetryAfter)))
 	case errors.As(err, &notReady):
 		body.Details = notReady.Error() + "; it answers queries once ready (GET the namespace's policy for its state; POST .../indexes/build advances the build)"
 		if wait := time.Until(notReady.SettlesAt); wait > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()+0.999))))
+			retryAfter = strconv.Itoa(max(1, int(wait.Seconds()+0.999)))
 		}
 	case errors.As(err, &version):
 		body.Details = fmt.Sprintf("version %d of the item is not kept: it never was, or it was pruned, expired or dropped; GET the item with ?history for the versions kept", version.version)
@@ -252,8 +265,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	case errors.Is(err, ErrUnauthenticated), errors.Is(err, ErrUntrustedSubjectHeader):
 		body.Details = err.Error()
 	}
-	observationFrom(r.Context()).noteError(status, body.Error, err)
-	writeJSON(w, status, body)
+	return status, body, retryAfter
 }
 
 // limitPtr renders a limit for a response: 0 (unlimited) is null.

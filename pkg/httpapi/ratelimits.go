@@ -47,11 +47,24 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request, p params, n int) boo
 	if err != nil {
 		return true
 	}
-	caller, whole, err := a.stores.RateLimits.RatesInEffect(r.Context(), app, subject)
+	policies, states, err := a.charge(r.Context(), app, subject, n)
+	setRateHeaders(w, policies, states)
 	if err != nil {
-		return true
+		a.fail(w, r, err, &uds.Key{App: app})
+		return false
 	}
-	var policies, states []string
+	return true
+}
+
+// charge spends n tokens of subject's bucket in app and of the app's, and
+// returns the limits in effect and their state (for the rate headers),
+// with a uds.RateLimitedError when a limit refuses them: then nothing is
+// spent. Limits that cannot be read let everything through.
+func (a *API) charge(ctx context.Context, app, subject string, n int) (policies, states []string, err error) {
+	caller, whole, err := a.stores.RateLimits.RatesInEffect(ctx, app, subject)
+	if err != nil {
+		return nil, nil, nil
+	}
 	// spent is the tokens taken so far, given back when a later limit
 	// refuses the request: it does nothing, and pays nothing.
 	type spent struct {
@@ -66,9 +79,9 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request, p params, n int) boo
 		if !l.rate.On() {
 			continue
 		}
-		d := a.limiter.Take(r.Context(), l.bucket, l.rate, int64(n))
+		d := a.limiter.Take(ctx, l.bucket, l.rate, int64(n))
 		if d.Open {
-			observationFrom(r.Context()).noteRateLimiterOpen(d.Cause)
+			observationFrom(ctx).noteRateLimiterOpen(d.Cause)
 			continue
 		}
 		policies = append(policies, strconv.Quote(l.name)+";q="+strconv.FormatInt(l.rate.PerSecond, 10)+";w=1")
@@ -77,18 +90,15 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request, p params, n int) boo
 			for _, t := range taken {
 				a.limiter.Give(t.bucket, t.n)
 			}
-			setRateHeaders(w, policies, states)
 			refusal := &uds.RateLimitedError{Limit: l.name, Rate: l.rate, RetryAfter: d.RetryAfter}
 			if d.OverBurst {
 				refusal.Operations = n
 			}
-			a.fail(w, r, refusal, &uds.Key{App: app})
-			return false
+			return policies, states, refusal
 		}
 		taken = append(taken, spent{l.bucket, d.Charged})
 	}
-	setRateHeaders(w, policies, states)
-	return true
+	return policies, states, nil
 }
 
 // setRateHeaders writes the limits and their state as

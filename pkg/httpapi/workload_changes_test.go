@@ -89,7 +89,7 @@ const (
 // of them than the accounting function's (it makes few calls): answers
 // lost after the rows were written, throttling, 500s and resets, which
 // the SDK and LogChanges retry, and writes that land just before a read
-// could pass their instant (under changesSettle/2), or after (longer than
+// could pass their instant (under ChangesSettle/2), or after (longer than
 // the settle time, while the readers read): LogChanges writes the latter
 // again under a new instant.
 var changesLogFaults = []faults.Rule{

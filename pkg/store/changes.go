@@ -31,8 +31,8 @@ import (
 // item's key, so that one busy namespace spreads its writes; a read
 // queries every bucket of its key space and merges them. A row's sort
 // key starts with the millisecond it was written, and a read takes only
-// rows of at most its horizon, changesSettle before now. That is what
-// makes the feed gap-free: a row is written within changesSettle/2 of
+// rows of at most its horizon, ChangesSettle before now. That is what
+// makes the feed gap-free: a row is written within ChangesSettle/2 of
 // the instant it names (LogChanges writes it again, under a new instant,
 // when its write took longer), so by the time a read's horizon passes
 // that instant the row is there for its strongly consistent query. A
@@ -44,9 +44,9 @@ import (
 // its rows over: each takes about 1,000 writes a second.
 const changesBuckets = 4
 
-// changesSettle is how far behind now a read of the feed stops (its
+// ChangesSettle is how far behind now a read of the feed stops (its
 // horizon), and twice the longest a row's write may take.
-const changesSettle = 2 * time.Second
+const ChangesSettle = 2 * time.Second
 
 // ChangesRetention is how long the feed keeps a row: a cursor older than
 // that answers 410 and its client starts again from the beginning.
@@ -93,6 +93,33 @@ func seqTime(seq string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.UnixMilli(ms).UTC(), true
+}
+
+// FeedRow is a row of the feed as a read takes it, and as LogChanges
+// hands it to WithLanded's function once written.
+type FeedRow struct {
+	// Key is the item's, in its key space (Key.Owner).
+	Key uds.Key
+	// Seq is the row's sequence: the instant it was written at (or, for
+	// a row written in advance, the item's expiry), then a unique suffix.
+	Seq string
+	// Version is the version written or removed, Removed whether the
+	// change removed the item, At when the change was made.
+	Version int64
+	Removed bool
+	At      time.Time
+}
+
+// Instant is the instant the row stands at in the feed.
+func (r FeedRow) Instant() time.Time {
+	t, _ := seqTime(r.Seq)
+	return t
+}
+
+// ChangesAt is the position of a feed in keySpace at instant t: a read
+// from it takes the rows of later instants.
+func ChangesAt(keySpace string, t time.Time) ChangesPosition {
+	return ChangesPosition{KeySpace: keySpace, Since: seqUpTo(t)}
 }
 
 // changeRow is one row of the feed, before its instant is chosen.
@@ -176,7 +203,7 @@ const changesWriteAttempts = 8
 // LogChanges writes the feed's rows of a batch of stream records of the
 // data tables. Each call of BatchWriteItem writes its rows under the
 // instant it was made at; rows it did not process, and all of its rows
-// when it answered later than changesSettle/2 after that instant, are
+// when it answered later than ChangesSettle/2 after that instant, are
 // written again under a new one. It is idempotent in effect: a record
 // handed over again writes rows again, which a read shows as the item
 // once more. It returns the number of rows written.
@@ -232,22 +259,29 @@ func (s *Store) writeRows(ctx context.Context, rows []changeRow) ([]changeRow, e
 		return rows, nil
 	case err != nil:
 		return nil, failed("log changes", err)
-	case s.now().Sub(at) > changesSettle/2:
+	case s.now().Sub(at) > ChangesSettle/2:
 		return rows, nil
 	}
-	unprocessed := out.UnprocessedItems[s.tables.Changes]
-	if len(unprocessed) == 0 {
-		return nil, nil
-	}
-	left := make([]changeRow, 0, len(unprocessed))
-	for _, u := range unprocessed {
+	left := make([]changeRow, 0, len(out.UnprocessedItems[s.tables.Changes]))
+	unprocessed := map[string]bool{}
+	for _, u := range out.UnprocessedItems[s.tables.Changes] {
 		_, suffix, _ := strings.Cut(str(u.PutRequest.Item, schema.AttrChangeSeq), ".")
-		for _, r := range rows {
-			if r.suffix == suffix {
-				left = append(left, r)
-				break
-			}
+		unprocessed[suffix] = true
+	}
+	landed := make([]FeedRow, 0, len(rows))
+	for i, r := range rows {
+		if unprocessed[r.suffix] {
+			left = append(left, r)
+			continue
 		}
+		seq := str(reqs[i].PutRequest.Item, schema.AttrChangeSeq)
+		landed = append(landed, FeedRow{Key: r.key, Seq: seq, Version: r.version, Removed: r.removed, At: r.at})
+	}
+	if s.landed != nil && len(landed) > 0 {
+		// Handed over at once, within ChangesSettle/2 of their instant,
+		// so that a reader of what landed is never further behind than
+		// a read of the feed (realtime's cursors rest on it).
+		s.landed(landed)
 	}
 	return left, nil
 }

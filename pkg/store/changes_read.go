@@ -155,20 +155,11 @@ func (s *Store) walkChanges(ctx context.Context, q ChangesQuery, pos ChangesPosi
 	return page, nil
 }
 
-// changeEntry is a log row as a read takes it.
-type changeEntry struct {
-	seq     string
-	key     uds.Key
-	version int64
-	removed bool
-	at      time.Time
-}
-
 // logChanges reads a page of the log after pos.Since, up to the horizon:
 // each bucket's rows in order, merged, and the items they name read
 // (strongly consistent) and shown as they are now, each once per page.
 func (s *Store) logChanges(ctx context.Context, q ChangesQuery, pos ChangesPosition, now time.Time) (ChangesPage, error) {
-	horizon := seqUpTo(now.Add(-changesSettle))
+	horizon := seqUpTo(now.Add(-ChangesSettle))
 	page := ChangesPage{Next: pos}
 	if pos.Since >= horizon {
 		page.UpToDate = true
@@ -207,7 +198,7 @@ func (s *Store) logChanges(ctx context.Context, q ChangesQuery, pos ChangesPosit
 	if err := errors.Join(errs...); err != nil {
 		return ChangesPage{}, failed("read the changes of "+q.App+"/"+q.Namespace, err)
 	}
-	var rows []changeEntry
+	var rows []FeedRow
 	// cut is the lowest of the last sequences of the buckets that hold
 	// more rows than their query returned: rows past it are left for the
 	// next page, since a bucket's unread rows may come before them.
@@ -225,55 +216,39 @@ func (s *Store) logChanges(ctx context.Context, q ChangesQuery, pos ChangesPosit
 			if !ok {
 				continue
 			}
-			rows = append(rows, changeEntry{seq: str(av, schema.AttrChangeSeq), key: k, version: num(av, schema.AttrVersion),
-				removed: boolAttr(av, schema.AttrChangeRemoved), at: time.UnixMilli(num(av, schema.AttrChangeAt)).UTC()})
+			rows = append(rows, FeedRow{Seq: str(av, schema.AttrChangeSeq), Key: k, Version: num(av, schema.AttrVersion),
+				Removed: boolAttr(av, schema.AttrChangeRemoved), At: time.UnixMilli(num(av, schema.AttrChangeAt)).UTC()})
 		}
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].seq < rows[j].seq })
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Seq < rows[j].Seq })
 	if more {
-		rows = rows[:sort.Search(len(rows), func(i int) bool { return rows[i].seq > cut })]
+		rows = rows[:sort.Search(len(rows), func(i int) bool { return rows[i].Seq > cut })]
 	}
 	if len(rows) > q.Limit {
 		rows, more = rows[:q.Limit], true
 	}
+	shown, err := s.CurrentChanges(ctx, rows)
+	if err != nil {
+		return ChangesPage{}, err
+	}
 	seen := make(map[string]bool, len(rows))
-	var keys []uds.Key
-	for _, r := range rows {
-		if id := itemID(r.key); !seen[id] {
-			seen[id] = true
-			keys = append(keys, r.key)
-		}
-	}
-	items, errs := s.GetMany(ctx, keys)
-	current := make(map[string]int, len(keys))
-	for i, k := range keys {
-		if errs[i] != nil && !errors.Is(errs[i], uds.ErrNotFound) {
-			return ChangesPage{}, errs[i]
-		}
-		current[itemID(k)] = i
-	}
-	shown := make(map[string]bool, len(keys))
 	total := 0
 	for n, r := range rows {
-		id := itemID(r.key)
-		if shown[id] {
-			page.Next.Since = r.seq
+		id := itemID(r.Key)
+		if seen[id] {
+			page.Next.Since = r.Seq
 			continue
 		}
-		i := current[id]
-		c := Change{Item: items[i]}
-		if errs[i] != nil {
-			c = Change{Removed: true, Item: uds.Item{Key: r.key, Version: r.version, UpdatedDate: r.at}}
-		}
+		c := shown[n]
 		size := q.ItemBytes(&c.Item)
 		if n > 0 && total+size > q.MaxBytes {
 			more = true
 			break
 		}
 		total += size
-		shown[id] = true
+		seen[id] = true
 		page.Changes = append(page.Changes, c)
-		page.Next.Since = r.seq
+		page.Next.Since = r.Seq
 	}
 	if !more {
 		page.Next.Since, page.UpToDate = horizon, true
@@ -285,4 +260,42 @@ func (s *Store) logChanges(ctx context.Context, q ChangesQuery, pos ChangesPosit
 func boolAttr(av map[string]types.AttributeValue, name string) bool {
 	b, ok := av[name].(*types.AttributeValueMemberBOOL)
 	return ok && b.Value
+}
+
+// CurrentChanges shows each row as a read of the feed shows it: its item
+// as it is now, or, when the item is gone, the tombstone of the version
+// the row names. The items are read once each, strongly consistent, so
+// that rows shown later never show an item older than rows shown before.
+func (s *Store) CurrentChanges(ctx context.Context, rows []FeedRow) ([]Change, error) {
+	index := make(map[string]int, len(rows))
+	var keys []uds.Key
+	for _, r := range rows {
+		if _, ok := index[itemID(r.Key)]; !ok {
+			index[itemID(r.Key)] = len(keys)
+			keys = append(keys, r.Key)
+		}
+	}
+	items, errs := s.GetMany(ctx, keys)
+	shown := make([]Change, len(rows))
+	for n, r := range rows {
+		i := index[itemID(r.Key)]
+		switch err := errs[i]; {
+		case err == nil:
+			shown[n] = Change{Item: items[i]}
+		case errors.Is(err, uds.ErrNotFound):
+			shown[n] = Change{Removed: true, Item: uds.Item{Key: r.Key, Version: r.Version, UpdatedDate: r.At}}
+		default:
+			return nil, err
+		}
+	}
+	return shown, nil
+}
+
+// Instant is the instant a position of the log stands at: every row at
+// or before it is behind the position. A walk's position has none.
+func (p ChangesPosition) Instant() (time.Time, bool) {
+	if p.Walk {
+		return time.Time{}, false
+	}
+	return seqTime(p.Since)
 }

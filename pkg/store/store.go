@@ -34,7 +34,9 @@ type Tables = schema.TableNames
 
 // Store is the DynamoDB-backed data store. It is safe for concurrent use.
 type Store struct {
-	client       Client
+	client Client
+	// landed, when set, takes the feed's rows as they land (WithLanded).
+	landed       func([]FeedRow)
 	tables       Tables
 	globalLimits uds.Limits
 	globalRates  uds.RateLimits
@@ -110,6 +112,11 @@ func WithRecomputeQuiet(d time.Duration) Option { return func(s *Store) { s.reco
 // expire items and end quiet periods at once, however long their writes
 // took.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// WithLanded has LogChanges call landed with the rows of each of its
+// BatchWriteItem calls as soon as the call has written them, so that the
+// realtime endpoint delivers each change as its row lands (see FeedRow).
+func WithLanded(landed func([]FeedRow)) Option { return func(s *Store) { s.landed = landed } }
 
 // New returns a Store over client.
 func New(client Client, tables Tables, opts ...Option) *Store {
