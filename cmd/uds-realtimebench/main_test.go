@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,8 +16,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/coder/websocket"
 
+	"github.com/udsproject/uds/internal/localbench/localbenchtest"
+	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/schema"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -307,5 +312,34 @@ func TestRowOf(t *testing.T) {
 				t.Errorf("rowOf = %d, %v, %v; want %d, %v, %v", n, at, ok, tc.n, want, tc.ok)
 			}
 		})
+	}
+}
+
+// The whole benchmark, briefly, against the server of this tree over the
+// test engine: every delivery received, the report's figures filled in.
+// Limits and policies are not cached, so that the private namespaces take
+// 15 s to set up rather than a minute.
+func TestBench(t *testing.T) {
+	endpoint, bin := localbenchtest.Server(t)
+	t.Setenv(config.EnvLimitsCacheTTL, "0s")
+	o := options{udsLocal: bin, connections: 4, rate: 20, duration: 2 * time.Second, grace: 15 * time.Second, mode: uds.QuotaStrict}
+	var report bytes.Buffer
+	if err := run(t.Context(), o, endpoint, &report); err != nil {
+		t.Fatalf("%v\n%s", err, &report)
+	}
+	for _, want := range []*regexp.Regexp{
+		// 40 writes, each four a 4 + 1 + 1 + 1 deliveries.
+		regexp.MustCompile(`\| writes: sent / not acknowledged \| 40 / 0 \|\n`),
+		regexp.MustCompile(`\| deliveries: expected / received / missing \| 70 / 70 / \*\*0\*\* \|\n`),
+		regexp.MustCompile(`\| \*\*commit-to-delivery p50 / p90 / p99 / max ms\*\* \| \*\*-?[0-9]+ / -?[0-9]+ / [0-9]+ / [0-9]+\*\* \|\n`),
+		regexp.MustCompile(`\| of which to the row's instant [^|]*\| 40, `),
+		regexp.MustCompile(`\| server RSS per connection \(10 subscriptions\), KB \| -?[0-9.]+ \|\n`),
+	} {
+		if !want.MatchString(report.String()) {
+			t.Errorf("the report does not match %s:\n%s", want, &report)
+		}
+	}
+	if strings.Contains(report.String(), "WARN or ERROR") {
+		t.Errorf("the report quotes a server's warning:\n%s", &report)
 	}
 }
