@@ -23,8 +23,9 @@
 // the earlier ones. For each write it notes the instant its 201 was read
 // (the acknowledgement) and the version created; for each change message
 // the instant it was read. After the last write it waits until every
-// delivery the acknowledged writes call for has come, or -grace has
-// passed, and then matches them: each subscription that the protocol's
+// delivery the acknowledged writes call for has come, or none has come
+// for -grace (a server far behind is waited for while it catches up, up to
+// maxWait), and then matches them: each subscription that the protocol's
 // rules say sees a write (its namespace, its list, and in a private
 // namespace its caller's own items) must receive that item at that
 // version. A delivery missing, a write not acknowledged, or a connection
@@ -82,7 +83,7 @@ func main() {
 	flag.Float64Var(&o.rate, "rate", 100, "writes a second through the HTTP API")
 	flag.DurationVar(&o.duration, "duration", 60*time.Second, "how long the writes are measured")
 	flag.DurationVar(&o.warmup, "warmup", 5*time.Second, "how long the writes run before, their deliveries checked but not measured")
-	flag.DurationVar(&o.grace, "grace", 15*time.Second, "how long to wait after the last write for its deliveries")
+	flag.DurationVar(&o.grace, "grace", 15*time.Second, "after the last write, how long to wait for the next delivery before the ones not come are missing")
 	mode := flag.String("quota-mode", string(uds.QuotaStrict), "the app's quota mode: strict or streamed")
 	flag.Parse()
 	err := parseOptions(&o, *mode)
@@ -125,8 +126,9 @@ const benchApp = "5ca1ab1e-0000-4000-8000-00000000f1a5"
 type result struct {
 	tally
 	// subscribeTime is how long opening every connection and having
-	// every subscription answered took.
-	subscribeTime time.Duration
+	// every subscription answered took, waited how long the deliveries
+	// took to come after the last write's answer.
+	subscribeTime, waited time.Duration
 	// rssBefore and rssAfter are the server's resident memory, in
 	// bytes, before the first connection and once every subscription was
 	// in place; 0 where /proc does not give it.
@@ -214,7 +216,7 @@ func measure(ctx context.Context, o options, endpoint string) (*result, error) {
 		return nil, fmt.Errorf("reading the changes table: %w", err)
 	}
 	r.tally = match(d.acks, d.receipts, rows, d.writesStart.Add(o.warmup))
-	r.subscribeTime, r.others, r.closes = d.subscribeTime, d.others, d.closes
+	r.subscribeTime, r.waited, r.others, r.closes = d.subscribeTime, d.waited, d.others, d.closes
 	r.batches = batches.Within(d.writesStart, d.writesEnd)
 	r.problems = log.Problems()[startup:]
 	return r, nil
@@ -225,6 +227,9 @@ type driven struct {
 	subscribeTime          time.Duration
 	acks                   []ack
 	writesStart, writesEnd time.Time
+	// waited is how long the deliveries took to come after the last
+	// write's answer.
+	waited time.Duration
 	// receipts are each connection's changes received.
 	receipts [][]receipt
 	// others are the messages that were neither a change nor an answer
@@ -262,10 +267,8 @@ func drive(ctx context.Context, o options, client *http.Client, base string, sub
 		return nil, ctx.Err()
 	}
 	want := expectedDeliveries(d.acks, o.connections)
-	fmt.Fprintf(os.Stderr, "uds-realtimebench: %d writes sent; waiting up to %v for %d deliveries\n", len(d.acks), o.grace, want)
-	for deadline := time.Now().Add(o.grace); time.Now().Before(deadline) && distinct(clients) < want; {
-		time.Sleep(100 * time.Millisecond)
-	}
+	fmt.Fprintf(os.Stderr, "uds-realtimebench: %d writes sent; waiting for %d deliveries, as long as one comes every %v\n", len(d.acks), want, o.grace)
+	d.waited = waitDeliveries(clients, want, o.grace)
 	d.receipts = make([][]receipt, len(clients))
 	for i, c := range clients {
 		var others []string
@@ -362,6 +365,24 @@ func connect(ctx context.Context, wsURL string, n int) ([]*client, error) {
 	}
 	wg.Wait()
 	return clients, errors.Join(errs...)
+}
+
+// maxWait bounds how long waitDeliveries waits in all.
+const maxWait = 10 * time.Minute
+
+// waitDeliveries waits until the clients have received want distinct
+// changes, or none came for grace, or maxWait passed, and returns how long
+// it waited.
+func waitDeliveries(clients []*client, want int, grace time.Duration) time.Duration {
+	start := time.Now()
+	last, lastAt := distinct(clients), start
+	for n := last; n < want && time.Since(lastAt) < grace && time.Since(start) < maxWait; n = distinct(clients) {
+		if n > last {
+			last, lastAt = n, time.Now()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(start)
 }
 
 // distinct counts the changes received by every connection, repeats left

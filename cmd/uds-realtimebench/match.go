@@ -153,7 +153,7 @@ func match(acks []ack, receipts [][]receipt, rows map[int]time.Time, measuredFro
 
 // expectedDeliveries counts the deliveries the acknowledged writes call
 // for, without matching them: the run waits until as many distinct
-// changes arrived, or its grace ran out.
+// changes arrived, or they stopped coming.
 func expectedDeliveries(acks []ack, conns int) int {
 	n := 0
 	for _, a := range acks {

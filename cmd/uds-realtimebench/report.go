@@ -47,7 +47,8 @@ func report(w io.Writer, o options, r *result) {
 	row("writes: sent / not acknowledged", "%d / %d", r.writes, r.writeErrors)
 	row("write (POST) p50 / p99 ms", "%.1f / %.1f", localbench.Quantile(r.writeMs, 0.5), localbench.Quantile(r.writeMs, 0.99))
 	row("deliveries: expected / received / missing", "%d / %d / **%d**", r.expected, r.received, r.missing)
-	row("changes received again / matching no write", "%d / %d", r.duplicates, r.unexpected)
+	row("waited for them after the last write's answer", "%.1f s", r.waited.Seconds())
+	row("changes received again / of no acknowledged write", "%d / %d", r.duplicates, r.unexpected)
 	row("**commit-to-delivery p50 / p90 / p99 / max ms**", "**%s**", quantiles(r.latencyMs))
 	for k := range kinds {
 		row(fmt.Sprintf("… %s (%s): deliveries, p50 / p90 / p99 / max ms", k, subscribers(k, o.connections)), "%d, %s", len(r.byKind[k]), quantiles(r.byKind[k]))
@@ -81,7 +82,7 @@ func report(w io.Writer, o options, r *result) {
 		}
 	}
 	examples("Deliveries missing", r.missing, r.missingExamples)
-	examples("Changes that match no write's expected delivery", r.unexpected, r.unexpectedExamples)
+	examples("Changes of no acknowledged write (a write answered 503 may have been applied)", r.unexpected, r.unexpectedExamples)
 	if r.writeErrors > 0 {
 		fmt.Fprintf(w, "\nThe first write not acknowledged: %s\n", r.firstWriteError)
 	}
