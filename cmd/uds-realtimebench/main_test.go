@@ -156,6 +156,9 @@ func TestMatch(t *testing.T) {
 	if len(got.toRowMs) != 1 || got.toRowMs[0] != 20 || len(got.fromRowMs) != 1 || got.fromRowMs[0] != 20 || got.noRow != 1 {
 		t.Errorf("to the row %v, from it %v, no row %d; want [20], [20], 1", got.toRowMs, got.fromRowMs, got.noRow)
 	}
+	if len(got.toRowByTable[0]) != 1 || len(got.toRowByTable[1]) != 0 {
+		t.Errorf("to the row by table %v, want a key-value item's only", got.toRowByTable)
+	}
 }
 
 // stub is a server that speaks the realtime protocol over an HTTP API of

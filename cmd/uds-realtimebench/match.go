@@ -43,6 +43,10 @@ type tally struct {
 	// row was not.
 	toRowMs, fromRowMs []float64
 	noRow              int
+	// toRowByTable are toRowMs by the table the item is in: key-value
+	// items' (the data table), then list items' (the list table). The
+	// changes handler reads the two tables' streams.
+	toRowByTable [2][]float64
 }
 
 // maxExamples bounds the examples a tally names.
@@ -100,6 +104,11 @@ func match(acks []ack, receipts [][]receipt, rows map[int]time.Time, measuredFro
 		switch {
 		case measured && hasRow:
 			t.toRowMs = append(t.toRowMs, ms(row.Sub(a.at)))
+			table := 0
+			if a.w.sortKey != "" {
+				table = 1
+			}
+			t.toRowByTable[table] = append(t.toRowByTable[table], ms(row.Sub(a.at)))
 		case measured:
 			t.noRow++
 		}
@@ -145,6 +154,9 @@ func match(acks []ack, receipts [][]receipt, rows map[int]time.Time, measuredFro
 	slices.Sort(t.latencyMs)
 	slices.Sort(t.toRowMs)
 	slices.Sort(t.fromRowMs)
+	for i := range t.toRowByTable {
+		slices.Sort(t.toRowByTable[i])
+	}
 	for k := range t.byKind {
 		slices.Sort(t.byKind[k])
 	}

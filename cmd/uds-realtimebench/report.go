@@ -55,6 +55,8 @@ func report(w io.Writer, o options, r *result) {
 	}
 	row("deliveries read before the write's 201", "%d", r.beforeAck)
 	row("of which to the row's instant (stream, poller, row written): writes, p50 / p90 / p99 / max ms", "%d, %s", len(r.toRowMs), quantiles(r.toRowMs))
+	row("… key-value items (the data table's stream)", "%d, %s", len(r.toRowByTable[0]), quantiles(r.toRowByTable[0]))
+	row("… list items (the list table's stream)", "%d, %s", len(r.toRowByTable[1]), quantiles(r.toRowByTable[1]))
 	row("of which from the row's instant (item read, messages sent and read): deliveries, p50 / p90 / p99 / max ms", "%d, %s", len(r.fromRowMs), quantiles(r.fromRowMs))
 	if r.noRow > 0 {
 		row("measured writes whose row was not found", "%d", r.noRow)
