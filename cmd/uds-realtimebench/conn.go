@@ -67,10 +67,8 @@ type client struct {
 	// answers counts the answers to subscribes received.
 	answers  int
 	receipts []receipt
-	// distinct counts the receipts that were not a subscription's
-	// repeat of a change it had.
-	distinct int
-	seen     map[deliveryKey]bool
+	// seen holds the changes received, each once.
+	seen map[deliveryKey]bool
 	// others counts the messages that were neither a change nor an
 	// answer to a subscribe (resync, error after subscribing).
 	others []string
@@ -152,10 +150,7 @@ func (c *client) read(ctx context.Context) {
 			r := receipt{sub: m.ID, namespace: m.Change.Namespace, id: m.Change.ID, sortKey: m.Change.SortKey, version: m.Change.Version, at: at}
 			c.mu.Lock()
 			c.receipts = append(c.receipts, r)
-			if k := r.key(c.n); !c.seen[k] {
-				c.seen[k] = true
-				c.distinct++
-			}
+			c.seen[r.key(c.n)] = true
 			c.mu.Unlock()
 		case m.Type == "subscribed":
 			c.answer(nil)
@@ -197,11 +192,17 @@ func (c *client) received() ([]receipt, []string) {
 	return c.receipts, c.others
 }
 
-// distinctCount counts the changes received so far, repeats left out.
-func (c *client) distinctCount() int {
+// count returns how many of the deliveries of want the connection has
+// received, and how many distinct changes in all.
+func (c *client) count(want map[deliveryKey]bool) (wanted, all int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.distinct
+	for k := range c.seen {
+		if want[k] {
+			wanted++
+		}
+	}
+	return wanted, len(c.seen)
 }
 
 // close ends the connection as a client leaving does (status 1000) and

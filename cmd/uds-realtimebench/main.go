@@ -267,7 +267,7 @@ func drive(ctx context.Context, o options, client *http.Client, base string, sub
 		return nil, ctx.Err()
 	}
 	want := expectedDeliveries(d.acks, o.connections)
-	fmt.Fprintf(os.Stderr, "uds-realtimebench: %d writes sent; waiting for %d deliveries, as long as one comes every %v\n", len(d.acks), want, o.grace)
+	fmt.Fprintf(os.Stderr, "uds-realtimebench: %d writes sent; waiting for %d deliveries, as long as a change comes every %v\n", len(d.acks), len(want), o.grace)
 	d.waited = waitDeliveries(clients, want, o.grace)
 	d.receipts = make([][]receipt, len(clients))
 	for i, c := range clients {
@@ -370,29 +370,27 @@ func connect(ctx context.Context, wsURL string, n int) ([]*client, error) {
 // maxWait bounds how long waitDeliveries waits in all.
 const maxWait = 10 * time.Minute
 
-// waitDeliveries waits until the clients have received want distinct
-// changes, or none came for grace, or maxWait passed, and returns how long
-// it waited.
-func waitDeliveries(clients []*client, want int, grace time.Duration) time.Duration {
+// waitDeliveries waits until the clients have received every delivery of
+// want, or no change came for grace, or maxWait passed, and returns how
+// long it waited.
+func waitDeliveries(clients []*client, want map[deliveryKey]bool, grace time.Duration) time.Duration {
 	start := time.Now()
-	last, lastAt := distinct(clients), start
-	for n := last; n < want && time.Since(lastAt) < grace && time.Since(start) < maxWait; n = distinct(clients) {
-		if n > last {
-			last, lastAt = n, time.Now()
+	seen, lastAt := 0, start
+	for time.Since(lastAt) < grace && time.Since(start) < maxWait {
+		wanted, all := 0, 0
+		for _, c := range clients {
+			w, a := c.count(want)
+			wanted, all = wanted+w, all+a
 		}
-		time.Sleep(100 * time.Millisecond)
+		if wanted == len(want) {
+			break
+		}
+		if all > seen {
+			seen, lastAt = all, time.Now()
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 	return time.Since(start)
-}
-
-// distinct counts the changes received by every connection, repeats left
-// out.
-func distinct(clients []*client) int {
-	n := 0
-	for _, c := range clients {
-		n += c.distinctCount()
-	}
-	return n
 }
 
 // rss returns process pid's resident memory in bytes (VmRSS), 0 where

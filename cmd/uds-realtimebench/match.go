@@ -163,11 +163,11 @@ func match(acks []ack, receipts [][]receipt, rows map[int]time.Time, measuredFro
 	return t
 }
 
-// expectedDeliveries counts the deliveries the acknowledged writes call
-// for, without matching them: the run waits until as many distinct
-// changes arrived, or they stopped coming.
-func expectedDeliveries(acks []ack, conns int) int {
-	n := 0
+// expectedDeliveries returns the deliveries the acknowledged writes call
+// for, without matching them: the run waits until every one of them has
+// come, or they stopped coming.
+func expectedDeliveries(acks []ack, conns int) map[deliveryKey]bool {
+	want := map[deliveryKey]bool{}
 	for _, a := range acks {
 		if !a.ok() {
 			continue
@@ -175,12 +175,12 @@ func expectedDeliveries(acks []ack, conns int) int {
 		for c := range conns {
 			for _, s := range subscriptionsOf(c) {
 				if s.sees(c, a.w) {
-					n++
+					want[deliveryKey{conn: c, sub: s.id, namespace: a.w.namespace, id: a.w.id, sortKey: a.w.sortKey, version: a.version}] = true
 				}
 			}
 		}
 	}
-	return n
+	return want
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
