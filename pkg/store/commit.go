@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	mrand "math/rand/v2"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -117,6 +119,12 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 		case err != nil:
 			return nil, err
 		case explained:
+			// Another writer got in: wait a moment, longer each time and
+			// at random, so that writers of one hot item stop meeting in
+			// lockstep and each gets its turn within the attempts.
+			if err := sleep(ctx, contendedWait(attempt)); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		who, record, limited := r.usage()
@@ -131,6 +139,13 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 		return nil, &quotaRefusal{change: p.growth[who], err: s.quotaError(ctx, app, owner, p.limits[who], record)}
 	}
 	return nil, &uds.UnavailableError{Op: op, Err: errContended}
+}
+
+// contendedWait is how long a write waits before its next attempt after
+// its attempt-th lost a race: at random up to 5 ms doubled per attempt, at
+// most 320 ms, so that 12 attempts span a few seconds of contention.
+func contendedWait(attempt int) time.Duration {
+	return time.Duration(mrand.Int64N(int64(5*time.Millisecond) << min(attempt, 6)))
 }
 
 // quotaRefusal is a plan refused by an owner's limit: the change that

@@ -64,6 +64,12 @@ func (uv *updateVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
 	if err := replaceable(uv.w, old, now); err != nil {
 		return nil, surely(err, uncertain, uv.op)
 	}
+	return uv.replace(ctx, old, head, now)
+}
+
+// replace plans the write of uv's value over old, which replaceable let
+// through.
+func (uv *updateVerb) replace(ctx context.Context, old *itemState, head historyHead, now time.Time) (*plan, error) {
 	lim, streamed, err := uv.s.quotaOf(ctx, uv.w, ownerAfter(uv.w, old))
 	if err != nil {
 		return nil, err
