@@ -65,12 +65,13 @@ type client struct {
 
 	mu sync.Mutex
 	// answers counts the answers to subscribes received.
-	answers  int
+	answers int
+	// receipts are the changes received, in the order they were read;
+	// seen holds each once.
 	receipts []receipt
-	// seen holds the changes received, each once.
-	seen map[deliveryKey]bool
-	// others counts the messages that were neither a change nor an
-	// answer to a subscribe (resync, error after subscribing).
+	seen     map[deliveryKey]bool
+	// others are the messages that were neither a change nor an answer
+	// to a subscribe (resync, error after subscribing).
 	others []string
 	// closed is why the read loop ended, once it has.
 	closed error
