@@ -13,7 +13,8 @@
 #       subscriber's message) at p50, p90, p99 and its most, by kind of
 #       subscription, the deliveries expected, received and missing, and
 #       the server's resident memory per connection, as docs/performance.md
-#       reports them; a missing delivery fails it. REALTIMEBENCH_FLAGS
+#       reports them; a delivery missing, a write not acknowledged or a
+#       connection closed fails it. REALTIMEBENCH_FLAGS
 #       passes more flags to cmd/uds-realtimebench (-connections, -rate,
 #       -warmup, -grace, -quota-mode; go run ./cmd/uds-realtimebench
 #       -help). About 2.5 minutes at the defaults (the private namespaces

@@ -2,8 +2,6 @@ package localbench
 
 import (
 	"encoding/json"
-	"os"
-	"strings"
 	"sync"
 	"time"
 )
@@ -46,14 +44,4 @@ func (l *Batches) Within(start, end time.Time) []Batch {
 		}
 	}
 	return in
-}
-
-// LoadAverage returns the machine's load averages over 1, 5 and 15
-// minutes, or "unknown" where /proc/loadavg does not give them.
-func LoadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], ", ")
-	}
-	return "unknown"
 }

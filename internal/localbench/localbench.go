@@ -167,3 +167,13 @@ func Machine() string {
 	}
 	return fmt.Sprintf("%s, %d cores, %s", cpu, runtime.NumCPU(), runtime.Version())
 }
+
+// LoadAverage returns the machine's load averages over 1, 5 and 15
+// minutes, or "unknown" where /proc/loadavg does not give them.
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], ", ")
+	}
+	return "unknown"
+}
