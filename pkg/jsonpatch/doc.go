@@ -52,8 +52,10 @@
 // document is validated, so that following a path into a deeply nested
 // document does not read the inner levels once for each level above them.
 //
-// Like encoding/json, the package does not check that strings are valid
-// UTF-8, and it refuses an object that names a member twice only where a
+// Like encoding/json, the package does not refuse strings that are not
+// valid UTF-8: it copies them as they are, and reads member names and
+// pointer tokens as encoding/json does (each invalid byte as U+FFFD), so
+// that a name matches where encoding/json would match it. It refuses an object that names a member twice only where a
 // patch goes into it (where a name would mean two values): the server's
 // own reading of the result catches the rest.
 package jsonpatch

@@ -118,8 +118,10 @@ func mergeReference(target, patch any) any {
 }
 
 // FuzzJSONPatch checks, for any document and JSON Patch: no panic; the
-// package's reading of JSON agrees with json.Valid; a result is valid,
-// compact JSON of the size the applier kept; a test of a value just added
+// package's reading of JSON agrees with json.Valid; it agrees with a
+// reference JSON Patch over decoded values (reference_test.go) on whether
+// the patch applies and on the result; a result is valid, compact JSON of
+// the size the applier kept; a test of a value just added
 // or replaced succeeds; and the members of an object document that no
 // operation's path or from goes into keep their bytes.
 func FuzzJSONPatch(f *testing.F) {
@@ -154,6 +156,7 @@ func FuzzJSONPatch(f *testing.F) {
 			t.Fatalf("invalid patch parsed: %q", patch)
 		}
 		out, size, err := p.apply(doc, DefaultMaxBytes)
+		compareWithReference(t, doc, p, out, err)
 		if err != nil {
 			var c *ConflictError
 			var d *DocumentError
@@ -240,6 +243,14 @@ func compact(t *testing.T, v []byte) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+func mustEncode(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 func mustDecode(t *testing.T, b []byte) any {

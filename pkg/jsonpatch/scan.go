@@ -1,8 +1,10 @@
 package jsonpatch
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // MaxDepth is how deeply a document, a patch or a result may nest arrays
@@ -405,17 +407,14 @@ func rawDepth(v []byte) int {
 	return most
 }
 
-// decodeString returns the text of a validated JSON string.
+// decodeString returns the text of a validated JSON string, as
+// encoding/json decodes it: escapes decoded, and each byte that is not
+// part of valid UTF-8 read as U+FFFD. So a member name and a JSON Pointer
+// token match when encoding/json would find them equal.
 func decodeString(q []byte) string {
-	plain := true
-	for _, c := range q[1 : len(q)-1] {
-		if c == '\\' {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return string(q[1 : len(q)-1])
+	body := q[1 : len(q)-1]
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body)
 	}
 	var s string
 	// The string is valid, so this cannot fail.
