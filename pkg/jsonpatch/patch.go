@@ -263,7 +263,10 @@ func (a *applier) walk(p pointer, k int, member string) (*node, error) {
 			n = n.members[j].val
 		case array:
 			i, ok, in := arrayIndex(tok, len(n.elems))
-			if !ok || !in {
+			if !ok {
+				return nil, notIndex(p, t, member)
+			}
+			if !in {
 				return nil, missing(p, t+1, member)
 			}
 			n = n.elems[i]
@@ -279,6 +282,13 @@ func missing(p pointer, k int, member string) error {
 		return conflict(member + " " + strconv.Quote(p.text) + " does not exist")
 	}
 	return conflict(member + " " + strconv.Quote(p.text) + ": " + strconv.Quote(p.prefix(k)) + " does not exist")
+}
+
+// notIndex is a token, the pointer's k-th, that is no index of the array
+// it goes into: not digits, or digits with a leading zero (RFC 6901,
+// section 4), or "-", which names no element yet.
+func notIndex(p pointer, k int, member string) error {
+	return conflict(member + " " + strconv.Quote(p.text) + ": " + strconv.Quote(p.tokens[k]) + " is not an index of the array at " + strconv.Quote(p.prefix(k)))
 }
 
 // expandDocument expands a node of the document, where an object that
@@ -338,7 +348,10 @@ func (a *applier) add(p pointer, v *node, replace bool) error {
 		n := len(parent.elems)
 		if replace {
 			i, ok, in := arrayIndex(tok, n)
-			if !ok || !in {
+			if !ok {
+				return notIndex(p, len(p.tokens)-1, "path")
+			}
+			if !in {
 				return missing(p, len(p.tokens), "path")
 			}
 			a.size += v.size() - parent.elems[i].size()
@@ -352,7 +365,7 @@ func (a *applier) add(p pointer, v *node, replace bool) error {
 			i, ok, in = arrayIndex(tok, n+1)
 		}
 		if !ok {
-			return conflict("path " + strconv.Quote(p.text) + ": " + strconv.Quote(tok) + " is not an index of the array")
+			return notIndex(p, len(p.tokens)-1, "path")
 		}
 		if !in {
 			return conflict("path " + strconv.Quote(p.text) + ": index " + tok + " is past the end of the array (" + strconv.Itoa(n) + " elements)")
@@ -400,7 +413,10 @@ func (a *applier) remove(p pointer, member string) (*node, error) {
 	case array:
 		n := len(parent.elems)
 		i, ok, in := arrayIndex(tok, n)
-		if !ok || !in {
+		if !ok {
+			return nil, notIndex(p, len(p.tokens)-1, member)
+		}
+		if !in {
 			return nil, missing(p, len(p.tokens), member)
 		}
 		v := parent.elems[i]
