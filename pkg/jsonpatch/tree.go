@@ -293,11 +293,19 @@ func (n *node) depthAtMost(limit int) bool {
 // clone returns a copy of the value that shares nothing a patch can
 // change. An expanded value is written out into a source of its own:
 // copying it as a tree could double the nodes with each copy operation.
+// The value itself becomes raw in that source too, so that copying it
+// again costs nothing more.
 func (n *node) clone() *node {
-	if n.kind == raw {
-		c := *n
-		return &c
+	if n.kind != raw {
+		*n = *n.written()
 	}
+	c := *n
+	return &c
+}
+
+// written returns the value written out, as a raw node of a source of
+// its own.
+func (n *node) written() *node {
 	// Reading it again records where its large containers end (see
 	// bigContainer); what appendTo writes is valid, so this cannot fail.
 	_, c, err := parseSource(n.appendTo(make([]byte, 0, n.size())))
