@@ -207,17 +207,20 @@ func deepCopy(v any) any {
 // of the package's, or an object that names a member twice (which the
 // reference cannot see), is no disagreement.
 func compareWithReference(t *testing.T, doc []byte, p Patch, out []byte, err error) {
+	var c *ConflictError
+	var d *DocumentError
+	var big *TooLargeError
+	if errors.As(err, &d) || errors.As(err, &big) {
+		// The reference has no limit: copies would double its document
+		// for as long as the patch asks.
+		return
+	}
 	dv, derr := decodeValue(doc)
 	if derr != nil {
 		return
 	}
 	want, ok := referenceApply(dv, p.ops)
-	var c *ConflictError
-	var d *DocumentError
-	var big *TooLargeError
 	switch {
-	case errors.As(err, &d), errors.As(err, &big):
-		return
 	case errors.As(err, &c):
 		if strings.Contains(c.Reason, "deeper than") {
 			return
