@@ -144,6 +144,8 @@ func FuzzJSONPatch(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"a":1.0,"b":1e2,"c":{"d":[1,2,3]}}`), []byte(`[{"op":"add","path":"/c/d/1","value":{"x":-0.0}},{"op":"copy","from":"/c","path":"/e"},{"op":"move","from":"/e/d/0","path":"/f"}]`))
+	// Each copy doubles the document: the limit, not memory, stops it.
+	f.Add([]byte(`[1]`), []byte(`[`+strings.TrimSuffix(strings.Repeat(`{"op":"copy","from":"","path":"/-"},`, 40), ",")+`]`))
 	f.Fuzz(func(t *testing.T, doc, patch []byte) {
 		checkScanner(t, doc)
 		checkScanner(t, patch)
