@@ -785,6 +785,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		fresh := client.Key{App: app, Namespace: "notes", ID: "fresh"}
 		b.open("#/apps/" + app + "/data?ns=notes&id=fresh")
 		b.alert("#item-result", "404 Key not found")
+		b.until(`document.querySelector("#item-live").innerText.startsWith("Live")`)
 		b.fill("#item-editor", `{"text": "written from the console"}`)
 		b.press("Create item")
 		b.until(`document.querySelector("#item-result").innerText.startsWith("201 Created notes/fresh")`)

@@ -136,8 +136,10 @@ async function itemView(body, app, key) {
   const shown = h("section", { "aria-labelledby": "item-title" });
   const history = h("section", { "aria-labelledby": "history-title" });
   // live says whether the view follows the item's changes, liveNote what
-  // the last change did to the view.
-  const live = h("p", { class: "hint", id: "item-live" });
+  // the last change did to the view. Live's line is there from the first
+  // render, so that the page does not move under a person's pointer when
+  // the subscription starts.
+  const live = h("p", { class: "hint", id: "item-live" }, config.realtime ? "Connecting for live changes…" : null);
   const liveNote = h("div", { "aria-live": "polite", id: "item-live-note" });
   replace(body, live, liveNote, shown, area, history);
   let current = null;
