@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/udsproject/uds/pkg/schema"
@@ -10,11 +11,13 @@ import (
 // Function names. Each is also the name of the zip the root Makefile builds
 // (build/<name>.zip) and of the directory under functions/.
 const (
-	fnKV      = "kv"
-	fnList    = "list"
-	fnAdmin   = "admin"
-	fnExpiry  = "expiry"
-	fnChanges = "changes"
+	fnKV       = "kv"
+	fnList     = "list"
+	fnAdmin    = "admin"
+	fnExpiry   = "expiry"
+	fnChanges  = "changes"
+	fnRealtime = "realtime"
+	fnDeliver  = "deliver"
 )
 
 // functionSpec sizes one Lambda function.
@@ -37,9 +40,12 @@ type functionSpec struct {
 	// function needs more than that.
 	Timeout     time.Duration
 	Description string
-	// Metrics is whether the function writes EMF records (namespace
-	// UDS): the changes function writes a log line per batch and no
-	// metrics, so no alarm or graph reads UDS metrics of it.
+	// Metrics is whether the function writes the request and batch EMF
+	// records (namespace UDS) that the per-function graphs and the
+	// throttles alarm read: the changes and realtime functions write a
+	// log line per batch or connect and none of those; the changes and
+	// deliver functions' realtime records (PublishFailures, Deliveries,
+	// PostFailures) have alarms of their own (realtime.go).
 	Metrics bool
 }
 
@@ -92,8 +98,34 @@ var functionSpecs = []functionSpec{
 		// its rows are written again on the next try, and the lag
 		// alarm tells.
 		Timeout:     60 * time.Second,
-		Description: "UDS changes feed: writes a row per change of an item of the data tables, from their streams",
+		Description: "UDS changes feed: writes a row per change of an item of the data tables, from their streams, and publishes it to the realtime subscribers",
 	},
+	{
+		Name: fnRealtime, ConstructID: "RealtimeFunction", MemoryMB: 256,
+		// A connect verifies a token (its issuer's keys fetched within
+		// 5 s when not cached) and writes a record; a message is one
+		// SQS call.
+		Timeout:     10 * time.Second,
+		Description: "UDS realtime: the WebSocket API's routes; records connections and queues their messages",
+	},
+	{
+		Name: fnDeliver, ConstructID: "DeliverFunction", MemoryMB: 512,
+		// A subscribe from a cursor reads the feed's pages and may wait
+		// a settle time for its horizon; a batch is up to ten events,
+		// each posting its answers in order.
+		Timeout:     60 * time.Second,
+		Description: "UDS realtime delivery: takes each connection's events in order through the protocol and posts the answers",
+	},
+}
+
+// functionSpecOf is the spec of function name.
+func functionSpecOf(name string) functionSpec {
+	for _, f := range functionSpecs {
+		if f.Name == name {
+			return f
+		}
+	}
+	panic("no function " + name)
 }
 
 // listDeleteAllBudget is how long one DELETE .../list may keep deleting
@@ -314,7 +346,62 @@ var functionAccess = map[string][]tableAccess{
 		// by the table's TTL). Reading the data tables' streams is
 		// granted with the event source mappings.
 		{Table: schema.Changes, Actions: []string{"dynamodb:BatchWriteItem"}},
+		// Publishing what landed finds a feed's subscribers with a
+		// strongly consistent Query of the connections table.
+		{Table: schema.Connections, Actions: []string{"dynamodb:Query"}},
 	},
+	fnRealtime: {
+		// $connect puts a connection's record; $disconnect reads which
+		// subscribers' records it has (GetItem), removes them in batches
+		// and removes the record.
+		{Table: schema.Connections, Actions: []string{
+			"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem",
+		}},
+	},
+	// The deliver function also reads the changes feed (accessOf).
+	fnDeliver: {
+		// A session is read and saved (UpdateItem, conditional on the
+		// connection's record), a subscription's watch listed on the
+		// record (UpdateItem) and put or removed (PutItem, DeleteItem),
+		// and a connection closed as $disconnect closes it.
+		{Table: schema.Connections, Actions: []string{
+			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
+		}},
+		// A subscribe is charged to the rate limits as a request of the
+		// data routes (store.LeaseTokens).
+		rateBuckets,
+	},
+}
+
+// accessOf is function fn's DynamoDB grants: functionAccess's, and for
+// the deliver function its reads of the feed beside them.
+func accessOf(fn string) []tableAccess {
+	if fn == fnDeliver {
+		return append(slices.Clone(functionAccess[fn]), feedReads()...)
+	}
+	return functionAccess[fn]
+}
+
+// feedReads are the deliver function's reads of the changes feed and of
+// what it shows: the kv function's grants (its feed route is the one the
+// deliver function runs, TestChangesDynamoDBActions lists what it takes)
+// narrowed to their reads. Deriving them keeps the two together as the
+// feed's reads change; TestRealtime writes them out.
+func feedReads() []tableAccess {
+	reads := []string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
+	var out []tableAccess
+	for _, a := range functionAccess[fnKV] {
+		var actions []string
+		for _, action := range a.Actions {
+			if slices.Contains(reads, action) {
+				actions = append(actions, action)
+			}
+		}
+		if len(actions) > 0 && len(a.LeadingKeys) == 0 && len(a.Attributes) == 0 {
+			out = append(out, tableAccess{Table: a.Table, Index: a.Index, Actions: actions})
+		}
+	}
+	return out
 }
 
 // objectAccess is the complete S3 permission set of the stack: function

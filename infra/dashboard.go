@@ -176,6 +176,7 @@ func (s *UdsStack) defineDashboard(props *UdsStackProps) {
 			graph("5xx per route", []awscloudwatch.IMetric{perRoute("ServerErrors", "Sum", "")}, 6),
 		)
 	}
+	d.AddWidgets(s.realtimeWidgets()...)
 	var consumedRead, consumedWrite []awscloudwatch.IMetric
 	var tableNames []string
 	for _, t := range schema.Tables {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -19,18 +20,26 @@ import (
 )
 
 // UdsStack is the deployed UDS: the tables, the bucket for large values,
-// the five functions and the HTTP API in front of three of them. The
+// the seven functions, the HTTP API in front of three of them and the
+// realtime WebSocket API in front of one. The
 // fields let tests find the resources a construct made without guessing
 // logical IDs.
 type UdsStack struct {
 	awscdk.Stack
-	// Tables by schema.Table.ID.
+	// Tables by schema.Table.ID, the connections table's among them.
 	Tables map[string]awsdynamodb.ITable
-	// Functions by function name (kv, list, admin, expiry, changes).
+	// Functions by function name (kv, list, admin, expiry, changes,
+	// realtime, deliver).
 	Functions map[string]awslambda.Function
 	Roles     map[string]awsiam.Role
 	API       awsapigatewayv2.HttpApi
 	Stage     awsapigatewayv2.HttpStage
+	// The realtime endpoint: its WebSocket API and stage, and the queue
+	// of its connections' events with its dead-letter queue.
+	RealtimeAPI   awsapigatewayv2.WebSocketApi
+	RealtimeStage awsapigatewayv2.WebSocketStage
+	RealtimeQueue awssqs.Queue
+	RealtimeDLQ   awssqs.Queue
 	// Bucket holds the large values: made by the stack, or imported.
 	Bucket awss3.IBucket
 	// BucketName is the bucket's name as the functions and the grants
@@ -53,6 +62,7 @@ func NewUdsStack(scope constructs.Construct, id string, props *UdsStackProps) *U
 	for _, t := range schema.Tables {
 		s.Tables[t.ID] = defineTable(stack, t, props)
 	}
+	s.Tables[schema.Connections.ID] = defineConnectionsTable(stack, props)
 	s.BucketName = bucketNameOf(stack, props)
 	s.bucketArn = stack.FormatArn(&awscdk.ArnComponents{
 		Service: jsii.String("s3"), Region: jsii.String(""), Account: jsii.String(""), Resource: s.BucketName,
@@ -63,6 +73,7 @@ func NewUdsStack(scope constructs.Construct, id string, props *UdsStackProps) *U
 	s.defineAPI(props)
 	s.defineExpiry(props)
 	s.defineChanges(props)
+	s.defineRealtime(props)
 	s.defineBucket(props)
 	s.defineAlarms(props)
 	s.defineDashboard(props)
@@ -199,7 +210,7 @@ func (s *UdsStack) defineFunction(f functionSpec, props *UdsStackProps) {
 		Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
 		Resources: jsii.Strings(*logGroup.LogGroupArn()),
 	}))
-	for _, a := range functionAccess[f.Name] {
+	for _, a := range accessOf(f.Name) {
 		arn := s.Tables[a.Table.ID].TableArn()
 		if a.Index != "" {
 			arn = awscdk.Fn_Join(jsii.String(""), jsii.Strings(*arn, "/index/"+a.Index))
@@ -309,8 +320,9 @@ func functionEnvironment(f functionSpec, props *UdsStackProps, bucket *string) *
 	// Imported data tables keep the streams (if any) they had, which no
 	// mapping of this stack reads: the admin routes then refuse the
 	// streamed quota mode, whose writes nothing would count, and the kv
-	// function reads of the changes feed, which nothing would write.
-	if (f.Name == fnAdmin || f.Name == fnKV) && (props.ImportTables[schema.Data.ID] || props.ImportTables[schema.List.ID]) {
+	// and deliver functions reads of the changes feed, which nothing
+	// would write.
+	if (f.Name == fnAdmin || f.Name == fnKV || f.Name == fnDeliver) && (props.ImportTables[schema.Data.ID] || props.ImportTables[schema.List.ID]) {
 		env[config.EnvStreamedQuotas] = jsii.String("off")
 	}
 	// Only the API's functions have routes to publish metrics of.
@@ -321,8 +333,9 @@ func functionEnvironment(f functionSpec, props *UdsStackProps, bucket *string) *
 		env[config.EnvDeleteAllBudget] = jsii.String(listDeleteAllBudget.String())
 	}
 	// The deployment's rate limits apply where the data routes are
-	// served; unset, they limit nothing.
-	if servesDataRoutes(f.Name) {
+	// served, and to realtime subscribes, each charged as a request;
+	// unset, they limit nothing.
+	if servesDataRoutes(f.Name) || f.Name == fnDeliver {
 		for name, r := range map[string]uds.Rate{config.EnvRatePerCaller: props.RatePerCaller, config.EnvRatePerApp: props.RatePerApp} {
 			if r.On() {
 				env[name] = jsii.String(config.FormatRate(r))

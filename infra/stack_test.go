@@ -291,11 +291,36 @@ var wantAccess = map[string]map[string][]string{
 		"HistoryTable/stream":                          {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
 	},
 	// The changes function puts the feed's rows and reads the data
-	// tables' streams: nothing else, and nothing of the bucket.
+	// tables' streams, and finds the realtime subscribers of what it
+	// landed: nothing else, and nothing of the bucket.
 	fnChanges: {
 		"ChangesTable":     {"BatchWriteItem"},
 		"DataTable/stream": {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
 		"ListTable/stream": {"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"},
+		"ConnectionsTable": {"Query"},
+	},
+	// The realtime function records and removes connections, and
+	// nothing else.
+	fnRealtime: {
+		"ConnectionsTable": {"PutItem", "GetItem", "BatchWriteItem", "DeleteItem"},
+	},
+	// The deliver function keeps sessions and subscriptions, and reads
+	// the changes feed as the kv function's feed route does: its reads,
+	// and the rate buckets a subscribe is charged to.
+	fnDeliver: {
+		"ConnectionsTable":            {"GetItem", "UpdateItem", "PutItem", "DeleteItem", "BatchWriteItem"},
+		"AppsTable[rate#*]":           {"UpdateItem"},
+		"ChangesTable":                {"Query"},
+		"DataTable":                   {"GetItem", "BatchGetItem"},
+		"ListTable":                   {"GetItem", "BatchGetItem"},
+		"HistoryTable":                {"GetItem", "BatchGetItem"},
+		"IndexTable":                  {"Query"},
+		"UsageTable":                  {"GetItem", "BatchGetItem"},
+		"AppsTable":                   {"GetItem", "BatchGetItem"},
+		"NamespacesTable":             {"GetItem"},
+		"DataTable/index/byOwner":     {"Query"},
+		"ListTable/index/byOwner":     {"Query"},
+		"UsageTable/index/byAppShard": {"Query"},
 	},
 }
 
@@ -324,7 +349,9 @@ var wantBucketAccess = map[string]map[string][]string{
 		"values/*":  {"PutObject", "PutObjectTagging", "AbortMultipartUpload", "GetObject", "DeleteObject"},
 		"bucket":    {"ListBucket"},
 	},
-	fnChanges: {},
+	fnChanges:  {},
+	fnRealtime: {},
+	fnDeliver:  {},
 }
 
 // wantRoutes is every route key of the API and the function behind it.
@@ -359,22 +386,22 @@ func TestDefaultStack(t *testing.T) {
 
 	t.Run("resource counts", func(t *testing.T) {
 		want := map[string]int{
-			"AWS::DynamoDB::Table":            len(schema.Tables),
+			"AWS::DynamoDB::Table":            len(schema.Tables) + 1, // and the connections table
 			"AWS::Lambda::Function":           len(functionSpecs),
 			"AWS::IAM::Role":                  len(functionSpecs),
 			"AWS::IAM::Policy":                len(functionSpecs),
-			"AWS::ApiGatewayV2::Api":          1,
-			"AWS::ApiGatewayV2::Stage":        1,
-			"AWS::ApiGatewayV2::Integration":  len(apiFunctions), // not the stream functions
-			"AWS::ApiGatewayV2::Route":        len(wantRoutes),
+			"AWS::ApiGatewayV2::Api":          2, // the HTTP API and the realtime WebSocket API
+			"AWS::ApiGatewayV2::Stage":        2,
+			"AWS::ApiGatewayV2::Integration":  len(apiFunctions) + len(realtimeRoutes), // not the stream functions; one per WebSocket route
+			"AWS::ApiGatewayV2::Route":        len(wantRoutes) + len(realtimeRoutes),
 			"AWS::ApiGatewayV2::Authorizer":   0,
-			"AWS::Lambda::Permission":         len(wantRoutes) + 1, // and S3's, for upload events
-			"AWS::Lambda::EventInvokeConfig":  1,                   // the expiry function's upload events
+			"AWS::Lambda::Permission":         len(wantRoutes) + 1 + len(realtimeRoutes), // and S3's, for upload events
+			"AWS::Lambda::EventInvokeConfig":  1,                                         // the expiry function's upload events
 			"AWS::Logs::LogGroup":             len(functionSpecs) + 1,
-			"AWS::CloudWatch::Alarm":          1 + len(functionSpecs) + len(apiFunctions) + 1 + 1 + 2 + 1, // and the expiry stream's, and the changes feed's lag
+			"AWS::CloudWatch::Alarm":          1 + len(functionSpecs) + len(apiFunctions) + 1 + 1 + 2 + 1 + 4, // and the expiry stream's, the changes feed's lag, and realtime's four
 			"AWS::CloudWatch::Dashboard":      1,
-			"AWS::Lambda::EventSourceMapping": 3 + 2, // expiry: data, list and history; changes: data and list
-			"AWS::SQS::Queue":                 1,
+			"AWS::Lambda::EventSourceMapping": 3 + 2 + 1, // expiry: data, list and history; changes: data and list; deliver: the realtime queue
+			"AWS::SQS::Queue":                 3,         // the expiry function's failures; realtime's queue and its dead letters
 			"AWS::S3::Bucket":                 1,
 			"AWS::S3::BucketPolicy":           1,
 		}
@@ -432,6 +459,13 @@ func TestDefaultStack(t *testing.T) {
 			}
 			if f.Name == fnList {
 				want[config.EnvDeleteAllBudget] = "25s"
+			}
+			if _, ok := realtimeManagement[f.Name]; ok {
+				want[schema.Connections.EnvVar] = schema.Connections.DefaultName
+				want[config.EnvRealtimeCallback] = "https://${" + s.logicalID(t, s.stack.RealtimeAPI) + "}.execute-api.${AWS::Region}.${AWS::URLSuffix}/live"
+				if f.Name != fnDeliver {
+					want[config.EnvRealtimeQueue] = "${" + s.logicalID(t, s.stack.RealtimeQueue) + "}"
+				}
 			}
 			got := map[string]string{}
 			for k, v := range env {
@@ -537,11 +571,14 @@ func TestDefaultStack(t *testing.T) {
 			"AWS/ApiGateway/5xx":                         1,
 			"AWS/ApiGateway/Count":                       1,
 			"AWS/Lambda/IteratorAge":                     2, // the expiry and changes functions' lag
-			"AWS/SQS/ApproximateNumberOfMessagesVisible": 1,
+			"AWS/SQS/ApproximateNumberOfMessagesVisible": 2, // the expiry function's failures, realtime's dead letters
+			"AWS/SQS/ApproximateAgeOfOldestMessage":      1,
 			"AWS/Lambda/Errors":                          len(functionSpecs),
-			"UDS/DynamoDBThrottles":                      len(functionSpecs) - 1, // not the changes function, which writes no EMF
+			"UDS/DynamoDBThrottles":                      len(functionSpecs) - 3, // not the changes, realtime and deliver functions, which write none
 			"UDS/Latency":                                len(apiFunctions),
 			"UDS/UploadCommitFailures":                   1,
+			"UDS/PostFailures":                           1,
+			"UDS/PublishFailures":                        1,
 		})
 	})
 
@@ -754,7 +791,11 @@ func checkAccess(t *testing.T, s *synthesized, tableArn func(schema.Table) strin
 		}
 		pairs = append(pairs, tableArn(table), table.ID)
 	}
-	streams := len(s.ofType("AWS::Lambda::EventSourceMapping")) > 0
+	// The stack always creates the connections table.
+	pairs = append(pairs, "${"+s.logicalID(t, s.stack.Tables[schema.Connections.ID])+".Arn}", schema.Connections.ID)
+	streams := slices.ContainsFunc(s.ofType("AWS::Lambda::EventSourceMapping"), func(id string) bool {
+		return strings.Contains(flatten(s.resources[id].Properties["EventSourceArn"]), ".StreamArn}")
+	})
 	names := strings.NewReplacer(pairs...)
 	checkBucketAccess(t, s)
 
@@ -800,9 +841,12 @@ func checkAccess(t *testing.T, s *synthesized, tableArn func(schema.Table) strin
 					t.Errorf("%s uses NotAction", id)
 				}
 				for _, r := range asStrings(st["Resource"]) {
-					// The uploads and values are the one wildcard:
-					// their keys are made as they come.
-					if r == "*" || strings.HasSuffix(r, "/*") && r != bucketArn(s)+"/uploads/*" && r != bucketArn(s)+"/values/*" || strings.Contains(r, "table/*") {
+					// The uploads and values are one wildcard, the
+					// realtime stage's connections the other: their
+					// keys and ids are made as they come.
+					connections := strings.HasPrefix(r, "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${"+s.logicalID(t, s.stack.RealtimeAPI)+"}/live/") &&
+						strings.HasSuffix(r, "/@connections/*")
+					if r == "*" || strings.HasSuffix(r, "/*") && r != bucketArn(s)+"/uploads/*" && r != bucketArn(s)+"/values/*" && !connections || strings.Contains(r, "table/*") {
 						t.Errorf("%s grants on wildcard resource %q", id, r)
 					}
 				}
@@ -887,13 +931,27 @@ func leadingKeys(t *testing.T, condition any) string {
 	return ""
 }
 
+// httpRoutes are the logical IDs of the HTTP API's routes (not the
+// realtime WebSocket API's), sorted.
+func (s *synthesized) httpRoutes(t *testing.T) []string {
+	t.Helper()
+	api := "${" + s.logicalID(t, s.stack.API) + "}"
+	var out []string
+	for _, id := range s.ofType("AWS::ApiGatewayV2::Route") {
+		if flatten(s.resources[id].Properties["ApiId"]) == api {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // checkRoutes checks that the API has exactly wantRoutes, each integrated
 // with its function, with IAM authorization on admin routes and
 // dataAuthorization on the others.
 func checkRoutes(t *testing.T, s *synthesized, dataAuthorization string) {
 	t.Helper()
 	routes := map[string]map[string]any{}
-	for _, id := range s.ofType("AWS::ApiGatewayV2::Route") {
+	for _, id := range s.httpRoutes(t) {
 		p := s.resources[id].Properties
 		key := p["RouteKey"].(string)
 		if _, dup := routes[key]; dup {
@@ -1100,7 +1158,10 @@ func TestSafeDefaults(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := synth(t, c.context)
-			tables := s.ofType("AWS::DynamoDB::Table")
+			// The connections table, which holds no user data, has
+			// neither (TestRealtime).
+			connections := s.logicalID(t, s.stack.Tables[schema.Connections.ID])
+			tables := slices.DeleteFunc(s.ofType("AWS::DynamoDB::Table"), func(id string) bool { return id == connections })
 			if len(tables) != len(schema.Tables) {
 				t.Fatalf("%d tables, want %d", len(tables), len(schema.Tables))
 			}
@@ -1274,7 +1335,9 @@ func TestChangesFeed(t *testing.T) {
 	readers := map[string][]string{} // stream → functions reading it
 	for _, id := range s.ofType("AWS::Lambda::EventSourceMapping") {
 		p := s.resources[id].Properties
-		readers[flatten(p["EventSourceArn"])] = append(readers[flatten(p["EventSourceArn"])], flatten(p["FunctionName"]))
+		if strings.Contains(flatten(p["EventSourceArn"]), ".StreamArn}") {
+			readers[flatten(p["EventSourceArn"])] = append(readers[flatten(p["EventSourceArn"])], flatten(p["FunctionName"]))
+		}
 		if flatten(p["FunctionName"]) != fn {
 			continue
 		}
@@ -1548,9 +1611,10 @@ func TestImportExistingTables(t *testing.T) {
 	}
 	s := synth(t, context)
 
-	t.Run("creates no tables", func(t *testing.T) {
-		if ids := s.ofType("AWS::DynamoDB::Table"); len(ids) != 0 {
-			t.Errorf("tables %v, want none", ids)
+	t.Run("creates no tables but the connections table", func(t *testing.T) {
+		want := []string{s.logicalID(t, s.stack.Tables[schema.Connections.ID])}
+		if ids := s.ofType("AWS::DynamoDB::Table"); !slices.Equal(ids, want) {
+			t.Errorf("tables %v, want %v", ids, want)
 		}
 	})
 	t.Run("functions use the imported names", func(t *testing.T) {
@@ -1626,7 +1690,11 @@ func TestImportSomeTables(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := synth(t, map[string]any{ctxImportTables: c.imports, tableContextKey(schema.Data): "legacy_data", ctxPublicDataRoutes: "true"})
 			created := map[string]bool{}
+			connections := s.logicalID(t, s.stack.Tables[schema.Connections.ID])
 			for _, id := range s.ofType("AWS::DynamoDB::Table") {
+				if id == connections {
+					continue
+				}
 				p := s.resources[id].Properties
 				created[p["TableName"].(string)] = true
 				checkEqual(t, id+" DeletionProtectionEnabled", p["DeletionProtectionEnabled"], true)
@@ -1667,7 +1735,7 @@ func TestImportSomeTables(t *testing.T) {
 				env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 				checkEqual(t, f.Name+" data table", env[schema.Data.EnvVar], "legacy_data")
 				want := any(nil)
-				if f.Name == fnAdmin || f.Name == fnKV {
+				if f.Name == fnAdmin || f.Name == fnKV || f.Name == fnDeliver {
 					want = streamedQuotas
 				}
 				checkEqual(t, f.Name+" "+config.EnvStreamedQuotas, env[config.EnvStreamedQuotas], want)
@@ -1726,12 +1794,13 @@ func TestContextConfiguration(t *testing.T) {
 		}
 	})
 	// The deployment's rate limits reach the functions that serve the
-	// data routes, and no other.
+	// data routes, and the deliver function, which charges subscribes to
+	// them, and no other.
 	t.Run("rate limits", func(t *testing.T) {
 		for _, f := range functionSpecs {
 			env := s.resources[s.logicalID(t, s.stack.Functions[f.Name])].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 			want := []any{nil, nil}
-			if f.Name == fnKV || f.Name == fnList {
+			if f.Name == fnKV || f.Name == fnList || f.Name == fnDeliver {
 				want = []any{"10/20", "500/1000"}
 			}
 			checkEqual(t, f.Name+" rate limits", []any{env[config.EnvRatePerCaller], env[config.EnvRatePerApp]}, want)
@@ -1801,7 +1870,7 @@ func TestRouteThrottles(t *testing.T) {
 			checkEqual(t, "DefaultRouteSettings", r.Properties["DefaultRouteSettings"], map[string]any{
 				"ThrottlingRateLimit": 100.0, "ThrottlingBurstLimit": 200.0,
 			})
-			routes := s.ofType("AWS::ApiGatewayV2::Route")
+			routes := s.httpRoutes(t)
 			deps := slices.Clone(r.DependsOn)
 			sort.Strings(deps)
 			checkEqual(t, "DependsOn", deps, routes)

@@ -73,10 +73,10 @@ type feedResult struct {
 	// answered 200, ReadMs their latencies (of 200 answers).
 	// Batches are the server's changes batch lines of the measured
 	// load's time: the feed's writer at work.
-	Batches    []batchLine `json:"batches"`
-	Reads      int         `json:"reads"`
-	ReadErrors int         `json:"readErrors"`
-	ReadMs     []float64   `json:"readMs"`
+	Batches    []localbench.Batch `json:"batches"`
+	Reads      int                `json:"reads"`
+	ReadErrors int                `json:"readErrors"`
+	ReadMs     []float64          `json:"readMs"`
 }
 
 // probeFeed runs the probe for d and the follower until every write
@@ -284,42 +284,4 @@ func (f *follower) sawAll(acked map[string]time.Time) bool {
 		}
 	}
 	return true
-}
-
-// batchLine is what the benchmark reads of the server's "changes batch"
-// line (pkg/changes): one batch of stream records written to the feed.
-type batchLine struct {
-	Time      time.Time `json:"time"`
-	Records   int       `json:"records"`
-	Rows      int       `json:"rows"`
-	LatencyMs float64   `json:"latencyMs"`
-}
-
-// batchLines gathers a server's changes batch lines.
-type batchLines struct {
-	mu    sync.Mutex
-	lines []batchLine
-}
-
-func (l *batchLines) add(msg string, line []byte) {
-	var b batchLine
-	if msg != "changes batch" || json.Unmarshal(line, &b) != nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, b)
-}
-
-// within returns the lines written from start to end.
-func (l *batchLines) within(start, end time.Time) []batchLine {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var in []batchLine
-	for _, b := range l.lines {
-		if !b.Time.Before(start) && !b.Time.After(end) {
-			in = append(in, b)
-		}
-	}
-	return in
 }

@@ -166,7 +166,7 @@ const maxClients = 1000
 // o.withDynamoDB, and writes the report: also when a target fails, of
 // those measured before it.
 func run(ctx context.Context, o options, w io.Writer) error {
-	before := loadAverage()
+	before := localbench.LoadAverage()
 	var results []*result
 	for _, t := range o.targets {
 		r, err := runTarget(ctx, o, t)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -304,7 +303,7 @@ func TestReport(t *testing.T) {
 				{Route: "POST /x", Namespace: probeNamespace, Calls: 9, WriteUnits: 90}, {Route: "GET /x", Namespace: probeNamespace, Calls: 9}},
 			LoadAfter: "2.00, 1.00, 0.50", Problems: []string{`{"level":"ERROR","msg":"request","status":503}`},
 			Feed: &feedResult{Writes: 4, LagsMs: []float64{2100, 2200, 2300, 2900}, ToRowMs: []float64{50, 60, 70, 800}, FromRowMs: []float64{2010, 2020, 2030, 2100},
-				Batches: []batchLine{{Records: 3, LatencyMs: 10}, {Records: 5, LatencyMs: 30}}, Reads: 50, ReadMs: []float64{4, 5, 6}}},
+				Batches: []localbench.Batch{{Records: 3, LatencyMs: 10}, {Records: 5, LatencyMs: 30}}, Reads: 50, ReadMs: []float64{4, 5, 6}}},
 		{Target: streamedUnread, Elapsed: time.Second, Gets: outcomes(200), Posts: outcomes(201),
 			Lines: []requestLine{{Route: "GET /x", Calls: 1}, {Route: "POST /x", Calls: 3, WriteUnits: 4}}, LoadAfter: "2.00, 1.00, 0.50"},
 	}
@@ -351,15 +350,6 @@ func TestReport(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestLoadAverage(t *testing.T) {
-	if _, err := os.Stat("/proc/loadavg"); err != nil {
-		t.Skip("no /proc/loadavg here")
-	}
-	if got := loadAverage(); !regexp.MustCompile(`^[0-9.]+, [0-9.]+, [0-9.]+$`).MatchString(got) {
-		t.Errorf("load average %q, want three numbers", got)
 	}
 }
 

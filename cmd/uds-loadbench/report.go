@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -245,14 +244,4 @@ func report(w io.Writer, o options, before string, results []*result) {
 			fmt.Fprintf(w, "\n%s: the server logged %d lines at WARN or ERROR; the first:\n%s\n", title(o, r.Target), len(r.Problems), r.Problems[0])
 		}
 	}
-}
-
-// loadAverage returns the machine's load averages over 1, 5 and 15
-// minutes, or "unknown" where /proc/loadavg does not give them.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], ", ")
-	}
-	return "unknown"
 }

@@ -169,8 +169,8 @@ func measure(ctx context.Context, o options, t target, bin, endpoint, prefix str
 		env = append(env, envLocalStreams+"=off")
 	}
 	var lines requestLines
-	var batches batchLines
-	log := &localbench.Log{OnRequest: lines.add, OnLine: batches.add}
+	var batches localbench.Batches
+	log := &localbench.Log{OnRequest: lines.add, OnLine: batches.Add}
 	fmt.Fprintf(os.Stderr, "uds-loadbench: %s: starting %s over %s (tables %s*)\n", t.name, bin, endpoint, prefix)
 	srv, err := localbench.Start(bin, env, addr, log)
 	if err != nil {
@@ -214,7 +214,7 @@ func measure(ctx context.Context, o options, t target, bin, endpoint, prefix str
 	if feedErr != nil {
 		return nil, feedErr
 	}
-	r := &result{Target: t, Elapsed: end.Sub(start), Gets: gets, Posts: posts, LoadAfter: loadAverage(), Feed: feed}
+	r := &result{Target: t, Elapsed: end.Sub(start), Gets: gets, Posts: posts, LoadAfter: localbench.LoadAverage(), Feed: feed}
 	// Stopped, the server has written every request line.
 	stopped = true
 	if err := srv.Stop(); err != nil {
@@ -222,7 +222,7 @@ func measure(ctx context.Context, o options, t target, bin, endpoint, prefix str
 	}
 	r.Lines, r.Problems = lines.within(start, end), log.Problems()[startup:]
 	if r.Feed != nil {
-		r.Feed.Batches = batches.within(start, end)
+		r.Feed.Batches = batches.Within(start, end)
 	}
 	return r, nil
 }

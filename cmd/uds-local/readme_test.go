@@ -39,6 +39,7 @@ var exampleSources = []exampleSource{
 	{"docs/history.md", nil},
 	{"docs/queries.md", nil},
 	{"docs/changes.md", nil},
+	{"docs/realtime.md", nil},
 	{"docs/binary-values.md", nil},
 	{"docs/rate-limits.md", nil},
 	{"docs/browsing-data.md", nil},

@@ -80,8 +80,8 @@ func (c command) takes() string {
 
 // globals are the flags every command takes, before or after its name.
 type globals struct {
-	endpoint, token, region, subject string
-	sigv4                            bool
+	endpoint, token, region, subject, realtime string
+	sigv4                                      bool
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -89,6 +89,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.token, "token", os.Getenv("UDS_TOKEN"), "a bearer token (JWT) for the data routes (env UDS_TOKEN, not sent with --sigv4)")
 	fs.BoolVar(&g.sigv4, "sigv4", false, "sign requests with SigV4 and the default AWS credential chain (the admin routes of a deployed stack); not with --token")
 	fs.StringVar(&g.region, "region", "", "the AWS region to sign for (default AWS_REGION or the profile's)")
+	fs.StringVar(&g.realtime, "realtime-url", os.Getenv("UDS_REALTIME_URL"), "the WebSocket URL of a stack's realtime API, for uds watch (env UDS_REALTIME_URL; default: the endpoint's, ws(s)://.../rest/api/v1/realtime)")
 	fs.StringVar(&g.subject, "subject", os.Getenv("UDS_SUBJECT"), "the caller's subject for a local server, which trusts it on a loopback address; deployed APIs refuse it (env UDS_SUBJECT)")
 }
 
@@ -205,7 +206,7 @@ func (g *globals) check(fs *flag.FlagSet) error {
 // configuration that cannot be loaded is a failure of the environment,
 // not of the command line.
 func (g *globals) client(ctx context.Context) (*client.Client, error) {
-	opts := []client.Option{client.WithUserAgent("uds-cli")}
+	opts := []client.Option{client.WithUserAgent("uds-cli"), client.WithRealtimeURL(g.realtime)}
 	if g.subject != "" {
 		opts = append(opts, client.WithSubject(g.subject))
 	}

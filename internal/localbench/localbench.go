@@ -1,8 +1,8 @@
 // Package localbench holds what the benchmarks that drive uds-local
 // processes over a DynamoDB engine share (cmd/uds-ratebench,
-// cmd/uds-loadbench): starting and stopping the servers and reading their
-// log lines, the environment they run in, timed requests, quantiles, and
-// the name of the machine the figures come from.
+// cmd/uds-loadbench, cmd/uds-realtimebench): starting and stopping the
+// servers and reading their log lines, the environment they run in, timed
+// requests, quantiles, and the name of the machine the figures come from.
 package localbench
 
 import (
@@ -166,4 +166,14 @@ func Machine() string {
 		}
 	}
 	return fmt.Sprintf("%s, %d cores, %s", cpu, runtime.NumCPU(), runtime.Version())
+}
+
+// LoadAverage returns the machine's load averages over 1, 5 and 15
+// minutes, or "unknown" where /proc/loadavg does not give them.
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], ", ")
+	}
+	return "unknown"
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -91,5 +93,14 @@ func TestDoAndSend(t *testing.T) {
 				t.Errorf("Send: %v, want an error naming %s", err, tc.url)
 			}
 		})
+	}
+}
+
+func TestLoadAverage(t *testing.T) {
+	if _, err := os.Stat("/proc/loadavg"); err != nil {
+		t.Skip("no /proc/loadavg here")
+	}
+	if got := LoadAverage(); !regexp.MustCompile(`^[0-9.]+, [0-9.]+, [0-9.]+$`).MatchString(got) {
+		t.Errorf("load average %q, want three numbers", got)
 	}
 }

@@ -126,6 +126,9 @@ func Start(bin string, env []string, addr string, log *Log) (*Server, error) {
 	}
 }
 
+// PID is the server process's id.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // offer gives listening the server's URL unless it has one already: a
 // server given an address may say where it listens too.
 func offer(listening chan<- string, url string) {

@@ -71,14 +71,29 @@ func Handler(l Logger, log *slog.Logger) func(context.Context, events.DynamoDBTi
 	}
 }
 
+// Landed builds, at init, what takes the rows each batch lands as soon
+// as they are written (store.WithLanded), or nil for nothing: the
+// deployed realtime endpoint's publisher (wsgateway.LandedHook), passed in
+// by the function's main so that this package does not link it.
+type Landed func(ctx context.Context, cfg config.Config, logger *slog.Logger) (func([]store.FeedRow), error)
+
 // Main is the changes function's whole main (see lambdamain.Start): the
-// DynamoDB client is built at init, then stream batches are served.
-func Main() {
+// DynamoDB client and landed's function are built at init, then stream
+// batches are served.
+func Main(landed Landed) {
 	lambdamain.Start(func(ctx context.Context, cfg config.Config, logger *slog.Logger) (any, error) {
 		client, err := store.NewClient(ctx, cfg.Endpoint)
 		if err != nil {
 			return nil, err
 		}
-		return Handler(store.New(client, cfg.Tables), logger), nil
+		hook, err := landed(ctx, cfg, logger)
+		if err != nil {
+			return nil, err
+		}
+		var opts []store.Option
+		if hook != nil {
+			opts = append(opts, store.WithLanded(hook))
+		}
+		return Handler(store.New(client, cfg.Tables, opts...), logger), nil
 	})
 }

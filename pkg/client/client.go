@@ -41,6 +41,8 @@ type Client struct {
 	backoff    time.Duration
 	// maxWait bounds the pauses between one call's attempts, in total.
 	maxWait time.Duration
+	// realtime is the WebSocket URL subscriptions connect to.
+	realtime string
 }
 
 // Option configures a Client.
@@ -105,6 +107,9 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.realtime, err = realtimeURL(c.base, c.realtime); err != nil {
+		return nil, err
 	}
 	api := *c.http
 	api.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

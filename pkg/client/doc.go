@@ -1,7 +1,7 @@
 // Package client is the Go client of the UDS API: key-value items and list
 // items with their ETags and version history, values of bytes up to 5 GB,
 // list pages and whole-range iterators, queries by a namespace's declared indexes, a namespace's
-// changes feed, delete-all,
+// changes feed and realtime subscriptions, delete-all,
 // batches, the caller's quota, every admin route, and an app's export and
 // import.
 //
@@ -71,6 +71,18 @@
 //			if ch.Deleted { delete(replica, key) } else { replica[key] = ch.Item }
 //		}
 //		cursor = p.Cursor // the last page is UpToDate
+//	}
+//
+// A subscription receives each change of a namespace, a list or an item
+// as it commits, over a WebSocket, with the feed cursor after it; it
+// connects again after a lost connection and goes on from its last cursor
+// by itself, and a Resync change says to empty the replica, whose items
+// follow from the beginning:
+//
+//	for ch, err := range c.Subscribe(ctx, client.SubscribeRequest{App: app, Namespace: "notes", Cursor: &cursor}) {
+//		if err != nil { ... } // refused (ErrUnauthenticated, ErrInvalid...), or ctx ended
+//		if ch.Resync { clear(replica); continue }
+//		// apply ch.Change as a page's entry; keep ch.Cursor
 //	}
 //
 // A deployed stack takes a JWT on the data routes and IAM (SigV4) on the

@@ -43,8 +43,9 @@ const (
 	EnvRouteMetrics = "UDS_ROUTE_METRICS"
 	// EnvAllowedOrigins lists the browser origins, comma-separated, whose
 	// pages may call the local server and its S3 engine (unset: its own
-	// page only); the functions ignore it (the stack's CORS origins are
-	// theirs).
+	// page only). Of the functions only the realtime one reads it: the
+	// stack gives it the HTTP API's CORS origins, whose pages may connect
+	// (the HTTP API's own CORS is API Gateway's).
 	EnvAllowedOrigins      = "UDS_ALLOWED_ORIGINS"
 	DefaultListenAddr      = "127.0.0.1:8080"
 	DefaultSubjectClaim    = "sub"
@@ -73,6 +74,22 @@ const (
 	// when neither UDS_BUCKET nor UDS_S3_ENDPOINT is set.
 	EnvS3ListenAddr     = "UDS_S3_LISTEN_ADDR"
 	DefaultS3ListenAddr = "127.0.0.1:8081"
+)
+
+// The deployed realtime endpoint (pkg/wsgateway), set by the stack.
+const (
+	// EnvRealtimeQueue is the FIFO queue's URL (the realtime and changes
+	// functions send to it); unset, the changes function publishes
+	// nothing.
+	EnvRealtimeQueue = "UDS_REALTIME_QUEUE"
+	// EnvRealtimeCallback is the WebSocket stage's Management API
+	// endpoint, https://{api}.execute-api.{region}.amazonaws.com/{stage}.
+	EnvRealtimeCallback = "UDS_REALTIME_CALLBACK"
+	// EnvJWTIssuer and EnvJWTAudience are the HTTP API's JWT authorizer's
+	// issuer and audiences (comma-separated), which the realtime function
+	// verifies tokens against; unset where the data routes are public.
+	EnvJWTIssuer   = "UDS_JWT_ISSUER"
+	EnvJWTAudience = "UDS_JWT_AUDIENCE"
 )
 
 // EnvCreatedContentApp names the deployment's created-content app: the app

@@ -757,11 +757,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		if got := b.text("[data-etag]"); got != it.ETag || string(it.Data) != `{"theme":"light"}` {
 			t.Errorf("after the edit the page shows %q, the API %q %s", got, it.ETag, it.Data)
 		}
-		// Someone else writes: the page's edit is refused (412) and shows
-		// the newer version.
+		// Someone else writes while the person edits: the page says so
+		// and keeps the text; its save is refused (412) and shows the
+		// newer version.
+		b.fill("#item-editor", `{"theme": "mine"}`)
 		newer, err := as("bob").Update(ctx, key, map[string]any{"theme": "bob's"})
 		must(t, err)
-		b.fill("#item-editor", `{"theme": "mine"}`)
+		b.until(`document.querySelector("#item-live-note").innerText.includes("the editor keeps your text")`)
 		b.press("Save (If-Match)")
 		b.alert("#item-result", "412 Precondition failed")
 		b.until(`document.querySelector("#newer") != null`)
@@ -1024,13 +1026,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	})
 
 	b.run(t, "recent changes", func(t *testing.T) {
-		// A namespace's view shows its changes feed, followed: an item
-		// there before, then one created, updated, and the first deleted,
-		// each as the feed shows it some seconds after the write.
+		// A namespace's view shows its changes feed, read up to date and
+		// then followed live over the API's WebSocket: an item there
+		// before, then one created, updated, and the first deleted, each
+		// on the page as the feed shows it, without a reload or a
+		// Refresh (the panel reads nothing more once it is live).
 		feed := func(id string) client.Key { return client.Key{App: app, Namespace: "feed", ID: id} }
 		_, err := admin.Create(ctx, feed("before"), map[string]any{"n": 0})
 		must(t, err)
 		b.open("#/apps/" + app + "/data?ns=feed&browse=1")
+		b.until(`document.querySelector("#changes-state").innerText.startsWith("Live")`)
 		// row is the condition that the panel shows id's entry with the
 		// version and change given.
 		row := func(id string, version int, change string) string {
@@ -1042,6 +1047,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		_, err = admin.Create(ctx, feed("fresh"), map[string]any{"n": 1})
 		must(t, err)
 		b.until(row("fresh", 1, "written"))
+		// The items above say that they changed, and are read again on
+		// request.
+		b.until(`document.querySelector("#browse-stale").innerText.startsWith("The items changed since this page was read")`)
+		b.press("Read the page again")
+		b.until(`document.querySelector('#browse-table tr[data-id="fresh"]') !== null`)
 		_, err = admin.Update(ctx, feed("fresh"), map[string]any{"n": 2})
 		must(t, err)
 		b.until(row("fresh", 2, "written"))
@@ -1055,23 +1065,50 @@ func TestConsoleInBrowser(t *testing.T) {
 		if want := []string{"before (deleted)", "fresh"}; !slices.Equal(ids, want) {
 			t.Errorf("the panel shows %q, want %q", ids, want)
 		}
-		// Refresh reads at once and keeps what was read.
+		// Refresh reads at once, keeps what was read and goes live again.
 		b.press("Refresh")
-		b.until(`!document.querySelector("#changes-refresh").disabled && document.querySelector("#changes-state").innerText.startsWith("Up to date")`)
+		b.until(`!document.querySelector("#changes-refresh").disabled && document.querySelector("#changes-state").innerText.startsWith("Live")`)
 		if n := eval[int](b, `document.querySelectorAll("#changes-table tbody tr").length`); n != 2 {
 			t.Errorf("after Refresh the panel shows %d rows, want 2", n)
 		}
+		_, err = admin.Create(ctx, feed("after"), map[string]any{"n": 3})
+		must(t, err)
+		b.until(row("after", 1, "written"))
 		b.shot("changes")
 		// A cursor is bound to its caller: once the caller changes, the
-		// panel reads the feed again from the beginning, as the new one.
+		// panel reads the feed again from the beginning, as the new one,
+		// and follows it live as the new one.
 		b.fill("#caller", "zoe")
-		b.press("Refresh")
-		b.until(`document.querySelector("#changes-state").innerText.startsWith("Read again from the beginning")`)
+		b.until(`document.querySelector("#changes-state").innerText.startsWith("Read again from the beginning: the caller changed. Live")`)
 		b.until(row("fresh", 2, "written"))
 		if b.text("#changes [role=alert]") != "" {
 			t.Errorf("after the caller changed the panel shows an error:\n%s", b.page())
 		}
+		_, err = as("zoe").Update(ctx, feed("after"), map[string]any{"n": 4})
+		must(t, err)
+		b.until(row("after", 2, "written"))
 		b.fill("#caller", "")
+	})
+
+	b.run(t, "an item live", func(t *testing.T) {
+		// An item's view shows the item's changes as they are made: a
+		// write through the API shows on the page without a reload, and
+		// so does a delete.
+		k := client.Key{App: app, Namespace: "feed", ID: "watched"}
+		_, err := admin.Create(ctx, k, map[string]any{"n": 1})
+		must(t, err)
+		b.open("#/apps/" + app + "/data?ns=feed&id=watched")
+		b.until(`document.querySelector("#item-live").innerText.startsWith("Live")`)
+		_, err = admin.Update(ctx, k, map[string]any{"n": 2})
+		must(t, err)
+		b.until(`document.querySelector("#item-data")?.innerText.includes('"n": 2')`)
+		if got := b.text("#item-live-note"); got != "Version 2 was written meanwhile: shown." {
+			t.Errorf("the change is said as %q", got)
+		}
+		b.shot("item-live")
+		must(t, admin.Delete(ctx, k))
+		b.until(`document.querySelector("#item-title")?.innerText.endsWith("no item")`)
+		b.until(`document.querySelector("#item-live-note").innerText === "The item was deleted meanwhile: shown."`)
 	})
 
 	b.run(t, "an app not registered", func(t *testing.T) {

@@ -45,17 +45,23 @@ type Config struct {
 	// Calls says in words how the page's calls are authenticated (admin
 	// calls signed or not), shown beside the server.
 	Calls string `json:"calls,omitempty"`
+	// Realtime says the page may subscribe to changes over the API's
+	// WebSocket at /rest/api/v1/realtime on its own origin (the local
+	// server), so that a namespace's changes and an open item update as
+	// they are made. Behind `uds console`, whose proxy carries no
+	// WebSocket, the page reads the changes feed every few seconds.
+	Realtime bool `json:"realtime,omitempty"`
 }
 
 // Local is the configuration beside the local server (make run): the
-// page's header names the local server, and the caller is the page's
-// caller field where the server takes it from X-Uds-Subject (trusted),
-// anonymous otherwise.
+// page's header names the local server, the caller is the page's caller
+// field where the server takes it from X-Uds-Subject (trusted), anonymous
+// otherwise, and changes come live over the server's WebSocket.
 func Local(trusted bool) Config {
 	if trusted {
-		return Config{SubjectHeader: true, Server: "local server", Calls: "data calls as the caller field's subject"}
+		return Config{SubjectHeader: true, Server: "local server", Calls: "data calls as the caller field's subject", Realtime: true}
 	}
-	return Config{Server: "local server", Subject: "anonymous", Calls: "every caller is anonymous: the server does not trust X-Uds-Subject"}
+	return Config{Server: "local server", Subject: "anonymous", Calls: "every caller is anonymous: the server does not trust X-Uds-Subject", Realtime: true}
 }
 
 //go:embed assets

@@ -444,6 +444,36 @@ const (
 	AttrChangeAt = "at"
 )
 
+// Connections holds the deployed realtime endpoint's WebSocket
+// connections and who subscribes to what (package wsgateway): a
+// connection's record, under "c|" and its id, carries its caller and its
+// session; a subscriber's record, under "f|" and the feed it reads (app,
+// namespace and key space), names a connection and a subscription, so
+// that one strongly consistent query finds whom a change goes to. Records
+// leave by the TTL (AttrExpiresAt) some time after API Gateway has closed
+// their connection, whether or not $disconnect came.
+//
+// It is not in Tables: only the deployed endpoint has it (the local
+// server keeps its connections in memory), it holds no user data, and a
+// deployment that imports its tables creates it all the same.
+var Connections = Table{
+	ID:          "ConnectionsTable",
+	DefaultName: "realtime_connections",
+	EnvVar:      "UDS_TABLE_CONNECTIONS",
+	Hash:        KeyAttr{AttrRealtimeKey, String},
+	Range:       &KeyAttr{AttrRealtimeSort, String},
+}
+
+// Attribute names of the connections table.
+const (
+	// AttrRealtimeKey is a record's partition: "c|" and a connection's
+	// id, or "f|" and a feed.
+	AttrRealtimeKey = "rtKey"
+	// AttrRealtimeSort is "connection" for a connection's record, and a
+	// connection's id, "|" and a subscription's id for a subscriber's.
+	AttrRealtimeSort = "rtSort"
+)
+
 // Tables lists every table UDS uses.
 var Tables = []Table{Data, List, History, IndexEntries, Usage, Apps, Namespaces, Changes}
 

@@ -143,9 +143,10 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 
 // contendedWait is how long a write waits before its next attempt after
 // its attempt-th lost a race: at random up to 5 ms doubled per attempt, at
-// most 320 ms, so that 12 attempts span a few seconds of contention.
+// most 80 ms, so that 12 attempts spread over about a second of contention
+// and stay well within a request's budget.
 func contendedWait(attempt int) time.Duration {
-	return time.Duration(mrand.Int64N(int64(5*time.Millisecond) << min(attempt, 6)))
+	return time.Duration(mrand.Int64N(int64(5*time.Millisecond) << min(attempt, 4)))
 }
 
 // quotaRefusal is a plan refused by an owner's limit: the change that

@@ -8,16 +8,31 @@ const BASE = "../rest/api/v1";
 
 // config is what the server says of itself (config.json): whether the API
 // takes the caller from X-Uds-Subject, what answers the page's calls
-// (server), who data calls act as where the server decides (subject), and
-// how calls are authenticated (calls).
-export const config = { subjectHeader: false, server: "", subject: "", calls: "" };
+// (server), who data calls act as where the server decides (subject), how
+// calls are authenticated (calls), and whether the page may subscribe to
+// changes over the API's WebSocket (realtime).
+export const config = { subjectHeader: false, server: "", subject: "", calls: "", realtime: false };
 
 let caller = "";
 
 // setCaller names the subject data calls act as, where the API takes it
-// from the header.
+// from the header. A change is announced (the page's "callerchange"
+// event): a subscription made as the caller before is made again.
 export function setCaller(subject) {
-  caller = subject.trim();
+  const next = subject.trim();
+  if (next === caller) return;
+  caller = next;
+  window.dispatchEvent(new CustomEvent("callerchange", { detail: caller }));
+}
+
+// realtimeURL is the API's WebSocket at the page's origin. The caller goes
+// as the subject parameter where the API takes it from the header: a
+// browser cannot set a WebSocket's headers.
+export function realtimeURL() {
+  const url = new URL(BASE + "/realtime", document.baseURI);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  if (config.subjectHeader && caller) url.searchParams.set("subject", caller);
+  return url.href;
 }
 
 // actAs makes subject the caller, as if typed in the caller field (which

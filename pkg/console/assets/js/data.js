@@ -6,13 +6,16 @@
 // page with its cursor, order and key range. Opened without a key, the
 // page lists the app's namespaces that hold data, and a namespace's items
 // and list items page by page, every owner's or one owner's, through the
-// admin listing of its keys, beside its recent changes (changes.js). The
-// data calls act as the caller in the page's header.
+// admin listing of its keys, beside its recent changes (changes.js). An
+// item shown follows its changes live where the server takes
+// subscriptions (realtime.js). The data calls act as the caller in the
+// page's header.
 
 import { call, path, ApiError, config, actAs } from "./api.js";
 import { appSub } from "./apps.js";
 import { namespacesTable } from "./namespaces.js";
 import { changesPanel } from "./changes.js";
+import { subscribe } from "./realtime.js";
 import { h, replace, field, onSubmit, busy, bytes, count, table, heading, notice, pretty, confirm, when, showError, download, errorBox, isImage, thumbnail, preview } from "./ui.js";
 
 function itemRoute(app, key) {
@@ -132,12 +135,18 @@ async function itemView(body, app, key) {
   const area = h("div", { "aria-live": "polite", id: "item-result" });
   const shown = h("section", { "aria-labelledby": "item-title" });
   const history = h("section", { "aria-labelledby": "history-title" });
-  replace(body, shown, area, history);
+  // live says whether the view follows the item's changes, liveNote what
+  // the last change did to the view.
+  const live = h("p", { class: "hint", id: "item-live" });
+  const liveNote = h("div", { "aria-live": "polite", id: "item-live-note" });
+  replace(body, live, liveNote, shown, area, history);
   let current = null;
 
   const editor = (got) => {
     const text = h("textarea", { name: "data", rows: 12, spellcheck: "false", class: "code", id: "item-editor" });
-    text.value = got?.item.data !== undefined ? pretty(got.item.data) : "{}";
+    // The default value is the text as shown, so that a live change
+    // knows whether the person has edited it since.
+    text.defaultValue = got?.item.data !== undefined ? pretty(got.item.data) : "{}";
     const className = h("input", { name: "className", value: got?.item.className ?? "", autocomplete: "off" });
     const problem = h("p", { id: "editor-error", class: "field-error", "aria-live": "polite" });
     text.setAttribute("aria-describedby", "editor-error");
@@ -213,7 +222,17 @@ async function itemView(body, app, key) {
       current.item.data !== undefined ? editor(current) : null, h("div", { class: "actions" }, remove));
   };
 
-  const load = async () => {
+  // The view's reads run one at a time, in the order asked, each
+  // rendering what it read: a live change and the page's own write, which
+  // the subscription also hears of, never show an older read over a newer.
+  let queue = Promise.resolve();
+  const serial = (work) => {
+    const run = queue.then(work);
+    queue = run.catch(() => {});
+    return run;
+  };
+
+  const load = () => serial(async () => {
     try {
       current = await read(app, key);
     } catch (e) {
@@ -223,7 +242,30 @@ async function itemView(body, app, key) {
     }
     render();
     await showHistory();
-  };
+  });
+
+  // refresh reads the item after a live change, and shows it if it is not
+  // what the view shows (the page's own write is), unless the person has
+  // edited its text: then the text stays, and the change is said.
+  const refresh = () => serial(async () => {
+    let fresh = null;
+    try {
+      fresh = await read(app, key);
+    } catch (e) {
+      if (e.status !== 404) throw e;
+    }
+    if ((fresh?.etag ?? null) === (current?.etag ?? null)) return;
+    const what = fresh ? `Version ${fresh.item.version} was written` : "The item was deleted";
+    const text = shown.querySelector("#item-editor");
+    if (text !== null && text.value !== text.defaultValue) {
+      notice(liveNote, `${what} meanwhile: the editor keeps your text, and saving it shows the newer version first (412).`);
+      return;
+    }
+    current = fresh;
+    render();
+    await showHistory();
+    notice(liveNote, `${what} meanwhile: shown.`);
+  });
 
   // showHistory lists the item's versions, where the namespace keeps them,
   // page by page, each one readable and restorable. The policy is asked
@@ -282,6 +324,41 @@ async function itemView(body, app, key) {
   };
 
   await load();
+  if (config.realtime) follow(app, key, shown, live, () => refresh().catch((e) => showError(liveNote, e)));
+}
+
+// follow keeps an item's view up to date while it is shown: each change of
+// the item calls changed, and live says whether the view is live. A new
+// caller subscribes again, as the new caller.
+function follow(app, key, shown, live, changed) {
+  let sub;
+  const start = () => {
+    sub = subscribe({ app, ns: key.ns, key: key.id, sortKey: key.sk }, () => shown.isConnected, {
+      state: (s) => {
+        live.textContent = s === "live" ? "Live: changes to the item show as they are made." : "Connection lost: reconnecting…";
+      },
+      change: changed,
+      // A resync says nothing of the item that its next change does not.
+      resync: () => {},
+      error: (e) => {
+        live.textContent = `Not live: ${e.status} ${e.message}${e.details ? `: ${e.details}` : ""}`;
+      },
+    });
+  };
+  let retype;
+  const onCaller = () => {
+    if (!shown.isConnected) {
+      window.removeEventListener("callerchange", onCaller);
+      return;
+    }
+    clearTimeout(retype);
+    retype = setTimeout(() => {
+      sub.close();
+      start();
+    }, 300);
+  };
+  window.addEventListener("callerchange", onCaller);
+  start();
 }
 
 async function listView(body, app, key, query) {
@@ -395,6 +472,8 @@ async function keysView(body, app, ns, query) {
   const keep = () => history.replaceState({ ...history.state, keys: { q, cursors, at } }, "");
   const load = async (i, button) => {
     const loaded = await busy(button, status, async () => {
+      replace(stale);
+      readAt = Date.now();
       const { keys, cursor } = await fill(cursors[i]);
       if (!results.isConnected) return false; // another page is shown
       if (i > 0 && !keys.length && !cursor) {
@@ -432,6 +511,20 @@ async function keysView(body, app, ns, query) {
     // or the table, takes it.
     if (loaded && button?.disabled) (!prev.disabled ? prev : !next.disabled ? next : results.querySelector("table"))?.focus();
   };
+  // stale says, once a change comes live, that the page shown may no
+  // longer be the namespace's: the page is read again on request only,
+  // so that rows do not move under the person's pointer.
+  // A write older than the page's read is on it already (the feed may
+  // send a change again); a delete's time is the stream's, too coarse to
+  // tell, so a delete always counts.
+  const stale = h("div", { "aria-live": "polite", id: "browse-stale" });
+  let readAt = 0;
+  const changed = (c) => {
+    if (stale.firstChild || (!c.deleted && Date.parse(c.updatedDate) < readAt)) return;
+    const again = h("button", { type: "button", id: "browse-again" }, "Read the page again");
+    again.addEventListener("click", () => load(at, again));
+    replace(stale, h("p", { role: "status" }, `The items changed since this page was read (${c.id}${c.sortKey ? `/${c.sortKey}` : ""}, first). `, again));
+  };
   prev.addEventListener("click", () => load(at - 1, prev));
   next.addEventListener("click", () => load(at + 1, next));
   const form = onSubmit(h("form", { class: "inline", "aria-label": "Items query" },
@@ -446,6 +539,6 @@ async function keysView(body, app, ns, query) {
   replace(body,
     h("p", { class: "hint" }, `Access: ${policy.access}${isPrivate ? " (a key space per caller: each item is its owner's)" : ""}. `,
       "Pages walk the app's owners in turn; a page is sorted as asked."),
-    form, status, results, h("div", { class: "actions" }, prev, next), changesPanel(app, ns));
+    form, status, results, h("div", { class: "actions" }, prev, next), stale, changesPanel(app, ns, changed));
   await load(at, null);
 }
