@@ -60,7 +60,9 @@ func parsePatch(kind string, body []byte) (patchDocument, error) {
 	if err != nil {
 		return nil, patchInvalid(err)
 	}
-	return p.Apply, nil
+	// Copies can double a document per operation: a result past what an
+	// item holds stops there (413) instead of growing on.
+	return func(data []byte) ([]byte, error) { return p.ApplyLimit(data, uds.MaxDataBytes) }, nil
 }
 
 // patchInvalid is a malformed patch document's refusal (400), naming the
@@ -69,14 +71,22 @@ func patchInvalid(err error) error {
 	return uds.Invalid("patch", "%s", err.Error())
 }
 
-// patchConflict is a patch's refusal by the item it applies to (409): a
-// test that failed, a path missing; anything else is the document's fault.
-func patchConflict(err error) error {
+// patchRefusal is why a patch did not apply to the item: a test that
+// failed or a path missing (409), a result too large (413), the
+// document's own fault (400); data that is not JSON is the server's.
+func patchRefusal(err error) error {
 	var conflict *jsonpatch.ConflictError
-	if errors.As(err, &conflict) {
+	var tooLarge *jsonpatch.TooLargeError
+	var invalid *jsonpatch.InvalidError
+	switch {
+	case errors.As(err, &conflict):
 		return &uds.PatchConflictError{Index: conflict.Index, Op: conflict.Op, Path: conflict.Path, Reason: conflict.Reason}
+	case errors.As(err, &tooLarge):
+		return &uds.TooLargeError{Reason: tooLarge.Error() + "; data may hold at most 1 MiB of JSON"}
+	case errors.As(err, &invalid):
+		return patchInvalid(err)
 	}
-	return patchInvalid(err)
+	return err
 }
 
 // patchItem changes part of an item's data (PATCH): the patch applies to
@@ -105,7 +115,7 @@ func (a *API) patchItem(w http.ResponseWriter, r *http.Request, p params) {
 	it, err := a.stores.Items.Patch(r.Context(), write, func(current *uds.Item, w *uds.Write) error {
 		data, err := patch(current.Data)
 		if err != nil {
-			return patchConflict(err)
+			return patchRefusal(err)
 		}
 		if err := checkDataValue(data); err != nil {
 			return err
