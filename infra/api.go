@@ -37,7 +37,7 @@ var (
 		awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_HEAD, awsapigatewayv2.HttpMethod_DELETE,
 	}
 	methodsItem = []awsapigatewayv2.HttpMethod{
-		awsapigatewayv2.HttpMethod_POST, awsapigatewayv2.HttpMethod_PUT,
+		awsapigatewayv2.HttpMethod_POST, awsapigatewayv2.HttpMethod_PUT, awsapigatewayv2.HttpMethod_PATCH,
 		awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_HEAD, awsapigatewayv2.HttpMethod_DELETE,
 	}
 )

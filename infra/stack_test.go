@@ -358,6 +358,7 @@ var wantBucketAccess = map[string]map[string][]string{
 var wantRoutes = map[string]string{
 	"POST /rest/api/v1/data/{app}/{namespace}/{id}":              fnKV,
 	"PUT /rest/api/v1/data/{app}/{namespace}/{id}":               fnKV,
+	"PATCH /rest/api/v1/data/{app}/{namespace}/{id}":             fnKV,
 	"GET /rest/api/v1/data/{app}/{namespace}/{id}":               fnKV,
 	"HEAD /rest/api/v1/data/{app}/{namespace}/{id}":              fnKV,
 	"DELETE /rest/api/v1/data/{app}/{namespace}/{id}":            fnKV,
@@ -371,6 +372,7 @@ var wantRoutes = map[string]string{
 	"DELETE /rest/api/v1/data/{app}/{namespace}/{id}/list":       fnList,
 	"POST /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}":   fnList,
 	"PUT /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}":    fnList,
+	"PATCH /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}":  fnList,
 	"GET /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}":    fnList,
 	"HEAD /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}":   fnList,
 	"DELETE /rest/api/v1/data/{app}/{namespace}/{id}/{sortKey+}": fnList,
@@ -1824,7 +1826,7 @@ func TestContextConfiguration(t *testing.T) {
 		checkEqual(t, "ExposeHeaders", cors["ExposeHeaders"], []any{
 			"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy",
 			"Uds-Version", "Uds-Created-Date", "Uds-Created-By-Subject", "Uds-Updated-Date", "Uds-Updated-By-Subject",
-			"Uds-Expires-At", "Uds-Class-Name", "Uds-Content-Type", "Uds-Size", "Content-Range", "Accept-Ranges",
+			"Uds-Expires-At", "Uds-Class-Name", "Uds-Content-Type", "Uds-Size", "Content-Range", "Accept-Ranges", "Accept-Patch",
 		})
 		headers := strings.Join(asStrings(cors["AllowHeaders"]), ",")
 		for _, h := range []string{"Authorization", "Content-Type", "If-Match", "If-None-Match", "Uds-Class-Name", "Uds-Ttl", "Uds-Expires-At", "Range"} {

@@ -143,15 +143,16 @@ type CORS struct {
 // read the ETag for If-Match, Location after a create (and a large value's
 // presigned GET), Retry-After on 429 and 503, the rate limits' state to
 // pace themselves, and a binary value's metadata and range from its
-// headers; browsers hide what is not exposed.
+// headers, and the patch documents an item takes (Accept-Patch); browsers
+// hide what is not exposed.
 var API = CORS{
-	Methods: []string{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"},
+	Methods: []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"},
 	Headers: []string{"Authorization", "Content-Type", "If-Match", "If-None-Match",
 		"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256",
 		"Uds-Class-Name", "Uds-Ttl", "Uds-Expires-At", "Range"},
 	Expose: []string{"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy",
 		"Uds-Version", "Uds-Created-Date", "Uds-Created-By-Subject", "Uds-Updated-Date", "Uds-Updated-By-Subject",
-		"Uds-Expires-At", "Uds-Class-Name", "Uds-Content-Type", "Uds-Size", "Content-Range", "Accept-Ranges"},
+		"Uds-Expires-At", "Uds-Class-Name", "Uds-Content-Type", "Uds-Size", "Content-Range", "Accept-Ranges", "Accept-Patch"},
 }
 
 // Preflight says whether r is a CORS preflight: an OPTIONS that asks which

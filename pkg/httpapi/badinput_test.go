@@ -50,8 +50,9 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"sort key ending with a slash", "POST", base + "/ns/list/z//", good, nil, 400, "Invalid sortKey"},
 		{"sort key ending with an encoded slash", "GET", base + "/ns/list/z%2F", "", nil, 400, "Invalid sortKey"},
 		{"unknown route", "POST", "/rest/api/v1/data/" + app, good, nil, 404, "Route not found"},
-		{"unknown method", "PATCH", kv, good, nil, 405, "Method not allowed"},
-		{"POST to a list", "PATCH", base + "/ns/list/list", good, nil, 405, "Method not allowed"},
+		{"unknown method", "TRACE", kv, good, nil, 405, "Method not allowed"},
+		{"unknown method on a list", "TRACE", base + "/ns/list/list", good, nil, 405, "Method not allowed"},
+		{"reserved sort key on PATCH", "PATCH", base + "/ns/list/list", good, nil, 400, "Invalid sortKey"},
 		// Body.
 		{"empty body", "POST", base + "/ns/new", "", nil, 400, "Invalid body"},
 		{"not JSON", "POST", base + "/ns/new", "data=1", nil, 400, "Invalid body"},

@@ -55,6 +55,12 @@ func readBinaryWrite(r *http.Request, w *uds.Write, now time.Time) error {
 		return err
 	}
 	w.Binary = &uds.Binary{ContentType: contentType, Bytes: body, Size: int64(len(body))}
+	return readHeaderFields(r, w, now)
+}
+
+// readHeaderFields reads the item's class name and expiry from a write's
+// headers (a binary write's, or a patch's).
+func readHeaderFields(r *http.Request, w *uds.Write, now time.Time) (err error) {
 	if name := r.Header.Values(HeaderClassName); len(name) > 0 {
 		if err := checkClassName(name[0]); err != nil {
 			return inHeader(HeaderClassName, err)

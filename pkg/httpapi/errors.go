@@ -165,6 +165,7 @@ func describe(err error, key *uds.Key, caller string) (status int, body errorBod
 	var limited *uds.RateLimitedError
 	var mismatch *uds.UploadMismatchError
 	var taken *uds.NameTakenError
+	var patchConflict *uds.PatchConflictError
 	if errors.As(err, &batch) {
 		body.FailedIndex = &batch.Index
 	}
@@ -248,6 +249,9 @@ func describe(err error, key *uds.Key, caller string) (status int, body errorBod
 		body.Details = fmt.Sprintf("version %d of the item is not kept: it never was, or it was pruned, expired or dropped; GET the item with ?history for the versions kept", version.version)
 	case errors.As(err, &missing):
 		body.Details = "PUT replaces an item that exists and does not create one: POST the same URL with the same body to create it (201 Created; 409 if it exists by then)"
+	case errors.As(err, &patchConflict):
+		body.Error = "Patch does not apply"
+		body.Details = patchConflict.Error() + "; nothing was written"
 	case errors.As(err, &forbidden):
 		body.Details = forbidden.Reason
 	case errors.Is(err, uds.ErrForbidden):

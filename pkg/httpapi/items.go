@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -15,6 +16,7 @@ type ItemStore interface {
 	Get(context.Context, uds.Key) (uds.Item, error)
 	Create(context.Context, uds.Write) (uds.Item, error)
 	Update(context.Context, uds.Write) (uds.Item, error)
+	Patch(context.Context, uds.Write, store.Patcher) (uds.Item, error)
 	Delete(context.Context, uds.Write) error
 }
 
@@ -73,6 +75,8 @@ func (a *API) getItem(w http.ResponseWriter, r *http.Request, p params) {
 		it, err = a.version(r.Context(), &sc, q.version)
 	default:
 		it, err = a.stores.Items.Get(r.Context(), sc.key)
+		// The item takes PATCH in either patch document (RFC 5789).
+		w.Header().Set("Accept-Patch", acceptPatch)
 	}
 	a.answerGet(w, r, sc.key, it, err, r.Header.Values("If-None-Match"), true)
 }

@@ -72,7 +72,7 @@ var routes = []route{
 		map[string][]string{http.MethodGet: append(slices.Clone(indexQuery), "changes")}},
 	{GroupKV, "/data/{applicationUuid}/{namespace}/{id}", map[string]handler{
 		http.MethodGet: (*API).getItem, http.MethodPost: (*API).createItem,
-		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}, itemRouteQuery},
+		http.MethodPut: (*API).updateItem, http.MethodPatch: (*API).patchItem, http.MethodDelete: (*API).deleteItem}, itemRouteQuery},
 	{GroupList, "/data/{applicationUuid}/{namespace}/{id}/list", map[string]handler{
 		http.MethodGet: (*API).listItems, http.MethodDelete: (*API).deleteList},
 		map[string][]string{http.MethodGet: listQuery}},
@@ -82,7 +82,7 @@ var routes = []route{
 	// reserved sort key; Allow on .../list names the list's methods only.
 	{GroupList, "/data/{applicationUuid}/{namespace}/{id}/{sortKey...}", map[string]handler{
 		http.MethodGet: (*API).getItem, http.MethodPost: (*API).createItem,
-		http.MethodPut: (*API).updateItem, http.MethodDelete: (*API).deleteItem}, itemRouteQuery},
+		http.MethodPut: (*API).updateItem, http.MethodPatch: (*API).patchItem, http.MethodDelete: (*API).deleteItem}, itemRouteQuery},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/users", map[string]handler{
 		http.MethodGet: (*API).appUsers},
 		map[string][]string{http.MethodGet: pageQuery}},

@@ -1,0 +1,125 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/udsproject/uds/pkg/httpapi"
+)
+
+// wantAcceptPatch is the Accept-Patch an item's answers carry.
+const wantAcceptPatch = httpapi.MergePatchType + ", " + httpapi.JSONPatchType
+
+// patch sends a PATCH with the given content type.
+func (e *env) patch(path, contentType, body string, headers ...string) response {
+	e.t.Helper()
+	r := e.send("PATCH", path, []byte(body), append([]string{"Content-Type", contentType}, headers...)...)
+	if len(r.raw) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(r.raw))
+		dec.UseNumber()
+		if err := dec.Decode(&r.body); err != nil {
+			e.t.Fatalf("PATCH %s: body is not a JSON object: %q", path, r.raw)
+		}
+	}
+	return r
+}
+
+// Every answer of PATCH, on a key-value item and a list item alike.
+func TestPatch(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, path string }{{"key-value item", "/ns/p"}, {"list item", "/ns/l/s1"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			path := base + tc.path
+			e.patch(path, httpapi.MergePatchType, `{"a":1}`).expect(t, 404)
+			created := e.do("POST", path, `{"data":{"keep":1.50,"a":{"b":1,"c":2}},"className":"Prefs"}`).expect(t, 201)
+
+			// A merge patch changes what it names and keeps the rest's
+			// bytes, the class name and the version's successor.
+			r := e.patch(path, httpapi.MergePatchType, `{"a":{"c":null,"d":[1]}}`).expect(t, 200)
+			if got := string(r.body["data"].(map[string]any)["keep"].(json.Number)); got != "1.50" {
+				t.Errorf("an untouched member reads %s", got)
+			}
+			if !strings.Contains(string(r.raw), `"data":{"keep":1.50,"a":{"b":1,"d":[1]}}`) || r.body["className"] != "Prefs" ||
+				r.body["version"] != json.Number("2") || r.header.Get("ETag") == "" || r.header.Get("ETag") == created.header.Get("ETag") {
+				t.Errorf("after a merge patch: %s %v", r.raw, r.header)
+			}
+			// A JSON Patch, its test included.
+			r = e.patch(path, httpapi.JSONPatchType+"; charset=utf-8", `[{"op":"test","path":"/a/b","value":1},{"op":"add","path":"/a/d/-","value":2},{"op":"move","from":"/keep","path":"/kept"}]`).expect(t, 200)
+			if !strings.Contains(string(r.raw), `"data":{"a":{"b":1,"d":[1,2]},"kept":1.50}`) {
+				t.Errorf("after a JSON Patch: %s", r.raw)
+			}
+			// A failed test and a missing path: 409, naming the operation.
+			r = e.patch(path, httpapi.JSONPatchType, `[{"op":"replace","path":"/a/b","value":5},{"op":"test","path":"/a/b","value":2}]`).expect(t, 409)
+			if r.body["code"] != "conflict" || !strings.Contains(r.body["details"].(string), "operation 1") {
+				t.Errorf("a failed test: %s", r.raw)
+			}
+			r = e.patch(path, httpapi.JSONPatchType, `[{"op":"remove","path":"/nothing"}]`).expect(t, 409)
+			if !strings.Contains(r.body["details"].(string), "/nothing") {
+				t.Errorf("a missing path: %s", r.raw)
+			}
+			// A malformed document: 400 naming what is wrong.
+			r = e.patch(path, httpapi.JSONPatchType, `[{"op":"jump","path":"/a"}]`).expect(t, 400)
+			if r.body["error"] != "Invalid patch" || !strings.Contains(r.body["details"].(string), "jump") {
+				t.Errorf("an unknown operation: %s", r.raw)
+			}
+			e.patch(path, httpapi.MergePatchType, `{"a":`).expect(t, 400)
+			// Another type: 415 with Accept-Patch.
+			r = e.patch(path, "application/json", `{"a":1}`).expect(t, 415)
+			if r.header.Get("Accept-Patch") != wantAcceptPatch {
+				t.Errorf("415 without Accept-Patch: %v", r.header)
+			}
+			if got := e.do("GET", path, "").expect(t, 200).header.Get("Accept-Patch"); got != wantAcceptPatch {
+				t.Errorf("GET answers Accept-Patch %q", got)
+			}
+			// If-Match of another revision: 412; of this one: applied.
+			e.patch(path, httpapi.MergePatchType, `{"x":1}`, "If-Match", created.header.Get("ETag")).expect(t, 412)
+			now := e.do("GET", path, "").expect(t, 200)
+			e.patch(path, httpapi.MergePatchType, `{"x":1}`, "If-Match", now.header.Get("ETag")).expect(t, 200)
+			// Headers set the class name and the expiry; without them the
+			// item keeps its own.
+			r = e.patch(path, httpapi.MergePatchType, `{"y":1}`, httpapi.HeaderClassName, "Other", httpapi.HeaderTTL, "3600").expect(t, 200)
+			if r.body["className"] != "Other" || r.body["expiresAt"] == nil {
+				t.Errorf("headers did not set the class name and expiry: %s", r.raw)
+			}
+			r = e.patch(path, httpapi.MergePatchType, `{"y":2}`).expect(t, 200)
+			if r.body["className"] != "Other" || r.body["expiresAt"] == nil {
+				t.Errorf("a patch without headers changed the class name or expiry: %s", r.raw)
+			}
+			// A result too large: 413; a null result: 400.
+			e.patch(path, httpapi.MergePatchType, `{"big":"`+strings.Repeat("x", 1<<20)+`"}`).expect(t, 413)
+			e.patch(path, httpapi.MergePatchType, `null`).expect(t, 400)
+		})
+	}
+}
+
+// A patch's result meets the namespace's rules: its JSON Schema (422),
+// the owner-write rule (403), the quota (403); a binary value is not
+// patched (409).
+func TestPatchRules(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.setPolicy(t, "typed", `{"access":"shared","schema":{"type":"object","required":["title"]}}`)
+	e.do("POST", base+"/typed/t", `{"data":{"title":"x"}}`).expect(t, 201)
+	e.patch(base+"/typed/t", httpapi.MergePatchType, `{"title":null}`).expect(t, 422)
+
+	e.setPolicy(t, "posts", `{"access":"owner-write"}`)
+	e.do("PUT", admin+"/apps/"+app+"/users/olga/quota", `{"limitBytes": 400}`).expect(t, 200)
+	e.do("POST", base+"/posts/p", `{"data":{"a":1}}`, "X-Uds-Subject", "olga").expect(t, 201)
+	e.patch(base+"/posts/p", httpapi.MergePatchType, `{"a":2}`, "X-Uds-Subject", "peter").expect(t, 403)
+	e.patch(base+"/posts/p", httpapi.MergePatchType, `{"a":2}`, "X-Uds-Subject", "olga").expect(t, 200)
+
+	r := e.patch(base+"/posts/p", httpapi.MergePatchType, `{"a":"`+strings.Repeat("x", 500)+`"}`, "X-Uds-Subject", "olga").expect(t, 403)
+	if r.body["error"] != "Quota exceeded" {
+		t.Errorf("over the quota: %s", r.raw)
+	}
+
+	e.send("POST", base+"/ns/bin", []byte{1, 2, 3}, "Content-Type", "image/png")
+	r = e.patch(base+"/ns/bin", httpapi.MergePatchType, `{"a":1}`).expect(t, 409)
+	if !strings.Contains(r.body["details"].(string), "binary") {
+		t.Errorf("a binary value: %s", r.raw)
+	}
+}
