@@ -19,14 +19,16 @@
 // It prints, as Markdown: the patches answered, the 503s, the patches a
 // second the item took (those answered 200 over the time from the first
 // sent to the last answered) and their latencies as the clients saw them
-// (p50, p99, most); the item's writes at the wire, those that committed
+// (p50, p99, most), of each request and of each patch from its first
+// send to its 200, resends and waits included; the item's writes at the wire, those that committed
 // and those refused because another patch had committed first (a lost
 // race: each is one more attempt of a patch), and its reads; and the
 // DynamoDB calls of each PATCH (the server's request lines). Then it GETs
 // the item: every client's member must be there at its last value and
 // nothing else, and the version must count every patch answered 200
-// once. A member missing or stale, a version off, or a patch answered
-// other than 200 or 503 fails it after the report.
+// once. A member missing or stale, a version off, a patch request
+// answered other than 200 or 503, or a patch still answered 503 after
+// maxResends fails it after the report.
 //
 // Usage:
 //
@@ -90,7 +92,8 @@ const (
 
 // maxResends bounds how often one patch answered 503 is sent again: past
 // it the run fails rather than wait on a server that never lets it in.
-const maxResends = 20
+// Runs at the defaults have seen a patch take 20 resends (about 70 s).
+const maxResends = 60
 
 // result is what a run measured.
 type result struct {
@@ -98,8 +101,11 @@ type result struct {
 	loadBefore string
 	// outcomes are every patch request's, resends included.
 	outcomes []localbench.Outcome
-	elapsed  time.Duration
-	wire     itemCounts
+	// completions are each patch's time from its first send to its last
+	// answer, resends and their waits included, sorted, in ms.
+	completions []float64
+	elapsed     time.Duration
+	wire        itemCounts
 	// calls are the DynamoDB calls of each PATCH, from the request lines.
 	calls []float64
 	// check is what the GET after the run found wrong, if anything.
@@ -115,8 +121,11 @@ func run(ctx context.Context, o options, endpoint string, w io.Writer) error {
 	}
 	report(w, r)
 	problems := r.check
-	if n := len(r.outcomes) - r.count(http.StatusOK) - r.count(http.StatusServiceUnavailable); n > 0 {
-		problems = append(problems, fmt.Sprintf("%d patches answered other than 200 or 503", n))
+	if n := len(r.others()); n > 0 {
+		problems = append(problems, fmt.Sprintf("%d patch requests answered other than 200 or 503", n))
+	}
+	if n := o.clients*o.patches - r.count(http.StatusOK); n > 0 {
+		problems = append(problems, fmt.Sprintf("%d of %d patches never answered 200", n, o.clients*o.patches))
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
@@ -168,10 +177,10 @@ func measure(ctx context.Context, o options, endpoint string) (*result, error) {
 	fmt.Fprintf(os.Stderr, "uds-patchbench: %d clients × %d patches of one item\n", o.clients, o.patches)
 	before := counter.snapshot()
 	start := time.Now()
-	outcomes := make([][]localbench.Outcome, o.clients)
+	outcomes, completions := make([][]localbench.Outcome, o.clients), make([][]float64, o.clients)
 	var wg sync.WaitGroup
 	for i := range o.clients {
-		wg.Go(func() { outcomes[i] = patchMember(ctx, client, item, i, o.patches) })
+		wg.Go(func() { outcomes[i], completions[i] = patchMember(ctx, client, item, i, o.patches) })
 	}
 	wg.Wait()
 	r.elapsed = time.Since(start)
@@ -180,6 +189,7 @@ func measure(ctx context.Context, o options, endpoint string) (*result, error) {
 		return nil, ctx.Err()
 	}
 	r.outcomes = slices.Concat(outcomes...)
+	r.completions = slices.Sorted(slices.Values(slices.Concat(completions...)))
 
 	r.version, r.check, err = check(ctx, client, item, o, r.count(http.StatusOK))
 	if err != nil {
@@ -198,11 +208,14 @@ func measure(ctx context.Context, o options, endpoint string) (*result, error) {
 func member(i int) string { return "m" + strconv.Itoa(i) }
 
 // patchMember sends client i's patches one after another, each answered
-// 503 again after its Retry-After delay, and returns every answer.
-func patchMember(ctx context.Context, client *http.Client, item string, i, patches int) []localbench.Outcome {
+// 503 again after its Retry-After delay, and returns every answer and
+// each patch's time to its last, in ms.
+func patchMember(ctx context.Context, client *http.Client, item string, i, patches int) ([]localbench.Outcome, []float64) {
 	var outcomes []localbench.Outcome
+	completions := make([]float64, 0, patches)
 	for n := range patches {
 		body := `{"` + member(i) + `": ` + strconv.Itoa(n) + `}`
+		start := time.Now()
 		for resends := 0; ; resends++ {
 			o, retryAfter := patch(ctx, client, item, body)
 			outcomes = append(outcomes, o)
@@ -214,8 +227,9 @@ func patchMember(ctx context.Context, client *http.Client, item string, i, patch
 			case <-ctx.Done():
 			}
 		}
+		completions = append(completions, float64(time.Since(start))/float64(time.Millisecond))
 	}
-	return outcomes
+	return outcomes, completions
 }
 
 // patch sends one merge patch, and returns its outcome and the answer's
