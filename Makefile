@@ -25,6 +25,9 @@
 #   make bench-realtime  the realtime endpoint's commit-to-delivery latency
 #                with 100 connections of 10 subscriptions under 100 writes
 #                a second, and its memory per connection (mk/realtimebench.mk)
+#   make bench-patch  64 clients patching members of one item at once:
+#                patches a second, races lost, every member kept
+#                (mk/patchbench.mk)
 #   make build   arm64 Lambda bootstraps and zips under build/
 #   make uds     the uds command line (client of the API) into bin/uds
 #   make smoke   a deployed stack's smoke test (ENDPOINT=, TOKEN=)

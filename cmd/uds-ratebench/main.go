@@ -38,7 +38,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -121,17 +120,15 @@ type caller struct {
 }
 
 func run(ctx context.Context, o options, endpoint string, w io.Writer) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	leases := newLeaseCounter(o.rate)
+	proxy, err := localbench.StartProxy(endpoint, leases.count)
 	if err != nil {
 		return err
 	}
-	proxy := newCountingProxy(endpoint, o.rate)
-	front := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = front.Serve(ln) }()
-	defer front.Close()
+	defer proxy.Close()
 
 	logs := newServerLogs()
-	env := append(localbench.Env("http://"+ln.Addr().String()),
+	env := append(localbench.Env(proxy.URL),
 		config.EnvRatePerCaller+"="+strconv.FormatInt(o.rate.PerSecond, 10)+"/"+strconv.FormatInt(o.rate.Burst, 10),
 		config.EnvRatePerApp+"=")
 	fmt.Fprintf(os.Stderr, "uds-ratebench: starting %d servers over %s\n", o.servers, endpoint)
@@ -182,7 +179,7 @@ func run(ctx context.Context, o options, endpoint string, w io.Writer) error {
 		phases = append(phases, []*caller{c})
 	}
 	for _, phase := range phases {
-		if err := runPhase(ctx, o, client, urls, proxy, phase); err != nil {
+		if err := runPhase(ctx, o, client, urls, leases, phase); err != nil {
 			return err
 		}
 	}
@@ -202,10 +199,10 @@ func settle(d time.Duration) time.Duration { return (d / 6).Truncate(100 * time.
 // runPhase drives callers side by side for the run's duration, and
 // counts the limiter's writes while they run: the one limited caller of
 // a phase made them all.
-func runPhase(ctx context.Context, o options, client *http.Client, urls []string, proxy *countingProxy, callers []*caller) error {
-	before := proxy.snapshot()
+func runPhase(ctx context.Context, o options, client *http.Client, urls []string, leases *leaseCounter, callers []*caller) error {
+	before := leases.snapshot()
 	settled := make(chan leaseCounts, 1)
-	timer := time.AfterFunc(settle(o.duration), func() { settled <- proxy.snapshot() })
+	timer := time.AfterFunc(settle(o.duration), func() { settled <- leases.snapshot() })
 	var wg sync.WaitGroup
 	for _, c := range callers {
 		fmt.Fprintf(os.Stderr, "uds-ratebench: %s: %g requests a second for %v\n", c.name, c.share*float64(o.rate.PerSecond), o.duration)
@@ -219,7 +216,7 @@ func runPhase(ctx context.Context, o options, client *http.Client, urls []string
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	end, start := proxy.snapshot(), before
+	end, start := leases.snapshot(), before
 	if !timer.Stop() {
 		start = <-settled
 	}

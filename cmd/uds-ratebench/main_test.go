@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udsproject/uds/internal/localbench"
 	"github.com/udsproject/uds/internal/localbench/localbenchtest"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -18,7 +19,7 @@ import (
 // The proxy counts the writes to rate buckets, committed and failed on
 // their condition, with their units and tokens, and passes every call and
 // answer on unchanged.
-func TestCountingProxy(t *testing.T) {
+func TestLeaseCounter(t *testing.T) {
 	const ccf = `{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"The conditional request failed"}`
 	for _, tc := range []struct {
 		name   string
@@ -60,8 +61,8 @@ func TestCountingProxy(t *testing.T) {
 				_, _ = io.WriteString(w, tc.answer)
 			}))
 			defer engine.Close()
-			p := newCountingProxy(engine.URL, uds.Rate{PerSecond: 100, Burst: 100})
-			front := httptest.NewServer(p)
+			p := newLeaseCounter(uds.Rate{PerSecond: 100, Burst: 100})
+			front := httptest.NewServer(localbench.NewProxy(engine.URL, p.count))
 			defer front.Close()
 			req, _ := http.NewRequest(http.MethodPost, front.URL+"/", strings.NewReader(tc.call))
 			req.Header.Set("X-Amz-Target", tc.target)

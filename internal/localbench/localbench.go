@@ -1,8 +1,9 @@
 // Package localbench holds what the benchmarks that drive uds-local
 // processes over a DynamoDB engine share (cmd/uds-ratebench,
-// cmd/uds-loadbench, cmd/uds-realtimebench): starting and stopping the
-// servers and reading their log lines, the environment they run in, timed
-// requests, quantiles, and the name of the machine the figures come from.
+// cmd/uds-loadbench, cmd/uds-realtimebench, cmd/uds-patchbench): starting
+// and stopping the servers and reading their log lines, the environment
+// they run in, a proxy that counts calls at the wire, timed requests,
+// quantiles, and the name of the machine the figures come from.
 package localbench
 
 import (
@@ -91,6 +92,8 @@ type Outcome struct {
 	// Problem says what went wrong: the start of the answer's body when
 	// it was not 2xx, or why none came.
 	Problem string
+	// Header is the answer's header, nil when none came.
+	Header http.Header
 }
 
 // maxProblem bounds the part of an answer an Outcome keeps.
@@ -110,6 +113,12 @@ func Do(ctx context.Context, client *http.Client, method, url, subject, body str
 	if subject != "" {
 		req.Header.Set(httpapi.SubjectHeader, subject)
 	}
+	return DoRequest(client, req)
+}
+
+// DoRequest sends a request built by the caller (one that needs headers
+// of its own) and reads its answer as Do does.
+func DoRequest(client *http.Client, req *http.Request) Outcome {
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
@@ -118,10 +127,10 @@ func Do(ctx context.Context, client *http.Client, method, url, subject, body str
 	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		_, _ = io.Copy(io.Discard, resp.Body)
-		return Outcome{Status: resp.StatusCode, Latency: time.Since(start)}
+		return Outcome{Status: resp.StatusCode, Latency: time.Since(start), Header: resp.Header}
 	}
 	answer, _ := io.ReadAll(resp.Body)
-	o := Outcome{Status: resp.StatusCode, Latency: time.Since(start), Problem: strings.TrimSpace(string(answer))}
+	o := Outcome{Status: resp.StatusCode, Latency: time.Since(start), Problem: strings.TrimSpace(string(answer)), Header: resp.Header}
 	if len(o.Problem) > maxProblem {
 		o.Problem = o.Problem[:maxProblem] + "…"
 	}

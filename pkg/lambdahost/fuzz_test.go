@@ -240,7 +240,12 @@ func (echoStore) GetMany(_ context.Context, keys []uds.Key) ([]uds.Item, []error
 }
 func (echoStore) Create(_ context.Context, w uds.Write) (uds.Item, error) { return written(w), nil }
 func (echoStore) Update(_ context.Context, w uds.Write) (uds.Item, error) { return written(w), nil }
-func (echoStore) Delete(context.Context, uds.Write) error                 { return nil }
+
+// Patch finds no item to patch, as Get finds none.
+func (echoStore) Patch(context.Context, uds.Write, store.Patcher) (uds.Item, error) {
+	return uds.Item{}, uds.ErrNotFound
+}
+func (echoStore) Delete(context.Context, uds.Write) error { return nil }
 func (echoStore) ListItems(context.Context, store.ListQuery) (store.ListPage, error) {
 	return store.ListPage{}, nil
 }

@@ -22,10 +22,12 @@ const gateMargin = 1.10
 
 // The goals: requests at most 1.15 times their floor, with the request
 // line and EMF record written; list pages at most 1.3 times the SDK's
-// Query of the same answer.
+// Query of the same answer; a patch at most 1.3 times the PUT of what it
+// makes.
 const (
-	itemGoal = 1.15
-	listGoal = 1.3
+	itemGoal  = 1.15
+	listGoal  = 1.3
+	patchGoal = 1.3
 )
 
 // ungatedListPages are the list rows whose floor leaves out work the page
@@ -63,6 +65,9 @@ func gateRows() []gatedRatio {
 			r.goal, r.ungated = 0, why
 		}
 		rows = append(rows, r)
+	}
+	for _, c := range patchVsPutRows {
+		rows = append(rows, gatedRatio{name: "PatchVsPut/" + c.name, bench: c.bench, metric: "x-put", goal: patchGoal})
 	}
 	return rows
 }

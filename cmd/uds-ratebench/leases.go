@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -25,13 +23,10 @@ type leaseCounts struct {
 	Tokens                 int64
 }
 
-// countingProxy stands between the servers and the DynamoDB engine and
-// counts the writes to rate buckets (UpdateItem of an apps-table item
-// whose key starts with "rate#", package store), passing every call on
-// unchanged.
-type countingProxy struct {
-	target string
-	client *http.Client
+// leaseCounter counts, at a proxy between the servers and the DynamoDB
+// engine (localbench.Proxy), the writes to rate buckets: UpdateItem of an
+// apps-table item whose key starts with "rate#" (package store).
+type leaseCounter struct {
 	// interval is a token's time in the buckets' TAT, in microseconds:
 	// every limit of the run has one rate.
 	interval int64
@@ -40,54 +35,19 @@ type countingProxy struct {
 	counts leaseCounts
 }
 
-func newCountingProxy(target string, rate uds.Rate) *countingProxy {
-	// DisableCompression keeps the engine's answer byte for byte: the
-	// SDK checks its CRC32.
-	return &countingProxy{target: strings.TrimSuffix(target, "/"), interval: 1_000_000 / rate.PerSecond, client: &http.Client{
-		Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 64},
-	}}
+func newLeaseCounter(rate uds.Rate) *leaseCounter {
+	return &leaseCounter{interval: 1_000_000 / rate.PerSecond}
 }
 
 // snapshot returns the counts so far.
-func (p *countingProxy) snapshot() leaseCounts {
+func (p *leaseCounter) snapshot() leaseCounts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.counts
 }
 
-func (p *countingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, "reading the call: "+err.Error(), http.StatusBadGateway)
-		return
-	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target+r.URL.RequestURI(), bytes.NewReader(body))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	out.Header = r.Header.Clone()
-	resp, err := p.client.Do(out)
-	if err != nil {
-		http.Error(w, "calling the engine: "+err.Error(), http.StatusBadGateway)
-		return
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(resp.Body)
-	if err != nil {
-		http.Error(w, "reading the engine's answer: "+err.Error(), http.StatusBadGateway)
-		return
-	}
-	p.count(r.Header.Get("X-Amz-Target"), body, resp.StatusCode, answer)
-	for k, v := range resp.Header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(answer)
-}
-
 // count adds one call to the counts when it wrote a rate bucket.
-func (p *countingProxy) count(target string, call []byte, status int, answer []byte) {
+func (p *leaseCounter) count(target string, call []byte, status int, answer []byte) {
 	if !strings.HasSuffix(target, ".UpdateItem") {
 		return
 	}
@@ -122,7 +82,7 @@ func (p *countingProxy) count(target string, call []byte, status int, answer []b
 // tokens is what a committed lease took, read from its values as
 // package store writes them: the time it adds to a drawn bucket's TAT
 // (:cost), or the TAT it gives an idle one (:next) less now (:now).
-func (p *countingProxy) tokens(values map[string]struct{ N string }) int64 {
+func (p *leaseCounter) tokens(values map[string]struct{ N string }) int64 {
 	n := func(name string) int64 {
 		v, _ := strconv.ParseInt(values[name].N, 10, 64)
 		return v
