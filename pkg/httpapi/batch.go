@@ -40,6 +40,9 @@ type batchOpJSON struct {
 	Body        json.RawMessage `json:"body"`
 	IfMatch     string          `json:"ifMatch"`
 	IfNoneMatch string          `json:"ifNoneMatch"`
+	// ContentType is a PATCH's patch document type, a merge patch when
+	// absent.
+	ContentType string `json:"contentType"`
 }
 
 // batchResult is one operation's answer: what the single-item route would
@@ -65,6 +68,8 @@ type batchOp struct {
 	version int64
 	// ifNoneMatch holds a GET's If-None-Match value, if it has one.
 	ifNoneMatch []string
+	// patch is a PATCH's patch document.
+	patch patchDocument
 	// scope is the operation's namespace policy, applied
 	// (scopeOperation): a version read and a restore need it when they
 	// run.
@@ -200,6 +205,8 @@ func (a *API) applyOperation(w http.ResponseWriter, r *http.Request, op *batchOp
 		a.applyWrite(w, r, op.Write, http.StatusCreated)
 	case op.Method == http.MethodPut:
 		a.applyWrite(w, r, op.Write, http.StatusOK)
+	case op.Method == http.MethodPatch:
+		a.applyPatch(w, r, op.Write, op.patcher(a))
 	default:
 		a.applyDelete(w, r, op.Write)
 	}
@@ -257,13 +264,13 @@ func checkBatch(app, subject string, b *batchBody, now time.Time) ([]batchOp, er
 func checkOperation(app, subject string, o batchOpJSON, atomic bool, now time.Time) (batchOp, error) {
 	op := batchOp{BatchOp: uds.BatchOp{Method: strings.ToUpper(o.Method)}, version: noVersion}
 	switch op.Method {
-	case http.MethodPost, http.MethodPut, http.MethodDelete:
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 	case http.MethodGet:
 		if atomic {
 			return op, uds.Invalid("method", "GET has no place in an atomic batch, which writes")
 		}
 	default:
-		return op, uds.Invalid("method", "must be POST, PUT, DELETE or GET, got %q", o.Method)
+		return op, uds.Invalid("method", "must be POST, PUT, PATCH, DELETE or GET, got %q", o.Method)
 	}
 	path, rawQuery, _ := strings.Cut(o.Path, "?")
 	var err error
@@ -296,18 +303,24 @@ func checkOperation(app, subject string, o batchOpJSON, atomic bool, now time.Ti
 	switch {
 	case op.restores() && hasBody:
 		return op, uds.Invalid("body", "has no place in a restore, which writes the version's own data and className")
-	case (op.Method == http.MethodPost && !op.restores() || op.Method == http.MethodPut) && !hasBody:
+	case (op.Method == http.MethodPost && !op.restores() || op.Method == http.MethodPut || op.Method == http.MethodPatch) && !hasBody:
 		return op, uds.Invalid("body", "is required for %s", op.Method)
 	case (op.Method == http.MethodGet || op.Method == http.MethodDelete) && hasBody:
 		return op, uds.Invalid("body", "has no place in a %s", op.Method)
+	case op.Method == http.MethodPatch:
+		if op.patch, err = operationPatch(o); err != nil {
+			return op, err
+		}
+	case o.ContentType != "":
+		return op, uds.Invalid("contentType", "applies to PATCH, whose body is a patch document")
 	case hasBody:
 		if err := parseWrite(o.Body, &op.Write, now); err != nil {
 			return op, err
 		}
 	}
 	if o.IfMatch != "" {
-		if op.Method != http.MethodPut && op.Method != http.MethodDelete && !op.restores() {
-			return op, uds.Invalid("ifMatch", "applies to PUT, DELETE and a restore (POST with ?restore=V)")
+		if op.Method != http.MethodPut && op.Method != http.MethodPatch && op.Method != http.MethodDelete && !op.restores() {
+			return op, uds.Invalid("ifMatch", "applies to PUT, PATCH, DELETE and a restore (POST with ?restore=V)")
 		}
 		if op.Write.IfMatch, err = parseIfMatch(o.IfMatch); err != nil {
 			return op, err
@@ -323,6 +336,32 @@ func checkOperation(app, subject string, o batchOpJSON, atomic bool, now time.Ti
 		op.ifNoneMatch = []string{o.IfNoneMatch}
 	}
 	return op, nil
+}
+
+// operationPatch reads a PATCH operation's patch document: its body, of
+// the type contentType names, a JSON Merge Patch when it names none. A
+// batch carries no headers, so a patch keeps the item's class name and
+// expiry.
+func operationPatch(o batchOpJSON) (patchDocument, error) {
+	kind := MergePatchType
+	if o.ContentType != "" {
+		var err error
+		if kind, err = patchKind(o.ContentType); err != nil {
+			return nil, uds.Invalid("contentType", "must be %s (the default) or %s, got %q", MergePatchType, JSONPatchType, uds.Truncate(o.ContentType, 64))
+		}
+	}
+	patch, err := parsePatch(kind, o.Body)
+	var inv *uds.InvalidError
+	if errors.As(err, &inv) {
+		return nil, uds.Invalid("body", "%s", inv.Reason)
+	}
+	return patch, err
+}
+
+// patcher is a PATCH operation's uds.Patcher, under its namespace's
+// policy.
+func (op *batchOp) patcher(a *API) uds.Patcher {
+	return a.patcher(&op.scope, op.patch, true, true)
 }
 
 // operationVersion reads the query an operation's path may carry, as the
@@ -408,6 +447,9 @@ func (a *API) batchAtomic(w http.ResponseWriter, r *http.Request, ops []batchOp)
 	writes := make([]uds.BatchOp, len(ops))
 	for i := range ops {
 		writes[i] = ops[i].BatchOp
+		if ops[i].Method == http.MethodPatch {
+			writes[i].Patch = ops[i].patcher(a)
+		}
 	}
 	items, err := a.stores.Batches.WriteAtomic(r.Context(), writes) // sets each restore's Method to the write it became
 	if err != nil {

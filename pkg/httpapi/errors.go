@@ -43,6 +43,17 @@ type errorBody struct {
 	Resync *bool `json:"resync,omitempty"`
 	// Violations, on 422, say where data fails the namespace's schema.
 	Violations []violationJSON `json:"violations,omitempty"`
+	// PatchOperation, on 409 Patch does not apply, names the JSON Patch
+	// operation that did not apply.
+	PatchOperation *patchOperationJSON `json:"patchOperation,omitempty"`
+}
+
+// patchOperationJSON is a JSON Patch operation by its index in the patch,
+// its op and its path.
+type patchOperationJSON struct {
+	Index int    `json:"index"`
+	Op    string `json:"op"`
+	Path  string `json:"path"`
 }
 
 type violationJSON struct {
@@ -252,6 +263,9 @@ func describe(err error, key *uds.Key, caller string) (status int, body errorBod
 	case errors.As(err, &patchConflict):
 		body.Error = "Patch does not apply"
 		body.Details = patchConflict.Error() + "; nothing was written"
+		if patchConflict.Index >= 0 {
+			body.PatchOperation = &patchOperationJSON{Index: patchConflict.Index, Op: patchConflict.Op, Path: patchConflict.Path}
+		}
 	case errors.As(err, &forbidden):
 		body.Details = forbidden.Reason
 	case errors.Is(err, uds.ErrForbidden):

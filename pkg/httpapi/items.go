@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -16,7 +15,7 @@ type ItemStore interface {
 	Get(context.Context, uds.Key) (uds.Item, error)
 	Create(context.Context, uds.Write) (uds.Item, error)
 	Update(context.Context, uds.Write) (uds.Item, error)
-	Patch(context.Context, uds.Write, store.Patcher) (uds.Item, error)
+	Patch(context.Context, uds.Write, uds.Patcher) (uds.Item, error)
 	Delete(context.Context, uds.Write) error
 }
 

@@ -112,7 +112,15 @@ func (a *API) patchItem(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	keepClass := len(r.Header.Values(HeaderClassName)) == 0
 	keepExpiry := r.Header.Get(HeaderTTL) == "" && r.Header.Get(HeaderExpiresAt) == ""
-	it, err := a.stores.Items.Patch(r.Context(), write, func(current *uds.Item, w *uds.Write) error {
+	a.applyPatch(w, r, write, a.patcher(&sc, patch, keepClass, keepExpiry))
+}
+
+// patcher is what a patch makes of an item (uds.Patcher): the document
+// applied to its data as it is, its class name and expiry kept unless the
+// request sets them (keepClass, keepExpiry), the result checked as a PUT's
+// value is.
+func (a *API) patcher(sc *scope, patch patchDocument, keepClass, keepExpiry bool) uds.Patcher {
+	return func(current *uds.Item, w *uds.Write) error {
 		data, err := patch(current.Data)
 		if err != nil {
 			return patchRefusal(err)
@@ -127,10 +135,16 @@ func (a *API) patchItem(w http.ResponseWriter, r *http.Request, p params) {
 		if keepExpiry {
 			w.ExpiresAt = current.ExpiresAt
 		}
-		return a.checkValue(&sc, w)
-	})
+		return a.checkValue(sc, w)
+	}
+}
+
+// applyPatch patches one item, for PATCH and a batch's PATCH, and answers
+// as PATCH does.
+func (a *API) applyPatch(w http.ResponseWriter, r *http.Request, write uds.Write, patch uds.Patcher) {
+	it, err := a.stores.Items.Patch(r.Context(), write, patch)
 	if err != nil {
-		a.fail(w, r, err, &key)
+		a.fail(w, r, err, &write.Key)
 		return
 	}
 	answerWritten(w, &it, http.StatusOK)

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -54,7 +55,8 @@ func TestPatch(t *testing.T) {
 			}
 			// A failed test and a missing path: 409, naming the operation.
 			r = e.patch(path, httpapi.JSONPatchType, `[{"op":"replace","path":"/a/b","value":5},{"op":"test","path":"/a/b","value":2}]`).expect(t, 409)
-			if r.body["code"] != "conflict" || !strings.Contains(r.body["details"].(string), "operation 1") {
+			if r.body["code"] != "conflict" || !strings.Contains(r.body["details"].(string), "operation 1") ||
+				fmt.Sprint(r.body["patchOperation"]) != "map[index:1 op:test path:/a/b]" {
 				t.Errorf("a failed test: %s", r.raw)
 			}
 			r = e.patch(path, httpapi.JSONPatchType, `[{"op":"remove","path":"/nothing"}]`).expect(t, 409)

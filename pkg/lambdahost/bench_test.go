@@ -215,7 +215,7 @@ func (f *fakeStore) Create(_ context.Context, w uds.Write) (uds.Item, error) {
 }
 
 func (f *fakeStore) Update(context.Context, uds.Write) (uds.Item, error) { return uds.Item{}, errFake }
-func (f *fakeStore) Patch(context.Context, uds.Write, store.Patcher) (uds.Item, error) {
+func (f *fakeStore) Patch(context.Context, uds.Write, uds.Patcher) (uds.Item, error) {
 	return uds.Item{}, errFake
 }
 func (f *fakeStore) Delete(context.Context, uds.Write) error { return errFake }

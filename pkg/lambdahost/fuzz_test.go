@@ -242,7 +242,7 @@ func (echoStore) Create(_ context.Context, w uds.Write) (uds.Item, error) { retu
 func (echoStore) Update(_ context.Context, w uds.Write) (uds.Item, error) { return written(w), nil }
 
 // Patch finds no item to patch, as Get finds none.
-func (echoStore) Patch(context.Context, uds.Write, store.Patcher) (uds.Item, error) {
+func (echoStore) Patch(context.Context, uds.Write, uds.Patcher) (uds.Item, error) {
 	return uds.Item{}, uds.ErrNotFound
 }
 func (echoStore) Delete(context.Context, uds.Write) error { return nil }

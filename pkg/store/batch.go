@@ -12,7 +12,8 @@ import (
 )
 
 // WriteAtomic applies a batch of writes all or none: the writes the single
-// verbs would make (createChange, replaceChange, removeChange), with what
+// verbs would make (createChange, replaceChange, removeChange; a patch is
+// the update of what it makes of the item read), with what
 // every capability adds to them, in one plan, which the commit loop sends
 // as one TransactWriteItems with one usage change per owner. The items to
 // update or delete are read first (one strongly consistent BatchGetItem)
@@ -24,8 +25,8 @@ func (s *Store) WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item,
 	values := make([]encodedValue, len(ops))
 	total := int64(0)
 	for i, op := range ops {
-		if op.Method == http.MethodDelete {
-			continue
+		if op.Method == http.MethodDelete || op.Method == http.MethodPatch {
+			continue // a patch's value is made from the item read
 		}
 		v, err := encodeValue(&ops[i].Write)
 		if err != nil {
@@ -45,10 +46,13 @@ func (s *Store) WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item,
 	case err != nil:
 		return nil, err
 	}
-	items := make([]uds.Item, len(ops))
-	for i, c := range p.changes {
-		if c.kind != removeItem {
-			items[bv.opOf[i]] = c.result
+	items := bv.committed
+	if p != nil {
+		items = make([]uds.Item, len(ops))
+		for i, c := range p.changes {
+			if c.kind != removeItem {
+				items[bv.opOf[i]] = c.result
+			}
 		}
 	}
 	for i := range ops {
@@ -70,21 +74,32 @@ type batchVerb struct {
 	// methods is the write each operation makes: its own method, or for
 	// a restore the update or create it became.
 	methods []string
+	// patched holds each PATCH's write as the last plan made it.
+	patched []uds.Write
+	// committed is the items an earlier attempt left, when a later one
+	// found the batch's write token on them.
+	committed []uds.Item
 }
 
 // plan reads every item the batch writes and decides each operation as
 // its single verb does. A write of an atomic batch, which shares its
 // transaction with up to 49 others, prunes one version.
-func (bv *batchVerb) plan(ctx context.Context, _ bool) (*plan, error) {
+func (bv *batchVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
 	states, heads, err := bv.s.readStates(ctx, bv.ops)
 	if err != nil {
 		return nil, err
 	}
+	if uncertain && bv.foundCommitted(states) {
+		return nil, nil
+	}
 	now := bv.s.writeTime()
 	bv.opOf, bv.methods = bv.opOf[:0], make([]string, len(bv.ops))
+	if bv.patched == nil {
+		bv.patched = make([]uds.Write, len(bv.ops))
+	}
 	var changes []*change
 	for i := range bv.ops {
-		c, err := bv.decide(i, stateOf(bv.ops[i].Write.Key, states[i]), now)
+		c, err := bv.decide(i, stateOf(bv.ops[i].Write.Key, states[i]), states[i], now)
 		if err != nil {
 			return nil, &uds.BatchError{Index: i, Err: err}
 		}
@@ -97,9 +112,35 @@ func (bv *batchVerb) plan(ctx context.Context, _ bool) (*plan, error) {
 	return newPlan(now, 1, changes...), nil
 }
 
-// decide is operation i's change over the state read (nil: nothing to
-// write). A restore becomes an update of a live item or a create.
-func (bv *batchVerb) decide(i int, old *itemState, now time.Time) (*change, error) {
+// foundCommitted reports whether an item read carries the batch's write
+// token, which only this batch's transaction writes: an attempt whose
+// answer was lost committed, and the items read are what it left. Without
+// it a lost answer would apply a batch's patches twice.
+func (bv *batchVerb) foundCommitted(states []map[string]types.AttributeValue) bool {
+	found := false
+	for _, av := range states {
+		found = found || ownTokenIn(av, bv.token)
+	}
+	if !found {
+		return false
+	}
+	bv.committed = make([]uds.Item, len(bv.ops))
+	for i, av := range states {
+		w := &bv.ops[i].Write
+		if bv.ops[i].Patch != nil {
+			w = &bv.patched[i]
+		}
+		if av != nil && bv.methods[i] != http.MethodDelete {
+			bv.committed[i] = committed(w, av)
+		}
+	}
+	return true
+}
+
+// decide is operation i's change over the state read (av, old; nil:
+// nothing to write). A restore becomes an update of a live item or a
+// create; a patch, the update of what it makes of the item.
+func (bv *batchVerb) decide(i int, old *itemState, av map[string]types.AttributeValue, now time.Time) (*change, error) {
 	op, w := bv.ops[i], &bv.ops[i].Write
 	live := old != nil && !old.expired(now)
 	method := op.Method
@@ -117,6 +158,16 @@ func (bv *batchVerb) decide(i int, old *itemState, now time.Time) (*change, erro
 	switch method {
 	case http.MethodPost:
 		return bv.s.createChange(w, bv.values[i], old, now)
+	case http.MethodPatch:
+		if err := replaceable(w, old, now); err != nil {
+			return nil, err
+		}
+		pw, v, err := patched(w, av, op.Patch)
+		if err != nil {
+			return nil, err
+		}
+		bv.patched[i], bv.values[i] = pw, v
+		return bv.s.replaceChange(&bv.patched[i], v, old, now, bv.token, false)
 	case http.MethodPut:
 		return bv.s.replaceChange(w, bv.values[i], old, now, bv.token, false)
 	}
@@ -130,7 +181,8 @@ func (bv *batchVerb) decide(i int, old *itemState, now time.Time) (*change, erro
 }
 
 func (bv *batchVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error) {
-	// An item or a history changed since it was read: read again.
+	// An item or a history changed since it was read, perhaps by an
+	// attempt whose answer was lost: read again (plan tells which).
 	return r.anyOf(roleItem) || r.anyOf(roleHistory), nil
 }
 
@@ -147,8 +199,8 @@ func (s *Store) readStates(ctx context.Context, ops []uds.BatchOp) ([]map[string
 		if n.head {
 			kept = append(kept, op.Write.Key)
 		}
-		if n.whole {
-			projection = nil
+		if n.whole || op.Patch != nil {
+			projection = nil // a patch applies to the item's value
 		}
 	}
 	found, err := s.batchGet(ctx, keys, projection)

@@ -8,14 +8,6 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// A Patcher decides what a patch writes over an item: given the item as it
-// is, it fills w's value (Data), and its class name and expiry where the
-// request keeps the item's, or refuses (a patch that does not apply, a
-// result the namespace's schema or size refuses). Patch calls it again
-// each time the item changed under an attempt, so it must not keep state
-// between calls.
-type Patcher func(current *uds.Item, w *uds.Write) error
-
 // Patch changes an existing item's value into what patch makes of it, on
 // exactly the revision patch saw: when another writer got in between, it
 // reads the item again and patches that, so concurrent patches of
@@ -23,7 +15,7 @@ type Patcher func(current *uds.Item, w *uds.Write) error
 // else is an update's (Update): w's precondition, owner-write guard,
 // history, indexes, quota and usage. A binary or large value cannot be
 // patched (*uds.PatchConflictError).
-func (s *Store) Patch(ctx context.Context, w uds.Write, patch Patcher) (uds.Item, error) {
+func (s *Store) Patch(ctx context.Context, w uds.Write, patch uds.Patcher) (uds.Item, error) {
 	pv := &patchVerb{updateVerb: updateVerb{s: s, w: &w, token: newToken(), op: "patch " + w.DataKey()}, request: w, patch: patch}
 	p, err := s.run(ctx, pv.op, pv)
 	switch {
@@ -41,7 +33,7 @@ type patchVerb struct {
 	updateVerb
 	// request is the write as asked, before a patch made its value.
 	request uds.Write
-	patch   Patcher
+	patch   uds.Patcher
 }
 
 func (pv *patchVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
@@ -58,21 +50,11 @@ func (pv *patchVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
 	if err := replaceable(&pv.request, old, now); err != nil {
 		return nil, surely(err, uncertain, pv.op)
 	}
-	current, err := decodeItem(pv.request.Key, item)
+	w, v, err := patched(&pv.request, item, pv.patch)
 	if err != nil {
 		return nil, err
 	}
-	if current.Binary != nil {
-		return nil, &uds.PatchConflictError{Index: -1, Reason: "the item's value is binary: a patch applies to JSON data; PUT the new bytes instead"}
-	}
-	w := pv.request
-	if err := pv.patch(&current, &w); err != nil {
-		return nil, err
-	}
-	if pv.value, err = encodeValue(&w); err != nil {
-		return nil, err
-	}
-	pv.w = &w
+	pv.value, pv.w = v, &w
 	return pv.replace(ctx, old, head, now)
 }
 
@@ -84,4 +66,23 @@ func (pv *patchVerb) read(ctx context.Context) (map[string]types.AttributeValue,
 	}
 	item, err := pv.s.readLive(ctx, pv.request.Key, true)
 	return item, historyHead{}, err
+}
+
+// patched is the write a patch makes of the item read (av): the request
+// with the value, and the class name and expiry, that patch made of the
+// item as it is, and that value encoded. A binary value cannot be patched.
+func patched(request *uds.Write, av map[string]types.AttributeValue, patch uds.Patcher) (uds.Write, encodedValue, error) {
+	current, err := decodeItem(request.Key, av)
+	if err != nil {
+		return uds.Write{}, encodedValue{}, err
+	}
+	if current.Binary != nil {
+		return uds.Write{}, encodedValue{}, &uds.PatchConflictError{Index: -1, Reason: "the item's value is binary: a patch applies to JSON data; PUT the new bytes instead"}
+	}
+	w := *request
+	if err := patch(&current, &w); err != nil {
+		return uds.Write{}, encodedValue{}, err
+	}
+	v, err := encodeValue(&w)
+	return w, v, err
 }

@@ -10,11 +10,13 @@ const (
 	MaxAtomicOps = 50
 )
 
-// BatchOp is one write of an atomic batch: POST, PUT or DELETE of Write.Key
-// (Write.IfMatch for PUT and DELETE), or a restore.
+// BatchOp is one write of an atomic batch: POST, PUT, PATCH or DELETE of
+// Write.Key (Write.IfMatch for PUT, PATCH and DELETE), or a restore.
 type BatchOp struct {
 	Method string
 	Write  Write
+	// Patch makes a PATCH's value from the item as the batch reads it.
+	Patch Patcher
 	// Restore marks a restore of a kept version, whose data and class
 	// name Write holds: it updates the item when it exists and creates it
 	// again when it was deleted, unless Write.IfMatch names revisions

@@ -31,3 +31,11 @@ func (e *PatchConflictError) Is(target error) bool { return target == ErrPatchCo
 // Code is CodeConflict: the item's state refuses the patch, as a create
 // of an item that exists is refused.
 func (e *PatchConflictError) Code() Code { return CodeConflict }
+
+// A Patcher decides what a patch writes over an item: given the item as it
+// is, it fills w's value (Data), and its class name and expiry where the
+// request keeps the item's, or refuses (a patch that does not apply, a
+// result the namespace's schema or size refuses). The store calls it again
+// each time the item changed under an attempt, so it must not keep state
+// between calls.
+type Patcher func(current *Item, w *Write) error
