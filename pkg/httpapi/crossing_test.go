@@ -28,6 +28,7 @@ import (
 	"github.com/udsproject/uds/pkg/blob/blobtest"
 	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/expiry"
+	"github.com/udsproject/uds/pkg/httpapi"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
@@ -109,6 +110,7 @@ var crossingPaths = []crossingPath{
 	{"commit", nil, (*crossing).commitPath},
 	{"import", nil, (*crossing).importPath},
 	{"atomic", nil, (*crossing).atomic},
+	{"patch", nil, (*crossing).patchPath},
 	{"delete-all", nil, (*crossing).deleteAll},
 	{"reclaim", []string{"expiry"}, (*crossing).reclaimPath},
 	{"sweep", []string{"expiry"}, (*crossing).sweep},
@@ -138,6 +140,10 @@ var crossingSubset = map[string]bool{
 	"indexes×owner/stream-release": true,
 	"large×owner/import":           true,
 	"history×binary/delete-all":    true,
+	"history×large/patch":          true,
+	"indexes×streamed/patch":       true,
+	"binary×schema/patch":          true,
+	"expiry×owner/patch":           true,
 }
 
 // TestCrossings runs the matrix: one subtest capA×capB/path per pair and
@@ -684,6 +690,62 @@ func (x *crossing) atomic() {
 		if r.status != 200 {
 			x.t.Errorf("an atomic batch answered %d: %s", r.status, r.raw)
 		}
+	}
+}
+
+// patchPath patches items alone and in both batch modes, each after a
+// write of the kind the pair writes next: a value that is JSON takes the
+// patch, as an update of what the patch makes of it, and meets every
+// capability an update meets; a binary or large one refuses it (409).
+func (x *crossing) patchPath() {
+	x.write("POST", "a")
+	x.write("PUT", "a")
+	x.patchItem("a", "")
+	x.write("POST", "l/s1")
+	x.patchItem("l/s1", "")
+	x.write("PUT", "a")
+	x.patchItem("a", "atomic")
+	x.write("PUT", "l/s1")
+	x.patchItem("l/s1", "one by one")
+}
+
+// patchItem sends a merge patch of the item at key's rank and pad, as
+// PATCH or as the one operation of a batch, and fails the test unless it
+// applied to a JSON value or was refused for a binary one.
+func (x *crossing) patchItem(key, batch string) {
+	x.t.Helper()
+	x.written++
+	get := x.send("GET", x.item(key), nil, x.subject()...)
+	isJSON := get.status == http.StatusOK && strings.HasPrefix(get.header.Get("Content-Type"), "application/json")
+	patch := fmt.Sprintf(`{"rank":%d,"pad":%q}`, x.written, strings.Repeat("p", 10*x.written))
+	var status int
+	var r response
+	switch batch {
+	case "":
+		r = x.patch(x.item(key), httpapi.MergePatchType, patch, x.subject()...)
+		status = r.status
+	default:
+		r = x.do("POST", base+"/batch", fmt.Sprintf(`{"atomic":%v,"operations":[{"method":"PATCH","path":"%s/%s","body":%s}]}`,
+			batch == "atomic", crossingNS, key, patch), x.subject()...)
+		status = r.status
+		if batch != "atomic" && r.status == http.StatusOK {
+			var out struct{ Results []result }
+			if err := json.Unmarshal(r.raw, &out); err != nil || len(out.Results) != 1 {
+				x.t.Fatalf("a batch answered %s", r.raw)
+			}
+			status = out.Results[0].Status
+		}
+	}
+	switch {
+	case !isJSON && status != http.StatusConflict:
+		x.t.Errorf("a patch (%s) of %s, whose value is not JSON, answered %d, want 409: %s", batch, key, status, r.raw)
+	case isJSON && status != http.StatusOK:
+		x.t.Errorf("a patch (%s) of %s answered %d: %s", batch, key, status, r.raw)
+	case isJSON && batch == "":
+		x.noted(key, r)
+	case isJSON:
+		// A batch's answer carries the item's ETag inside it.
+		x.etags[key] = x.do("GET", x.item(key), "", x.subject()...).header.Get("ETag")
 	}
 }
 

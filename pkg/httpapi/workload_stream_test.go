@@ -223,7 +223,7 @@ func (o *ownerWrites) add(owner, method, path string, sent time.Time, status int
 		g.items, g.grows = 3, 3
 	case method == "POST":
 		g.items, g.grows = 1, 1
-	case method == "PUT":
+	case method == "PUT" || method == "PATCH":
 		g.grows = 1
 	default:
 		return

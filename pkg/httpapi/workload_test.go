@@ -679,6 +679,11 @@ func (w *worker) step() {
 				// A restore: an update, a create of a deleted item, or
 				// a 404 when the version is not kept.
 				ops = append(ops, `{"method":"POST","path":"`+path+`?restore=1"}`)
+			case r == 4:
+				// A patch: 404 when the item is not there, 409 when its
+				// value is binary.
+				contentType, patch := w.patch()
+				ops = append(ops, `{"method":"PATCH","path":"`+path+`","contentType":"`+contentType+`","body":`+patch+`}`)
 			case r == 3:
 				// A binary value in JSON.
 				ops = append(ops, `{"method":"POST","path":"`+path+`","body":{"dataBase64":"`+base64.StdEncoding.EncodeToString([]byte(w.bytesValue()))+`","contentType":"application/octet-stream"}}`)
@@ -820,10 +825,15 @@ func (w *worker) itemStep(kill time.Duration) {
 	}
 	var method, ifMatch string
 	switch r := w.rng.IntN(100); {
-	case r < 35:
+	case r < 32:
 		method = "POST"
-	case r < 70:
+	case r < 60:
 		method = "PUT"
+		if w.rng.IntN(2) == 0 && m.exists {
+			ifMatch = m.etag
+		}
+	case r < 72:
+		method = "PATCH"
 		if w.rng.IntN(2) == 0 && m.exists {
 			ifMatch = m.etag
 		}
@@ -834,7 +844,15 @@ func (w *worker) itemStep(kill time.Duration) {
 		}
 	}
 	contentType, body := "", ""
-	if method != "DELETE" {
+	binary := false
+	switch method {
+	case "PATCH":
+		var read bool
+		if binary, read = w.holdsBytes(i); !read {
+			return
+		}
+		contentType, body = w.patch()
+	case "POST", "PUT":
 		contentType, body = w.anyValue()
 	}
 	st, answer := w.env.sendAs(kill, method, path, w.owner, contentType, body, ifMatch)
@@ -862,6 +880,12 @@ func (w *worker) itemStep(kill time.Duration) {
 		allowed = []int{200, 403}
 	case method == "PUT":
 		allowed = []int{404}
+	case method == "PATCH" && m.exists && binary:
+		allowed = []int{409} // a patch applies to JSON
+	case method == "PATCH" && m.exists:
+		allowed = []int{200, 403}
+	case method == "PATCH":
+		allowed = []int{404}
 	default:
 		allowed = []int{204}
 	}
@@ -878,6 +902,33 @@ func (w *worker) itemStep(kill time.Duration) {
 		}
 		m.exists, m.etag = false, ""
 	}
+}
+
+// patch is a patch of one of the worker's JSON values and its content
+// type: a merge patch, or a JSON Patch, of a member of a random size.
+func (w *worker) patch() (contentType, body string) {
+	pad := strconv.Quote(strings.Repeat("q", 10+w.rng.IntN(600)))
+	if w.rng.IntN(2) == 0 {
+		return httpapi.MergePatchType, `{"pad":` + pad + `}`
+	}
+	return httpapi.JSONPatchType, `[{"op":"add","path":"/pad","value":` + pad + `}]`
+}
+
+// holdsBytes reports whether item i's value is bytes, which a patch does
+// not apply to, as a GET answers it; read is false when the GET did not
+// answer (under faults). The worker's items are its own, so the value
+// cannot change before the patch is sent.
+func (w *worker) holdsBytes(i int) (binary, read bool) {
+	st, answer := w.env.send(0, "GET", w.itemPath(i), w.owner, "", "")
+	switch st {
+	case 302: // a large value
+		return true, true
+	case 200:
+		return !strings.HasPrefix(answer, `{"applicationUuid":`), true
+	case 404:
+		return false, true
+	}
+	return false, false
 }
 
 // historyStep restores a version of one of the worker's items that keep
