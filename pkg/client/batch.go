@@ -12,7 +12,8 @@ import (
 // Key (whose App must be the batch's), Data for POST and PUT, and the
 // options a single call would take (IfMatch, IfNoneMatch, ClassName, TTL,
 // ExpiresAt). ReadVersion and RestoreVersion make the operations that
-// read and restore a kept version.
+// read and restore a kept version, PatchItem and MergePatchItem the ones
+// that patch an item.
 type BatchOp struct {
 	Method  string
 	Key     Key
@@ -20,6 +21,9 @@ type BatchOp struct {
 	Options []CallOption
 	// version is the kept version a GET reads or a POST restores.
 	version *int64
+	// patchType is the type of a PATCH's patch document, which Data
+	// holds.
+	patchType string
 }
 
 // ReadVersion is the batch operation that reads version of k, as
@@ -67,6 +71,7 @@ func (c *Client) Batch(ctx context.Context, app string, atomic bool, ops []Batch
 		Body        json.RawMessage `json:"body,omitempty"`
 		IfMatch     string          `json:"ifMatch,omitempty"`
 		IfNoneMatch string          `json:"ifNoneMatch,omitempty"`
+		ContentType string          `json:"contentType,omitempty"`
 	}
 	body := struct {
 		Atomic     bool     `json:"atomic"`
@@ -89,6 +94,12 @@ func (c *Client) Batch(ctx context.Context, app string, atomic bool, ops []Batch
 				return nil, err
 			}
 			j.Body = b
+		case op.Method == http.MethodPatch:
+			b, err := marshalData(op.Data)
+			if err != nil {
+				return nil, err
+			}
+			j.Body, j.ContentType = b, op.patchType
 		}
 		body.Operations[i] = j
 	}

@@ -86,16 +86,7 @@ func (c *Client) putInline(ctx context.Context, k Key, r io.Reader, size int64, 
 	}
 	o.report(0, size)
 	h := o.header()
-	if o.className != nil {
-		h.Set("Uds-Class-Name", *o.className)
-	}
-	ttl, expiresAt := o.expiry()
-	if ttl > 0 {
-		h.Set("Uds-Ttl", strconv.FormatInt(ttl, 10))
-	}
-	if expiresAt != "" {
-		h.Set("Uds-Expires-At", expiresAt)
-	}
+	o.fieldHeaders(h)
 	req := request{method: http.MethodPut, path: k.path(), body: body, contentType: contentType, header: h, retry: o.writeRetry()}
 	var it Item
 	var err error

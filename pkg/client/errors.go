@@ -59,6 +59,9 @@ type APIError struct {
 	FailedIndex *int
 	// Violations say where data failed the namespace's JSON Schema.
 	Violations []Violation
+	// PatchOperation names the JSON Patch operation that did not apply,
+	// on ErrConflict from Patch.
+	PatchOperation *PatchOperation
 	// RetryAfter is the server's Retry-After, when it gave one.
 	RetryAfter time.Duration
 	// Attempts is how many times the request was sent, this answer's
@@ -166,22 +169,23 @@ func (e *APIError) kind() error {
 func newAPIError(status int, h http.Header, body []byte) *APIError {
 	e := &APIError{Status: status, RetryAfter: retryAfter(h), Body: body}
 	var b struct {
-		Code            string      `json:"code"`
-		Error           string      `json:"error"`
-		Message         string      `json:"message"`
-		Details         string      `json:"details"`
-		ApplicationUUID string      `json:"applicationUuid"`
-		Namespace       string      `json:"namespace"`
-		ID              string      `json:"id"`
-		SortKey         string      `json:"sortKey"`
-		User            string      `json:"user"`
-		UsedBytes       int64       `json:"usedBytes"`
-		UsedItems       int64       `json:"usedItems"`
-		LimitBytes      *int64      `json:"limitBytes"`
-		LimitItems      *int64      `json:"limitItems"`
-		Deleted         *int        `json:"deleted"`
-		FailedIndex     *int        `json:"failedIndex"`
-		Violations      []Violation `json:"violations"`
+		Code            string          `json:"code"`
+		Error           string          `json:"error"`
+		Message         string          `json:"message"`
+		Details         string          `json:"details"`
+		ApplicationUUID string          `json:"applicationUuid"`
+		Namespace       string          `json:"namespace"`
+		ID              string          `json:"id"`
+		SortKey         string          `json:"sortKey"`
+		User            string          `json:"user"`
+		UsedBytes       int64           `json:"usedBytes"`
+		UsedItems       int64           `json:"usedItems"`
+		LimitBytes      *int64          `json:"limitBytes"`
+		LimitItems      *int64          `json:"limitItems"`
+		Deleted         *int            `json:"deleted"`
+		FailedIndex     *int            `json:"failedIndex"`
+		Violations      []Violation     `json:"violations"`
+		PatchOperation  *PatchOperation `json:"patchOperation"`
 	}
 	if json.Unmarshal(body, &b) != nil {
 		return e
@@ -192,6 +196,6 @@ func newAPIError(status int, h http.Header, body []byte) *APIError {
 	}
 	e.ApplicationUUID, e.Namespace, e.ID, e.SortKey = b.ApplicationUUID, b.Namespace, b.ID, b.SortKey
 	e.User, e.UsedBytes, e.UsedItems, e.LimitBytes, e.LimitItems = b.User, b.UsedBytes, b.UsedItems, b.LimitBytes, b.LimitItems
-	e.Deleted, e.FailedIndex, e.Violations = b.Deleted, b.FailedIndex, b.Violations
+	e.Deleted, e.FailedIndex, e.Violations, e.PatchOperation = b.Deleted, b.FailedIndex, b.Violations, b.PatchOperation
 	return e
 }

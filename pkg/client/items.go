@@ -120,6 +120,21 @@ func (o callOptions) header() http.Header {
 	return h
 }
 
+// fieldHeaders sets the headers that carry the fields a write stores
+// beside its value, where the body is the value (bytes) or a patch.
+func (o callOptions) fieldHeaders(h http.Header) {
+	if o.className != nil {
+		h.Set("Uds-Class-Name", *o.className)
+	}
+	ttl, expiresAt := o.expiry()
+	if ttl > 0 {
+		h.Set("Uds-Ttl", strconv.FormatInt(ttl, 10))
+	}
+	if expiresAt != "" {
+		h.Set("Uds-Expires-At", expiresAt)
+	}
+}
+
 // writeBody is the body of a create or update.
 func (o callOptions) writeBody(data any) ([]byte, error) {
 	raw, err := marshalData(data)
