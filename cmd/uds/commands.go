@@ -36,6 +36,19 @@ the item or replaces its value. Up to 350 KiB they go in one request; larger fil
 to 5 GB, are uploaded to S3, with a progress bar on a terminal (--if-match applies only
 to the first).`,
 		flags: writeFlags(true), run: write(true)},
+	"patch": {args: "APP NAMESPACE ID [SORTKEY]", short: "change part of an item's data with a JSON Merge Patch, or a JSON Patch (--json-patch), from --data or standard input", min: 3, max: 4,
+		long: `The patch applies to the item as it is when the write commits: concurrent patches of
+different members need no --if-match to keep one another. A merge patch (RFC 7396) is a JSON
+object of the members to change, null removing one; a JSON Patch (RFC 6902) is an array of
+operations (add, remove, replace, move, copy, test), all applied or none. A test that fails
+or a path that is missing is refused (409, naming the operation). The class name and expiry
+stay the item's unless --class, --ttl or --expires-at set them.`,
+		flags: func(fs *flag.FlagSet) {
+			writeFlags(false)(fs)
+			fs.Bool("json-patch", false, "the patch is a JSON Patch (RFC 6902), an array of operations (default: a JSON Merge Patch, RFC 7396)")
+			fs.String("if-match", "", "patch only if the item is at this ETag")
+		},
+		run: patch},
 	"history": {args: "APP NAMESPACE ID [SORTKEY]", short: "an item's versions, newest first (current, kept, delete markers), as NDJSON, every page",
 		min: 3, max: 4, run: history},
 	"restore": {args: "APP NAMESPACE ID [SORTKEY]", short: "write a kept version back as the item's current version, also after a delete", min: 3, max: 4,
@@ -270,6 +283,28 @@ func write(update bool) func(e *env, args []string) error {
 		}
 		return e.writeJSON(it)
 	}
+}
+
+// patch sends the patch --data or standard input holds.
+func patch(e *env, args []string) error {
+	opts, err := e.writeOptions()
+	if err != nil {
+		return err
+	}
+	doc, err := e.readData(e.flag("data"))
+	if err != nil {
+		return err
+	}
+	var it client.Item
+	if e.flag("json-patch") == "true" {
+		it, err = e.c.Patch(e.ctx, key(args), doc, opts...)
+	} else {
+		it, err = e.c.MergePatch(e.ctx, key(args), doc, opts...)
+	}
+	if err != nil {
+		return err
+	}
+	return e.writeJSON(it)
 }
 
 // writeOptions are the options of a write its flags give.

@@ -46,7 +46,9 @@ type PatchOperation struct {
 	Path  string `json:"path"`
 }
 
-// Patch applies a JSON Patch to the item's data: every operation or none,
+// Patch applies a JSON Patch to the item's data: patch is a []PatchOp, or
+// the document as JSON text (json.RawMessage or []byte, as read from a
+// file), sent as it is. Every operation applies or none,
 // on the item as it is when the write commits, so that concurrent patches
 // of different members need no IfMatch to keep one another. It fails with
 // ErrNotFound if there is no item, ErrConflict if an operation does not
@@ -55,8 +57,8 @@ type PatchOperation struct {
 // breaks the namespace's JSON Schema. The class name and expiry stay the
 // item's unless ClassName, TTL or ExpiresAt set them. It is sent again as
 // Update is: without IfMatch only when it certainly did not reach UDS.
-func (c *Client) Patch(ctx context.Context, k Key, ops []PatchOp, opts ...CallOption) (Item, error) {
-	return c.patch(ctx, k, JSONPatchType, ops, opts)
+func (c *Client) Patch(ctx context.Context, k Key, patch any, opts ...CallOption) (Item, error) {
+	return c.patch(ctx, k, JSONPatchType, patch, opts)
 }
 
 // MergePatch applies a JSON Merge Patch (RFC 7396) to the item's data: an
@@ -82,8 +84,8 @@ func (c *Client) patch(ctx context.Context, k Key, contentType string, patch any
 // PatchItem is the batch operation that applies a JSON Patch to k, as
 // Patch does (the IfMatch option applies; a batch keeps the item's class
 // name and expiry).
-func PatchItem(k Key, ops []PatchOp, opts ...CallOption) BatchOp {
-	return BatchOp{Method: http.MethodPatch, Key: k, Data: ops, Options: opts, patchType: JSONPatchType}
+func PatchItem(k Key, patch any, opts ...CallOption) BatchOp {
+	return BatchOp{Method: http.MethodPatch, Key: k, Data: patch, Options: opts, patchType: JSONPatchType}
 }
 
 // MergePatchItem is the batch operation that applies a JSON Merge Patch
