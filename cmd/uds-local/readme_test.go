@@ -33,6 +33,7 @@ var exampleSources = []exampleSource{
 	{"README.md", []string{"A first request", "The command line"}},
 	{"docs/local-server.md", nil},
 	{"docs/items-and-lists.md", nil},
+	{"docs/patch.md", nil},
 	{"docs/quotas.md", nil},
 	{"docs/app-registry.md", nil},
 	{"docs/policies.md", nil},
