@@ -757,6 +757,21 @@ func TestConsoleInBrowser(t *testing.T) {
 		if got := b.text("[data-etag]"); got != it.ETag || string(it.Data) != `{"theme":"light"}` {
 			t.Errorf("after the edit the page shows %q, the API %q %s", got, it.ETag, it.Data)
 		}
+		if note := b.text("#item-result"); !strings.Contains(note, "as a merge patch of what changed") {
+			t.Errorf("the edit was saved %q, want as a merge patch", note)
+		}
+		// The edit sends what changed: a member left alone keeps its
+		// bytes (1.50), which a PUT of the value as JavaScript reads it
+		// would write as 1.5.
+		spelt, err := alice.Update(ctx, key, json.RawMessage(`{"theme":"light","score":1.50}`))
+		must(t, err)
+		b.until(`document.querySelector("[data-etag]").innerText === ` + strconv.Quote(spelt.ETag))
+		b.fill("#item-editor", `{"theme": "dark", "score": 1.5}`)
+		b.press("Save (If-Match)")
+		b.until(`document.querySelector("#item-result").innerText.startsWith("200 Saved")`)
+		if it, err = alice.Get(ctx, key); err != nil || string(it.Data) != `{"theme":"dark","score":1.50}` {
+			t.Errorf("after an edit of the theme the API holds %s, %v", it.Data, err)
+		}
 		// Someone else writes while the person edits: the page says so
 		// and keeps the text; its save is refused (412) and shows the
 		// newer version.

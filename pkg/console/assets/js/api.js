@@ -70,10 +70,11 @@ export function path(...segments) {
 
 // call sends one request. path is what follows /rest/api/v1 (built with
 // path() for keys); query's members that are empty are left out; json is a
-// body sent as JSON, raw one sent as it is; data marks a data route, which
+// body sent as JSON (of type contentType, application/json unless given),
+// raw one sent as it is; data marks a data route, which
 // carries the caller (subject instead, for this call only); accept lists the statuses besides 2xx that answer
 // rather than throw (412 to show the newer version, say).
-export async function call(method, route, { query, json, raw, data = false, subject, headers = {}, accept = [] } = {}) {
+export async function call(method, route, { query, json, raw, contentType = "application/json", data = false, subject, headers = {}, accept = [] } = {}) {
   const url = new URL(BASE + route, document.baseURI);
   for (const [k, v] of Object.entries(query ?? {})) {
     if (v !== undefined && v !== null && v !== "" && v !== false) url.searchParams.set(k, v === true ? "" : String(v));
@@ -84,7 +85,7 @@ export async function call(method, route, { query, json, raw, data = false, subj
   const h = new Headers(headers);
   let body;
   if (json !== undefined) {
-    h.set("Content-Type", "application/json");
+    h.set("Content-Type", contentType);
     body = JSON.stringify(json);
   } else if (raw !== undefined) {
     body = raw;

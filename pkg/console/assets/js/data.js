@@ -1,5 +1,6 @@
 // Data: an item by namespace, id and sort key, pretty-printed with its
-// metadata and ETag, edited with If-Match (a 412 shows the newer version),
+// metadata and ETag, edited with If-Match (a 412 shows the newer version;
+// an edit goes as a merge patch of what changed, patch.js),
 // created, deleted after a confirmation, with its history and restores
 // where the namespace keeps versions; a binary value as its type and size
 // with a download link (and a picture's thumbnail); a list browsed page by
@@ -16,6 +17,7 @@ import { appSub } from "./apps.js";
 import { namespacesTable } from "./namespaces.js";
 import { changesPanel } from "./changes.js";
 import { subscribe } from "./realtime.js";
+import { mergePatch } from "./patch.js";
 import { h, replace, field, onSubmit, busy, bytes, count, table, heading, notice, pretty, confirm, when, showError, download, errorBox, isImage, thumbnail, preview } from "./ui.js";
 
 function itemRoute(app, key) {
@@ -179,16 +181,36 @@ async function itemView(body, app, key) {
         notice(area, `201 Created ${keyText(key)}.`);
         return;
       }
-      // The item's expiry stays: a PUT without one would remove it.
-      if (got.item.expiresAt && new Date(got.item.expiresAt) > new Date()) json.expiresAt = got.item.expiresAt;
-      const res = await call("PUT", itemRoute(app, key), { data: true, json, headers: { "If-Match": got.etag }, accept: [412] });
+      const res = await save(got, json);
       if (res.status === 412) {
         await newer(res);
         return;
       }
       await load();
-      notice(area, `200 Saved: version ${current.item.version}, ETag ${current.etag}.`);
+      notice(area, `200 Saved ${res.how}: version ${current.item.version}, ETag ${current.etag}.`);
     }));
+  };
+
+  // save writes an edit at the revision edited (If-Match): a merge patch
+  // of what the person changed, so that the members left alone keep their
+  // bytes, and the item its expiry; a PUT of the whole value where no
+  // merge patch says it (a value that is not an object, a member set to
+  // null, a class name removed).
+  const save = async (got, json) => {
+    const headers = { "If-Match": got.etag };
+    const className = json.className ?? "";
+    // A class name goes in a header, which takes printable ASCII.
+    const headerable = /^[\x20-\x7e]*$/.test(className) && (className || !got.item.className);
+    const patch = headerable ? mergePatch(got.item.data, json.data) : undefined;
+    if (patch !== undefined) {
+      if (className !== (got.item.className ?? "")) headers["Uds-Class-Name"] = className;
+      const res = await call("PATCH", itemRoute(app, key), { data: true, json: patch, contentType: "application/merge-patch+json", headers, accept: [412] });
+      return { ...res, how: "as a merge patch of what changed" };
+    }
+    // The item's expiry stays: a PUT without one would remove it.
+    if (got.item.expiresAt && new Date(got.item.expiresAt) > new Date()) json.expiresAt = got.item.expiresAt;
+    const res = await call("PUT", itemRoute(app, key), { data: true, json, headers, accept: [412] });
+    return { ...res, how: "as a whole value" };
   };
 
   // newer shows the version that made an edit fail (412) beside the
