@@ -207,6 +207,11 @@ func FuzzBatchBody(f *testing.F) {
 		`{"operations":[{"method":"GET","path":"kv/a","ifNoneMatch":"*"},{"method":"GET","path":"kv/a","ifMatch":"*"}]}`,
 		`{"operations":[{"method":"DELETE","path":"kv/a","ifNoneMatch":"\"1-a\""}]}`,
 		`{"operations":[{"method":"PATCH","path":"kv/a"}]}`,
+		batch(true, op("PATCH", "kv/a", `{"x":null,"y":[1]}`), `{"method":"patch","path":"kv/b/s","contentType":"application/json-patch+json","body":[{"op":"move","from":"/a","path":"/b"}],"ifMatch":"*"}`),
+		`{"operations":[{"method":"PATCH","path":"kv/a","contentType":"application/merge-patch+json; charset=utf-8","body":"x"}]}`,
+		`{"operations":[{"method":"PATCH","path":"kv/a","contentType":"application/json-patch+json","body":[{"op":"test","path":"/a"}]}]}`,
+		`{"operations":[{"method":"PATCH","path":"kv/a","contentType":"text/plain","body":{}}]}`,
+		`{"operations":[{"method":"PUT","path":"kv/a","contentType":"application/json-patch+json","body":{"data":1}}]}`,
 		`{"operations":[{"method":"POST","path":"kv/a"}]}`,
 		`{"operations":[{"method":"GET","path":"kv/a","body":{"data":1}}]}`,
 		`{"operations":[],"OPERATIONS":[{"method":"GET","path":"kv/a"}]}`,
@@ -258,7 +263,7 @@ func FuzzBatchBody(f *testing.F) {
 func checkBatchOperation(t *testing.T, o batchOpJSON, op batchOp, atomic bool) {
 	t.Helper()
 	switch op.Method {
-	case "POST", "PUT", "DELETE":
+	case "POST", "PUT", "PATCH", "DELETE":
 	case "GET":
 		if atomic {
 			t.Fatalf("an atomic batch takes %+v", o)
@@ -274,8 +279,21 @@ func checkBatchOperation(t *testing.T, o batchOpJSON, op batchOp, atomic bool) {
 		t.Fatalf("an atomic batch takes the restore %+v", o)
 	}
 	writes := op.Method == "POST" && !op.restores() || op.Method == "PUT"
-	if writes != present(o.Body) {
-		t.Fatalf("%s with body %s accepted", op.Method, o.Body)
+	patches := op.Method == "PATCH"
+	if (writes || patches) != present(o.Body) || (patches != (op.patch != nil)) || (!patches && o.ContentType != "") {
+		t.Fatalf("%s with body %s and contentType %q accepted", op.Method, o.Body, o.ContentType)
+	}
+	if patches {
+		kind := MergePatchType
+		if o.ContentType != "" {
+			var err error
+			if kind, err = patchKind(o.ContentType); err != nil {
+				t.Fatalf("contentType %q accepted in a batch, refused on the route: %v", o.ContentType, err)
+			}
+		}
+		if _, err := parsePatch(kind, o.Body); err != nil {
+			t.Fatalf("patch %s accepted in a batch, refused on the route: %v", o.Body, err)
+		}
 	}
 	var want uds.Write
 	if writes {
@@ -289,7 +307,7 @@ func checkBatchOperation(t *testing.T, o batchOpJSON, op batchOp, atomic bool) {
 	var pre uds.Precondition
 	if o.IfMatch != "" {
 		var err error
-		if pre, err = parseIfMatch(o.IfMatch); err != nil || (op.Method != "PUT" && op.Method != "DELETE" && !op.restores()) {
+		if pre, err = parseIfMatch(o.IfMatch); err != nil || (op.Method != "PUT" && op.Method != "PATCH" && op.Method != "DELETE" && !op.restores()) {
 			t.Fatalf("ifMatch %q accepted on %s (%v)", o.IfMatch, op.Method, err)
 		}
 	}

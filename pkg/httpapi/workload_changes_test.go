@@ -443,7 +443,10 @@ func (w *feedWorkload) request(kill time.Duration, method, path, subject, body s
 		panic(err)
 	}
 	req.Header.Set(httpapi.SubjectHeader, subject)
-	if body != "" {
+	switch {
+	case method == "PATCH":
+		req.Header.Set("Content-Type", httpapi.MergePatchType)
+	case body != "":
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if kill > 0 {
@@ -505,6 +508,11 @@ func (w *feedWorkload) write(id int, subject string, rng *rand.Rand, stop <-chan
 		}
 		return body + "}"
 	}
+	// patch is a merge patch of a value's members, which keeps its expiry.
+	patch := func() string {
+		n++
+		return fmt.Sprintf(`{"w":%d,"n":%d}`, id, n)
+	}
 	for {
 		select {
 		case <-stop:
@@ -530,9 +538,12 @@ func (w *feedWorkload) write(id int, subject string, rng *rand.Rand, stop <-chan
 		case r < 30:
 			op = "POST"
 			st, answer = w.request(kill, "POST", path, subject, value())
-		case r < 55:
+		case r < 48:
 			op = "PUT"
 			st, answer = w.request(kill, "PUT", path, subject, value())
+		case r < 58:
+			op = "PATCH"
+			st, answer = w.request(kill, "PATCH", path, subject, patch())
 		case r < 75:
 			op = "DELETE"
 			st, answer = w.request(kill, "DELETE", path, subject, "")
@@ -545,11 +556,13 @@ func (w *feedWorkload) write(id int, subject string, rng *rand.Rand, stop <-chan
 				k := keys[rng.IntN(len(keys))]
 				traced = append(traced, k)
 				p := ns + "/" + k
-				switch m := rng.IntN(3); m {
+				switch m := rng.IntN(4); m {
 				case 0:
 					ops = append(ops, `{"method":"POST","path":"`+p+`","body":`+value()+`}`)
 				case 1:
 					ops = append(ops, `{"method":"PUT","path":"`+p+`","body":`+value()+`}`)
+				case 2:
+					ops = append(ops, `{"method":"PATCH","path":"`+p+`","body":`+patch()+`}`)
 				default:
 					ops = append(ops, `{"method":"DELETE","path":"`+p+`"}`)
 				}
