@@ -133,8 +133,9 @@ func indexEntries(key uds.Key, indexes []uds.Index, data json.RawMessage) []inde
 // those of the value old to those of data (nil for an item removed): a
 // delete for each entry that goes, a put for each that comes. An entry
 // both values have is left alone, so a write that keeps the indexed
-// fields costs no more than it would without indexes.
-func (s *Store) indexUpkeep(key uds.Key, indexes []uds.Index, old, data json.RawMessage) []types.TransactWriteItem {
+// fields costs no more than it would without indexes, unless renew says
+// old's entries may be gone: then it is put again.
+func (s *Store) indexUpkeep(key uds.Key, indexes []uds.Index, old, data json.RawMessage, renew bool) []types.TransactWriteItem {
 	if len(indexes) == 0 {
 		return nil
 	}
@@ -147,7 +148,7 @@ func (s *Store) indexUpkeep(key uds.Key, indexes []uds.Index, old, data json.Raw
 		}
 	}
 	for _, e := range after {
-		if !containsEntry(before, e) {
+		if renew || !containsEntry(before, e) {
 			actions = append(actions, types.TransactWriteItem{Put: &types.Put{
 				TableName: aws.String(s.tables.Index), Item: e.item(key)}})
 		}
@@ -214,7 +215,7 @@ func (s *Store) removedEntries(ctx context.Context, key uds.Key, state map[strin
 	if err != nil {
 		return nil
 	}
-	return s.indexUpkeep(key, indexes, storedData(key, state), nil)
+	return s.indexUpkeep(key, indexes, storedData(key, state), nil, false)
 }
 
 // releaseEntries removes the entries of an item DynamoDB's TTL deleted,
@@ -255,9 +256,14 @@ func (s *Store) planIndexes(ctx context.Context, p *plan) error {
 			// item was read with its value.
 			upkeep = s.removedEntries(ctx, c.key, c.old.av)
 		case c.kind == removeItem:
-			upkeep = s.indexUpkeep(c.key, c.w.Indexes, c.old.data(), nil)
+			upkeep = s.indexUpkeep(c.key, c.w.Indexes, c.old.data(), nil, false)
 		default:
-			upkeep = s.indexUpkeep(c.key, c.w.Indexes, c.old.data(), c.w.Data)
+			// An item that expired keeps its entries only until a query
+			// meets them and removes them as stale (removeStale), so a
+			// write over it puts every entry of its value, those the
+			// expired value had too.
+			renew := c.old != nil && c.old.entriesMayBeGone(p.now)
+			upkeep = s.indexUpkeep(c.key, c.w.Indexes, c.old.data(), c.w.Data, renew)
 		}
 		for _, a := range upkeep {
 			p.add(roleIndex, i, a)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -126,5 +128,62 @@ func TestIndexStaleRemovalSparesItemImportedAgain(t *testing.T) {
 	}
 	if got := queryIDs(t, s, q); got != "item" {
 		t.Errorf("after the import, the query lists %q, want the item imported again", got)
+	}
+}
+
+// A query that meets an expired item removes its entries while the item
+// stays; a write over the expired item with the same indexed value, a
+// create or an import, must put the entry again rather than take the
+// expired value's for granted.
+func TestIndexWriteOverExpiredItemWhoseEntriesWent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &storetest.Clock{}
+	tables, plain := storetest.NewTables(t), storetest.Client(t)
+	s := store.New(plain, tables, store.WithPolicySettle(testSettle), store.WithClock(clock.Now))
+	const ns = "reborn"
+	p := declare(t, s, ns, testIndexes[:1])
+	q := store.IndexQuery{App: app, Namespace: ns, Index: p.Indexes[0], Eq: str("open"), Limit: 10}
+	created := clock.Now().UTC().Truncate(time.Millisecond)
+	for _, write := range []struct {
+		id    string
+		again func(id string) error
+	}{
+		{"created", func(id string) error {
+			_, err := s.Create(ctx, uds.Write{Key: key(t, ns, id), Data: json.RawMessage(`{"status":"open","n":2}`), Subject: "alice", Indexes: p.Indexes})
+			return err
+		}},
+		{"imported", func(id string) error {
+			rec := uds.Record{Owner: "alice", Item: uds.Item{Key: key(t, ns, id), Data: json.RawMessage(`{"status":"open","n":2}`),
+				CreatedDate: created, CreatedBy: "alice", UpdatedDate: created, UpdatedBy: "alice", Version: 1}}
+			res, err := s.Import(ctx, app, []uds.Record{rec})
+			if err == nil && res.Imported != 1 {
+				t.Errorf("import over the expired item: %+v", res)
+			}
+			return err
+		}},
+	} {
+		t.Run(write.id, func(t *testing.T) {
+			if _, err := s.Create(ctx, uds.Write{Key: key(t, ns, write.id), Data: json.RawMessage(`{"status":"open"}`), Subject: "alice",
+				Indexes: p.Indexes, ExpiresAt: clock.Now().Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(2 * time.Hour)
+			if got := queryIDs(t, s, q); slices.Contains(strings.Fields(got), write.id) {
+				t.Fatalf("the query that met the expired item lists %q", got)
+			}
+			if n := entriesByKey(t, plain, tables, ns, p.Indexes[0].ID)[write.id]; n != 0 {
+				t.Fatalf("the query left %d entries of the expired item", n)
+			}
+			if err := write.again(write.id); err != nil {
+				t.Fatal(err)
+			}
+			if n := entriesByKey(t, plain, tables, ns, p.Indexes[0].ID)[write.id]; n != 1 {
+				t.Errorf("the item written over the expired one has %d entries, want 1", n)
+			}
+			if got := queryIDs(t, s, q); !slices.Contains(strings.Fields(got), write.id) {
+				t.Errorf("the query lists %q, without %s", got, write.id)
+			}
+		})
 	}
 }

@@ -66,6 +66,15 @@ func (st *itemState) expired(now time.Time) bool {
 	return st.expiresAt > 0 && st.expiresAt <= now.UnixMilli()
 }
 
+// entriesMayBeGone reports whether a query may have removed the item's
+// index entries as stale (removeStale) by the time a write made at now
+// commits: once the item expired, and a query met its entries. A write
+// commits within its request's budget (25 s by default), so an item that
+// expires within a minute of now counts as expired already.
+func (st *itemState) entriesMayBeGone(now time.Time) bool {
+	return st.expired(now.Add(time.Minute))
+}
+
 // revision is the revision an If-Match names the item by.
 func (st *itemState) revision() uds.Revision { return decodeMeta(st.key, st.av).Revision() }
 
