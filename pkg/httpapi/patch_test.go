@@ -74,6 +74,9 @@ func TestPatch(t *testing.T) {
 			if r.header.Get("Accept-Patch") != wantAcceptPatch {
 				t.Errorf("415 without Accept-Patch: %v", r.header)
 			}
+			if got := e.send("HEAD", path, nil).expect(t, 200).header.Get("Accept-Patch"); got != wantAcceptPatch {
+				t.Errorf("HEAD answers Accept-Patch %q", got)
+			}
 			if got := e.do("GET", path, "").expect(t, 200).header.Get("Accept-Patch"); got != wantAcceptPatch {
 				t.Errorf("GET answers Accept-Patch %q", got)
 			}
@@ -123,5 +126,16 @@ func TestPatchRules(t *testing.T) {
 	r = e.patch(base+"/ns/bin", httpapi.MergePatchType, `{"a":1}`).expect(t, 409)
 	if !strings.Contains(r.body["details"].(string), "binary") {
 		t.Errorf("a binary value: %s", r.raw)
+	}
+
+	// A patch is a request the caller's rate limit counts, with the
+	// clock stopped so that no token comes back.
+	e.clock.Freeze()
+	e.do("PUT", admin+"/apps/"+app+"/users/rita/rate-limits", `{"perCaller": {"requestsPerSecond": 1, "burst": 2}}`).expect(t, 200)
+	e.do("POST", base+"/ns/rated", `{"data":{"n":0}}`, "X-Uds-Subject", "rita").expect(t, 201)
+	e.patch(base+"/ns/rated", httpapi.MergePatchType, `{"n":1}`, "X-Uds-Subject", "rita").expect(t, 200)
+	e.patch(base+"/ns/rated", httpapi.MergePatchType, `{"n":2}`, "X-Uds-Subject", "rita").expect(t, 429)
+	if r := e.do("GET", base+"/ns/rated", ""); !strings.Contains(string(r.raw), `"data":{"n":1}`) {
+		t.Errorf("the patch refused for the rate wrote: %s", r.raw)
 	}
 }
