@@ -120,6 +120,7 @@ var messages = []struct {
 	{uds.ErrPrecondition, "Precondition failed", "Precondition failed"},
 	{uds.ErrTooLarge, "Payload too large", "Payload too large"},
 	{errUnsupportedEncoding, "Unsupported content encoding", "Unsupported content encoding"},
+	{errPatchType, "Unsupported patch document", "Unsupported patch document"},
 	{uds.ErrIncomplete, "List not fully deleted", "List not fully deleted"},
 	{uds.ErrUnavailable, "Service unavailable", "Service unavailable"},
 	{uds.ErrRateLimited, "Too many requests", "Too many requests"},
@@ -177,6 +178,7 @@ func describe(err error, key *uds.Key, caller string) (status int, body errorBod
 	var mismatch *uds.UploadMismatchError
 	var taken *uds.NameTakenError
 	var patchConflict *uds.PatchConflictError
+	var patchType *patchTypeError
 	if errors.As(err, &batch) {
 		body.FailedIndex = &batch.Index
 	}
@@ -260,6 +262,8 @@ func describe(err error, key *uds.Key, caller string) (status int, body errorBod
 		body.Details = fmt.Sprintf("version %d of the item is not kept: it never was, or it was pruned, expired or dropped; GET the item with ?history for the versions kept", version.version)
 	case errors.As(err, &missing):
 		body.Details = "PUT replaces an item that exists and does not create one: POST the same URL with the same body to create it (201 Created; 409 if it exists by then)"
+	case errors.As(err, &patchType):
+		body.Details = patchType.Error()
 	case errors.As(err, &patchConflict):
 		body.Error = "Patch does not apply"
 		body.Details = patchConflict.Error() + "; nothing was written"

@@ -71,8 +71,9 @@ func TestPatch(t *testing.T) {
 			e.patch(path, httpapi.MergePatchType, `{"a":`).expect(t, 400)
 			// Another type: 415 with Accept-Patch.
 			r = e.patch(path, "application/json", `{"a":1}`).expect(t, 415)
-			if r.header.Get("Accept-Patch") != wantAcceptPatch {
-				t.Errorf("415 without Accept-Patch: %v", r.header)
+			if r.header.Get("Accept-Patch") != wantAcceptPatch || r.body["error"] != "Unsupported patch document" ||
+				!strings.Contains(r.body["details"].(string), `not "application/json"`) {
+				t.Errorf("415 without Accept-Patch or its reason: %v %s", r.header, r.raw)
 			}
 			if got := e.send("HEAD", path, nil).expect(t, 200).header.Get("Accept-Patch"); got != wantAcceptPatch {
 				t.Errorf("HEAD answers Accept-Patch %q", got)
