@@ -30,14 +30,7 @@ func TestUsageAndExitStatus(t *testing.T) {
 	t.Parallel()
 	srv := apitest.Server(t, 10*time.Second)
 	record := `{"namespace":"n","id":"i","owner":"o","data":1,"createdBySubject":"o","updatedBySubject":"o","version":1}`
-	for _, tc := range []struct {
-		name   string
-		args   []string
-		stdin  string
-		code   int
-		stdout string // a part of it
-		stderr string // a part of it
-	}{
+	runCases(t, srv, []cliCase{
 		{"help", []string{"--help"}, "", 0, "commands:", ""},
 		{"no command", nil, "", 2, "", "usage: uds"},
 		{"unknown command", []string{"frobnicate"}, "", 2, "", `unknown command "frobnicate"`},
@@ -65,7 +58,24 @@ func TestUsageAndExitStatus(t *testing.T) {
 		{"refused by the API", []string{"get", "not-a-uuid", "ns", "id"}, "", 1, "", "400 Invalid applicationUuid"},
 		// Bad input data is no usage error: the command line was right.
 		{"an import line that is not a record", []string{"import", app}, record + "\n\n{\"namespace\": 1}\n", 1, "", "line 3 is not an exported record"},
-	} {
+	})
+}
+
+// cliCase is a command line, its standard input, and the exit status and
+// parts of its output it must give.
+type cliCase struct {
+	name   string
+	args   []string
+	stdin  string
+	code   int
+	stdout string // a part of it
+	stderr string // a part of it
+}
+
+// runCases runs each case against srv, in order, as a subtest.
+func runCases(t *testing.T, srv string, cases []cliCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := uds(t, srv, tc.stdin, tc.args...)
 			if code != tc.code || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {

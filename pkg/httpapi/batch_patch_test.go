@@ -2,15 +2,10 @@ package httpapi_test
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/udsproject/uds/pkg/httpapi"
-	"github.com/udsproject/uds/pkg/httpapi/apitest"
-	"github.com/udsproject/uds/pkg/store"
-	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/store/storetest/faults"
 )
 
@@ -115,13 +110,7 @@ func TestBatchPatch(t *testing.T) {
 // it applied.
 func TestBatchPatchLostAnswers(t *testing.T) {
 	t.Parallel()
-	client, ft := storetest.FaultyClient(t, 44)
-	tables := storetest.NewTables(t)
-	srv := httptest.NewServer(httpapi.New(httpapi.StoresOf(store.New(client, tables)), httpapi.GroupAll, httpapi.Config{
-		Subject: httpapi.HeaderSubject, CursorSecret: []byte("b"), RequestBudget: apitest.Budget, Logger: apitest.Logger(t),
-	}))
-	t.Cleanup(srv.Close)
-	e := &env{t: t, srv: srv, tables: tables, client: storetest.Client(t)}
+	e, ft := faultyEnv(t, 44)
 	e.do("POST", base+"/lost/n", `{"data":{"n":0}}`, "X-Uds-Subject", "lia").expect(t, 201)
 	ft.Set(faults.Rule{Kind: faults.LostAfterCommit, Ops: writeOps, Rate: 0.3})
 	n := 0

@@ -189,17 +189,23 @@ func TestBatchAtomic(t *testing.T) {
 	})
 }
 
-// Batches under lost answers, throttling and resets keep usage exact, and
-// an atomic batch is all there or not at all.
-func TestBatchesUnderFaults(t *testing.T) {
-	t.Parallel()
-	client, ft := storetest.FaultyClient(t, 21)
+// faultyEnv is an API over fresh tables whose DynamoDB client injects the
+// faults the test sets (seeded with seed).
+func faultyEnv(t *testing.T, seed uint64) (*env, *faults.Transport) {
+	client, ft := storetest.FaultyClient(t, seed)
 	tables := storetest.NewTables(t)
 	srv := httptest.NewServer(httpapi.New(httpapi.StoresOf(store.New(client, tables)), httpapi.GroupAll, httpapi.Config{
 		Subject: httpapi.HeaderSubject, CursorSecret: []byte("b"), RequestBudget: apitest.Budget, Logger: apitest.Logger(t),
 	}))
 	t.Cleanup(srv.Close)
-	e := &env{t: t, srv: srv, tables: tables, client: storetest.Client(t)}
+	return &env{t: t, srv: srv, tables: tables, client: storetest.Client(t)}, ft
+}
+
+// Batches under lost answers, throttling and resets keep usage exact, and
+// an atomic batch is all there or not at all.
+func TestBatchesUnderFaults(t *testing.T) {
+	t.Parallel()
+	e, ft := faultyEnv(t, 21)
 	ft.Set(
 		faults.Rule{Kind: faults.LostAfterCommit, Ops: writeOps, Rate: 0.1},
 		faults.Rule{Kind: faults.ResetAfterCommit, Ops: writeOps, Rate: 0.05},
