@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -117,17 +118,13 @@ func (bv *batchVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
 // answer was lost committed, and the items read are what it left. Without
 // it a lost answer would apply a batch's patches twice.
 func (bv *batchVerb) foundCommitted(states []map[string]types.AttributeValue) bool {
-	found := false
-	for _, av := range states {
-		found = found || ownTokenIn(av, bv.token)
-	}
-	if !found {
+	if !slices.ContainsFunc(states, func(av map[string]types.AttributeValue) bool { return ownTokenIn(av, bv.token) }) {
 		return false
 	}
 	bv.committed = make([]uds.Item, len(bv.ops))
 	for i, av := range states {
 		w := &bv.ops[i].Write
-		if bv.ops[i].Patch != nil {
+		if bv.ops[i].Method == http.MethodPatch {
 			w = &bv.patched[i]
 		}
 		if av != nil && bv.methods[i] != http.MethodDelete {
@@ -199,7 +196,7 @@ func (s *Store) readStates(ctx context.Context, ops []uds.BatchOp) ([]map[string
 		if n.head {
 			kept = append(kept, op.Write.Key)
 		}
-		if n.whole || op.Patch != nil {
+		if n.whole || op.Method == http.MethodPatch {
 			projection = nil // a patch applies to the item's value
 		}
 	}
