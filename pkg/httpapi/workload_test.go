@@ -177,8 +177,9 @@ type workloadEnv struct {
 	// reposts counts the POSTs to committed uploads' forms.
 	bucketEvents *store.Store
 	reposts      atomic.Int64
-	// lateWrites counts the 412s explained by a write of the worker's own
-	// that the engine applied after its answer had left the outcome open.
+	// lateWrites counts the 412s and 409s explained by a write of the
+	// worker's own that the engine applied after its answer had left the
+	// outcome open.
 	lateWrites atomic.Int64
 	// mode is the app's quota mode.
 	mode uds.QuotaMode
@@ -867,7 +868,8 @@ func (w *worker) itemStep(kill time.Duration) {
 	if ifMatch != "" {
 		label += " If-Match"
 	}
-	if st == 412 && ifMatch != "" && w.lateWrite(i, label, ifMatch, killed) {
+	if st == 412 && ifMatch != "" && w.lateWrite(i, label, st, ifMatch, killed) ||
+		st == 409 && method == "POST" && !m.exists && w.lateWrite(i, label, st, "", killed) {
 		return
 	}
 	var allowed []int
@@ -890,6 +892,9 @@ func (w *worker) itemStep(kill time.Duration) {
 		allowed = []int{204}
 	}
 	if !w.expect(label, st, killed, allowed...) {
+		if !killed && st != 503 && !slices.Contains(allowed, st) {
+			w.describe(i, *m)
+		}
 		w.leaveOpen(i, label, true)
 		return
 	}
@@ -960,7 +965,7 @@ func (w *worker) historyStep(kill time.Duration, i int) {
 		w.leaveOpen(i, "POST restore", !w.record("POST restore", st, killed))
 		return
 	}
-	if st == 412 && ifMatch != "" && w.lateWrite(i, "POST restore If-Match", ifMatch, killed) {
+	if st == 412 && ifMatch != "" && w.lateWrite(i, "POST restore If-Match", st, ifMatch, killed) {
 		return
 	}
 	allowed := []int{201, 403, 404}
@@ -1058,37 +1063,50 @@ func explains(open []unsettled, ifMatch string, absent bool, etag string) bool {
 // and an overloaded one a killed restore's write about 20 s later.
 const lateWindow = time.Minute
 
-// lateWrite reports whether it dealt with a 412 to a write of item i
-// under If-Match: a 412 while the item is at the revision named is a
-// defect, reported here; one explained by such a write of the worker's
-// own, landed after the model was learnt again (the item is at a revision
-// that the worker's writes on it left open within lateWindow could have
-// made: explains), is counted, and the model is learnt again. Either way
-// the answer joins the stats. A 412 it does not explain is left to the
-// caller to report.
-func (w *worker) lateWrite(i int, label, ifMatch string, killed bool) bool {
+// lateWrite reports whether it dealt with a refusal of a write of item i
+// that only a change since the model was learnt can cause: a 412 under
+// If-Match (ifMatch names the revision the model holds) or a 409 to a
+// create (ifMatch is empty: the model holds the item absent). Such an
+// answer while the item is as the model holds it is a defect, reported
+// here; one explained by a write of the worker's own, landed after the
+// model was learnt again (the item is in a state that the worker's writes
+// on it left open within lateWindow could have brought it to: explains),
+// is counted, and the model is learnt again. Either way the answer joins
+// the stats. An answer it does not explain is left to the caller to
+// report.
+func (w *worker) lateWrite(i int, label string, status int, ifMatch string, killed bool) bool {
 	st, answer := w.env.answered("GET", w.itemPath(i), w.owner, "")
 	now := answer[strings.LastIndexByte(answer, 0)+1:]
-	if (st == 200 || st == 302) && now == ifMatch {
-		w.t.Errorf("worker %d: %s answered 412, but the item is at %s", w.id, label, ifMatch)
-		w.stats.add(412, killed)
+	if ifMatch != "" && (st == 200 || st == 302) && now == ifMatch || ifMatch == "" && st == 404 {
+		w.t.Errorf("worker %d: %s answered %d, but the item is at %d %s", w.id, label, status, st, now)
+		w.stats.add(status, killed)
 		return true
 	}
 	open := w.openWrites(i)
 	if !explains(open, ifMatch, st == 404, now) {
 		if len(open) > 0 {
-			w.t.Logf("worker %d item %d: %s %s answered 412 with the item at %d %s, which its %d writes left open (%v) cannot explain",
-				w.id, i, label, ifMatch, st, now, len(open), open)
+			w.t.Logf("worker %d item %d: %s %s answered %d with the item at %d %s, which its %d writes left open (%v) cannot explain",
+				w.id, i, label, ifMatch, status, st, now, len(open), open)
 		}
 		return false
 	}
-	w.stats.add(412, killed)
+	w.stats.add(status, killed)
 	_, history := w.env.answered("GET", w.itemPath(i)+"?history", w.owner, "")
-	w.t.Logf("worker %d item %d: at %s, %s %s answered 412 with the item at %d %s, which its writes left open could have made: %v; its history: %s",
-		w.id, i, time.Now().UTC().Format(time.StampMilli), label, ifMatch, st, now, open, history)
+	w.t.Logf("worker %d item %d: at %s, %s %s answered %d with the item at %d %s, which its writes left open could have made: %v; its history: %s",
+		w.id, i, time.Now().UTC().Format(time.StampMilli), label, ifMatch, status, st, now, open, history)
 	w.env.lateWrites.Add(1)
 	w.items[i].known = false
 	return true
+}
+
+// describe logs what is known of item i after an answer its model m did
+// not allow: where the item is, what the API answers for it now, with its
+// history, and the worker's writes on it whose outcome was left open.
+func (w *worker) describe(i int, m model) {
+	st, answer := w.env.answered("GET", w.itemPath(i), w.owner, "")
+	_, history := w.env.answered("GET", w.itemPath(i)+"?history", w.owner, "")
+	w.t.Logf("worker %d item %d (%s) at %s: the model held %+v; a GET answers %d %q; its history: %s; writes left open: %v",
+		w.id, i, w.itemPath(i), time.Now().UTC().Format(time.StampMilli), m, st, answer, history, w.openWrites(i))
 }
 
 // resync learns an item's state after an answer that left it open.
