@@ -46,6 +46,7 @@ var exampleSources = []exampleSource{
 	{"docs/browsing-data.md", nil},
 	{"docs/console.md", nil},
 	{"docs/export-and-migration.md", []string{"Export and import", "Seed 000's data families"}},
+	{"docs/personal-data.md", nil},
 	{"docs/client-and-cli.md", nil},
 }
 

@@ -153,6 +153,17 @@ UDS_LIMITS_CACHE_TTL (30 s).`,
 			fs.String("namespace", "", "export this namespace's records only")
 		},
 		run: export},
+	"export-user": {args: "USER", short: "write everything a user stores, in every app, to a folder (admin)", min: 1, max: 1,
+		long: `The folder (--out) gets apps.json, the user's usage in each app and the limits and rate
+limit set for them there; APP.ndjson for each app, the user's records there as uds import
+reads them (uds import APP --file DIR/APP.ndjson puts them back); and the bytes of each large
+value under large/APP/NAMESPACE/ID[/SORTKEY]/vVERSION (-kept for a kept version), with a
+progress bar on a terminal. Records of large values are in APP.ndjson too; an import leaves
+them out: upload their bytes again with uds put --file.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.String("out", "", "the folder to write to (required; created if missing)")
+		},
+		run: exportUser},
 	"import": {args: "APP", short: "write NDJSON records (an export) into an app; exit 1 on conflicts (admin)", min: 1, max: 1,
 		flags: func(fs *flag.FlagSet) {
 			fs.String("file", "", "read the records from this file (default: standard input)")

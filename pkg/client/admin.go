@@ -17,6 +17,9 @@ func adminApp(app string) string { return "/admin/apps/" + url.PathEscape(app) }
 
 func adminUser(app, user string) string { return adminApp(app) + "/users/" + url.PathEscape(user) }
 
+// acrossApps is the path of a user's routes that span every app.
+func acrossApps(user string) string { return "/admin/users/" + url.PathEscape(user) }
+
 func adminNamespace(app, namespace string) string {
 	return adminApp(app) + "/namespaces/" + url.PathEscape(namespace)
 }
@@ -64,7 +67,7 @@ func (c *Client) UserAppsPage(ctx context.Context, user, cursor string, limit in
 		Apps   []AppUsage `json:"apps"`
 		Cursor string     `json:"cursor"`
 	}
-	_, err := c.call(ctx, request{method: http.MethodGet, path: "/admin/users/" + url.PathEscape(user) + "/apps", query: limitQuery(cursor, limit), retry: always}, &p, http.StatusOK)
+	_, err := c.call(ctx, request{method: http.MethodGet, path: acrossApps(user) + "/apps", query: limitQuery(cursor, limit), retry: always}, &p, http.StatusOK)
 	return p.Apps, p.Cursor, err
 }
 

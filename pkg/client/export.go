@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"net/url"
@@ -17,8 +18,12 @@ import (
 // (dates and base64 included), so a record decoded and encoded again
 // gives the same bytes. A value of bytes has ContentType and Size in place
 // of Data, and DataBase64 (a small one) or Large (one kept in S3, which an
-// import does not take: upload it again with PutBytes).
+// import does not take: upload it again with PutBytes). A record of a
+// user's export (ExportUserPage) also names its app (ApplicationUUID) and,
+// for a large value, a link to its bytes (DownloadURL); an import reads
+// both and writes the record into the app it is sent to.
 type Record struct {
+	ApplicationUUID  string          `json:"applicationUuid,omitempty"`
 	Namespace        string          `json:"namespace"`
 	ID               string          `json:"id"`
 	SortKey          string          `json:"sortKey,omitempty"`
@@ -28,6 +33,7 @@ type Record struct {
 	ContentType      string          `json:"contentType,omitempty"`
 	Size             *int64          `json:"size,omitempty"`
 	Large            bool            `json:"large,omitempty"`
+	DownloadURL      string          `json:"downloadUrl,omitempty"`
 	DataBase64       *string         `json:"dataBase64,omitempty"`
 	ClassName        string          `json:"className,omitempty"`
 	CreatedDate      string          `json:"createdDate,omitempty"`
@@ -97,6 +103,45 @@ func (c *Client) Export(ctx context.Context, app string, opts ...ExportOption) i
 	return pages(ctx, func(ctx context.Context, cursor string) ([]Record, string, error) {
 		return c.ExportPage(ctx, app, cursor, 0, opts...)
 	})
+}
+
+// UserExportPage is one page of a user's export: the apps it begins, each
+// with the user's usage and overrides there, and the user's records, app by
+// app; Cursor is "" after the last page.
+type UserExportPage struct {
+	Apps    []UserApp `json:"apps"`
+	Records []Record  `json:"records"`
+	Cursor  string    `json:"cursor,omitempty"`
+}
+
+// UserApp is what a user's usage record in one app holds: usage, and the
+// limits (0: not set, -1: unlimited) and caller rate limit (nil: not set)
+// an operator set for them there, as SetUserLimits and SetUserRateLimits
+// take them.
+type UserApp struct {
+	ApplicationUUID string `json:"applicationUuid"`
+	UsedBytes       int64  `json:"usedBytes"`
+	UsedItems       int64  `json:"usedItems"`
+	HistoryBytes    int64  `json:"historyBytes"`
+	LimitBytes      int64  `json:"limitBytes"`
+	LimitItems      int64  `json:"limitItems"`
+	PerCaller       *Rate  `json:"perCaller"`
+}
+
+// ExportUserPage reads the page of everything user stores, in every app,
+// after cursor ("" for the first; limit 0: the server's 1000).
+func (c *Client) ExportUserPage(ctx context.Context, user, cursor string, limit int) (UserExportPage, error) {
+	var p UserExportPage
+	_, err := c.call(ctx, request{method: http.MethodGet, path: acrossApps(user) + "/export", query: limitQuery(cursor, limit), retry: always}, &p, http.StatusOK)
+	return p, err
+}
+
+// Download writes the bytes of a large value of a user's export (its
+// record's DownloadURL, valid one hour) to w, and answers how many.
+func (c *Client) Download(ctx context.Context, downloadURL string, w io.Writer, opts ...CallOption) (int64, error) {
+	var it Item
+	err := c.download(ctx, downloadURL, w, &it, collect(opts))
+	return it.Size, err
 }
 
 // ImportResult says what an import did with its records.

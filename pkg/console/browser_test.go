@@ -35,6 +35,8 @@ import (
 
 const (
 	app = "d53065bd-f932-4841-83fb-849717d8df0f"
+	// otherApp is a second app a person stores data in.
+	otherApp = "0b4e7c4e-6f0a-4b43-9d53-2f6c1e0f6a11"
 	// EnvChromium names the browser to drive (scripts/chromium.sh prints
 	// it); without it, chromium is looked for on the PATH.
 	envChromium = "CHROMIUM"
@@ -1194,6 +1196,49 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("the deleted item after the import: %v", err)
 		}
 		b.shot("transfer")
+	})
+
+	b.run(t, "a person's data", func(t *testing.T) {
+		// alice in a second app too, with a list item.
+		_, err := as("alice").Create(ctx, client.Key{App: otherApp, Namespace: "progress", ID: "unit1", SortKey: "step1"}, 1)
+		must(t, err)
+		b.open("#/people")
+		b.fill(`input[name="user"]`, "alice")
+		b.press("Show")
+		b.ready()
+		if got := eval[string](b, "location.hash"); got != "#/people/alice" {
+			t.Errorf("showed %s", got)
+		}
+		var apps []string
+		for a, err := range admin.UserApps(ctx, "alice") {
+			must(t, err)
+			apps = append(apps, a.ApplicationUUID)
+		}
+		shown := eval[[]string](b, `[...document.querySelectorAll("#person-apps tbody tr td:first-child a")].map((a) => a.getAttribute("href"))`)
+		if len(apps) != 2 || len(shown) != len(apps) {
+			t.Fatalf("the page shows %q, the API names %q", shown, apps)
+		}
+		for i, a := range apps {
+			if shown[i] != "#/apps/"+a+"/users" {
+				t.Errorf("app %d links to %s, want %s's users", i, shown[i], a)
+			}
+		}
+		b.press("Export everything")
+		b.until(`document.querySelector("#person-export-status [data-records]") != null`)
+		n := 0
+		for cursor := ""; ; {
+			page, err := admin.ExportUserPage(ctx, "alice", cursor, 0)
+			must(t, err)
+			n += len(page.Records)
+			if cursor = page.Cursor; cursor == "" {
+				break
+			}
+		}
+		got := eval[[]string](b, `(({ records, apps }) => [records, apps])(document.querySelector("#person-export-status [data-records]").dataset)`)
+		if fmt.Sprint(got) != fmt.Sprint([]string{strconv.Itoa(n), "2"}) {
+			t.Errorf("exported %q (records, apps), the API has %d records of 2 apps", got, n)
+		}
+		b.shot("person")
 	})
 
 	b.run(t, "errors", func(t *testing.T) {

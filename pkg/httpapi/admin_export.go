@@ -13,9 +13,11 @@ import (
 	"github.com/udsproject/uds/pkg/uds"
 )
 
-// TransferStore exports an app's data and imports it.
+// TransferStore exports an app's data, or a user's in every app, and
+// imports an app's.
 type TransferStore interface {
 	Export(context.Context, store.ExportQuery) (store.ExportPage, error)
+	ExportUser(context.Context, store.UserExportQuery) (store.UserExportPage, error)
 	Import(ctx context.Context, app string, records []uds.Record) (uds.ImportResult, error)
 }
 
@@ -29,25 +31,34 @@ type TransferStore interface {
 // part of the format: an export, imported and exported again, gives the
 // same bytes.
 type recordJSON struct {
-	Namespace        string          `json:"namespace"`
-	ID               string          `json:"id"`
-	SortKey          string          `json:"sortKey,omitempty"`
-	Private          bool            `json:"private,omitempty"`
-	Owner            string          `json:"owner"`
-	Data             json.RawMessage `json:"data,omitempty"`
-	ContentType      *string         `json:"contentType,omitempty"`
-	Size             *int64          `json:"size,omitempty"`
-	Large            bool            `json:"large,omitempty"`
-	DataBase64       *string         `json:"dataBase64,omitempty"`
-	ClassName        string          `json:"className,omitempty"`
-	CreatedDate      string          `json:"createdDate,omitempty"`
-	CreatedBySubject string          `json:"createdBySubject"`
-	UpdatedDate      string          `json:"updatedDate,omitempty"`
-	UpdatedBySubject string          `json:"updatedBySubject"`
-	Version          int64           `json:"version"`
-	ExpiresAt        string          `json:"expiresAt,omitempty"`
-	KeptAt           string          `json:"keptAt,omitempty"`
-	Deleted          bool            `json:"deleted,omitempty"`
+	// ApplicationUUID names the app of a record of a user's export
+	// (admin_export_user.go), which spans apps; an app's export leaves it
+	// out. An import writes records into the app its path names, so it
+	// reads this member and writes nothing of it.
+	ApplicationUUID string          `json:"applicationUuid,omitempty"`
+	Namespace       string          `json:"namespace"`
+	ID              string          `json:"id"`
+	SortKey         string          `json:"sortKey,omitempty"`
+	Private         bool            `json:"private,omitempty"`
+	Owner           string          `json:"owner"`
+	Data            json.RawMessage `json:"data,omitempty"`
+	ContentType     *string         `json:"contentType,omitempty"`
+	Size            *int64          `json:"size,omitempty"`
+	Large           bool            `json:"large,omitempty"`
+	// DownloadURL reads a large value's bytes, in a user's export: a
+	// presigned GET valid exportDownloadLife. An import leaves large
+	// values out whatever it holds.
+	DownloadURL      string  `json:"downloadUrl,omitempty"`
+	DataBase64       *string `json:"dataBase64,omitempty"`
+	ClassName        string  `json:"className,omitempty"`
+	CreatedDate      string  `json:"createdDate,omitempty"`
+	CreatedBySubject string  `json:"createdBySubject"`
+	UpdatedDate      string  `json:"updatedDate,omitempty"`
+	UpdatedBySubject string  `json:"updatedBySubject"`
+	Version          int64   `json:"version"`
+	ExpiresAt        string  `json:"expiresAt,omitempty"`
+	KeptAt           string  `json:"keptAt,omitempty"`
+	Deleted          bool    `json:"deleted,omitempty"`
 }
 
 // recordFieldBytes is what a record adds to the payload beside its values

@@ -143,6 +143,12 @@ func TestCapacityTable(t *testing.T) {
 			exported = `{"records":` + string(page.Records) + `}`
 			return r
 		}, map[string]int{"Query": schema.AppShards + 4, "BatchGetItem": 10}},
+		// A user's export reads the user's usage records (one query of
+		// their partition), then in each app what an app's export reads
+		// of that owner: no shard of the users index.
+		{"GET user export page, 1000 records of 1 KB (one app)", 200, func() response {
+			return e.do("GET", admin+"/users/anonymous/export?limit=1000", "")
+		}, map[string]int{"Query": 1 + 4, "BatchGetItem": 10}},
 		// The catalogue's listings: the registry's index, one query per
 		// partition; the namespaces table, one query of the app's.
 		{"GET apps with include=held, one page", 200, func() response { return e.do("GET", admin+"/apps?include=held", "") }, map[string]int{"Query": 2}},

@@ -89,6 +89,10 @@ var routes = []route{
 	{GroupAdmin, "/admin/users/{user}/apps", map[string]handler{
 		http.MethodGet: (*API).userApps},
 		map[string][]string{http.MethodGet: pageQuery}},
+	// Everything one person owns, in every app (admin_export_user.go).
+	{GroupAdmin, "/admin/users/{user}/export", map[string]handler{
+		http.MethodGet: (*API).exportUser},
+		map[string][]string{http.MethodGet: pageQuery}},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/quota", map[string]handler{
 		http.MethodGet: (*API).getAppLimits, http.MethodPut: (*API).putAppLimits}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/quota-mode", map[string]handler{

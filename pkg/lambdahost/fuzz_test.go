@@ -343,6 +343,9 @@ func (echoStore) RemoveStrays(context.Context, string, string, bool) (int, error
 func (echoStore) Export(context.Context, store.ExportQuery) (store.ExportPage, error) {
 	return store.ExportPage{}, nil
 }
+func (echoStore) ExportUser(context.Context, store.UserExportQuery) (store.UserExportPage, error) {
+	return store.UserExportPage{}, nil
+}
 func (echoStore) Import(_ context.Context, _ string, records []uds.Record) (uds.ImportResult, error) {
 	return uds.ImportResult{Imported: len(records)}, nil
 }

@@ -7,6 +7,7 @@
 //   #/apps/{app}/data?ns=&browse=1      a namespace's items, page by page
 //   #/apps/{app}/data?ns=&id=&sk=&list= an item or a list (&as= its owner)
 //   #/apps/{app}/transfer               export and import
+//   #/people[/{user}]                   a person's apps, and all their data exported
 
 import { config, loadConfig, setCaller } from "./api.js";
 import { h, replace, errorBox, report } from "./ui.js";
@@ -15,6 +16,7 @@ import { usersPage } from "./users.js";
 import { namespacesPage, policyPage } from "./namespaces.js";
 import { dataPage } from "./data.js";
 import { transferPage } from "./transfer.js";
+import { peoplePage } from "./people.js";
 
 const main = document.getElementById("main");
 
@@ -38,7 +40,7 @@ function nav(app, section) {
   const list = document.getElementById("nav");
   const link = (href, name, label) =>
     h("li", null, h("a", { href, "aria-current": section === name ? "page" : null }, label));
-  replace(list, link("#/apps", "apps", "Apps"),
+  replace(list, link("#/apps", "apps", "Apps"), link("#/people", "people", "People"),
     app ? sections.map(([name, label]) => link(`#/apps/${encodeURIComponent(app)}/${name}`, name, label)) : null);
 }
 
@@ -47,15 +49,18 @@ async function show() {
   const [top, app, section, ...rest] = parts;
   const view = h("div", { class: "page" });
   replace(main, view);
-  nav(app, app ? section : "apps");
   try {
-    if (top !== "apps") {
+    if (top === "people") {
+      nav(null, "people");
+      await peoplePage(view, app);
+    } else if (top !== "apps") {
       location.hash = "#/apps";
       return;
-    }
-    if (!app) {
+    } else if (!app) {
+      nav(app, "apps");
       await appsPage(view);
     } else {
+      nav(app, section);
       remember(app);
       // The app's name is read before its page, which names it.
       await learnName(app);

@@ -137,7 +137,8 @@ export async function usersPage(view, app) {
       Object.assign(row, body);
       render();
     }) }, "Recompute usage");
-    replace(panel, h("h2", { id: "user-panel" }, `User ${row.user}`), limits,
+    replace(panel, h("h2", { id: "user-panel" }, `User ${row.user}`),
+      h("p", null, h("a", { href: `#/people/${encodeURIComponent(row.user)}` }, `${row.user} in every app, and all their data exported`)), limits,
       h("div", { class: "actions" }, recompute), area);
     panel.hidden = false;
     items.focus();
