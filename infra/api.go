@@ -120,7 +120,8 @@ func (s *UdsStack) defineAPI(props *UdsStackProps) {
 	})
 
 	accessLogs := awslogs.NewLogGroup(s.Stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
-		Retention: awslogs.RetentionDays_ONE_MONTH,
+		Retention:     awslogs.RetentionDays_ONE_MONTH,
+		EncryptionKey: s.Key,
 	})
 	format, err := json.Marshal(accessLogFormat)
 	if err != nil {

@@ -143,7 +143,7 @@ func (s *UdsStack) defineBucket(props *UdsStackProps) {
 		s.Bucket = awss3.Bucket_FromBucketName(s.Stack, jsii.String("Bucket"), s.BucketName)
 		awscdk.Annotations_Of(s.Bucket).AddWarningV2(jsii.String("uds:importedBucket"), jsii.String(importedBucketWarning))
 	} else {
-		bucket := awss3.NewBucket(s.Stack, jsii.String("Bucket"), &awss3.BucketProps{
+		bucket := awss3.NewBucket(s.Stack, jsii.String("Bucket"), s.bucketUnderKey(&awss3.BucketProps{
 			BucketName:        s.BucketName,
 			BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
 			Encryption:        awss3.BucketEncryption_S3_MANAGED,
@@ -170,7 +170,7 @@ func (s *UdsStack) defineBucket(props *UdsStackProps) {
 					AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(incompleteMultipartDays)),
 				},
 			},
-		})
+		}))
 		// Every new upload invokes the expiry function, which commits
 		// it as POST {item}?commit would: a client that uploads and
 		// never calls commit still gets its value stored. The

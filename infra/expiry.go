@@ -63,11 +63,11 @@ func streamOf(t schema.Table) awsdynamodb.StreamViewType {
 // keeps failing is as much news as a release that does.
 func (s *UdsStack) defineExpiry(props *UdsStackProps) {
 	fn, role := s.Functions[fnExpiry], s.Roles[fnExpiry]
-	failures := awssqs.NewQueue(s.Stack, jsii.String("ExpiryFailures"), &awssqs.QueueProps{
+	failures := awssqs.NewQueue(s.Stack, jsii.String("ExpiryFailures"), s.underKey(&awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-	})
+	}))
 	fn.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
 		RetryAttempts: jsii.Number(uploadEventRetries),
 		OnFailure:     awslambdadestinations.NewSqsDestination(failures),

@@ -51,6 +51,7 @@ const (
 	ctxBucketName          = "bucketName"
 	ctxImportBucket        = "importExistingBucket"
 	ctxCreatedContentApp   = "createdContentApp"
+	ctxKMSKey              = "kmsKey"
 )
 
 // Defaults for the context values above.
@@ -150,6 +151,10 @@ type UdsStackProps struct {
 	// CreatedContentApp is the app that seed 000's reserved name "hmh"
 	// stands for (UDS_CREATED_CONTENT_APP); empty, none.
 	CreatedContentApp string
+	// KMSKey puts every table, stream, bucket, queue and log group the
+	// stack creates on one customer-managed key (kms.go): "create" makes
+	// it, a key's ARN imports it; empty keeps AWS's own keys.
+	KMSKey string
 }
 
 // RouteThrottle is API Gateway's throttle of one route: requests a
@@ -205,6 +210,7 @@ func PropsFromContext(node constructs.Node) (*UdsStackProps, error) {
 		BucketName:           c.string(ctxBucketName, ""),
 		ImportBucket:         c.bool(ctxImportBucket, false),
 		CreatedContentApp:    c.string(ctxCreatedContentApp, ""),
+		KMSKey:               c.string(ctxKMSKey, ""),
 	}
 	p.StackName = jsii.String(c.string(ctxStackName, defaultStackName))
 	p.Description = jsii.String("UDS, the Universal Data Store: DynamoDB tables, an S3 bucket for large values, Lambda functions and the HTTP API.")
@@ -283,6 +289,9 @@ func (p *UdsStackProps) Validate() error {
 	}
 	errs = append(errs, validRouteThrottles(p.RouteThrottles)...)
 	errs = append(errs, p.validBucketName()...)
+	if err := validKMSKey(p.KMSKey); err != nil {
+		errs = append(errs, err)
+	}
 	if p.CreatedContentApp != "" {
 		if _, err := uds.ParseApp(p.CreatedContentApp); err != nil {
 			errs = append(errs, fmt.Errorf("context %s: %w", ctxCreatedContentApp, err))

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
@@ -53,9 +54,9 @@ const (
 // (TTL): it is removed with the stack, has no point-in-time recovery
 // (billed by the table's size, for nothing worth restoring), and is
 // never imported; its throughput caps are the other tables'.
-func defineConnectionsTable(scope awscdk.Stack, props *UdsStackProps) awsdynamodb.ITable {
+func defineConnectionsTable(scope awscdk.Stack, props *UdsStackProps, key awskms.IKey) awsdynamodb.ITable {
 	t := schema.Connections
-	return awsdynamodb.NewTable(scope, jsii.String(t.ID), &awsdynamodb.TableProps{
+	return awsdynamodb.NewTable(scope, jsii.String(t.ID), tableUnderKey(&awsdynamodb.TableProps{
 		TableName:            jsii.String(props.TableName(t)),
 		PartitionKey:         keyAttribute(&t.Hash),
 		SortKey:              keyAttribute(t.Range),
@@ -64,7 +65,7 @@ func defineConnectionsTable(scope awscdk.Stack, props *UdsStackProps) awsdynamod
 		RemovalPolicy:        awscdk.RemovalPolicy_DESTROY,
 		MaxReadRequestUnits:  throughputCap(props.MaxReadRequestUnits),
 		MaxWriteRequestUnits: throughputCap(props.MaxWriteRequestUnits),
-	})
+	}, key))
 }
 
 // defineRealtime creates the WebSocket API, its stage and routes, the
@@ -104,13 +105,13 @@ func (s *UdsStack) defineRealtime(props *UdsStackProps) {
 
 	// High-throughput FIFO: deduplication and the throughput limit per
 	// message group (a connection), not per queue.
-	s.RealtimeDLQ = awssqs.NewQueue(s.Stack, jsii.String("RealtimeDeadLetterQueue"), &awssqs.QueueProps{
+	s.RealtimeDLQ = awssqs.NewQueue(s.Stack, jsii.String("RealtimeDeadLetterQueue"), s.underKey(&awssqs.QueueProps{
 		Fifo:            jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
 		EnforceSSL:      jsii.Bool(true),
-	})
+	}))
 	deliverTimeout := awscdk.Duration_Seconds(jsii.Number(functionSpecOf(fnDeliver).Timeout.Seconds()))
-	s.RealtimeQueue = awssqs.NewQueue(s.Stack, jsii.String("RealtimeQueue"), &awssqs.QueueProps{
+	s.RealtimeQueue = awssqs.NewQueue(s.Stack, jsii.String("RealtimeQueue"), s.underKey(&awssqs.QueueProps{
 		Fifo:                jsii.Bool(true),
 		DeduplicationScope:  awssqs.DeduplicationScope_MESSAGE_GROUP,
 		FifoThroughputLimit: awssqs.FifoThroughputLimit_PER_MESSAGE_GROUP_ID,
@@ -120,7 +121,7 @@ func (s *UdsStack) defineRealtime(props *UdsStackProps) {
 		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(6 * *deliverTimeout.ToSeconds(nil))),
 		EnforceSSL:        jsii.Bool(true),
 		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: s.RealtimeDLQ, MaxReceiveCount: jsii.Number(deliverRedrives)},
-	})
+	}))
 	mapping := awslambda.NewEventSourceMapping(s.Stack, jsii.String("RealtimeDeliverMapping"), &awslambda.EventSourceMappingProps{
 		Target:                  deliver,
 		EventSourceArn:          s.RealtimeQueue.QueueArn(),

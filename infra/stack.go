@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
@@ -40,6 +41,9 @@ type UdsStack struct {
 	RealtimeStage awsapigatewayv2.WebSocketStage
 	RealtimeQueue awssqs.Queue
 	RealtimeDLQ   awssqs.Queue
+	// Key encrypts the tables, the bucket, the queues and the log groups
+	// where the props name one (kms.go); nil otherwise.
+	Key awskms.IKey
 	// Bucket holds the large values: made by the stack, or imported.
 	Bucket awss3.IBucket
 	// BucketName is the bucket's name as the functions and the grants
@@ -58,11 +62,12 @@ func NewUdsStack(scope constructs.Construct, id string, props *UdsStackProps) *U
 		Tables:    map[string]awsdynamodb.ITable{},
 		Functions: map[string]awslambda.Function{},
 		Roles:     map[string]awsiam.Role{},
+		Key:       defineKey(stack, props),
 	}
 	for _, t := range schema.Tables {
-		s.Tables[t.ID] = defineTable(stack, t, props)
+		s.Tables[t.ID] = defineTable(stack, t, props, s.Key)
 	}
-	s.Tables[schema.Connections.ID] = defineConnectionsTable(stack, props)
+	s.Tables[schema.Connections.ID] = defineConnectionsTable(stack, props, s.Key)
 	s.BucketName = bucketNameOf(stack, props)
 	s.bucketArn = stack.FormatArn(&awscdk.ArnComponents{
 		Service: jsii.String("s3"), Region: jsii.String(""), Account: jsii.String(""), Resource: s.BucketName,
@@ -70,6 +75,7 @@ func NewUdsStack(scope constructs.Construct, id string, props *UdsStackProps) *U
 	for _, f := range functionSpecs {
 		s.defineFunction(f, props)
 	}
+	s.grantKey()
 	s.defineAPI(props)
 	s.defineExpiry(props)
 	s.defineChanges(props)
@@ -112,7 +118,11 @@ func NewUdsStack(scope constructs.Construct, id string, props *UdsStackProps) *U
 // more units on an index than on the table (an index entry is a
 // projection of the item), so the same cap never makes an index the first
 // to throttle writes.
-func defineTable(scope constructs.Construct, t schema.Table, props *UdsStackProps) awsdynamodb.ITable {
+//
+// With a key of the deployment's own (kms.go), a created table, and with it
+// its stream, is encrypted under it; an imported table keeps its own
+// encryption, which the stack cannot change.
+func defineTable(scope constructs.Construct, t schema.Table, props *UdsStackProps, key awskms.IKey) awsdynamodb.ITable {
 	name := props.TableName(t)
 	if props.ImportTables[t.ID] {
 		// Naming the indexes makes grants and ARNs cover them as they
@@ -128,7 +138,7 @@ func defineTable(scope constructs.Construct, t schema.Table, props *UdsStackProp
 		return awsdynamodb.Table_FromTableAttributes(scope, jsii.String(t.ID), attrs)
 	}
 
-	table := awsdynamodb.NewTable(scope, jsii.String(t.ID), &awsdynamodb.TableProps{
+	table := awsdynamodb.NewTable(scope, jsii.String(t.ID), tableUnderKey(&awsdynamodb.TableProps{
 		TableName:    jsii.String(name),
 		PartitionKey: keyAttribute(&t.Hash),
 		SortKey:      keyAttribute(t.Range),
@@ -144,7 +154,7 @@ func defineTable(scope constructs.Construct, t schema.Table, props *UdsStackProp
 		Stream:               streamOf(t),
 		MaxReadRequestUnits:  throughputCap(props.MaxReadRequestUnits),
 		MaxWriteRequestUnits: throughputCap(props.MaxWriteRequestUnits),
-	})
+	}, key))
 	for _, idx := range t.Indexes {
 		gsi := &awsdynamodb.GlobalSecondaryIndexProps{
 			IndexName:            jsii.String(idx.Name),
@@ -200,7 +210,8 @@ func keyAttribute(a *schema.KeyAttr) *awsdynamodb.Attribute {
 // own log group only.
 func (s *UdsStack) defineFunction(f functionSpec, props *UdsStackProps) {
 	logGroup := awslogs.NewLogGroup(s.Stack, jsii.String(f.ConstructID+"Logs"), &awslogs.LogGroupProps{
-		Retention: awslogs.RetentionDays_ONE_MONTH,
+		Retention:     awslogs.RetentionDays_ONE_MONTH,
+		EncryptionKey: s.Key,
 	})
 	role := awsiam.NewRole(s.Stack, jsii.String(f.ConstructID+"Role"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),

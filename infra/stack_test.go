@@ -1973,6 +1973,8 @@ func TestPropsFromContextErrors(t *testing.T) {
 		{"zero throttle", map[string]any{ctxThrottleBurstLimit: "0"}, []string{"must be positive"}},
 		{"shared table name", map[string]any{"tableApps": "data_store"}, []string{"would share the name"}},
 		{"bad log level", map[string]any{ctxLogLevel: "verbose"}, []string{ctxLogLevel}},
+		{"a KMS alias", map[string]any{ctxKMSKey: "arn:aws:kms:eu-west-1:123456789012:alias/uds"}, []string{ctxKMSKey + `: want "create" or the ARN of a KMS key`}},
+		{"a KMS key id", map[string]any{ctxKMSKey: "1234abcd-12ab-34cd-56ef-1234567890ab"}, []string{ctxKMSKey + `: want "create" or the ARN of a KMS key`}},
 		{"rate without burst", map[string]any{ctxRatePerCaller: "10"}, []string{ctxRatePerCaller + `: want R/B`}},
 		{"created-content app not a UUID", map[string]any{ctxCreatedContentApp: "hmh"}, []string{ctxCreatedContentApp + `: invalid applicationUuid`}},
 		{"rate of zero", map[string]any{ctxRatePerApp: "0/10"}, []string{ctxRatePerApp + `: want R/B`}},

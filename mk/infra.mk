@@ -55,6 +55,10 @@
 #                                                function by hand
 #   CREATED_CONTENT_APP    createdContentApp     the app seed 000's reserved
 #                                                name hmh stands for (none)
+#   KMS_KEY                kmsKey                create, or a KMS key's ARN:
+#                                                tables, bucket, queues and
+#                                                log groups under that key
+#                                                (AWS's own keys)
 #   JWT_ISSUER             jwtIssuer             with JWT_AUDIENCE (comma-
 #   JWT_AUDIENCE           jwtAudience           separated): JWT authorizer on
 #                                                the data routes
@@ -116,7 +120,7 @@ CDK_CONTEXT_VARS := \
 	TABLE_CHANGES=tableChanges \
 	IMPORT_EXISTING_TABLES=importExistingTables \
 	BUCKET_NAME=bucketName IMPORT_EXISTING_BUCKET=importExistingBucket \
-	CREATED_CONTENT_APP=createdContentApp \
+	CREATED_CONTENT_APP=createdContentApp KMS_KEY=kmsKey \
 	JWT_ISSUER=jwtIssuer JWT_AUDIENCE=jwtAudience JWT_SUBJECT_CLAIM=jwtSubjectClaim \
 	CURSOR_SECRET=cursorSecret \
 	DEFAULT_LIMIT_BYTES=defaultLimitBytes DEFAULT_LIMIT_ITEMS=defaultLimitItems \
