@@ -153,10 +153,15 @@ func newItem(w *uds.Write, now time.Time) uds.Item {
 
 // conflictFirst is the answer to a create refused for its quota before it
 // was sent: a key already taken is the answer that stays true whatever the
-// quota, as it is when a strict create's transaction fails both ways.
+// quota, as it is when a strict create's transaction fails both ways. When
+// the key cannot be read, which of the two holds is not known, and the
+// read's failure is the answer: a retry tells.
 func (s *Store) conflictFirst(ctx context.Context, key uds.Key, refusal error) error {
 	current, err := s.readMeta(ctx, key, false)
-	if err == nil && current != nil && !expired(current, s.now()) {
+	switch {
+	case err != nil:
+		return err
+	case current != nil && !expired(current, s.now()):
 		return uds.ErrConflict
 	}
 	return refusal

@@ -13,6 +13,7 @@ import (
 
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/store/storetest/faults"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -310,4 +311,63 @@ func TestStreamedCounting(t *testing.T) {
 			t.Fatalf("a streamed item's record without a shard: counted %d, %v; want an error and nothing counted", n, err)
 		}
 	})
+}
+
+// TestStreamedCreateOverQuotaOnATakenKey checks the answer to a streamed
+// create that its owner's tracked usage refuses, on a key another item
+// holds: the conflict, which stays true whatever the quota; the quota's
+// refusal on a free key; and, when the key cannot be read, the read's
+// failure (a 503 to a client, whose retry tells), not the quota's refusal,
+// which may not be the answer.
+func TestStreamedCreateOverQuotaOnATakenKey(t *testing.T) {
+	ctx := context.Background()
+	client, ft := storetest.FaultyClient(t, 7)
+	tables := storetest.NewTables(t)
+	clock := &storetest.Clock{}
+	st := store.New(client, tables, store.WithClock(clock.Now), store.WithRecomputeQuiet(0))
+	if err := st.SetQuotaMode(ctx, app, uds.QuotaStreamed); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetAppLimits(ctx, app, uds.Limits{Items: 1}); err != nil {
+		t.Fatal(err)
+	}
+	key := func(id string) uds.Key {
+		k, err := uds.NewKey(app, "notes", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	create := func(id string) error {
+		_, err := st.Create(ctx, uds.Write{Key: key(id), Subject: "alice", Data: []byte(`1`)})
+		return err
+	}
+	if err := create("a"); err != nil {
+		t.Fatal(err)
+	}
+	// The stream counts the create: the usage record says 1 item, which
+	// the next read of the tracked usage finds.
+	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tables.Data), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"dataKey": &types.AttributeValueMemberS{Value: key("a").DataKey()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CountStreamed(ctx, "shard", []store.StreamChange{{Sequence: "1", At: clock.Now(), New: out.Item}}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(store.DefaultTrackedTTL + time.Second)
+	var quota *uds.QuotaError
+	if err := create("b"); !errors.As(err, &quota) {
+		t.Fatalf("a create on a free key past the limit: %v, want the quota's refusal", err)
+	}
+	// The tracked usage is cached now: the create's one read is its key's.
+	ft.Set(faults.Rule{Kind: faults.ServerError, Ops: []string{"GetItem"}, Rate: 1})
+	var unavailable *uds.UnavailableError
+	if err := create("a"); !errors.As(err, &unavailable) {
+		t.Errorf("a create on a taken key past the limit, the key unreadable: %v, want the read's failure", err)
+	}
+	ft.Set()
+	if err := create("a"); !errors.Is(err, uds.ErrConflict) {
+		t.Errorf("a create on a taken key past the limit: %v, want the conflict", err)
+	}
 }
