@@ -66,8 +66,13 @@ func parsePatch(kind string, body []byte) (patchDocument, error) {
 }
 
 // patchInvalid is a malformed patch document's refusal (400), naming the
-// operation and member at fault.
+// operation and member at fault; the answer's title says it is an invalid
+// patch, so its details do not say it again.
 func patchInvalid(err error) error {
+	var invalid *jsonpatch.InvalidError
+	if errors.As(err, &invalid) {
+		return uds.Invalid("patch", "%s", invalid.Detail())
+	}
 	return uds.Invalid("patch", "%s", err.Error())
 }
 

@@ -65,7 +65,7 @@ func TestPatch(t *testing.T) {
 			}
 			// A malformed document: 400 naming what is wrong.
 			r = e.patch(path, httpapi.JSONPatchType, `[{"op":"jump","path":"/a"}]`).expect(t, 400)
-			if r.body["error"] != "Invalid patch" || !strings.Contains(r.body["details"].(string), "jump") {
+			if d := r.body["details"].(string); r.body["error"] != "Invalid patch" || !strings.HasPrefix(d, `operation 0, member "op": `) || !strings.Contains(d, "jump") {
 				t.Errorf("an unknown operation: %s", r.raw)
 			}
 			e.patch(path, httpapi.MergePatchType, `{"a":`).expect(t, 400)

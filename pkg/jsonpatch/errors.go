@@ -21,22 +21,28 @@ type InvalidError struct {
 	Reason string
 }
 
-func (e *InvalidError) Error() string {
+func (e *InvalidError) Error() string { return "invalid patch: " + e.Detail() }
+
+// Detail is where the patch is wrong and why, without Error's "invalid
+// patch" before it: for a reader that already says the patch is invalid
+// (an HTTP answer's title).
+func (e *InvalidError) Detail() string {
 	var b strings.Builder
-	b.WriteString("invalid patch")
 	if e.Index >= 0 {
-		b.WriteString(": operation ")
+		b.WriteString("operation ")
 		b.WriteString(strconv.Itoa(e.Index))
 	}
 	if e.Field != "" {
 		if e.Index >= 0 {
 			b.WriteString(", member ")
 		} else {
-			b.WriteString(": at ")
+			b.WriteString("at ")
 		}
 		b.WriteString(strconv.Quote(e.Field))
 	}
-	b.WriteString(": ")
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
 	b.WriteString(e.Reason)
 	return b.String()
 }
