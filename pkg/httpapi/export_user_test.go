@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/udsproject/uds/pkg/store/storetest/faults"
 )
 
 // thirdApp is a third app of the user export's tests.
@@ -283,4 +285,65 @@ func TestExportUserRefusesBadCursors(t *testing.T) {
 	if strings.TrimSpace(string(r.raw)) != `{"apps":[],"records":[]}` {
 		t.Errorf("the export of a user with nothing stored answered %s", r.raw)
 	}
+}
+
+// TestExportUserUnderFaults pages through a user's export while reads are
+// throttled, fail with 500s and lose their connections: a page either
+// answers 503 (and is asked again with the same cursor) or is right, and
+// the pages together hold exactly what the export holds without faults,
+// each record once.
+func TestExportUserUnderFaults(t *testing.T) {
+	t.Parallel()
+	e, ft := faultyEnv(t, 43)
+	for _, a := range []string{app, otherApp} {
+		for i := range 12 {
+			for _, u := range []string{"alice", "bob"} {
+				e.do("POST", fmt.Sprintf("/rest/api/v1/data/%s/kv/%s-%02d", a, u, i), fmt.Sprintf(`{"data":{"i":%d}}`, i), "X-Uds-Subject", u).expect(t, 201)
+				e.do("POST", fmt.Sprintf("/rest/api/v1/data/%s/progress/%s/list/s%02d", a, u, i), `{"data":1}`, "X-Uds-Subject", u).expect(t, 201)
+			}
+		}
+	}
+	_, want := e.exportUser(t, "alice", 1000)
+	if len(want) != 2*2*12 {
+		t.Fatalf("alice's export holds %d records, want %d", len(want), 2*2*12)
+	}
+	ft.Set(
+		faults.Rule{Kind: faults.Throttle, Rate: 0.25},
+		faults.Rule{Kind: faults.ServerError, Rate: 0.25},
+		faults.Rule{Kind: faults.Reset, Rate: 0.15},
+	)
+	var got []json.RawMessage
+	unavailable := 0
+	for cursor, pages := "", 0; ; pages++ {
+		if pages > 500 {
+			t.Fatal("the export does not end")
+		}
+		q := "?limit=7"
+		if cursor != "" {
+			q += "&cursor=" + cursor
+		}
+		r := e.do("GET", admin+"/users/alice/export"+q, "")
+		if r.status == http.StatusServiceUnavailable {
+			unavailable++
+			continue
+		}
+		r.expect(t, 200)
+		var page userExportPage
+		if err := json.Unmarshal(r.raw, &page); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, page.Records...)
+		if cursor = page.Cursor; cursor == "" {
+			break
+		}
+	}
+	injected, calls := ft.Injected()
+	ft.Set()
+	if !slices.EqualFunc(got, want, rawEqual) {
+		t.Fatalf("under faults the pages held %d records:\n%s\nwant %d:\n%s", len(got), rawStrings(got), len(want), rawStrings(want))
+	}
+	if injected[faults.Throttle]+injected[faults.ServerError]+injected[faults.Reset] == 0 {
+		t.Fatal("no fault was injected")
+	}
+	t.Logf("%d pages answered 503 and were asked again; %d DynamoDB calls, faults %v", unavailable, calls, injected)
 }
