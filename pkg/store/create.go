@@ -40,8 +40,10 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	var refusal *quotaRefusal
 	switch {
 	case errors.As(err, &refusal) && streamed:
-		// Streamed mode refuses before sending (checkTracked).
-		return uds.Item{}, s.conflictFirst(ctx, w.Key, refusal.err)
+		// Streamed mode refuses before sending (checkTracked), a retry
+		// too: its own earlier attempt may have committed unanswered,
+		// and the stream counted it since.
+		return s.conflictFirst(ctx, &w, cv.token, refusal.err)
 	case errors.As(err, &refusal):
 		return uds.Item{}, refusal.err
 	case err != nil:
@@ -153,16 +155,20 @@ func newItem(w *uds.Write, now time.Time) uds.Item {
 
 // conflictFirst is the answer to a create refused for its quota before it
 // was sent: a key already taken is the answer that stays true whatever the
-// quota, as it is when a strict create's transaction fails both ways. When
-// the key cannot be read, which of the two holds is not known, and the
-// read's failure is the answer: a retry tells.
-func (s *Store) conflictFirst(ctx context.Context, key uds.Key, refusal error) error {
-	current, err := s.readMeta(ctx, key, false)
+// quota, as it is when a strict create's transaction fails both ways; a
+// key that holds the create's own item (token), which an earlier attempt
+// committed without an answer, means the create is done. When the key
+// cannot be read, which of them holds is not known, and the read's failure
+// is the answer: a retry tells.
+func (s *Store) conflictFirst(ctx context.Context, w *uds.Write, token string, refusal error) (uds.Item, error) {
+	current, err := s.readMeta(ctx, w.Key, false)
 	switch {
 	case err != nil:
-		return err
+		return uds.Item{}, err
+	case ownTokenIn(current, token):
+		return committed(w, current), nil
 	case current != nil && !expired(current, s.now()):
-		return uds.ErrConflict
+		return uds.Item{}, uds.ErrConflict
 	}
-	return refusal
+	return uds.Item{}, refusal
 }

@@ -3,7 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
 	"strconv"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -369,5 +374,73 @@ func TestStreamedCreateOverQuotaOnATakenKey(t *testing.T) {
 	ft.Set()
 	if err := create("a"); !errors.Is(err, uds.ErrConflict) {
 		t.Errorf("a create on a taken key past the limit: %v, want the conflict", err)
+	}
+}
+
+// countThenLose lets DynamoDB apply the first PutItem it carries, has the
+// stream count the item that put wrote (a fast stream, before the writer
+// retries), and then loses the answer, as a connection reset after the
+// commit does. Every other call passes.
+type countThenLose struct {
+	base  http.RoundTripper
+	armed atomic.Bool
+	count func()
+}
+
+func (c *countThenLose) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := c.base.RoundTrip(req)
+	if err != nil || req.Header.Get("X-Amz-Target") != "DynamoDB_20120810.PutItem" || !c.armed.CompareAndSwap(true, false) {
+		return res, err
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	_ = res.Body.Close()
+	c.count()
+	return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+}
+
+// TestStreamedCreateRetriedPastItsOwnCount checks a streamed create whose
+// first attempt committed without an answer and whose retry the quota then
+// refuses before sending, because the stream counted that very item: the
+// key holds the create's own item, so the create is done (the item, not a
+// 409, nor the quota's 403).
+func TestStreamedCreateRetriedPastItsOwnCount(t *testing.T) {
+	ctx := context.Background()
+	tables := storetest.NewTables(t)
+	plain := storetest.Client(t)
+	clock := &storetest.Clock{}
+	lose := &countThenLose{base: http.DefaultTransport.(*http.Transport).Clone()}
+	client := dynamodb.New(plain.Options(), func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: lose} })
+	st := store.New(client, tables, store.WithClock(clock.Now), store.WithTrackedTTL(0), store.WithRecomputeQuiet(0))
+	if err := st.SetQuotaMode(ctx, app, uds.QuotaStreamed); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetAppLimits(ctx, app, uds.Limits{Items: 1}); err != nil {
+		t.Fatal(err)
+	}
+	key, err := uds.NewKey(app, "notes", "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lose.count = func() {
+		out, err := plain.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tables.Data), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{"dataKey": &types.AttributeValueMemberS{Value: key.DataKey()}}})
+		if err != nil || out.Item == nil {
+			t.Errorf("the put's item: %v, %v", out, err)
+			return
+		}
+		if _, err := st.CountStreamed(ctx, "shard", []store.StreamChange{{Sequence: "1", At: clock.Now(), New: out.Item}}); err != nil {
+			t.Error(err)
+		}
+	}
+	lose.armed.Store(true)
+	it, err := st.Create(ctx, uds.Write{Key: key, Subject: "alice", Data: []byte(`{"n":1}`)})
+	if err != nil || it.Version != 1 || string(it.Data) != `{"n":1}` {
+		t.Fatalf("the create answered %+v, %v; want its item, version 1", it, err)
+	}
+	if lose.armed.Load() {
+		t.Fatal("no put was lost")
+	}
+	if u := storetest.RecordedUsage(t, plain, tables, app, "alice"); u.Items != 1 {
+		t.Errorf("alice's usage %+v, want the one item", u)
 	}
 }
