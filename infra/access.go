@@ -263,9 +263,13 @@ var functionAccess = map[string][]tableAccess{
 	fnAdmin: {
 		// A user's apps are a query on the usage table's hash key; an
 		// app's users are parallel queries on the sharded app index. A
-		// user's rate limit override is read alone (GetItem).
+		// user's rate limit override is read alone (GetItem). An erase
+		// of a user's data puts its record in the user's partition and
+		// deletes their usage records (TestEraseDynamoDBActions lists
+		// what it takes).
 		{Table: schema.Usage, Actions: []string{
 			"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:BatchGetItem",
+			"dynamodb:PutItem", "dynamodb:DeleteItem",
 		}},
 		{Table: schema.Usage, Index: schema.IndexByAppShard, Actions: []string{"dynamodb:Query"}},
 		// Quota views read usage and the app default in one BatchGetItem;
@@ -287,12 +291,17 @@ var functionAccess = map[string][]tableAccess{
 		// actions export and import take are listed by
 		// TestExportImportDynamoDBActions (pkg/httpapi). A change of
 		// namespace policy that moves a namespace's items to another key
-		// space first scans the data tables for an item of it.
+		// space first scans the data tables for an item of it. An erase
+		// scans them for the user's name in others' items, which it
+		// updates, and reads whether an item holds a key whose history
+		// it empties (its head goes when none does).
 		{Table: schema.Data, Actions: []string{
 			"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem", "dynamodb:Scan",
+			"dynamodb:UpdateItem", "dynamodb:GetItem",
 		}},
 		{Table: schema.List, Actions: []string{
 			"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem", "dynamodb:Scan",
+			"dynamodb:UpdateItem", "dynamodb:GetItem",
 		}},
 		{Table: schema.Data, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},
 		{Table: schema.List, Index: schema.IndexByOwner, Actions: []string{"dynamodb:Query"}},

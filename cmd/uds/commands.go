@@ -164,6 +164,21 @@ them out: upload their bytes again with uds put --file.`,
 			fs.String("out", "", "the folder to write to (required; created if missing)")
 		},
 		run: exportUser},
+	"erase-user": {args: "USER", short: "erase everything a user stores, in every app, and print the receipt (admin)", min: 1, max: 1,
+		long: `The erase refuses the user's writes from its start and removes nothing while it settles
+(about a minute in a deployment), then removes their items, list items, uploads, large values, kept
+versions, index entries and usage records with the limits set for them, app by app, and puts
+one pseudonym in place of their name in the audit fields of what others own. The command sends
+its steps until it is done, and prints the receipt: counts per app and kind, the end, until
+when their writes stay refused (--hold-days after the end) and until when backups hold the
+data. Interrupted, it goes on where the next run takes it. --status prints where an erase
+stands, erasing nothing. Nothing brings the data back: uds export-user keeps a copy.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.Bool("yes", false, "erase: required, as nothing undoes it")
+			fs.Int("hold-days", 0, "keep refusing the user's writes this many days after the erase ends")
+			fs.Bool("status", false, "print where the erase stands, or its receipt, erasing nothing")
+		},
+		run: eraseUser},
 	"import": {args: "APP", short: "write NDJSON records (an export) into an app; exit 1 on conflicts (admin)", min: 1, max: 1,
 		flags: func(fs *flag.FlagSet) {
 			fs.String("file", "", "read the records from this file (default: standard input)")

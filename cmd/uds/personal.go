@@ -173,3 +173,49 @@ func (w *userExportWriter) close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// eraseUser erases everything a user stores, in every app, step after
+// step until done, and writes the receipt; --status reads where an erase
+// stands instead, erasing nothing. An erase is not undone: it needs --yes.
+func eraseUser(e *env, args []string) error {
+	user := args[0]
+	if e.flag("status") == "true" {
+		st, err := e.c.Erasure(e.ctx, user)
+		if err != nil {
+			return err
+		}
+		return e.writeJSON(st)
+	}
+	if e.flag("yes") != "true" {
+		return usageError("an erase removes everything %s stores in every app, and cannot be undone: add --yes to go ahead (uds export-user first keeps a copy)", user)
+	}
+	hold, err := strconv.Atoi(e.flag("hold-days"))
+	if err != nil || hold < 0 {
+		return usageError("--hold-days is a whole number of days, 0 or more")
+	}
+	receipt, err := e.c.EraseUser(e.ctx, user, hold, func(st client.Erasure) {
+		e.progress.note(describeErasure(st))
+	})
+	if err != nil {
+		return err
+	}
+	e.progress.final(describeErasure(receipt))
+	return e.writeJSON(receipt)
+}
+
+// describeErasure says where an erase stands in a line.
+func describeErasure(st client.Erasure) string {
+	var total int64
+	for _, kinds := range st.Erased {
+		for _, n := range kinds {
+			total += n
+		}
+	}
+	switch st.State {
+	case "settling":
+		return "settling: " + st.User + "'s writes are refused; removals begin at " + st.DeletesFrom
+	case "done":
+		return fmt.Sprintf("erased %d records of %s in %d apps; backups hold them until %s", total, st.User, len(st.Erased), st.BackupsUntil)
+	}
+	return fmt.Sprintf("erasing: %d records of %s removed so far", total, st.User)
+}

@@ -1239,6 +1239,38 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("exported %q (records, apps), the API has %d records of 2 apps", got, n)
 		}
 		b.shot("person")
+
+		// carol's data, erased from her page: the receipt counts her
+		// records and a usage record in each of her apps.
+		_, err = as("carol").Create(ctx, client.Key{App: app, Namespace: "prefs", ID: "carol"}, map[string]any{"theme": "dark"})
+		must(t, err)
+		want := 0
+		for cursor := ""; ; {
+			page, err := admin.ExportUserPage(ctx, "carol", cursor, 0)
+			must(t, err)
+			want += len(page.Records) + len(page.Apps)
+			if cursor = page.Cursor; cursor == "" {
+				break
+			}
+		}
+		b.open("#/people/carol")
+		b.ready()
+		b.press("Erase everything")
+		b.until(`document.querySelector("#confirm").open`)
+		b.clickOn("#confirm-ok")
+		b.until(`document.querySelector("#person-erase-status [data-state]") != null`)
+		got = eval[[]string](b, `(({ state, erased }) => [state, erased])(document.querySelector("#person-erase-status [data-state]").dataset)`)
+		if fmt.Sprint(got) != fmt.Sprint([]string{"done", strconv.Itoa(want)}) {
+			t.Errorf("the erase showed %q (state, records erased), want done and %d", got, want)
+		}
+		receipt, err := admin.Erasure(ctx, "carol")
+		if err != nil || !receipt.Done() || receipt.Erased[app]["records"] != 1 {
+			t.Errorf("the API's receipt: %+v, %v", receipt, err)
+		}
+		if page, err := admin.ExportUserPage(ctx, "carol", "", 0); err != nil || len(page.Records)+len(page.Apps) != 0 {
+			t.Errorf("carol's export after the erase: %+v, %v", page, err)
+		}
+		b.shot("person-erased")
 	})
 
 	b.run(t, "errors", func(t *testing.T) {

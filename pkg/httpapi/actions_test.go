@@ -235,6 +235,8 @@ func TestExportImportDynamoDBActions(t *testing.T) {
 		"AppsTable{app,heldSince,registry,appNameKey}: UpdateItem", // and of their app
 		"UsageTable/index/byAppShard: Query",                       // the app's owners
 		"UsageTable: UpdateItem",                                   // usage, with the puts
+		"AppsTable: BatchGetItem",                                  // the writers' records, for the erase guard
+		"UsageTable: BatchGetItem",
 	}
 	slices.Sort(want)
 	if got := recorder.actions(); !slices.Equal(got, want) {
@@ -276,17 +278,17 @@ var grants = map[httpapi.Group]map[string][]string{
 		"AppsTable{app,heldSince,registry,appNameKey}": {"UpdateItem"},
 	},
 	httpapi.GroupAdmin: {
-		"UsageTable":                  {"GetItem", "UpdateItem", "Query", "BatchGetItem"},
+		"UsageTable":                  {"GetItem", "UpdateItem", "Query", "BatchGetItem", "PutItem", "DeleteItem"},
 		"UsageTable/index/byAppShard": {"Query"},
 		"AppsTable":                   {"GetItem", "UpdateItem", "BatchGetItem", "PutItem", "DeleteItem"},
 		"AppsTable/index/byName":      {"Query"},
-		"DataTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan"},
-		"ListTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan"},
+		"DataTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan", "UpdateItem", "GetItem"},
+		"ListTable":                   {"PutItem", "DeleteItem", "BatchGetItem", "Scan", "UpdateItem", "GetItem"},
 		"DataTable/index/byOwner":     {"Query"},
 		"ListTable/index/byOwner":     {"Query"},
 		"HistoryTable":                {"Scan", "GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
 		"HistoryTable/index/byOwner":  {"Query"},
-		"IndexTable":                  {"Scan", "BatchWriteItem", "PutItem"},
+		"IndexTable":                  {"Scan", "BatchWriteItem", "PutItem", "DeleteItem"},
 		"NamespacesTable":             {"GetItem", "UpdateItem", "Query"},
 	},
 }

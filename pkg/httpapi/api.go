@@ -40,6 +40,7 @@ type Stores struct {
 	Strays     StrayStore
 	Keys       KeyStore
 	Changes    ChangesStore
+	Erasures   ErasureStore
 }
 
 // StoresOf returns st as every capability.
@@ -47,7 +48,7 @@ func StoresOf(st *store.Store) Stores {
 	return Stores{
 		Items: st, Lists: st, Batches: st, History: st, Indexes: st, Uploads: st,
 		Usage: st, QuotaModes: st, Registry: st, RateLimits: st,
-		Policy: st, Policies: st, Transfer: st, Strays: st, Keys: st, Changes: st,
+		Policy: st, Policies: st, Transfer: st, Strays: st, Keys: st, Changes: st, Erasures: st,
 	}
 }
 

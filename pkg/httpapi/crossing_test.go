@@ -283,12 +283,18 @@ func (x *crossing) setPolicy() {
 // streamed switches both apps to the streamed quota mode and reads the
 // tables' streams into the stream function's handler, as deployed.
 func (x *crossing) streamed(tables store.Tables) {
-	t := x.t
 	for _, a := range []string{app, otherApp} {
-		x.do("PUT", admin+"/apps/"+a+"/quota-mode", `{"mode": "streamed"}`).expect(t, 200)
+		x.do("PUT", admin+"/apps/"+a+"/quota-mode", `{"mode": "streamed"}`).expect(x.t, 200)
 	}
+	x.poller = pollStreams(x.t, x.env, tables)
+}
+
+// pollStreams reads the streams of tables (streamed tables) into the
+// stream function's handler over e's store, as deployed; drainStreams
+// hands it what is written so far.
+func pollStreams(t *testing.T, e *env, tables store.Tables) *streampoll.Poller {
 	ctx := context.Background()
-	found, err := streampoll.Streams(ctx, x.client, tables.Data, tables.List, tables.History)
+	found, err := streampoll.Streams(ctx, e.client, tables.Data, tables.List, tables.History)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,10 +302,12 @@ func (x *crossing) streamed(tables store.Tables) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handle := expiry.Handler(x.st, slog.New(slog.DiscardHandler), emf.NewWriter(io.Discard))
-	if x.poller, err = streampoll.New(streams, found, handle, streampoll.WithInterval(50*time.Millisecond)); err != nil {
+	handle := expiry.Handler(e.st, slog.New(slog.DiscardHandler), emf.NewWriter(io.Discard))
+	p, err := streampoll.New(streams, found, handle, streampoll.WithInterval(50*time.Millisecond))
+	if err != nil {
 		t.Fatal(err)
 	}
+	return p
 }
 
 // pendingChange announces a change of the namespace into private while
@@ -921,13 +929,16 @@ func (x *crossing) itemOf(k uds.Key) string {
 // drain lets the stream function count everything written so far, in a
 // streamed app.
 func (x *crossing) drain() {
-	if x.poller == nil {
-		return
+	if x.poller != nil {
+		drainStreams(x.t, x.poller)
 	}
+}
+
+func drainStreams(t *testing.T, p *streampoll.Poller) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := x.poller.Drain(ctx); err != nil {
-		x.t.Fatalf("draining the streams: %v", err)
+	if err := p.Drain(ctx); err != nil {
+		t.Fatalf("draining the streams: %v", err)
 	}
 }
 

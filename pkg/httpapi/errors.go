@@ -89,6 +89,7 @@ var statusOf = map[uds.Code]int{
 	uds.CodeIncomplete:           http.StatusServiceUnavailable,
 	uds.CodePolicyPending:        http.StatusServiceUnavailable,
 	uds.CodeCursorExpired:        http.StatusGone,
+	uds.CodeErasing:              http.StatusConflict,
 }
 
 // messages gives the "error" member of the errors whose message is not
@@ -125,6 +126,8 @@ var messages = []struct {
 	{uds.ErrUnavailable, "Service unavailable", "Service unavailable"},
 	{uds.ErrRateLimited, "Too many requests", "Too many requests"},
 	{uds.ErrCursorExpired, "Cursor expired", "Cursor expired"},
+	{uds.ErrErasing, "User data being erased", "User data being erased"},
+	{errNoErasure, "No erase of this user", "No erase of this user"},
 }
 
 // fail answers err with its code's status and a message safe to show;

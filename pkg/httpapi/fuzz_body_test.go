@@ -711,3 +711,42 @@ func FuzzRegistrationBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEraseBody parses erase bodies: an empty body, or an object whose
+// only member, "holdDays", is a whole number of days from 0 to
+// uds.MaxHoldDays (0 when absent or null); an accepted body reads back
+// the same.
+func FuzzEraseBody(f *testing.F) {
+	for _, s := range []string{
+		``, `{}`, `{"holdDays":30}`, `{"holdDays":0}`, `{"holdDays":null}`, `{"holdDays":3650}`, `{"holdDays":3651}`,
+		`{"holdDays":-1}`, `{"holdDays":1.5}`, `{"holdDays":1e2}`, `{"holdDays":"30"}`, `{"holdDays":true}`,
+		`{"holdDays":9223372036854775808}`, `{"HoldDays":1}`, `{"holdDays":1,"holdDays":2}`, `{"h\u006fldDays":2}`,
+		`{"holdDays":1,"user":"alice"}`, `[]`, `null`, `30`, `{"holdDays":1} {}`, `{"holdDays":1`, "{\"holdDays\":\xff}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		days, err := parseErase(body)
+		if err != nil {
+			checkRefusal(t, body, err)
+			checkInvalidField(t, err, "body", "holdDays")
+			return
+		}
+		want := int64(0)
+		if len(body) > 0 {
+			m := objectMembers(t, body, "holdDays")
+			if raw := m["holdDays"]; present(raw) {
+				var err error
+				if want, err = strconv.ParseInt(string(raw), 10, 64); err != nil || want < 0 || want > uds.MaxHoldDays {
+					t.Fatalf("accepted holdDays %s", raw)
+				}
+			}
+		}
+		if int64(days) != want {
+			t.Fatalf("holdDays in %q read as %d", body, days)
+		}
+		if again, err := parseErase(encodeJSON(t, map[string]int{"holdDays": days})); err != nil || again != days {
+			t.Fatalf("holdDays %d read back as %d (%v)", days, again, err)
+		}
+	})
+}

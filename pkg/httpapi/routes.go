@@ -93,6 +93,9 @@ var routes = []route{
 	{GroupAdmin, "/admin/users/{user}/export", map[string]handler{
 		http.MethodGet: (*API).exportUser},
 		map[string][]string{http.MethodGet: pageQuery}},
+	// Erasing everything one person owns (admin_erase_user.go).
+	{GroupAdmin, "/admin/users/{user}/erase", map[string]handler{
+		http.MethodGet: (*API).getErasure, http.MethodPost: (*API).eraseUser}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/quota", map[string]handler{
 		http.MethodGet: (*API).getAppLimits, http.MethodPut: (*API).putAppLimits}, nil},
 	{GroupAdmin, "/admin/apps/{applicationUuid}/quota-mode", map[string]handler{

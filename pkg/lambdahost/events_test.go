@@ -141,16 +141,21 @@ func TestEventsReplay(t *testing.T) {
 				t.Fatalf("status %d, want %d; body %s", res.StatusCode, m.Status, res.Body)
 			}
 			if res.StatusCode == 202 {
+				// A policy change or an index build, or an erase, that
+				// settles before it goes on.
 				var announced struct {
 					Pending, IndexBuild struct{ SettlesAt time.Time }
+					DeletesFrom         time.Time
 				}
 				err := json.Unmarshal([]byte(res.Body), &announced)
 				at := announced.Pending.SettlesAt
-				if at.IsZero() {
-					at = announced.IndexBuild.SettlesAt
+				for _, other := range []time.Time{announced.IndexBuild.SettlesAt, announced.DeletesFrom} {
+					if at.IsZero() {
+						at = other
+					}
 				}
 				if err != nil || at.IsZero() {
-					t.Fatalf("202 without the pending change or the index build: %s", res.Body)
+					t.Fatalf("202 without the pending change, the index build or the erase's settling: %s", res.Body)
 				}
 				settles[m.File] = at
 			}

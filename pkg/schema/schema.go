@@ -160,6 +160,30 @@ const (
 	// (N, Unix milliseconds), so a record delivered again is not counted
 	// twice.
 	AttrStreamMarkPrefix = "streamMark:"
+	// An erase of a user's data (package store's erase.go) keeps its
+	// state in the usage table, in the user's partition under the sort
+	// key EraseRecord, which no app (a UUID) can be: its state
+	// (uds.ErasureState), when it started, when its removals begin, when
+	// it ended (Unix milliseconds), the days it holds the user's writes
+	// refused after that, the pseudonym it writes into audit fields while
+	// it runs, and one count per app and kind of what it removed, named
+	// AttrErasedPrefix, the app, ":" and the kind (uds.ErasedItems, ...).
+	EraseRecord        = "*erase"
+	AttrEraseState     = "eraseState"
+	AttrEraseStarted   = "eraseStarted"
+	AttrEraseDeletes   = "eraseDeletesFrom"
+	AttrEraseEnded     = "eraseEnded"
+	AttrEraseHoldDays  = "eraseHoldDays"
+	AttrErasePseudonym = "erasePseudonym"
+	// AttrEraseObjects names the objects of the values an erase removed
+	// that it has not yet removed from the bucket (a string set): the
+	// removal notes them in its transaction, and the erase removes them
+	// and their names after, whatever cut it short.
+	AttrEraseObjects = "eraseObjects"
+	// AttrEraseScan is where an erase's scan for the user's name in
+	// others' items got to (package store's erase_audit.go).
+	AttrEraseScan    = "eraseScan"
+	AttrErasedPrefix = "erased:"
 	// The registry (package store's registry.go): an app's record holds
 	// its name as registered, its description and when it was registered
 	// and last changed (RFC 3339), and, while registered, AttrRegistry

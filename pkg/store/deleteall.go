@@ -207,16 +207,23 @@ func (s *Store) readEntries(ctx context.Context, w *uds.Write, batches chan<- []
 // the entries of the indexes the item's namespace declares. It returns
 // how many items it removed.
 func (s *Store) removeEntries(ctx context.Context, op string, w *uds.Write, pending []listEntry) (int, error) {
-	rv := &removeVerb{s: s, w: w, pending: pending}
+	return s.remove(ctx, op, &removeVerb{s: s, w: w, pending: pending})
+}
+
+// remove runs a removal of listed items, split in halves while it needs
+// more than one transaction.
+func (s *Store) remove(ctx context.Context, op string, rv *removeVerb) (int, error) {
 	_, err := s.run(ctx, op, rv)
 	if errors.As(err, new(*planTooLarge)) && len(rv.pending) > 1 {
 		// Refreshed items brought new owners, or index entries: split.
 		half := len(rv.pending) / 2
-		n, err := s.removeEntries(ctx, op, w, rv.pending[:half])
+		first, second := *rv, *rv
+		first.pending, second.pending = rv.pending[:half], rv.pending[half:]
+		n, err := s.remove(ctx, op, &first)
 		if err != nil {
 			return n, err
 		}
-		m, err := s.removeEntries(ctx, op, w, rv.pending[half:])
+		m, err := s.remove(ctx, op, &second)
 		return n + m, err
 	}
 	if err != nil {
@@ -230,9 +237,19 @@ type removeVerb struct {
 	s       *Store
 	w       *uds.Write
 	pending []listEntry
+	// also, when set, makes actions the plan holds too, of the items it
+	// removes (an erase's count of them, and their empty history heads);
+	// one that is refused reads them again.
+	also func(context.Context, []listEntry) ([]types.TransactWriteItem, error)
 }
 
-func (rv *removeVerb) plan(ctx context.Context, _ bool) (*plan, error) {
+func (rv *removeVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
+	if uncertain && len(rv.pending) == 0 {
+		// Every item went since an attempt that was not answered: that
+		// attempt committed, and what waits for its commit (the objects
+		// of the values it removed) runs now.
+		return nil, nil
+	}
 	heads := map[string]historyHead{}
 	if rv.w != nil && needsOf(rv.w).head {
 		keys := make([]uds.Key, len(rv.pending))
@@ -260,7 +277,17 @@ func (rv *removeVerb) plan(ctx context.Context, _ bool) (*plan, error) {
 		c.head = heads[historyKey(e.key)]
 		changes[i] = c
 	}
-	return newPlan(rv.s.writeTime(), 1, changes...), nil
+	p := newPlan(rv.s.writeTime(), 1, changes...)
+	if rv.also != nil && len(rv.pending) > 0 {
+		more, err := rv.also(ctx, rv.pending)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range more {
+			p.add(roleTally, 0, a)
+		}
+	}
+	return p, nil
 }
 
 // refused keeps the items that changed since they were read while they
@@ -268,7 +295,7 @@ func (rv *removeVerb) plan(ctx context.Context, _ bool) (*plan, error) {
 // state, and drops the others.
 func (rv *removeVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error) {
 	var next []listEntry
-	changed := false
+	changed := r.anyOf(roleTally)
 	now := rv.s.now()
 	for i, e := range rv.pending {
 		refused, current := r.item(i)

@@ -112,18 +112,20 @@ func (s *Store) ExportUser(ctx context.Context, q UserExportQuery) (UserExportPa
 // order, userExportAppsPerRead at most: those of the apps the user has
 // data in and those that only hold an override.
 func (s *Store) userAppStates(ctx context.Context, user, after string) ([]UserAppState, bool, error) {
+	if after == "" {
+		// The user's erase record sorts before every app (a UUID).
+		after = schema.EraseRecord
+	}
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(s.tables.Usage),
-		KeyConditionExpression:   aws.String("#u = :u"),
-		ExpressionAttributeNames: map[string]string{"#u": schema.AttrUser},
+		KeyConditionExpression:   aws.String("#u = :u AND #a > :a"),
+		ExpressionAttributeNames: map[string]string{"#u": schema.AttrUser, "#a": schema.AttrApp},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":u": &types.AttributeValueMemberS{Value: user},
+			":a": &types.AttributeValueMemberS{Value: after},
 		},
 		ConsistentRead: aws.Bool(true),
 		Limit:          aws.Int32(userExportAppsPerRead),
-	}
-	if after != "" {
-		in.ExclusiveStartKey = usageKey(after, user)
 	}
 	res, err := s.client.Query(ctx, in)
 	if err != nil {

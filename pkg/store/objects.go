@@ -53,14 +53,27 @@ func (s *Store) removeObjects(ctx context.Context, states ...map[string]types.At
 	if s.objects == nil {
 		return
 	}
+	for _, name := range objectsOf(states...) {
+		s.removeObject(ctx, name)
+	}
+}
+
+// objectsOf names the objects that the stored states hold: a large
+// value's, and an upload's with the copy its commit may have made.
+func objectsOf(states ...map[string]types.AttributeValue) []string {
+	var names []string
 	for _, st := range states {
-		s.removeObject(ctx, str(st, schema.AttrDataObject))
+		if name := str(st, schema.AttrDataObject); name != "" {
+			names = append(names, name)
+		}
 		pending := str(st, schema.AttrPendingObject)
-		s.removeObject(ctx, pending)
 		if app, id, ok := uds.ParseObjectName(pending); ok {
-			s.removeObject(ctx, uds.ValueName(app, id))
+			names = append(names, pending, uds.ValueName(app, id))
+		} else if pending != "" {
+			names = append(names, pending)
 		}
 	}
+	return names
 }
 
 // removeObject deletes the named object, if any name is given, logging a

@@ -34,6 +34,9 @@ const (
 	// roleUpload claims the reservation of an upload, which its commit
 	// turns into the item (upload.go).
 	roleUpload
+	// roleTally is what an erase adds to its removals (erase.go): its
+	// count of them, on its record, and their empty history heads' removal.
+	roleTally
 )
 
 // action is one write of a plan.
@@ -178,12 +181,24 @@ func (p *plan) abandoned(ctx context.Context) {
 	}
 }
 
-// committed runs what waits for the plan's commit.
+// committed runs what waits for the plan's commit. It runs to the end
+// when the request is cancelled meanwhile (its caller gone, its time up):
+// the commit is done, and what it leaves behind (the objects of values it
+// removed) would otherwise stay in the bucket with nothing naming them.
 func (p *plan) committed(ctx context.Context) {
+	if len(p.after) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterCommitBudget)
+	defer cancel()
 	for _, fn := range p.after {
 		fn(ctx)
 	}
 }
+
+// afterCommitBudget bounds what runs after a commit once its request is
+// cancelled: a few deletes of objects.
+const afterCommitBudget = 10 * time.Second
 
 // needs is what a verb reads of its item before it decides, beyond the
 // item's state, because a capability the write meets asks for it.
@@ -212,6 +227,7 @@ type capability struct {
 // add to a plan: usage comes last, as it charges what the others move
 // (the versions history keeps).
 var capabilities = []capability{
+	{nil, (*Store).planErasure},          // erase_guard.go: no write of a user whose data an erase removes
 	{historyNeeds, (*Store).planHistory}, // history.go: versions kept and pruned, the head
 	{indexNeeds, (*Store).planIndexes},   // index.go: the entries the values name
 	{nil, (*Store).planObjects},          // objects.go: large values' objects released

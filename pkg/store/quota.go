@@ -16,15 +16,14 @@ import (
 // Quota reads an owner's usage and the limits in effect, fresh (not from
 // the write path's cache), in one strongly consistent BatchGetItem.
 func (s *Store) Quota(ctx context.Context, app, user string) (uds.Quota, error) {
-	appItem, record, err := s.readRecords(ctx, app, user, true)
-	appLimits := limitsOf(appItem)
+	rs, err := s.readRecords(ctx, app, user, true)
 	if err != nil {
 		return uds.Quota{}, err
 	}
 	return uds.Quota{
 		App: app, User: user,
-		Used:   usageOf(record),
-		Limits: uds.Resolve(limitsOf(record), appLimits, s.globalLimits),
+		Used:   usageOf(rs.user),
+		Limits: uds.Resolve(limitsOf(rs.user), limitsOf(rs.app), s.globalLimits),
 	}, nil
 }
 

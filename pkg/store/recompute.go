@@ -36,8 +36,8 @@ const maxRecomputeAttempts = 5
 func (s *Store) Recompute(ctx context.Context, app, user string) (uds.Recomputed, error) {
 	op := "recompute usage of " + user + " in " + app
 	for attempt := 0; attempt < maxRecomputeAttempts; attempt++ {
-		appItem, record, err := s.readRecords(ctx, app, user, true)
-		appLimits := limitsOf(appItem)
+		rs, err := s.readRecords(ctx, app, user, true)
+		record, appLimits := rs.user, limitsOf(rs.app)
 		if err != nil {
 			return uds.Recomputed{}, err
 		}

@@ -89,6 +89,11 @@ func TestItemLifecycle(t *testing.T) {
 			w := write(k, `{"theme":"lite"}`)
 			w.Subject = "bob"
 			w.IfMatch = uds.Precondition{Revisions: []uds.Revision{created.Revision()}}
+			// A request reads its caller's rate limits, which come with
+			// what the erase guard reads of the writer.
+			if _, _, err := s.RatesInEffect(ctx, app, "bob"); err != nil {
+				t.Fatal(err)
+			}
 			counter.Take()
 			updated, err := s.Update(ctx, w)
 			if err != nil {

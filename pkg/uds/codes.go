@@ -61,6 +61,9 @@ const (
 	// CodeCursorExpired: a changes feed's cursor is older than the feed
 	// keeps, or the namespace's key space changed since; start again.
 	CodeCursorExpired Code = "cursor_expired"
+	// CodeErasing: the user's data is being erased, or was and is held
+	// erased; their writes are refused.
+	CodeErasing Code = "erasing"
 )
 
 // Codes lists every code, for the OpenAPI document's enum and its test.
@@ -72,7 +75,7 @@ func Codes() []Code {
 		CodeTooLarge, CodeUnsupportedMediaType, CodeRangeNotSatisfiable,
 		CodeSchemaViolation, CodeUploadMismatch, CodeRateLimited,
 		CodeInternal, CodeNotConfigured, CodeUnavailable, CodeIncomplete,
-		CodePolicyPending, CodeCursorExpired,
+		CodePolicyPending, CodeCursorExpired, CodeErasing,
 	}
 }
 

@@ -1,9 +1,11 @@
 // A person's data: the apps a user stores data in, with what they store in
 // each, and everything they store, in every app, exported as one JSON file
-// to download (the pages of GET /admin/users/{user}/export gathered).
+// to download (the pages of GET /admin/users/{user}/export gathered), or
+// erased (POST /admin/users/{user}/erase, sent again as its Retry-After
+// says until its receipt comes).
 
 import { call, path, pages } from "./api.js";
-import { h, replace, field, onSubmit, busy, bytes, count, table, heading, download } from "./ui.js";
+import { h, replace, field, onSubmit, busy, bytes, count, table, heading, download, confirm } from "./ui.js";
 import { appLabel, learnName } from "./apps.js";
 
 // peoplePage finds a person by their subject, and shows theirs when one
@@ -57,5 +59,40 @@ async function personSection(view, user) {
     h("h2", null, "Export"),
     h("p", null, "Every record the person owns in every app (items, list items, kept versions and delete markers), ",
       "each with its app, and their usage and the overrides set for them in each: the format an app's import reads."),
-    exportForm, status);
+    exportForm, status,
+    h("h2", null, "Erase"),
+    h("p", null, "Removes everything the person owns in every app, and puts a pseudonym in place of their name in what others own. ",
+      "Their writes are refused from the start, and for the days held after the end. Nothing brings the data back: export it first."),
+    eraseForm(user));
+}
+
+// eraseForm erases the person's data, after a confirmation, step after
+// step, and shows the receipt.
+function eraseForm(user) {
+  const hold = h("input", { name: "holdDays", type: "number", min: 0, max: 3650, value: 0 });
+  const status = h("div", { "aria-live": "polite", id: "person-erase-status" });
+  const form = onSubmit(h("form", { "aria-label": "Erase everything" },
+    field("Hold days", hold, "How long after the erase their writes stay refused (devices that sync back)"),
+    h("button", null, "Erase everything")), async (button) => {
+    if (!(await confirm(`Erase everything ${user} stores in every app? Nothing brings it back.`, "Erase"))) return;
+    await busy(button, status, async () => {
+      for (;;) {
+        const res = await call("POST", path("admin", "users", user, "erase"), { json: { holdDays: Number(hold.value) } });
+        const e = res.body;
+        const erased = Object.values(e.erased ?? {}).reduce((n, kinds) => n + Object.values(kinds).reduce((a, b) => a + b, 0), 0);
+        if (res.status === 200) {
+          replace(status, h("p", { role: "status", "data-state": e.state, "data-erased": erased },
+            `Erased ${count(erased)} records of ${count(Object.keys(e.erased ?? {}).length)} apps, ended ${e.endedAt}. `,
+            `Their writes are refused until ${e.holdUntil}; backups hold the data until ${e.backupsUntil}.`));
+          return;
+        }
+        replace(status, h("p", { role: "status" }, e.state === "settling"
+          ? `Settling: ${user}'s writes are refused; removals begin at ${e.deletesFrom}.`
+          : `Erasing: ${count(erased)} records removed so far…`));
+        const wait = Number(res.headers.get("Retry-After") ?? "1");
+        await new Promise((resolve) => setTimeout(resolve, Math.max(1, wait) * 1000));
+      }
+    });
+  });
+  return h("div", null, form, status);
 }
