@@ -88,6 +88,9 @@ var capabilities = []capability{
 	{"streamed", nil, false},
 	// A change into private pending while a write and a commit arrive.
 	{"pending", nil, false},
+	// An erase of the owner's data once the path has run: their writes
+	// refused while it runs, and then nothing of theirs left (eraseOwner).
+	{"erase", nil, false},
 }
 
 // binaryMax is the binary rule's cap: above the inline binary values the
@@ -144,6 +147,12 @@ var crossingSubset = map[string]bool{
 	"indexes×streamed/patch":       true,
 	"binary×schema/patch":          true,
 	"expiry×owner/patch":           true,
+	"history×erase/restore":        true,
+	"large×erase/commit":           true,
+	"indexes×erase/atomic":         true,
+	"expiry×erase/reclaim":         true,
+	"owner×erase/import":           true,
+	"streamed×erase/patch":         true,
 }
 
 // TestCrossings runs the matrix: one subtest capA×capB/path per pair and
@@ -163,6 +172,9 @@ func TestCrossings(t *testing.T) {
 					p.run(x)
 					if x.has["owner"] {
 						x.ownerProbe()
+					}
+					if x.has["erase"] {
+						x.eraseOwner()
 					}
 					x.check()
 				})
@@ -939,6 +951,21 @@ func drainStreams(t *testing.T, p *streampoll.Poller) {
 	defer cancel()
 	if err := p.Drain(ctx); err != nil {
 		t.Fatalf("draining the streams: %v", err)
+	}
+}
+
+// eraseOwner erases the owner's data: a write of theirs is refused while
+// the erase runs, it ends with a receipt, and their export is then empty
+// (check holds what is left to the invariants).
+func (x *crossing) eraseOwner() {
+	t := x.t
+	x.do("POST", admin+"/users/"+owner+"/erase", "").expect(t, http.StatusAccepted)
+	x.do("POST", x.item("after-erase"), `{"data":{"title":"t"}}`, x.subject()...).expect(t, http.StatusConflict)
+	if receipt := x.erase(t, owner, "", x.drain); receipt.State != "done" {
+		t.Fatalf("the erase ended %+v", receipt)
+	}
+	if apps, records := x.exportUser(t, owner, 1000); len(apps)+len(records) != 0 {
+		t.Errorf("the owner's export after the erase: %s %s", apps, records)
 	}
 }
 

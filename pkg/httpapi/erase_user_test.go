@@ -39,12 +39,13 @@ type erasure struct {
 }
 
 // erase sends POST .../erase until it answers 200, moving the env's clock
-// past each Retry-After of a settling erase, and returns the receipt.
-func (w *eraseWorld) erase(t *testing.T, user, body string) erasure {
+// past each Retry-After of a settling erase, and returns the receipt;
+// before each step it runs between (the streams' drain, in the streamed
+// mode).
+func (e *env) erase(t *testing.T, user, body string, between func()) erasure {
 	t.Helper()
-	e := w.env
 	for range 200 {
-		w.drain()
+		between()
 		r := e.do("POST", admin+"/users/"+user+"/erase", body)
 		if r.status == http.StatusServiceUnavailable {
 			continue // a step the faults cut short: send it again
@@ -277,7 +278,7 @@ func eraseEveryKind(t *testing.T, w *eraseWorld) {
 		t.Fatalf("GET of a settling erase answered %s", g.raw)
 	}
 
-	receipt := w.erase(t, "alice", "")
+	receipt := w.erase(t, "alice", "", w.drain)
 	if receipt.State != "done" || receipt.User != "alice" || receipt.HoldDays != 2 || receipt.EndedAt == "" {
 		t.Fatalf("receipt %+v", receipt)
 	}
