@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -37,30 +36,15 @@ func BenchmarkEraseUser(b *testing.B) {
 		Logger: apitest.Logger(b),
 	}))
 	defer srv.Close()
-	apps := []string{app, otherApp, thirdApp}
-	value := strings.Repeat("a", 1000)
 	fastest := time.Duration(1 << 62)
 	var steps int
 	var usage storetest.Usage
 	for iteration := range b.N {
 		b.StopTimer()
-		for _, owner := range []struct {
-			name string
-			n    int
-		}{{"alice", n}, {"bob", n / 10}} {
-			for i := 0; i < owner.n; i += 1000 {
-				var records []string
-				for j := i; j < min(i+1000, owner.n); j++ {
-					records = append(records, fmt.Sprintf(`{"namespace":"progress","id":"%s-%d-%06d","owner":%q,"data":%q,"createdBySubject":%q,"updatedBySubject":%q,"version":1}`,
-						owner.name, iteration, j, owner.name, value, owner.name, owner.name))
-				}
-				if err := post(srv.URL+admin+"/apps/"+apps[i/1000%len(apps)]+"/import", `{"records":[`+strings.Join(records, ",")+`]}`); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		// A done erase keeps its receipt and erases nothing more: each
-		// iteration erases a subject of its own.
+		importOwned(b, srv.URL, "alice", fmt.Sprintf("alice-%d", iteration), n)
+		importOwned(b, srv.URL, "bob", fmt.Sprintf("bob-%d", iteration), n/10)
+		// A done erase keeps its receipt and erases nothing more, so a
+		// second iteration would measure nothing.
 		user := "alice"
 		if iteration > 0 {
 			b.Fatal("a second iteration would find alice's erase done: run it with -benchtime=1x")

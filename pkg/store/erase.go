@@ -84,7 +84,7 @@ func (s *Store) EraseUser(ctx context.Context, q EraseQuery) (uds.Erasure, error
 	case e.State == uds.ErasureSettling && s.now().Before(e.DeletesFrom):
 		return e, nil
 	case e.State == uds.ErasureSettling:
-		if err := s.moveErase(ctx, q.User, uds.ErasureSettling, "SET #st = :next", uds.ErasureErasing); err != nil {
+		if err := s.moveErase(ctx, q.User, uds.ErasureSettling, uds.ErasureErasing); err != nil {
 			return uds.Erasure{}, err
 		}
 	}
@@ -106,9 +106,7 @@ func (s *Store) EraseUser(ctx context.Context, q EraseQuery) (uds.Erasure, error
 		return uds.Erasure{}, err
 	}
 	if done {
-		// The pseudonym goes with the erase's end: nothing then links the
-		// audit fields that name it to the user.
-		if err := s.moveErase(ctx, q.User, uds.ErasureErasing, "SET #st = :next, #en = :now REMOVE #ps, #sc", uds.ErasureDone); err != nil {
+		if err := s.moveErase(ctx, q.User, uds.ErasureErasing, uds.ErasureDone); err != nil {
 			return uds.Erasure{}, err
 		}
 	}
@@ -170,15 +168,19 @@ func (s *Store) startErase(ctx context.Context, q EraseQuery) (map[string]types.
 	return s.readErase(ctx, q.User)
 }
 
-// moveErase moves a user's erase from state from to next with update,
-// unless another step has moved it already.
-func (s *Store) moveErase(ctx context.Context, user string, from uds.ErasureState, update string, next uds.ErasureState) error {
+// moveErase moves a user's erase from state from to next, unless another
+// step has moved it already. The move to done stamps the end and drops
+// the pseudonym and the audit scan's position: nothing then links the
+// audit fields that name the pseudonym to the user.
+func (s *Store) moveErase(ctx context.Context, user string, from, next uds.ErasureState) error {
+	update := "SET #st = :next"
 	values := map[string]types.AttributeValue{
 		":from": &types.AttributeValueMemberS{Value: string(from)},
 		":next": &types.AttributeValueMemberS{Value: string(next)},
 	}
 	names := map[string]string{"#st": schema.AttrEraseState}
-	if strings.Contains(update, ":now") {
+	if next == uds.ErasureDone {
+		update += ", #en = :now REMOVE #ps, #sc"
 		values[":now"] = millisAV(s.now())
 		names["#en"], names["#ps"], names["#sc"] = schema.AttrEraseEnded, schema.AttrErasePseudonym, schema.AttrEraseScan
 	}
@@ -264,7 +266,7 @@ func millisAV(t time.Time) types.AttributeValue {
 // tally is the update that adds counts, per kind, to what a user's erase
 // has removed in app, and the names of the objects the values it removed
 // held, which the bucket cannot remove in the same transaction
-// (drainObjects removes them).
+// (drainObjects removes them). Every caller counts something.
 func (s *Store) tally(user, app string, counts map[string]int, objects ...string) types.TransactWriteItem {
 	names, values := map[string]string{}, map[string]types.AttributeValue{}
 	var adds []string
@@ -280,12 +282,6 @@ func (s *Store) tally(user, app string, counts map[string]int, objects ...string
 		names["#c"+i] = schema.AttrErasedPrefix + app + ":" + kind
 		values[":n"+i] = &types.AttributeValueMemberN{Value: strconv.Itoa(n)}
 		adds = append(adds, "#c"+i+" :n"+i)
-	}
-	if len(adds) == 0 {
-		// Nothing counted: a condition that holds, so the action stays
-		// well formed.
-		names["#c"], values[":n"] = schema.AttrErasedPrefix+app+":"+uds.ErasedItems, &types.AttributeValueMemberN{Value: "0"}
-		adds = append(adds, "#c :n")
 	}
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName: aws.String(s.tables.Usage), Key: eraseKey(user),
@@ -453,8 +449,8 @@ func (s *Store) eraseKept(ctx context.Context, user, app string, deadline time.T
 			return found, err
 		}
 		seen := map[string]bool{}
-		for _, row := range rows {
-			key, ok := keyOf(row)
+		for _, e := range out.Items {
+			key, ok := keyOf(rows[keptID(e)])
 			if !ok || seen[historyKey(key)] {
 				continue
 			}
@@ -478,24 +474,6 @@ func (s *Store) eraseKept(ctx context.Context, user, app string, deadline time.T
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 	return found, nil
-}
-
-// keptRows reads the history rows that owner index entries name, strongly
-// consistent; those gone since are left out.
-func (s *Store) keptRows(ctx context.Context, op string, entries []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
-	if len(entries) == 0 {
-		return nil, nil
-	}
-	ka := types.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
-	for _, e := range entries {
-		ka.Keys = append(ka.Keys, map[string]types.AttributeValue{
-			schema.AttrHistoryKey: e[schema.AttrHistoryKey], schema.AttrVersion: e[schema.AttrVersion],
-		})
-	}
-	var rows []map[string]types.AttributeValue
-	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{s.tables.History: ka}}
-	err := s.getAll(ctx, op, in, func(_ string, row map[string]types.AttributeValue) { rows = append(rows, row) })
-	return rows, err
 }
 
 // eraseUsageRecord removes the user's usage record in app, with the

@@ -96,7 +96,7 @@ func (s *Store) eraseAudit(ctx context.Context, user, pseudonym string, record m
 		if err != nil {
 			return false, failed(op, err)
 		}
-		if pos.Table == 2 {
+		if tables[pos.Table] == s.tables.History {
 			err = s.auditKept(ctx, user, pseudonym, out.Items)
 		} else {
 			err = s.auditItems(ctx, user, pseudonym, out.Items)

@@ -18,17 +18,7 @@ import (
 // those gone or expired since the index was read, and under a namespace
 // filter those of other namespaces (the index names no namespace).
 func (p *exportPager) readKept(ctx context.Context, pos ExportPosition, entries []map[string]types.AttributeValue) error {
-	ka := types.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
-	for _, e := range entries {
-		ka.Keys = append(ka.Keys, map[string]types.AttributeValue{
-			schema.AttrHistoryKey: e[schema.AttrHistoryKey], schema.AttrVersion: e[schema.AttrVersion],
-		})
-	}
-	found := map[string]map[string]types.AttributeValue{}
-	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{p.s.tables.History: ka}}
-	err := p.s.getAll(ctx, "export "+p.q.App, in, func(_ string, row map[string]types.AttributeValue) {
-		found[keptID(row)] = row
-	})
+	found, err := p.s.keptRows(ctx, "export "+p.q.App, entries)
 	if err != nil {
 		return err
 	}
@@ -49,6 +39,26 @@ func (p *exportPager) readKept(ctx context.Context, pos ExportPosition, entries 
 		}
 	}
 	return nil
+}
+
+// keptRows reads the history rows that owner index entries name, strongly
+// consistent, by keptID; those gone since are absent.
+func (s *Store) keptRows(ctx context.Context, op string, entries []map[string]types.AttributeValue) (map[string]map[string]types.AttributeValue, error) {
+	found := map[string]map[string]types.AttributeValue{}
+	if len(entries) == 0 {
+		return found, nil
+	}
+	ka := types.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
+	for _, e := range entries {
+		ka.Keys = append(ka.Keys, map[string]types.AttributeValue{
+			schema.AttrHistoryKey: e[schema.AttrHistoryKey], schema.AttrVersion: e[schema.AttrVersion],
+		})
+	}
+	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{s.tables.History: ka}}
+	err := s.getAll(ctx, op, in, func(_ string, row map[string]types.AttributeValue) {
+		found[keptID(row)] = row
+	})
+	return found, err
 }
 
 // keptID names a history entry among those of the history table.
