@@ -959,6 +959,9 @@ func drainStreams(t *testing.T, p *streampoll.Poller) {
 // (check holds what is left to the invariants).
 func (x *crossing) eraseOwner() {
 	t := x.t
+	// The clock stands still, so that the erase settles only when the
+	// steps move it past its Retry-After.
+	x.clock.Freeze()
 	x.do("POST", admin+"/users/"+owner+"/erase", "").expect(t, http.StatusAccepted)
 	x.do("POST", x.item("after-erase"), `{"data":{"title":"t"}}`, x.subject()...).expect(t, http.StatusConflict)
 	if receipt := x.erase(t, owner, "", x.drain); receipt.State != "done" {
