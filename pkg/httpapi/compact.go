@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -283,6 +284,10 @@ func (c *compactor) string() error {
 	start := c.i
 	c.i++
 	for c.i < len(c.src) {
+		c.i += plainRun(c.src[c.i:])
+		if c.i >= len(c.src) {
+			break
+		}
 		switch b := c.src[c.i]; {
 		case b == '"':
 			c.i++
@@ -310,6 +315,36 @@ func (c *compactor) string() error {
 		}
 	}
 	return c.syntaxError()
+}
+
+// plainRun is how many bytes at the start of b are plain inside a
+// string: neither a quote, a backslash nor a control character. It looks
+// at eight bytes at a time, since most of a write's body is plain string
+// bytes; the first word holding any of the three leaves the rest to a
+// byte at a time.
+func plainRun(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if specialIn(binary.LittleEndian.Uint64(b[i:])) {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+	}
+	return i
+}
+
+// specialIn reports whether any byte of w is a quote, a backslash or below
+// 0x20. For each, a byte of x is zero exactly where w's is the one sought,
+// and (x - ones) &^ x has the top bit of a byte set for any byte below
+// 0x01 (below 0x20 with 0x20s subtracted), exact for whether any is.
+func specialIn(w uint64) bool {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	q, bs := w^(ones*'"'), w^(ones*'\\')
+	return ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)&^w)&tops != 0
 }
 
 func isHex(b byte) bool {

@@ -215,3 +215,30 @@ func FuzzCompactJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src []byte) { checkCompact(t, src) })
 }
+
+// TestPlainRun checks the word-at-a-time scan against a byte-at-a-time
+// one: every byte value at every position of runs of every length up to
+// three words, among plain bytes and among bytes one off the special ones.
+func TestPlainRun(t *testing.T) {
+	naive := func(b []byte) int {
+		for i, c := range b {
+			if c == '"' || c == '\\' || c < 0x20 {
+				return i
+			}
+		}
+		return len(b)
+	}
+	for _, fill := range []byte{'a', '"' + 1, '\\' - 1, '\\' + 1, 0x20, 0x7f, 0x80, 0xff} {
+		for n := 0; n <= 24; n++ {
+			for at := 0; at < n; at++ {
+				for v := 0; v < 256; v++ {
+					b := bytes.Repeat([]byte{fill}, n)
+					b[at] = byte(v)
+					if got, want := plainRun(b), naive(b); got != want {
+						t.Fatalf("plainRun(%q) = %d, want %d", b, got, want)
+					}
+				}
+			}
+		}
+	}
+}

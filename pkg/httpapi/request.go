@@ -199,11 +199,7 @@ func skipJSON(c []byte, i int) int {
 	for j := i; j < len(c); j++ {
 		switch c[j] {
 		case '"':
-			for j++; c[j] != '"'; j++ {
-				if c[j] == '\\' {
-					j++
-				}
-			}
+			j = stringEnd(c, j)
 			if depth == 0 {
 				return j + 1
 			}
@@ -224,6 +220,23 @@ func skipJSON(c []byte, i int) int {
 		}
 	}
 	return len(c)
+}
+
+// stringEnd returns where the closing quote is of the string whose
+// opening quote is at c[i], in valid JSON: the first quote after it that
+// an even run of backslashes precedes (an odd one escapes it). The quotes
+// are found by bytes.IndexByte, many bytes at a time.
+func stringEnd(c []byte, i int) int {
+	for {
+		i += 1 + bytes.IndexByte(c[i+1:], '"')
+		slashes := 0
+		for c[i-1-slashes] == '\\' {
+			slashes++
+		}
+		if slashes%2 == 0 {
+			return i
+		}
+	}
 }
 
 // checkDataValue validates a data value as decodeStrict or splitWriteBody

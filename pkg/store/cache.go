@@ -24,11 +24,8 @@ type cachedValue[V any] struct {
 
 // get returns the cached value of key at now, or loads and keeps it.
 func (c *ttlCache[V]) get(now time.Time, key string, load func() (V, error)) (V, error) {
-	c.mu.Lock()
-	e, ok := c.m[key]
-	c.mu.Unlock()
-	if ok && now.Before(e.expires) {
-		return e.value, nil
+	if v, ok := c.cached(now, key); ok {
+		return v, nil
 	}
 	v, err := load()
 	if err != nil {
@@ -36,6 +33,19 @@ func (c *ttlCache[V]) get(now time.Time, key string, load func() (V, error)) (V,
 	}
 	c.put(key, v, now)
 	return v, nil
+}
+
+// cached returns key's value if one is kept and fresh at now, and reads
+// nothing otherwise.
+func (c *ttlCache[V]) cached(now time.Time, key string) (V, bool) {
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if !ok || !now.Before(e.expires) {
+		var zero V
+		return zero, false
+	}
+	return e.value, true
 }
 
 // put keeps v as key's value, read at now.

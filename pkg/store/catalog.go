@@ -42,7 +42,7 @@ import (
 func (s *Store) planCatalogue(_ context.Context, p *plan) error {
 	var created []uds.Key
 	for _, c := range p.changes {
-		if c.kind != createItem || c.key.Namespace == uploadNamespace || holdsNamespace(created, c.key) {
+		if c.kind != createItem || c.key.Namespace == uploadNamespace || holdsNamespace(created, c.key) || s.catalogued(p.now, c.key) {
 			continue
 		}
 		created = append(created, c.key)
@@ -55,6 +55,15 @@ func (s *Store) planCatalogue(_ context.Context, p *plan) error {
 		})
 	}
 	return nil
+}
+
+// catalogued reports whether the cached policy of k's namespace shows the
+// mark already, as it does for every write but a namespace's first ones:
+// such a plan then waits for nothing after its commit. A policy not
+// cached is left to catalogue, which reads it.
+func (s *Store) catalogued(now time.Time, k uds.Key) bool {
+	pol, ok := s.policies.cached(now, k.App+uds.KeyDelimiter+k.Namespace)
+	return ok && !pol.HeldSince.IsZero()
 }
 
 // holdsNamespace reports whether keys holds one in k's namespace. It looks
