@@ -186,6 +186,12 @@ func (a *API) serveObserved(w http.ResponseWriter, r *http.Request, d dispatched
 	// No answer is ever taken for another type than it says: a browser
 	// that sniffed a JSON answer could render it as a page.
 	w.Header().Set(headerNoSniff, "nosniff")
+	if d.handler != nil {
+		// A handler runs within the request's time budget (serve).
+		var cancel context.CancelFunc
+		ctx, cancel = withBudget(ctx, a.request, answerMargin)
+		defer cancel()
+	}
 	r = r.WithContext(ctx)
 	st.cw = compressor{ResponseWriter: &st.w, acceptsGzip: acceptsGzip(r)}
 	if err := requestCoding(r); err != nil {

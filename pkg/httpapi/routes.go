@@ -285,7 +285,9 @@ func sentPath(u *url.URL) string {
 	return u.EscapedPath()
 }
 
-// serve runs what dispatch found, within the request's time budget.
+// serve runs what dispatch found. A handler runs within the request's
+// time budget, which serveObserved puts on the request's context with the
+// rest of what it observes, so that the request is copied once.
 func (a *API) serve(w http.ResponseWriter, r *http.Request, d dispatched) {
 	switch {
 	case d.badURL:
@@ -307,9 +309,6 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, d dispatched) {
 			a.fail(w, r, err, nil)
 			return
 		}
-		ctx, cancel := withBudget(r.Context(), a.request, answerMargin)
-		defer cancel()
-		r = r.WithContext(ctx)
 		if d.charged && !a.admit(w, r, d.params, 1) {
 			return
 		}

@@ -136,7 +136,8 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 			reclaimed[who] = true // the owner's expired items made room
 			continue
 		}
-		return nil, &quotaRefusal{change: p.growth[who], err: s.quotaError(ctx, app, owner, p.limits[who], record)}
+		oc := p.chargeOf(who)
+		return nil, &quotaRefusal{change: oc.growth, err: s.quotaError(ctx, app, owner, oc.limits, record)}
 	}
 	return nil, &uds.UnavailableError{Op: op, Err: errContended}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -111,13 +112,9 @@ type plan struct {
 	now     time.Time
 	changes []*change
 	actions []action
-	// deltas is the usage each owner's record moves by; growth names, per
-	// owner key, the first change that grows it, which a batch names when
-	// the owner's limit refuses it; limits, the limits each growth was
-	// checked against.
-	deltas ownerDeltas
-	growth map[string]int
-	limits map[string]uds.Limits
+	// owners is what the plan does to each owner's usage record, by owner
+	// key.
+	owners map[string]*ownerCharge
 	// streamDue is, per owner key, what the stream is due to release
 	// because of this plan (the streamed items it replaces): the limits
 	// hold for the usage once the stream has released it. It is made by
@@ -141,7 +138,7 @@ type plan struct {
 // newPlan starts a plan made at now of changes, each with its item's
 // action.
 func newPlan(now time.Time, prunes int, changes ...*change) *plan {
-	p := &plan{now: now, changes: changes, deltas: ownerDeltas{}, growth: map[string]int{}, limits: map[string]uds.Limits{}, prunes: prunes}
+	p := &plan{now: now, changes: changes, owners: map[string]*ownerCharge{}, prunes: prunes}
 	for i, c := range changes {
 		p.add(roleItem, i, c.item)
 		p.bytes += c.value.itemBytes
@@ -161,10 +158,54 @@ func (p *plan) charge(app, owner string, u uds.Usage, i int) {
 
 // chargeOwner is charge to the owner of owner key k.
 func (p *plan) chargeOwner(k string, u uds.Usage, i int) {
-	p.deltas[k] = p.deltas[k].Plus(u)
-	if _, seen := p.growth[k]; !seen && u.Grows() {
-		p.growth[k] = i
+	oc := p.owner(k)
+	oc.delta = oc.delta.Plus(u)
+	if !oc.grown && u.Grows() {
+		oc.growth, oc.grown = i, true
 	}
+}
+
+// ownerCharge is what a plan does to one owner's usage record: the usage
+// it moves by; the first change that grows it (growth, once grown), which
+// a batch names when the owner's limit refuses it; and the limits the
+// growth is checked against (once known).
+type ownerCharge struct {
+	delta  uds.Usage
+	growth int
+	grown  bool
+	limits uds.Limits
+	known  bool
+}
+
+// owner is the charge of owner key k, made on first use.
+func (p *plan) owner(k string) *ownerCharge {
+	oc := p.owners[k]
+	if oc == nil {
+		oc = &ownerCharge{}
+		p.owners[k] = oc
+	}
+	return oc
+}
+
+// chargeOf is the charge of owner key k, or none.
+func (p *plan) chargeOf(k string) ownerCharge {
+	if oc := p.owners[k]; oc != nil {
+		return *oc
+	}
+	return ownerCharge{}
+}
+
+// charged are the keys of the owners whose usage the plan changes, in
+// order.
+func (p *plan) charged() []string {
+	keys := make([]string, 0, len(p.owners))
+	for k, oc := range p.owners {
+		if oc.delta != (uds.Usage{}) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // afterCommit adds what runs once the plan committed.

@@ -179,7 +179,8 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 	for i, c := range p.changes {
 		k := ownerKey(c.key.App, c.owner)
 		if c.limits != nil {
-			p.limits[k] = *c.limits
+			oc := p.owner(k)
+			oc.limits, oc.known = *c.limits, true
 		}
 		var old uds.Usage // what the owner holds of old, however counted
 		if c.old != nil {
@@ -209,31 +210,30 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 			p.streamDue.add(c.key.App, c.old.owner, old.Plus(c.old.charged().Negate()))
 		}
 	}
-	for _, k := range p.deltas.owners() {
+	for _, k := range p.charged() {
 		app, who := splitOwnerKey(k)
-		d := p.deltas[k]
+		oc := p.owners[k]
 		var write types.TransactWriteItem
-		if d.Plus(p.streamDue[k].Negate()).Grows() {
-			lim, known := p.limits[k]
-			if !known {
-				var err error
-				if lim, err = s.limitsInEffect(ctx, app, who); err != nil {
+		if oc.delta.Plus(p.streamDue[k].Negate()).Grows() {
+			if !oc.known {
+				lim, err := s.limitsInEffect(ctx, app, who)
+				if err != nil {
 					return err
 				}
-				p.limits[k] = lim
+				oc.limits, oc.known = lim, true
 			}
 			var err error
-			write, _, err = s.usageActionWithin(ctx, app, who, d, lim, p.streamDue[k])
+			write, _, err = s.usageActionWithin(ctx, app, who, oc.delta, oc.limits, p.streamDue[k])
 			if errors.Is(err, uds.ErrQuotaExceeded) {
-				return &quotaRefusal{change: p.growth[k], err: err}
+				return &quotaRefusal{change: oc.growth, err: err}
 			}
 			if err != nil {
 				return err
 			}
 		} else {
-			write = s.usageChange(app, who, d)
+			write = s.usageChange(app, who, oc.delta)
 		}
-		p.actions = append(p.actions, action{role: roleUsage, change: p.growth[k], owner: k, write: write})
+		p.actions = append(p.actions, action{role: roleUsage, change: oc.growth, owner: k, write: write})
 	}
 	return nil
 }
