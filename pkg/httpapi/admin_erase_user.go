@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -94,7 +95,7 @@ func (a *API) getErasure(w http.ResponseWriter, r *http.Request, p params) {
 			return
 		}
 	}
-	if err == uds.ErrNotFound {
+	if errors.Is(err, uds.ErrNotFound) {
 		err = errNoErasure
 	}
 	a.fail(w, r, err, nil)

@@ -225,10 +225,15 @@ func skipJSON(c []byte, i int) int {
 // stringEnd returns where the closing quote is of the string whose
 // opening quote is at c[i], in valid JSON: the first quote after it that
 // an even run of backslashes precedes (an odd one escapes it). The quotes
-// are found by bytes.IndexByte, many bytes at a time.
+// are found by bytes.IndexByte, many bytes at a time. A string left open
+// (never in valid JSON) ends at len(c), rather than looping.
 func stringEnd(c []byte, i int) int {
 	for {
-		i += 1 + bytes.IndexByte(c[i+1:], '"')
+		n := bytes.IndexByte(c[i+1:], '"')
+		if n < 0 {
+			return len(c)
+		}
+		i += 1 + n
 		slashes := 0
 		for c[i-1-slashes] == '\\' {
 			slashes++

@@ -392,17 +392,14 @@ func (s *Store) eraseEntries(ctx context.Context, op, user, app string, pending 
 	rv := &removeVerb{s: s, pending: pending, also: func(ctx context.Context, es []listEntry) ([]types.TransactWriteItem, error) {
 		counts := map[string]int{}
 		keys := make([]uds.Key, len(es))
+		states := make([]map[string]types.AttributeValue, len(es))
 		for i, e := range es {
 			counts[erasedKind(e.key)]++
-			keys[i] = e.key
+			keys[i], states[i] = e.key, e.state
 		}
 		heads, err := s.readHeads(ctx, keys)
 		if err != nil {
 			return nil, err
-		}
-		states := make([]map[string]types.AttributeValue, len(es))
-		for i, e := range es {
-			states[i] = e.state
 		}
 		actions := []types.TransactWriteItem{s.tally(user, app, counts, objectsOf(states...)...)}
 		for _, k := range keys {

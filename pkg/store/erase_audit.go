@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -165,29 +166,32 @@ func (s *Store) auditItems(ctx context.Context, user, pseudonym string, items []
 // renameWriter is the update that replaces user by pseudonym in those of
 // the named audit fields of av that name them, while they still do.
 func renameWriter(user, pseudonym string, av map[string]types.AttributeValue, fields ...string) *types.Update {
-	names := map[string]string{}
-	values := map[string]types.AttributeValue{
-		":u": &types.AttributeValueMemberS{Value: user},
-		":p": &types.AttributeValueMemberS{Value: pseudonym},
+	var naming []string
+	for _, f := range fields {
+		if str(av, f) == user {
+			naming = append(naming, f)
+		}
 	}
-	set, cond := "", ""
+	update, refs := renameFields(pseudonym, naming)
+	update.ExpressionAttributeValues[":u"] = &types.AttributeValueMemberS{Value: user}
+	update.ConditionExpression = aws.String(strings.Join(refs, " = :u AND ") + " = :u")
+	return update
+}
+
+// renameFields is the update that sets each of fields to pseudonym, without
+// its condition, and the names it gives the fields.
+func renameFields(pseudonym string, fields []string) (*types.Update, []string) {
+	names := map[string]string{}
+	refs := make([]string, len(fields))
 	for i, f := range fields {
-		if str(av, f) != user {
-			continue
-		}
-		ref := "#f" + strconv.Itoa(i)
-		names[ref] = f
-		if set != "" {
-			set, cond = set+", ", cond+" AND "
-		}
-		set, cond = set+ref+" = :p", cond+ref+" = :u"
+		refs[i] = "#f" + strconv.Itoa(i)
+		names[refs[i]] = f
 	}
 	return &types.Update{
-		UpdateExpression:          aws.String("SET " + set),
-		ConditionExpression:       aws.String(cond),
+		UpdateExpression:          aws.String("SET " + strings.Join(refs, " = :p, ") + " = :p"),
 		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-	}
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pseudonym}},
+	}, refs
 }
 
 // auditKept renames the user in the versions and delete markers that
@@ -264,23 +268,16 @@ func (s *Store) renameInHistory(ctx context.Context, user, pseudonym string, key
 // may have gone with its version meanwhile, which the head's condition
 // then tells.
 func (s *Store) renameKept(user, pseudonym string, key uds.Key, k keptVersion) types.TransactWriteItem {
-	names := map[string]string{"#hk": schema.AttrHistoryKey}
-	set := ""
+	var fields []string
 	if k.updatedBy == user {
-		names["#ub"], set = schema.AttrUpdatedBySubject, "#ub = :p"
+		fields = append(fields, schema.AttrUpdatedBySubject)
 	}
 	if k.creator == user {
-		names["#cb"] = schema.AttrCreatedBySubject
-		if set != "" {
-			set += ", "
-		}
-		set += "#cb = :p"
+		fields = append(fields, schema.AttrCreatedBySubject)
 	}
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName: aws.String(s.tables.History), Key: historyEntryKey(key, k.version),
-		UpdateExpression:          aws.String("SET " + set),
-		ConditionExpression:       aws.String("attribute_exists(#hk)"),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pseudonym}},
-	}}
+	update, _ := renameFields(pseudonym, fields)
+	update.TableName, update.Key = aws.String(s.tables.History), historyEntryKey(key, k.version)
+	update.ExpressionAttributeNames["#hk"] = schema.AttrHistoryKey
+	update.ConditionExpression = aws.String("attribute_exists(#hk)")
+	return types.TransactWriteItem{Update: update}
 }

@@ -51,15 +51,28 @@ func holdUntil(record map[string]types.AttributeValue) time.Time {
 // write to an item the user owns in a shared namespace). A removal as read
 // (a reclaim, the erase's own) has no writer and is never refused.
 func (s *Store) planErasure(ctx context.Context, p *plan) error {
+	// A batch's changes mostly share one writer in one app: each user is
+	// looked up once in a row of them.
+	var lastApp, lastWho string
+	check := func(app, who string) error {
+		if app == lastApp && who == lastWho {
+			return nil
+		}
+		if err := s.refuseErasing(ctx, app, who); err != nil {
+			return err
+		}
+		lastApp, lastWho = app, who
+		return nil
+	}
 	for _, c := range p.changes {
 		if c.w == nil {
 			continue
 		}
-		if err := s.refuseErasing(ctx, c.key.App, c.w.Subject); err != nil {
+		if err := check(c.key.App, c.w.Subject); err != nil {
 			return err
 		}
 		if c.kind != removeItem && c.owner != c.w.Subject {
-			if err := s.refuseErasing(ctx, c.key.App, c.owner); err != nil {
+			if err := check(c.key.App, c.owner); err != nil {
 				return err
 			}
 		}

@@ -513,8 +513,6 @@ func splitHistory(h uds.History, list []keptVersion, now time.Time) (keep, drop 
 	return keep, drop
 }
 
-// headPut writes an item's head listing kept, conditional on the revision
-// read, so that two writers of one history never both commit.
 // headDelete removes a key's history head if it is still as read. A head
 // that lists nothing only keeps the numbering of the key's versions, which
 // a key no item holds can lose: the caller removes the item in the same
@@ -524,10 +522,12 @@ func (s *Store) headDelete(key uds.Key, head historyHead) types.TransactWriteIte
 	cond, names, values := headAsRead(head)
 	return types.TransactWriteItem{Delete: &types.Delete{
 		TableName: aws.String(s.tables.History), Key: historyEntryKey(key, schema.HeadVersion),
-		ConditionExpression: aws.String(*cond), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 	}}
 }
 
+// headPut writes an item's head listing kept, conditional on the revision
+// read, so that two writers of one history never both commit.
 func (s *Store) headPut(key uds.Key, head historyHead, kept []keptVersion, last int64) types.TransactWriteItem {
 	list := make([]types.AttributeValue, len(kept))
 	for i, k := range kept {

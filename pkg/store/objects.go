@@ -67,10 +67,11 @@ func objectsOf(states ...map[string]types.AttributeValue) []string {
 			names = append(names, name)
 		}
 		pending := str(st, schema.AttrPendingObject)
-		if app, id, ok := uds.ParseObjectName(pending); ok {
-			names = append(names, pending, uds.ValueName(app, id))
-		} else if pending != "" {
+		if pending != "" {
 			names = append(names, pending)
+		}
+		if app, id, ok := uds.ParseObjectName(pending); ok {
+			names = append(names, uds.ValueName(app, id))
 		}
 	}
 	return names

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -198,14 +197,7 @@ func (p *plan) chargeOf(k string) ownerCharge {
 // charged are the keys of the owners whose usage the plan changes, in
 // order.
 func (p *plan) charged() []string {
-	keys := make([]string, 0, len(p.owners))
-	for k, oc := range p.owners {
-		if oc.delta != (uds.Usage{}) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys
+	return changedOwners(p.owners, func(oc *ownerCharge) uds.Usage { return oc.delta })
 }
 
 // afterCommit adds what runs once the plan committed.

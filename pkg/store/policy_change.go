@@ -290,6 +290,6 @@ func (s *Store) updatePolicyRecord(ctx context.Context, app, namespace, update, 
 	case err != nil:
 		return false, err
 	}
-	s.policies.forget(app + uds.KeyDelimiter + namespace)
+	s.policies.forget(namespaceID(app, namespace))
 	return true, nil
 }

@@ -249,9 +249,15 @@ func (d ownerDeltas) add(app, owner string, u uds.Usage) {
 
 // owners are the keys of the owners whose usage changes, in order.
 func (d ownerDeltas) owners() []string {
-	keys := make([]string, 0, len(d))
-	for k, u := range d {
-		if u != (uds.Usage{}) {
+	return changedOwners(d, func(u uds.Usage) uds.Usage { return u })
+}
+
+// changedOwners are the owner keys of m whose usage change (delta of
+// their value) is not zero, in order.
+func changedOwners[V any](m map[string]V, delta func(V) uds.Usage) []string {
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if delta(v) != (uds.Usage{}) {
 			keys = append(keys, k)
 		}
 	}
