@@ -29,8 +29,9 @@ import (
 // stubTransport answers DynamoDB at the HTTP transport, so the benchmarks
 // include the SDK's request building, signing and response parsing, and
 // nothing of the network or the engine. Its responses carry what
-// DynamoDB's do: a request ID and the CRC32 of the body, which the client
-// validates.
+// DynamoDB's do: a request ID, the CRC32 of the body, which the client
+// validates, and the capacity the call consumed when the call asks for it
+// (UDS's calls all do, for the units its request lines count).
 type stubTransport struct {
 	// query, when set, answers Query (the list benchmarks).
 	query *stubBody
@@ -49,30 +50,47 @@ var stubMeta = `{"Item":{"dataKey":{"S":"d53065bd-f932-4841-83fb-849717d8df0f|be
 	`"updatedDate":{"S":"2024-01-15T10:30:00.000Z"},"updatedBySubject":{"S":"anonymous"},` +
 	`"version":{"N":"1"},"itemSize":{"N":"1150"},"ownerKey":{"S":"d53065bd-f932-4841-83fb-849717d8df0f|anonymous"}}}`
 
+// stubBody is one answer of the stub: its body and CRC32, and the same
+// answer reporting the capacity the call consumed, for a call that asks.
 type stubBody struct {
 	body, crc string
+	capacity  *stubBody
 }
 
-func newStubBody(body string) stubBody {
-	return stubBody{body, strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10)}
+// newStubBody is the answer body, and with capacity (DynamoDB's
+// ConsumedCapacity of the call, as ReturnConsumedCapacity TOTAL reports
+// it) the answer to a call that asks for it.
+func newStubBody(body, capacity string) stubBody {
+	b := stubBody{body: body, crc: crc32Of(body)}
+	with := `{"ConsumedCapacity":` + capacity
+	if body != "{}" {
+		with += ","
+	}
+	with += body[1:]
+	b.capacity = &stubBody{body: with, crc: crc32Of(with)}
+	return b
 }
 
+func crc32Of(body string) string {
+	return strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10)
+}
+
+// The answers and what their calls consume: a strongly consistent read of
+// up to 4 KB is one read unit; a transaction's put of the 1 KB item two
+// write units a KB (four) and its usage change two.
 var (
-	stubGetItem  = newStubBody(stubItem)
-	stubGetMeta  = newStubBody(stubMeta)
-	stubBatchGet = newStubBody(`{"Responses":{}}`)
-	stubEmpty    = newStubBody(`{}`)
+	stubGetItem  = newStubBody(stubItem, `{"TableName":"data_store","CapacityUnits":1.0,"ReadCapacityUnits":1.0}`)
+	stubGetMeta  = newStubBody(stubMeta, `{"TableName":"data_store","CapacityUnits":1.0,"ReadCapacityUnits":1.0}`)
+	stubBatchGet = newStubBody(`{"Responses":{}}`, `[]`)
+	stubTransact = newStubBody(`{}`, `[{"TableName":"data_store","CapacityUnits":4.0,"WriteCapacityUnits":4.0},`+
+		`{"TableName":"data_usage","CapacityUnits":2.0,"WriteCapacityUnits":2.0}]`)
+	stubEmpty = newStubBody(`{}`, `{"TableName":"data_store","CapacityUnits":1.0}`)
 )
 
 func (t stubTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	target := r.Header.Get("X-Amz-Target")
-	// Only a read's call is read: whether it asks for the whole item.
 	var call bytes.Buffer
-	if strings.HasSuffix(target, ".GetItem") {
-		_, _ = call.ReadFrom(r.Body)
-	} else {
-		_, _ = io.Copy(io.Discard, r.Body)
-	}
+	_, _ = call.ReadFrom(r.Body)
 	b := stubEmpty
 	switch {
 	case strings.HasSuffix(target, ".GetItem") && bytes.Contains(call.Bytes(), []byte(`"ProjectionExpression"`)):
@@ -81,8 +99,13 @@ func (t stubTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		b = stubGetItem
 	case strings.HasSuffix(target, ".BatchGetItem"):
 		b = stubBatchGet
+	case strings.HasSuffix(target, ".TransactWriteItems"):
+		b = stubTransact
 	case strings.HasSuffix(target, ".Query") && t.query != nil:
 		b = *t.query
+	}
+	if bytes.Contains(call.Bytes(), []byte(`"ReturnConsumedCapacity":"TOTAL"`)) {
+		b = *b.capacity
 	}
 	return &http.Response{
 		StatusCode: 200,

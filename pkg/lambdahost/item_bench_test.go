@@ -13,12 +13,14 @@ import (
 
 // sdkGet and sdkPost are the DynamoDB calls a GET and a POST of a 1 KB item
 // make, as UDS makes them: a strongly consistent GetItem, and one
-// TransactWriteItems of the item's put and its owner's usage change.
+// TransactWriteItems of the item's put and its owner's usage change, each
+// asking for the capacity it consumes.
 func sdkGet(ctx context.Context, c *dynamodb.Client) error {
 	_, err := c.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(benchTables.Data),
-		Key:            map[string]types.AttributeValue{"dataKey": &types.AttributeValueMemberS{Value: "d53065bd-f932-4841-83fb-849717d8df0f|bench|item"}},
-		ConsistentRead: aws.Bool(true),
+		TableName:              aws.String(benchTables.Data),
+		Key:                    map[string]types.AttributeValue{"dataKey": &types.AttributeValueMemberS{Value: "d53065bd-f932-4841-83fb-849717d8df0f|bench|item"}},
+		ConsistentRead:         aws.Bool(true),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	})
 	return err
 }
@@ -27,7 +29,8 @@ func sdkPost(ctx context.Context, c *dynamodb.Client) error {
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 	_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		ClientRequestToken: aws.String("0123456789abcdef0123456789abcdef"),
+		ClientRequestToken:     aws.String("0123456789abcdef0123456789abcdef"),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		TransactItems: []types.TransactWriteItem{
 			{Put: &types.Put{
 				TableName: aws.String(benchTables.Data),

@@ -45,6 +45,7 @@ func listValue(n, seed int) string {
 // are about size bytes, stored as UDS stores them (compressed above 4 KB).
 func queryAnswer(n, size int) stubBody {
 	items := make([]map[string]any, n)
+	returned := 0
 	for i := range items {
 		v := listValue(size, i)
 		it := map[string]any{
@@ -69,12 +70,15 @@ func queryAnswer(n, size int) stubBody {
 			it["dataValue"] = map[string]string{"S": v}
 		}
 		items[i] = it
+		returned += len(v) + 200
 	}
 	body, err := json.Marshal(map[string]any{"Items": items, "Count": n, "ScannedCount": n})
 	if err != nil {
 		panic(err)
 	}
-	return newStubBody(string(body))
+	// A strongly consistent Query reads a unit for each 4 KB it returns.
+	units := strconv.Itoa((returned + 4095) / 4096)
+	return newStubBody(string(body), `{"TableName":"data_store_list","CapacityUnits":`+units+`,"ReadCapacityUnits":`+units+`}`)
 }
 
 // listPage is one row of BenchmarkListPage: a page of n items of about
@@ -128,7 +132,8 @@ func (c listPage) bench(b *testing.B) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":k": &types.AttributeValueMemberS{Value: "d53065bd-f932-4841-83fb-849717d8df0f|bench|feed"},
 		},
-		Limit: aws.Int32(int32(c.n + 1)),
+		Limit:                  aws.Int32(int32(c.n + 1)),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	}
 	ctx := context.Background()
 	var sdk, ours time.Duration
