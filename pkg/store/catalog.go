@@ -62,7 +62,7 @@ func (s *Store) planCatalogue(_ context.Context, p *plan) error {
 // such a plan then waits for nothing after its commit. A policy not
 // cached is left to catalogue, which reads it.
 func (s *Store) catalogued(now time.Time, k uds.Key) bool {
-	pol, ok := s.policies.cached(now, namespaceID(k.App, k.Namespace))
+	pol, ok := s.policies.cached(now, namespaceRef{k.App, k.Namespace})
 	return ok && !pol.HeldSince.IsZero()
 }
 
@@ -90,7 +90,7 @@ func (s *Store) catalogue(ctx context.Context, app, namespace string) {
 	}
 	// A write of this process that is marking the namespace already
 	// stands for this one: should it fail, a later write marks.
-	key := namespaceID(app, namespace)
+	key := namespaceRef{app, namespace}
 	if _, marking := s.cataloguing.LoadOrStore(key, true); marking {
 		return
 	}
@@ -116,7 +116,7 @@ func (s *Store) MarkHeld(ctx context.Context, ns HeldNamespace) error {
 	if err := s.markHeld(ctx, ns.App, ns.Namespace, s.writeTime()); err != nil {
 		return failed("mark "+ns.App+"/"+ns.Namespace+" as holding data", err)
 	}
-	s.policies.forget(namespaceID(ns.App, ns.Namespace))
+	s.policies.forget(namespaceRef{ns.App, ns.Namespace})
 	return nil
 }
 

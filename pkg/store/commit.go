@@ -53,7 +53,7 @@ func (s *Store) reclaimForStream(ctx context.Context, p *plan, err error) {
 	if !c.streamed {
 		return
 	}
-	_, _ = s.streamReclaims.get(s.now(), ownerKey(c.key.App, c.owner), func() (int, error) {
+	_, _ = s.streamReclaims.get(s.now(), ownerRef{c.key.App, c.owner}, func() (int, error) {
 		return s.reclaimOwner(ctx, c.key.App, c.owner), nil
 	})
 }
@@ -69,7 +69,7 @@ var errCommitted = errors.New("committed by an earlier attempt")
 // the plan that committed, nil when the verb found its own earlier commit.
 func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error) {
 	uncertain := false
-	reclaimed := map[string]bool{}
+	reclaimed := map[ownerRef]bool{}
 	// last is the last plan the capabilities contributed to: when the
 	// write fails and no attempt may have committed, what they made ready
 	// for it is undone (every attempt makes the same).
@@ -131,7 +131,7 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 		if !limited {
 			return nil, failed(op, errUnexpectedCancel(r.reasons))
 		}
-		app, owner := splitOwnerKey(who)
+		app, owner := who.app, who.owner
 		if !reclaimed[who] && s.reclaimOwner(ctx, app, owner) > 0 {
 			reclaimed[who] = true // the owner's expired items made room
 			continue
@@ -190,13 +190,13 @@ func (r *refusal) anyOf(ro role) bool {
 
 // usage names the owner whose limit refused the plan, with the usage
 // record as it stood.
-func (r *refusal) usage() (owner string, record map[string]types.AttributeValue, ok bool) {
+func (r *refusal) usage() (owner ownerRef, record map[string]types.AttributeValue, ok bool) {
 	for a, act := range r.plan.actions {
 		if act.role == roleUsage && r.reasons.conditionFailed(a) {
 			return act.owner, r.reasons.item(a), true
 		}
 	}
-	return "", nil, false
+	return ownerRef{}, nil, false
 }
 
 // writeOutcome is how one attempt at a write ended, when it did not fail

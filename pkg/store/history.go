@@ -477,7 +477,7 @@ func (s *Store) finishHistory(key uds.Key, h uds.History, head historyHead, list
 // and adds the release of what it holds to deltas.
 func (s *Store) removeKept(key uds.Key, k keptVersion, deltas ownerDeltas) types.TransactWriteItem {
 	if k.owner != "" && k.size != 0 {
-		deltas[k.owner] = deltas[k.owner].Plus(uds.Usage{Bytes: -k.size, History: -k.size})
+		deltas.addOwnerKey(k.owner, uds.Usage{Bytes: -k.size, History: -k.size})
 	}
 	return types.TransactWriteItem{Delete: &types.Delete{
 		TableName:                aws.String(s.tables.History),

@@ -74,7 +74,7 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 				actions = append(actions, s.markerPut(key, k))
 			} else {
 				actions = append(actions, s.keptPut(app, e, k))
-				deltas[k.owner] = deltas[k.owner].Plus(uds.Usage{Bytes: k.size, History: k.size})
+				deltas.addOwnerKey(k.owner, uds.Usage{Bytes: k.size, History: k.size})
 			}
 			list, last = append(list, k), max(last, k.version)
 		}

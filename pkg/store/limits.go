@@ -34,7 +34,7 @@ func (s *Store) limitsInEffect(ctx context.Context, app, user string) (uds.Limit
 // only now and then, for its rate limits and, a write, for its quota and
 // whether an erase refuses it.
 func (s *Store) recordsInEffect(ctx context.Context, app, user string) (inEffect, error) {
-	return s.limits.get(s.now(), ownerKey(app, user), func() (inEffect, error) {
+	return s.limits.get(s.now(), ownerRef{app, user}, func() (inEffect, error) {
 		rs, err := s.readRecords(ctx, app, user, false)
 		if err != nil {
 			return inEffect{}, err

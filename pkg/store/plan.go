@@ -45,8 +45,8 @@ type action struct {
 	// change is the plan's change the action serves (its position in
 	// p.changes).
 	change int
-	// owner is, for roleUsage, the owner key whose record it changes.
-	owner string
+	// owner is, for roleUsage, the owner whose record it changes.
+	owner ownerRef
 	write types.TransactWriteItem
 }
 
@@ -111,10 +111,9 @@ type plan struct {
 	now     time.Time
 	changes []*change
 	actions []action
-	// owners is what the plan does to each owner's usage record, by owner
-	// key.
-	owners map[string]*ownerCharge
-	// streamDue is, per owner key, what the stream is due to release
+	// owners is what the plan does to each owner's usage record.
+	owners map[ownerRef]*ownerCharge
+	// streamDue is, per owner, what the stream is due to release
 	// because of this plan (the streamed items it replaces): the limits
 	// hold for the usage once the stream has released it. It is made by
 	// the first such item: most plans replace none.
@@ -137,7 +136,7 @@ type plan struct {
 // newPlan starts a plan made at now of changes, each with its item's
 // action.
 func newPlan(now time.Time, prunes int, changes ...*change) *plan {
-	p := &plan{now: now, changes: changes, owners: map[string]*ownerCharge{}, prunes: prunes}
+	p := &plan{now: now, changes: changes, owners: map[ownerRef]*ownerCharge{}, prunes: prunes}
 	for i, c := range changes {
 		p.add(roleItem, i, c.item)
 		p.bytes += c.value.itemBytes
@@ -152,11 +151,11 @@ func (p *plan) add(r role, i int, w types.TransactWriteItem) {
 
 // charge moves owner's usage by u because of change i.
 func (p *plan) charge(app, owner string, u uds.Usage, i int) {
-	p.chargeOwner(ownerKey(app, owner), u, i)
+	p.chargeOwner(ownerRef{app, owner}, u, i)
 }
 
-// chargeOwner is charge to the owner of owner key k.
-func (p *plan) chargeOwner(k string, u uds.Usage, i int) {
+// chargeOwner is charge to owner k.
+func (p *plan) chargeOwner(k ownerRef, u uds.Usage, i int) {
 	oc := p.owner(k)
 	oc.delta = oc.delta.Plus(u)
 	if !oc.grown && u.Grows() {
@@ -176,8 +175,8 @@ type ownerCharge struct {
 	known  bool
 }
 
-// owner is the charge of owner key k, made on first use.
-func (p *plan) owner(k string) *ownerCharge {
+// owner is the charge of owner k, made on first use.
+func (p *plan) owner(k ownerRef) *ownerCharge {
 	oc := p.owners[k]
 	if oc == nil {
 		oc = &ownerCharge{}
@@ -186,17 +185,16 @@ func (p *plan) owner(k string) *ownerCharge {
 	return oc
 }
 
-// chargeOf is the charge of owner key k, or none.
-func (p *plan) chargeOf(k string) ownerCharge {
+// chargeOf is the charge of owner k, or none.
+func (p *plan) chargeOf(k ownerRef) ownerCharge {
 	if oc := p.owners[k]; oc != nil {
 		return *oc
 	}
 	return ownerCharge{}
 }
 
-// charged are the keys of the owners whose usage the plan changes, in
-// order.
-func (p *plan) charged() []string {
+// charged are the owners whose usage the plan changes, in order.
+func (p *plan) charged() []ownerRef {
 	return changedOwners(p.owners, func(oc *ownerCharge) uds.Usage { return oc.delta })
 }
 

@@ -30,7 +30,7 @@ import (
 // past it, while it is pending, the policy is read afresh on every request
 // to the namespace, which only a change under way pays.
 func (s *Store) Policy(ctx context.Context, app, namespace string) (uds.Policy, error) {
-	key := namespaceID(app, namespace)
+	key := namespaceRef{app, namespace}
 	now := s.now()
 	p, err := s.policies.get(now, key, func() (uds.Policy, error) {
 		return s.readPolicy(ctx, app, namespace)
@@ -42,10 +42,6 @@ func (s *Store) Policy(ctx context.Context, app, namespace string) (uds.Policy, 
 	}
 	return p, err
 }
-
-// namespaceID names a namespace among every app's: the key of its
-// policy in the policy cache.
-func namespaceID(app, namespace string) string { return app + uds.KeyDelimiter + namespace }
 
 // StoredPolicy reads a namespace's policy strongly consistent, for the
 // admin view.

@@ -290,6 +290,6 @@ func (s *Store) updatePolicyRecord(ctx context.Context, app, namespace, update, 
 	case err != nil:
 		return false, err
 	}
-	s.policies.forget(namespaceID(app, namespace))
+	s.policies.forget(namespaceRef{app, namespace})
 	return true, nil
 }

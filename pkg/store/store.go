@@ -40,15 +40,15 @@ type Store struct {
 	tables       Tables
 	globalLimits uds.Limits
 	globalRates  uds.RateLimits
-	limits       ttlCache[inEffect]
-	policies     ttlCache[uds.Policy]
+	limits       ttlCache[ownerRef, inEffect]
+	policies     ttlCache[namespaceRef, uds.Policy]
 	// tracked keeps owners' usage as their records last said, for the
 	// quota check of writes in streamed mode.
-	tracked ttlCache[uds.Usage]
+	tracked ttlCache[ownerRef, uds.Usage]
 	// streamReclaims notes, for the tracked usage's lifetime, the owners
 	// whose expired items a streamed write refused by that usage
 	// reclaimed (commit.go, reclaimForStream).
-	streamReclaims ttlCache[int]
+	streamReclaims ttlCache[ownerRef, int]
 	recomputeQuiet time.Duration
 	// policySettle and policyWindow time a change into or out of private
 	// (policy_change.go).

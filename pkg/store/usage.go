@@ -1,9 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -177,7 +178,7 @@ func (s *Store) usageActionWithin(ctx context.Context, app, owner string, d uds.
 // grows.
 func (s *Store) planUsage(ctx context.Context, p *plan) error {
 	for i, c := range p.changes {
-		k := ownerKey(c.key.App, c.owner)
+		k := ownerRef{c.key.App, c.owner}
 		if c.limits != nil {
 			oc := p.owner(k)
 			oc.limits, oc.known = *c.limits, true
@@ -211,7 +212,7 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 		}
 	}
 	for _, k := range p.charged() {
-		app, who := splitOwnerKey(k)
+		app, who := k.app, k.owner
 		oc := p.owners[k]
 		var write types.TransactWriteItem
 		if oc.delta.Plus(p.streamDue[k].Negate()).Grows() {
@@ -238,38 +239,47 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 	return nil
 }
 
-// ownerDeltas adds up the usage changes of one transaction per owner (by
-// owner key), so that it moves each owner's record once.
-type ownerDeltas map[string]uds.Usage
+// ownerDeltas adds up the usage changes of one transaction per owner, so
+// that it moves each owner's record once.
+type ownerDeltas map[ownerRef]uds.Usage
 
 func (d ownerDeltas) add(app, owner string, u uds.Usage) {
-	k := ownerKey(app, owner)
+	k := ownerRef{app, owner}
 	d[k] = d[k].Plus(u)
 }
 
-// owners are the keys of the owners whose usage changes, in order.
-func (d ownerDeltas) owners() []string {
+// addOwnerKey is add for the owner an owner key (as items and kept
+// versions store it) names.
+func (d ownerDeltas) addOwnerKey(k string, u uds.Usage) {
+	app, owner := splitOwnerKey(k)
+	d.add(app, owner, u)
+}
+
+// owners are the owners whose usage changes, in order.
+func (d ownerDeltas) owners() []ownerRef {
 	return changedOwners(d, func(u uds.Usage) uds.Usage { return u })
 }
 
-// changedOwners are the owner keys of m whose usage change (delta of
-// their value) is not zero, in order.
-func changedOwners[V any](m map[string]V, delta func(V) uds.Usage) []string {
-	keys := make([]string, 0, len(m))
+// changedOwners are the owners in m whose usage change (delta of their
+// value) is not zero, ordered by app and then owner, so that a
+// transaction lists its usage changes in one order whatever the map's.
+func changedOwners[V any](m map[ownerRef]V, delta func(V) uds.Usage) []ownerRef {
+	keys := make([]ownerRef, 0, len(m))
 	for k, v := range m {
 		if delta(v) != (uds.Usage{}) {
 			keys = append(keys, k)
 		}
 	}
-	sort.Strings(keys)
+	slices.SortFunc(keys, func(a, b ownerRef) int {
+		return cmp.Or(strings.Compare(a.app, b.app), strings.Compare(a.owner, b.owner))
+	})
 	return keys
 }
 
-// each calls fn for every owner whose usage changes, in owner key order.
+// each calls fn for every owner whose usage changes, in order.
 func (d ownerDeltas) each(fn func(app, owner string, u uds.Usage)) {
 	for _, k := range d.owners() {
-		app, owner := splitOwnerKey(k)
-		fn(app, owner, d[k])
+		fn(k.app, k.owner, d[k])
 	}
 }
 
@@ -366,7 +376,7 @@ func (s *Store) checkTracked(ctx context.Context, app, owner string, lim uds.Lim
 	if !d.Grows() || lim == (uds.Limits{}) {
 		return nil
 	}
-	used, err := s.tracked.get(s.now(), ownerKey(app, owner), func() (uds.Usage, error) {
+	used, err := s.tracked.get(s.now(), ownerRef{app, owner}, func() (uds.Usage, error) {
 		return s.readUsage(ctx, app, owner, false)
 	})
 	if err != nil {

@@ -63,7 +63,7 @@ func NewKey(app, namespace, id string) (Key, error) {
 		return Key{}, err
 	}
 	k := Key{App: app, Namespace: namespace, ID: id}
-	if n := len(k.DataKey()); n > MaxDataKeyBytes {
+	if n := k.DataKeyLen(); n > MaxDataKeyBytes {
 		return Key{}, Invalid("id", "applicationUuid, namespace and id together take %d bytes; at most %d fit a DynamoDB partition key", n, MaxDataKeyBytes)
 	}
 	return k, nil
