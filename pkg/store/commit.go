@@ -131,13 +131,12 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 		if !limited {
 			return nil, failed(op, errUnexpectedCancel(r.reasons))
 		}
-		app, owner := who.app, who.owner
-		if !reclaimed[who] && s.reclaimOwner(ctx, app, owner) > 0 {
+		if !reclaimed[who] && s.reclaimOwner(ctx, who.app, who.owner) > 0 {
 			reclaimed[who] = true // the owner's expired items made room
 			continue
 		}
 		oc := p.chargeOf(who)
-		return nil, &quotaRefusal{change: oc.growth, err: s.quotaError(ctx, app, owner, oc.limits, record)}
+		return nil, &quotaRefusal{change: oc.growth, err: s.quotaError(ctx, who.app, who.owner, oc.limits, record)}
 	}
 	return nil, &uds.UnavailableError{Op: op, Err: errContended}
 }

@@ -212,19 +212,18 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 		}
 	}
 	for _, k := range p.charged() {
-		app, who := k.app, k.owner
 		oc := p.owners[k]
 		var write types.TransactWriteItem
 		if oc.delta.Plus(p.streamDue[k].Negate()).Grows() {
 			if !oc.known {
-				lim, err := s.limitsInEffect(ctx, app, who)
+				lim, err := s.limitsInEffect(ctx, k.app, k.owner)
 				if err != nil {
 					return err
 				}
 				oc.limits, oc.known = lim, true
 			}
 			var err error
-			write, _, err = s.usageActionWithin(ctx, app, who, oc.delta, oc.limits, p.streamDue[k])
+			write, _, err = s.usageActionWithin(ctx, k.app, k.owner, oc.delta, oc.limits, p.streamDue[k])
 			if errors.Is(err, uds.ErrQuotaExceeded) {
 				return &quotaRefusal{change: oc.growth, err: err}
 			}
@@ -232,7 +231,7 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 				return err
 			}
 		} else {
-			write = s.usageChange(app, who, oc.delta)
+			write = s.usageChange(k.app, k.owner, oc.delta)
 		}
 		p.actions = append(p.actions, action{role: roleUsage, change: oc.growth, owner: k, write: write})
 	}
