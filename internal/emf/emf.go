@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/udsproject/uds/internal/jsontext"
 )
 
 // Namespace is the CloudWatch namespace of every UDS metric.
@@ -154,6 +156,9 @@ func (w *Writer) Write(l *Layout, dims []Dimension, values []float64) error {
 func appendNumber(b []byte, v float64) []byte {
 	if i := int64(v); float64(i) == v && i > -1<<53 && i < 1<<53 {
 		return strconv.AppendInt(b, i, 10)
+	}
+	if b, ok := jsontext.AppendThousandths(b, v); ok {
+		return b
 	}
 	return strconv.AppendFloat(b, v, 'g', -1, 64)
 }

@@ -7,7 +7,11 @@
 // \b and \f by their short forms, slog as \u0008 and \u000c.
 package jsontext
 
-import "unicode/utf8"
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
 
 const hexDigits = "0123456789abcdef"
 
@@ -69,4 +73,32 @@ func appendString(b []byte, s string, shortBF bool) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// AppendThousandths appends f as strconv.AppendFloat(b, f, 'f', -1, 64)
+// does when f is a whole number of thousandths below a million (a latency
+// in milliseconds to the microsecond, a count of capacity units), from
+// the integer, and reports whether it did. That is the shortest decimal
+// that reads back as f, which encoding/json, slog and strconv's 'g' all
+// write for such a value; the integer spares the float formatting every
+// request line and EMF record would otherwise pay for its latency.
+func AppendThousandths(b []byte, f float64) ([]byte, bool) {
+	t := math.Round(f * 1000)
+	if t/1000 != f || math.Abs(t) >= 1e9 || (t == 0 && math.Signbit(f)) {
+		return b, false
+	}
+	n := int64(t)
+	if n < 0 {
+		b, n = append(b, '-'), -n
+	}
+	b = strconv.AppendInt(b, n/1000, 10)
+	if frac := n % 1000; frac != 0 {
+		digits := [3]byte{byte('0' + frac/100), byte('0' + frac/10%10), byte('0' + frac%10)}
+		end := 3
+		for digits[end-1] == '0' {
+			end--
+		}
+		b = append(append(b, '.'), digits[:end]...)
+	}
+	return b, true
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -69,4 +72,38 @@ func FuzzAppendString(f *testing.F) {
 			t.Errorf("AppendSlogString(%q) = %s, slog writes %s", s, got, want)
 		}
 	})
+}
+
+// TestAppendThousandthsIsStrconvs checks every thousandth below 300 and
+// a spread of others up to a million, either sign, against strconv's 'f'
+// and 'g' (which encoding/json and slog write for them), and that values
+// it does not take (other fractions, -0, NaN, infinities, a million and
+// more) are left to the caller untouched.
+func TestAppendThousandthsIsStrconvs(t *testing.T) {
+	check := func(f float64) {
+		t.Helper()
+		got, ok := AppendThousandths([]byte("x"), f)
+		if !ok {
+			t.Fatalf("AppendThousandths(%v) declined a thousandth", f)
+		}
+		for _, format := range []byte{'f', 'g'} {
+			if want := "x" + strconv.FormatFloat(f, format, -1, 64); string(got) != want {
+				t.Fatalf("AppendThousandths(%v) = %s, strconv's %c writes %s", f, got, format, want)
+			}
+		}
+	}
+	for n := int64(0); n < 300_000; n++ {
+		check(float64(n) / 1000)
+		check(-float64(n+1) / 1000)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 300_000 {
+		check(float64(r.Int64N(1e9)) / 1000)
+	}
+	check(999_999.999)
+	for _, f := range []float64{1.0 / 3, 0.0005, 1e-7, 123.4567, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), 1e6, 1e21} {
+		if got, ok := AppendThousandths([]byte("x"), f); ok || string(got) != "x" {
+			t.Errorf("AppendThousandths(%v) = %s, %v; want it declined", f, got, ok)
+		}
+	}
 }

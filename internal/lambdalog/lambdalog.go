@@ -70,6 +70,10 @@ func (l *Line) Int(key string, n int) {
 // which slog's JSON handler uses for floats.
 func (l *Line) Float(key string, f float64) {
 	l.key(key)
+	if b, ok := jsontext.AppendThousandths(l.b, f); ok {
+		l.b = b
+		return
+	}
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		// slog's handler writes encoding/json's error in their place.
 		l.b = jsontext.AppendSlogString(l.b, "!ERROR:json: unsupported value: "+strconv.FormatFloat(f, 'g', -1, 64))

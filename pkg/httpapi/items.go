@@ -192,9 +192,9 @@ func (e *notCreated) Unwrap() error { return e.err }
 // and where a created item lives.
 func answerWritten(w http.ResponseWriter, it *uds.Item, status int) {
 	h := w.Header()
-	h.Set("ETag", it.Revision().ETag())
+	h[headerETag] = []string{it.Revision().ETag()}
 	if status == http.StatusCreated {
-		h.Set("Location", itemPath(it.Key))
+		h[headerLocation] = []string{itemPath(it.Key)}
 	}
 	if it.Binary != nil {
 		// The writer has the bytes: the answer shows what was stored.

@@ -80,8 +80,26 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // answerBody answers a whole JSON body.
 func answerBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h[headerContentType] = jsonContentType
+	h[headerContentLength] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
+
+// The names of the headers every answer of an item sets, as http.Header
+// keeps them (canonical: "Etag", not "ETag"). Answers set them by key,
+// sparing Header.Set's canonicalising of the name on every request;
+// TestHeaderNamesCanonical keeps them canonical.
+const (
+	headerETag          = "Etag"
+	headerLocation      = "Location"
+	headerContentLength = "Content-Length"
+)
+
+// The values of the headers every answer sets alike, shared by all
+// answers: a header's value is replaced (Set) or added to (Add, which
+// copies a full slice), never written into.
+var (
+	jsonContentType = []string{"application/json"}
+	noSniff         = []string{"nosniff"}
+)

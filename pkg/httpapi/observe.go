@@ -185,7 +185,7 @@ func (a *API) serveObserved(w http.ResponseWriter, r *http.Request, d dispatched
 	st.w.ResponseWriter = w
 	// No answer is ever taken for another type than it says: a browser
 	// that sniffed a JSON answer could render it as a page.
-	w.Header().Set(headerNoSniff, "nosniff")
+	w.Header()[headerNoSniff] = noSniff
 	if d.handler != nil {
 		// A handler runs within the request's time budget (serve).
 		var cancel context.CancelFunc
