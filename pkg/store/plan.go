@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -111,8 +112,11 @@ type plan struct {
 	now     time.Time
 	changes []*change
 	actions []action
-	// owners is what the plan does to each owner's usage record.
-	owners map[ownerRef]*ownerCharge
+	// owners is what the plan does to each owner's usage record, in the
+	// order it first charged them. A plan charges one owner or a few (a
+	// batch's writers and the owners of what it replaces), so a list
+	// searched in order costs less than a map to make and hash into.
+	owners []ownerCharge
 	// streamDue is, per owner, what the stream is due to release
 	// because of this plan (the streamed items it replaces): the limits
 	// hold for the usage once the stream has released it. It is made by
@@ -136,7 +140,9 @@ type plan struct {
 // newPlan starts a plan made at now of changes, each with its item's
 // action.
 func newPlan(now time.Time, prunes int, changes ...*change) *plan {
-	p := &plan{now: now, changes: changes, owners: map[ownerRef]*ownerCharge{}, prunes: prunes}
+	// Room for the item's action and its owner's usage change, which
+	// nearly every change has.
+	p := &plan{now: now, changes: changes, actions: make([]action, 0, 2*len(changes)), prunes: prunes}
 	for i, c := range changes {
 		p.add(roleItem, i, c.item)
 		p.bytes += c.value.itemBytes
@@ -168,6 +174,7 @@ func (p *plan) chargeOwner(k ownerRef, u uds.Usage, i int) {
 // a batch names when the owner's limit refuses it; and the limits the
 // growth is checked against (once known).
 type ownerCharge struct {
+	who    ownerRef
 	delta  uds.Usage
 	growth int
 	grown  bool
@@ -175,27 +182,40 @@ type ownerCharge struct {
 	known  bool
 }
 
-// owner is the charge of owner k, made on first use.
+// owner is the charge of owner k, made on first use. It points into the
+// plan's list, so it holds only until the next owner is added.
 func (p *plan) owner(k ownerRef) *ownerCharge {
-	oc := p.owners[k]
-	if oc == nil {
-		oc = &ownerCharge{}
-		p.owners[k] = oc
+	for i := range p.owners {
+		if p.owners[i].who == k {
+			return &p.owners[i]
+		}
 	}
-	return oc
+	p.owners = append(p.owners, ownerCharge{who: k})
+	return &p.owners[len(p.owners)-1]
 }
 
 // chargeOf is the charge of owner k, or none.
 func (p *plan) chargeOf(k ownerRef) ownerCharge {
-	if oc := p.owners[k]; oc != nil {
-		return *oc
+	for _, oc := range p.owners {
+		if oc.who == k {
+			return oc
+		}
 	}
 	return ownerCharge{}
 }
 
-// charged are the owners whose usage the plan changes, in order.
-func (p *plan) charged() []ownerRef {
-	return changedOwners(p.owners, func(oc *ownerCharge) uds.Usage { return oc.delta })
+// charged are the charges of the owners whose usage the plan changes, by
+// app and then owner (compareOwners), so that a transaction lists its
+// usage changes in one order whatever the order they were charged in.
+func (p *plan) charged() []*ownerCharge {
+	var charged []*ownerCharge
+	for i := range p.owners {
+		if p.owners[i].delta != (uds.Usage{}) {
+			charged = append(charged, &p.owners[i])
+		}
+	}
+	slices.SortFunc(charged, func(a, b *ownerCharge) int { return compareOwners(a.who, b.who) })
+	return charged
 }
 
 // afterCommit adds what runs once the plan committed.

@@ -211,8 +211,8 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 			p.streamDue.add(c.key.App, c.old.owner, old.Plus(c.old.charged().Negate()))
 		}
 	}
-	for _, k := range p.charged() {
-		oc := p.owners[k]
+	for _, oc := range p.charged() {
+		k := oc.who
 		var write types.TransactWriteItem
 		if oc.delta.Plus(p.streamDue[k].Negate()).Grows() {
 			if !oc.known {
@@ -269,10 +269,13 @@ func changedOwners[V any](m map[ownerRef]V, delta func(V) uds.Usage) []ownerRef 
 			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(keys, func(a, b ownerRef) int {
-		return cmp.Or(strings.Compare(a.app, b.app), strings.Compare(a.owner, b.owner))
-	})
+	slices.SortFunc(keys, compareOwners)
 	return keys
+}
+
+// compareOwners orders owners by app and then owner.
+func compareOwners(a, b ownerRef) int {
+	return cmp.Or(strings.Compare(a.app, b.app), strings.Compare(a.owner, b.owner))
 }
 
 // each calls fn for every owner whose usage changes, in order.

@@ -54,7 +54,11 @@ func (b *Binary) Large() bool { return b.Object != "" }
 // before bytes could be stored: UDS never took forms, and storing those
 // bodies as bytes would silently change what such a client writes.
 func IsJSONType(contentType string) bool {
-	if strings.TrimSpace(contentType) == "" {
+	switch {
+	case contentType == "application/json":
+		// What nearly every JSON write declares, known without parsing.
+		return true
+	case strings.TrimSpace(contentType) == "":
 		return true
 	}
 	t, _, err := mime.ParseMediaType(contentType)
