@@ -4,7 +4,9 @@
 // or an answer must match theirs byte for byte: encoding/json with HTML
 // escaping off (the API's answers) and log/slog's JSON handler (Lambda's
 // JSON log format). They differ in one thing only: encoding/json writes
-// \b and \f by their short forms, slog as \u0008 and \u000c.
+// \b and \f by their short forms, slog as \u0008 and \u000c. It also
+// appends the numbers those lines and the EMF records write most, whole
+// thousandths, as all of them write them (AppendThousandths).
 package jsontext
 
 import (

@@ -424,7 +424,7 @@ func (a *API) record(r *http.Request, answer func(http.ResponseWriter)) batchRes
 		rec = &recorder{header: http.Header{}, status: http.StatusOK}
 		a.fail(rec, r, err, nil)
 	}
-	res := batchResult{Status: rec.status, ETag: rec.header.Get("ETag")}
+	res := batchResult{Status: rec.status, ETag: rec.header.Get(headerETag)}
 	if b := bytes.TrimSpace(rec.body.Bytes()); len(b) > 0 {
 		res.Body = b
 	}

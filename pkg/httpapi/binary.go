@@ -30,10 +30,17 @@ const (
 	HeaderUpdatedBy   = "Uds-Updated-By-Subject"
 	// HeaderValueType and HeaderSize say a large value's type and size on
 	// the 302 to its bytes, which carries no body of its own.
-	HeaderValueType      = "Uds-Content-Type"
-	HeaderSize           = "Uds-Size"
+	HeaderValueType = "Uds-Content-Type"
+	HeaderSize      = "Uds-Size"
+	// The standard headers UDS sets, by the names http.Header keeps them
+	// under (canonical: "Etag", not "ETag"), so that an answer may set
+	// one by key, without Header.Set canonicalising its name again;
+	// TestHeaderNamesCanonical keeps them so.
 	headerContentType    = "Content-Type"
+	headerContentLength  = "Content-Length"
 	headerContentRange   = "Content-Range"
+	headerETag           = "Etag"
+	headerLocation       = "Location"
 	headerNoSniff        = "X-Content-Type-Options"
 	binaryBodyTooLargeFY = "the value has more than %d bytes (350 KiB), the most one request stores; send larger values (up to 5 GB) with POST {item}?upload, which answers a URL to upload them to"
 )
@@ -141,7 +148,7 @@ func (a *API) checkValue(sc *scope, w *uds.Write) error {
 // setItemHeaders answers an item's fields in headers, for a binary value
 // whose body is the bytes.
 func setItemHeaders(h http.Header, it *uds.Item) {
-	h.Set("ETag", it.Revision().ETag())
+	h.Set(headerETag, it.Revision().ETag())
 	h.Set(HeaderVersion, strconv.FormatInt(it.Version, 10))
 	for _, f := range []struct {
 		name string
@@ -223,7 +230,7 @@ func answerBinary(w http.ResponseWriter, r *http.Request, it *uds.Item) {
 	h.Set("Accept-Ranges", "bytes")
 	body := it.Binary.Bytes
 	status := http.StatusOK
-	if spec := r.Header.Get("Range"); spec != "" && ifRangeHolds(r, h.Get("ETag")) {
+	if spec := r.Header.Get("Range"); spec != "" && ifRangeHolds(r, h.Get(headerETag)) {
 		start, end, ok := parseRange(spec, int64(len(body)))
 		switch {
 		case !ok:
@@ -241,7 +248,7 @@ func answerBinary(w http.ResponseWriter, r *http.Request, it *uds.Item) {
 			body, status = body[start:end], http.StatusPartialContent
 		}
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set(headerContentLength, strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

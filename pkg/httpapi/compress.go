@@ -67,7 +67,7 @@ func (c *compressor) Write(p []byte) (int, error) {
 	if !c.decided {
 		c.decided = true
 		h := c.ResponseWriter.Header()
-		if len(p) >= compressMin && h.Get("ETag") == "" && h.Get("Content-Encoding") == "" {
+		if len(p) >= compressMin && h.Get(headerETag) == "" && h.Get("Content-Encoding") == "" {
 			h.Add("Vary", "Accept-Encoding")
 			if c.acceptsGzip {
 				c.gz = gzipWriters.Get().(*gzip.Writer)
@@ -93,7 +93,7 @@ func (c *compressor) finish() {
 		gzipWriters.Put(c.gz)
 		h := c.ResponseWriter.Header()
 		h.Set("Content-Encoding", "gzip")
-		h.Set("Content-Length", strconv.Itoa(c.buf.Len()))
+		h.Set(headerContentLength, strconv.Itoa(c.buf.Len()))
 		c.ResponseWriter.WriteHeader(c.status)
 		_, _ = c.ResponseWriter.Write(c.buf.Bytes())
 	case !c.decided && c.status != 0:

@@ -95,7 +95,7 @@ func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it 
 		a.fail(w, r, err, &key)
 		return
 	}
-	w.Header().Set("ETag", etag)
+	w.Header().Set(headerETag, etag)
 	if match {
 		w.WriteHeader(http.StatusNotModified)
 		return

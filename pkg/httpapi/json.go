@@ -86,16 +86,6 @@ func answerBody(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// The names of the headers every answer of an item sets, as http.Header
-// keeps them (canonical: "Etag", not "ETag"). Answers set them by key,
-// sparing Header.Set's canonicalising of the name on every request;
-// TestHeaderNamesCanonical keeps them canonical.
-const (
-	headerETag          = "Etag"
-	headerLocation      = "Location"
-	headerContentLength = "Content-Length"
-)
-
 // The values of the headers every answer sets alike, shared by all
 // answers: a header's value is replaced (Set) or added to (Add, which
 // copies a full slice), never written into.

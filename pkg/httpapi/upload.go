@@ -216,7 +216,7 @@ func (a *API) answerLarge(w http.ResponseWriter, r *http.Request, it *uds.Item) 
 			a.fail(w, r, err, &it.Key)
 			return
 		}
-		h.Set("Location", url)
+		h.Set(headerLocation, url)
 		h.Set(HeaderValueType, it.Binary.ContentType)
 		h.Set(HeaderSize, strconv.FormatInt(it.Binary.Size, 10))
 		h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(downloadLife/time.Second)-30))

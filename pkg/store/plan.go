@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -204,18 +203,16 @@ func (p *plan) chargeOf(k ownerRef) ownerCharge {
 	return ownerCharge{}
 }
 
-// charged are the charges of the owners whose usage the plan changes, by
-// app and then owner (compareOwners), so that a transaction lists its
-// usage changes in one order whatever the order they were charged in.
-func (p *plan) charged() []*ownerCharge {
-	var charged []*ownerCharge
-	for i := range p.owners {
-		if p.owners[i].delta != (uds.Usage{}) {
-			charged = append(charged, &p.owners[i])
+// charged are the owners whose usage the plan changes, in order
+// (sortOwners).
+func (p *plan) charged() []ownerRef {
+	owners := make([]ownerRef, 0, len(p.owners))
+	for _, oc := range p.owners {
+		if oc.delta != (uds.Usage{}) {
+			owners = append(owners, oc.who)
 		}
 	}
-	slices.SortFunc(charged, func(a, b *ownerCharge) int { return compareOwners(a.who, b.who) })
-	return charged
+	return sortOwners(owners)
 }
 
 // afterCommit adds what runs once the plan committed.

@@ -211,8 +211,8 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 			p.streamDue.add(c.key.App, c.old.owner, old.Plus(c.old.charged().Negate()))
 		}
 	}
-	for _, oc := range p.charged() {
-		k := oc.who
+	for _, k := range p.charged() {
+		oc := p.owner(k)
 		var write types.TransactWriteItem
 		if oc.delta.Plus(p.streamDue[k].Negate()).Grows() {
 			if !oc.known {
@@ -254,28 +254,25 @@ func (d ownerDeltas) addOwnerKey(k string, u uds.Usage) {
 	d.add(app, owner, u)
 }
 
-// owners are the owners whose usage changes, in order.
+// owners are the owners whose usage changes, in order (sortOwners).
 func (d ownerDeltas) owners() []ownerRef {
-	return changedOwners(d, func(u uds.Usage) uds.Usage { return u })
-}
-
-// changedOwners are the owners in m whose usage change (delta of their
-// value) is not zero, ordered by app and then owner, so that a
-// transaction lists its usage changes in one order whatever the map's.
-func changedOwners[V any](m map[ownerRef]V, delta func(V) uds.Usage) []ownerRef {
-	keys := make([]ownerRef, 0, len(m))
-	for k, v := range m {
-		if delta(v) != (uds.Usage{}) {
-			keys = append(keys, k)
+	owners := make([]ownerRef, 0, len(d))
+	for k, u := range d {
+		if u != (uds.Usage{}) {
+			owners = append(owners, k)
 		}
 	}
-	slices.SortFunc(keys, compareOwners)
-	return keys
+	return sortOwners(owners)
 }
 
-// compareOwners orders owners by app and then owner.
-func compareOwners(a, b ownerRef) int {
-	return cmp.Or(strings.Compare(a.app, b.app), strings.Compare(a.owner, b.owner))
+// sortOwners orders owners by app and then owner, so that a transaction
+// lists its usage changes in one order whatever the order they were
+// added in.
+func sortOwners(owners []ownerRef) []ownerRef {
+	slices.SortFunc(owners, func(a, b ownerRef) int {
+		return cmp.Or(strings.Compare(a.app, b.app), strings.Compare(a.owner, b.owner))
+	})
+	return owners
 }
 
 // each calls fn for every owner whose usage changes, in order.
