@@ -5,7 +5,6 @@
 package httpapi
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -190,12 +189,4 @@ func New(s Stores, groups Group, c Config) *API {
 		limiter:      c.Limiter,
 		bucket:       c.Bucket,
 	}
-}
-
-// withBudget bounds ctx by budget and by the host's deadline less margin.
-func withBudget(ctx context.Context, budget, margin time.Duration) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok {
-		budget = min(budget, time.Until(dl)-margin)
-	}
-	return context.WithTimeout(ctx, budget)
 }

@@ -141,19 +141,19 @@ func invocationContext(parent context.Context) (context.Context, context.CancelF
 
 // lambdaEnv gives the benchmark the environment Lambda gives a function,
 // and nothing else of the machine's AWS configuration.
-func lambdaEnv(b *testing.B) {
+func lambdaEnv(tb testing.TB) {
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
-			b.Setenv(k, "")
+			tb.Setenv(k, "")
 			_ = os.Unsetenv(k)
 		}
 	}
-	b.Setenv("HOME", b.TempDir())
-	b.Setenv("AWS_LAMBDA_FUNCTION_NAME", "kv")
-	b.Setenv("AWS_REGION", "us-east-1")
-	b.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-	b.Setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
-	b.Setenv("AWS_SESSION_TOKEN", "IQoJb3JpZ2luX2VjEXAMPLETOKEN")
+	tb.Setenv("HOME", tb.TempDir())
+	tb.Setenv("AWS_LAMBDA_FUNCTION_NAME", "kv")
+	tb.Setenv("AWS_REGION", "us-east-1")
+	tb.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+	tb.Setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+	tb.Setenv("AWS_SESSION_TOKEN", "IQoJb3JpZ2luX2VjEXAMPLETOKEN")
 }
 
 var benchTables = store.Tables{Data: "data_store", List: "data_store_list", History: "data_history", Index: "data_index", Usage: "data_usage", Apps: "apps", Namespaces: "namespace_policies", Changes: "data_changes"}
@@ -192,13 +192,13 @@ func stubClient(b *testing.B) *dynamodb.Client {
 
 // stubClientOf is that client over another transport: the stub with other
 // answers, or one that counts the stub's calls.
-func stubClientOf(b *testing.B, t http.RoundTripper) *dynamodb.Client {
-	lambdaEnv(b)
+func stubClientOf(tb testing.TB, t http.RoundTripper) *dynamodb.Client {
+	lambdaEnv(tb)
 	client, err := store.NewClient(context.Background(), "", func(o *dynamodb.Options) {
 		o.HTTPClient = &http.Client{Transport: t}
 	})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return client
 }

@@ -61,6 +61,7 @@ func Handler(h http.Handler) HandlerFunc {
 func adapt(h http.Handler) HandlerFunc {
 	var adapter core.RequestAccessorV2
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		ctx = invocationDeadline{ctx}
 		path := ev.RawPath
 		if path == "" {
 			path = ev.RequestContext.HTTP.Path
@@ -91,6 +92,19 @@ func adapt(h http.Handler) HandlerFunc {
 		return w.response(), nil
 	}
 }
+
+// invocationDeadline is an invocation's context as a request gets it: its
+// values and its deadline, without the runtime's cancellation.
+// aws-lambda-go cancels an invocation's context at its deadline, or once
+// the handler has returned (lambda/invoke_loop.go); the API's time budget
+// ends a margin before that deadline (httpapi's withBudget), so the
+// runtime's cancellation can never reach a request first. Without it, the
+// budget need not join the invocation's context on every request, and
+// leave it again (docs/performance.md).
+type invocationDeadline struct{ context.Context }
+
+func (invocationDeadline) Done() <-chan struct{} { return nil }
+func (invocationDeadline) Err() error            { return nil }
 
 // badEvent says why the proxy library could not turn ev into a request: a
 // body marked base64 that is not, or else a method, path or query no
