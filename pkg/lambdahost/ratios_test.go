@@ -59,6 +59,9 @@ func gateRows() []gatedRatio {
 			rows = append(rows, gatedRatio{name: "ItemVsFloor/" + c.name, bench: c.bench, metric: "x-floor", goal: itemGoal})
 		}
 	}
+	for _, c := range postPartRows {
+		rows = append(rows, gatedRatio{name: "PostParts/" + c.name, bench: c.bench, metric: c.metric, ungated: c.why})
+	}
 	for _, c := range listPageRows {
 		r := gatedRatio{name: "ListPage/" + c.name, bench: c.bench, metric: "x-sdk", goal: listGoal}
 		if why, ok := ungatedListPages[c.name]; ok {
