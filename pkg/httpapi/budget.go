@@ -3,7 +3,6 @@ package httpapi
 import (
 	"container/heap"
 	"context"
-	"slices"
 	"sync"
 	"time"
 )
@@ -18,7 +17,7 @@ import (
 // budget of the process, and joins its parent only when the parent can be
 // cancelled: on Lambda it cannot (lambdahost hands requests their
 // invocation's deadline without the runtime's cancellation, which only
-// comes after the handler returned).
+// comes at that deadline or after the handler returned).
 func withBudget(ctx context.Context, budget, margin time.Duration) (context.Context, context.CancelFunc) {
 	if dl, ok := ctx.Deadline(); ok {
 		budget = min(budget, time.Until(dl)-margin)
@@ -30,93 +29,41 @@ func withBudget(ctx context.Context, budget, margin time.Duration) (context.Cont
 var budgets budgetClock
 
 // budgetCtx is a context with a deadline, done when the deadline passes,
-// when its cancel function is called, or when its parent is done. It
-// behaves as context.WithDeadline's does (a test holds the two to the
-// same answers); only the timer and the parent's bookkeeping differ.
+// when its cancel function is called, or when its parent is done: a
+// context.WithCancelCause of its parent that the clock cancels at the
+// deadline, with context.DeadlineExceeded as its cause. Being a cancelCtx
+// underneath, it is what the contexts derived from it find to join, as
+// they would join a WithDeadline's (net/http's transport derives one for
+// every DynamoDB call, through the SDK's value contexts): the context
+// package joins a context it does not know with a goroutine of its own.
+// It behaves as context.WithDeadline's does (a test holds the two to the
+// same answers); only the timer differs, and what the contexts derived
+// from it say once its deadline passed (Err).
 type budgetCtx struct {
-	context.Context // the parent: values, and Cause's lookup
+	context.Context // the budget's own cancelCtx
+	cancel          context.CancelCauseFunc
 	deadline        time.Time
-	done            chan struct{}
-
 	// index is the budget's place in clock.pending, or -1; under the
 	// clock's lock.
 	index int
-
-	mu  sync.Mutex
-	err error
-	// stopParent stops the parent's cancellation from reaching the
-	// budget once it is done by itself.
-	stopParent func() bool
-	// afters are the functions to call when the budget is done: the
-	// context package's, which cancel the contexts derived from it.
-	afters []*afterBudget
 }
 
-// afterBudget is one function AfterFunc registered.
-type afterBudget struct{ f func() }
-
 func (b *budgetCtx) Deadline() (time.Time, bool) { return b.deadline, true }
-func (b *budgetCtx) Done() <-chan struct{}       { return b.done }
 
+// Err is context.DeadlineExceeded once the deadline has passed, as a
+// WithDeadline's is; the cancelCtx underneath says Canceled, with the
+// deadline as its cause. The contexts derived from a budget say the same
+// as that cancelCtx: Canceled, with context.Cause giving the deadline
+// (net/http's transport answers with the cause).
 func (b *budgetCtx) Err() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.err
+	err := b.Context.Err()
+	if err != nil && context.Cause(b.Context) == context.DeadlineExceeded {
+		return context.DeadlineExceeded
+	}
+	return err
 }
 
 func (b *budgetCtx) String() string { return "httpapi.budget(" + b.deadline.String() + ")" }
-
-// AfterFunc arranges for f to be called once the budget is done, and
-// returns the function that stops it. The context package calls it to
-// cancel the contexts derived from a budget (context.WithCancel and the
-// like), where it would otherwise start a goroutine for each of them to
-// watch Done. f is called on the goroutine that ends the budget, after its
-// lock is released, as a cancelCtx cancels its children; or on a goroutine
-// of its own when the budget is already done.
-func (b *budgetCtx) AfterFunc(f func()) func() bool {
-	a := &afterBudget{f: f}
-	b.mu.Lock()
-	if b.err != nil {
-		b.mu.Unlock()
-		go f()
-		return func() bool { return false }
-	}
-	b.afters = append(b.afters, a)
-	b.mu.Unlock()
-	return func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		i := slices.Index(b.afters, a)
-		if i < 0 {
-			return false
-		}
-		b.afters = slices.Delete(b.afters, i, i+1)
-		return true
-	}
-}
-
-// end makes the budget done with err, once: it closes Done, leaves the
-// clock and the parent, and calls the functions registered with
-// AfterFunc.
-func (b *budgetCtx) end(clock *budgetClock, err error) {
-	b.mu.Lock()
-	if b.err != nil {
-		b.mu.Unlock()
-		return
-	}
-	b.err = err
-	close(b.done)
-	afters, stop := b.afters, b.stopParent
-	b.afters, b.stopParent = nil, nil
-	b.mu.Unlock()
-	clock.remove(b)
-	if stop != nil {
-		stop()
-	}
-	for _, a := range afters {
-		a.f()
-	}
-}
 
 // budgetClock ends the budgets whose deadline has passed, with one timer
 // for all of them, set for the earliest deadline. Requests of one process
@@ -134,35 +81,26 @@ type budgetClock struct {
 
 // start returns a budget of d under parent, and the function that ends it.
 func (c *budgetClock) start(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	b := &budgetCtx{Context: parent, deadline: time.Now().Add(d), done: make(chan struct{}), index: -1}
-	cancel := func() { b.end(c, context.Canceled) }
-	if d <= 0 {
-		b.end(c, context.DeadlineExceeded)
-		return b, cancel
+	ctx, cancel := context.WithCancelCause(parent)
+	b := &budgetCtx{Context: ctx, cancel: cancel, deadline: time.Now().Add(d), index: -1}
+	end := func() {
+		c.remove(b)
+		cancel(nil)
 	}
-	if parent.Done() != nil {
-		stop := context.AfterFunc(parent, func() { b.end(c, parent.Err()) })
-		b.mu.Lock()
-		if b.err == nil {
-			b.stopParent = stop
-		}
-		b.mu.Unlock()
+	switch {
+	case d <= 0:
+		cancel(context.DeadlineExceeded)
+	case ctx.Err() == nil: // not ended with its parent already
+		c.add(b)
 	}
-	c.add(b)
-	return b, cancel
+	return b, end
 }
 
-// add puts b on the clock, unless it is already done (its parent was),
-// and sets the timer when b's deadline is the earliest.
+// add puts b on the clock, and sets the timer when b's deadline is the
+// earliest.
 func (c *budgetClock) add(b *budgetCtx) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b.mu.Lock()
-	done := b.err != nil
-	b.mu.Unlock()
-	if done {
-		return
-	}
 	heap.Push(&c.pending, b)
 	if c.armedAt.IsZero() || b.deadline.Before(c.armedAt) {
 		c.arm(b.deadline)
@@ -206,7 +144,7 @@ func (c *budgetClock) fire() {
 	}
 	c.mu.Unlock()
 	for _, b := range due {
-		b.end(c, context.DeadlineExceeded)
+		b.cancel(context.DeadlineExceeded)
 	}
 }
 
