@@ -37,7 +37,7 @@ var budgets budgetClock
 // every DynamoDB call, through the SDK's value contexts): the context
 // package joins a context it does not know with a goroutine of its own.
 // It behaves as context.WithDeadline's does (a test holds the two to the
-// same answers); only the timer differs, and what the contexts derived
+// same answers); only the timer differs, and what some contexts derived
 // from it say once its deadline passed (Err).
 type budgetCtx struct {
 	context.Context // the budget's own cancelCtx
@@ -52,9 +52,12 @@ func (b *budgetCtx) Deadline() (time.Time, bool) { return b.deadline, true }
 
 // Err is context.DeadlineExceeded once the deadline has passed, as a
 // WithDeadline's is; the cancelCtx underneath says Canceled, with the
-// deadline as its cause. The contexts derived from a budget say the same
-// as that cancelCtx: Canceled, with context.Cause giving the deadline
-// (net/http's transport answers with the cause).
+// deadline as its cause. A cancellable context derived from the budget
+// before its deadline says the same as that cancelCtx when the deadline
+// passes: Canceled, with context.Cause giving the deadline (net/http's
+// transport answers with the cause; the store takes either as the budget
+// run out). One derived after it, or through values only, says
+// DeadlineExceeded.
 func (b *budgetCtx) Err() error {
 	err := b.Context.Err()
 	if err != nil && context.Cause(b.Context) == context.DeadlineExceeded {
@@ -80,6 +83,9 @@ type budgetClock struct {
 }
 
 // start returns a budget of d under parent, and the function that ends it.
+// A budget stays on the clock until that function is called or its
+// deadline passes, even when its parent ends it first: every caller defers
+// the call, as with context.WithTimeout.
 func (c *budgetClock) start(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	b := &budgetCtx{Context: ctx, cancel: cancel, deadline: time.Now().Add(d), index: -1}

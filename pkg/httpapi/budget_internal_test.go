@@ -62,7 +62,8 @@ func TestBudgetAsWithDeadline(t *testing.T) {
 		end     func(cancel, cancelParent context.CancelFunc)
 		wantErr error
 	}{
-		{"its deadline passes", 30 * time.Millisecond, nil, context.DeadlineExceeded},
+		// Long enough that a loaded machine still checks it before it ends.
+		{"its deadline passes", 300 * time.Millisecond, nil, context.DeadlineExceeded},
 		{"it is cancelled", time.Hour, func(cancel, _ context.CancelFunc) { cancel() }, context.Canceled},
 		{"its parent is cancelled", time.Hour, func(_, cancelParent context.CancelFunc) { cancelParent() }, context.Canceled},
 		{"its budget is spent before it starts", -time.Second, func(context.CancelFunc, context.CancelFunc) {}, context.DeadlineExceeded},
@@ -111,14 +112,14 @@ func TestBudgetAsWithDeadline(t *testing.T) {
 				if err := context.Cause(ctx); err != tc.wantErr {
 					t.Errorf("Cause() = %v; want %v", err, tc.wantErr)
 				}
-				// A derived context of a budget whose deadline passed says
-				// Canceled where WithDeadline's says DeadlineExceeded; its
-				// cause is the deadline either way.
+				// A cancellable context derived from a budget before its
+				// deadline passed says Canceled where WithDeadline's says
+				// DeadlineExceeded; its cause is the deadline either way.
 				for what, derived := range map[string]context.Context{"derived": child, "derived through a value": caused} {
 					if err := context.Cause(derived); err != tc.wantErr {
 						t.Errorf("the %s context's cause = %v; want %v", what, err, tc.wantErr)
 					}
-					if err := derived.Err(); err != tc.wantErr && !(name == "budget" && err == context.Canceled) {
+					if err := derived.Err(); err != tc.wantErr && !(name == "budget" && tc.end == nil && err == context.Canceled) {
 						t.Errorf("the %s context's Err() = %v; want %v", what, err, tc.wantErr)
 					}
 				}
@@ -244,12 +245,14 @@ func TestBudgetsConcurrent(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(uint64(g), 1))
 			for range 200 {
 				parent, cancelParent := context.WithCancel(context.Background())
+				// A budget ended by a call is long, so that the call decides.
+				ending := rnd.IntN(3)
 				d := time.Duration(1+rnd.IntN(3000)) * time.Microsecond
+				if ending != 0 {
+					d = time.Hour
+				}
 				start := time.Now()
 				ctx, cancel := clock.start(parent, d)
-				// An end by a call may come after the deadline, which then
-				// decides.
-				ending := rnd.IntN(3)
 				switch ending {
 				case 1:
 					cancel()
@@ -270,8 +273,8 @@ func TestBudgetsConcurrent(t *testing.T) {
 					t.Errorf("a budget of %v left to its deadline ended with %v", d, err)
 				case ending == 0 && time.Since(start) < d:
 					t.Errorf("a budget of %v ended after %v", d, time.Since(start))
-				case ending != 0 && err != context.Canceled && err != context.DeadlineExceeded:
-					t.Errorf("a budget of %v ended with %v", d, err)
+				case ending != 0 && err != context.Canceled:
+					t.Errorf("a budget ended by a call (%d) said %v", ending, err)
 				}
 				cancel()
 				cancelParent()

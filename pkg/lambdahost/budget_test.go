@@ -53,11 +53,11 @@ func TestRequestContextOfAnInvocation(t *testing.T) {
 func TestBudgetEndsBeforeTheInvocation(t *testing.T) {
 	client := stubClientOf(t, hangingTransport{})
 	h := apiHandler(httpapi.StoresOf(store.New(client, benchTables)))
-	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(1300*time.Millisecond))
+	deadline := time.Now().Add(2 * time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	start := time.Now()
 	res, err := h(ctx, benchEvent("POST", benchPath, benchBody))
-	took := time.Since(start)
+	answered := time.Now()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,12 +65,9 @@ func TestBudgetEndsBeforeTheInvocation(t *testing.T) {
 	if res.StatusCode != http.StatusServiceUnavailable || json.Unmarshal([]byte(res.Body), &body) != nil || body.Error == "" {
 		t.Fatalf("status %d, body %s; want 503 with a JSON reason", res.StatusCode, res.Body)
 	}
-	// The budget is the invocation's 1.3 s less the answer's margin (1 s).
-	if took < 250*time.Millisecond || took > time.Second {
-		t.Errorf("answered after %v; want about 300 ms, a margin before the invocation's deadline", took)
-	}
-	if ctx.Err() != nil {
-		t.Error("the invocation's deadline passed before the answer")
+	// The budget is the invocation's 2 s less the answer's margin (1 s).
+	if left := deadline.Sub(answered); left > time.Second || left <= 0 {
+		t.Errorf("answered %v before the invocation's deadline; want less than the 1 s margin, and before it", left)
 	}
 }
 
