@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -203,16 +204,18 @@ func (p *plan) chargeOf(k ownerRef) ownerCharge {
 	return ownerCharge{}
 }
 
-// charged are the owners whose usage the plan changes, in order
-// (sortOwners).
-func (p *plan) charged() []ownerRef {
-	owners := make([]ownerRef, 0, len(p.owners))
-	for _, oc := range p.owners {
-		if oc.delta != (uds.Usage{}) {
-			owners = append(owners, oc.who)
+// charged are the charges that change their owner's usage, in the order
+// of their owners (compareOwners). They point into the plan's list, so
+// they hold while no owner is added.
+func (p *plan) charged() []*ownerCharge {
+	charged := make([]*ownerCharge, 0, len(p.owners))
+	for i := range p.owners {
+		if p.owners[i].delta != (uds.Usage{}) {
+			charged = append(charged, &p.owners[i])
 		}
 	}
-	return sortOwners(owners)
+	slices.SortFunc(charged, func(a, b *ownerCharge) int { return compareOwners(a.who, b.who) })
+	return charged
 }
 
 // afterCommit adds what runs once the plan committed.

@@ -211,8 +211,8 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 			p.streamDue.add(c.key.App, c.old.owner, old.Plus(c.old.charged().Negate()))
 		}
 	}
-	for _, k := range p.charged() {
-		oc := p.owner(k)
+	for _, oc := range p.charged() {
+		k := oc.who
 		var write types.TransactWriteItem
 		if oc.delta.Plus(p.streamDue[k].Negate()).Grows() {
 			if !oc.known {
@@ -254,7 +254,7 @@ func (d ownerDeltas) addOwnerKey(k string, u uds.Usage) {
 	d.add(app, owner, u)
 }
 
-// owners are the owners whose usage changes, in order (sortOwners).
+// owners are the owners whose usage changes, in order (compareOwners).
 func (d ownerDeltas) owners() []ownerRef {
 	owners := make([]ownerRef, 0, len(d))
 	for k, u := range d {
@@ -262,17 +262,15 @@ func (d ownerDeltas) owners() []ownerRef {
 			owners = append(owners, k)
 		}
 	}
-	return sortOwners(owners)
+	slices.SortFunc(owners, compareOwners)
+	return owners
 }
 
-// sortOwners orders owners by app and then owner, so that a transaction
-// lists its usage changes in one order whatever the order they were
-// added in.
-func sortOwners(owners []ownerRef) []ownerRef {
-	slices.SortFunc(owners, func(a, b ownerRef) int {
-		return cmp.Or(strings.Compare(a.app, b.app), strings.Compare(a.owner, b.owner))
-	})
-	return owners
+// compareOwners orders owners by app and then owner, so that a
+// transaction lists its usage changes in one order whatever the order
+// they were added in.
+func compareOwners(a, b ownerRef) int {
+	return cmp.Or(strings.Compare(a.app, b.app), strings.Compare(a.owner, b.owner))
 }
 
 // each calls fn for every owner whose usage changes, in order.
