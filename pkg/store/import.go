@@ -35,6 +35,9 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 	pending := make([]importEntry, 0, len(records))
 	var kept []importEntry
 	seen := make(map[string]int, len(records))
+	// Each namespace's indexes are read once an import: its records
+	// mostly share a few namespaces.
+	indexesOf := map[string][]uds.Index{}
 	for i := range records {
 		rec := &records[i]
 		// One transaction cannot write an item twice, and one request has
@@ -67,9 +70,12 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 		}
 		// An imported item gets its entries in the indexes its namespace
 		// declares, as a create does.
-		indexes, err := s.namespaceIndexes(ctx, app, rec.Key.Namespace)
-		if err != nil {
-			return uds.ImportResult{}, err
+		indexes, read := indexesOf[rec.Key.Namespace]
+		if !read {
+			if indexes, err = s.namespaceIndexes(ctx, app, rec.Key.Namespace); err != nil {
+				return uds.ImportResult{}, err
+			}
+			indexesOf[rec.Key.Namespace] = indexes
 		}
 		e.write = &uds.Write{Key: rec.Key, Data: rec.Data, Indexes: indexes}
 		e.entries = len(indexEntries(rec.Key, indexes, rec.Data))

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +65,55 @@ func TestRemovalOfAnotherIncarnationWithTheSameRevision(t *testing.T) {
 	stored := storetest.StoredUsage(t, client, tables, k.App, "alice")
 	if recorded != stored {
 		t.Errorf("usage records %+v, the tables hold %+v", recorded, stored)
+	}
+}
+
+// TestImportReadsPerNamespaceAndOwner: an import's reads follow its
+// namespaces, owners and transactions, not its records, even with nothing
+// cached (a store whose caches hold nothing, as the API's tests run it).
+// Before its records it reads each namespace's policy once; each
+// transaction then looks up the erase records of each run of one owner's
+// records once, and, with no policy cached, catalogues each namespace it
+// writes in (a read of the policy). 200 records of two owners in two
+// namespaces, in three transactions, make 8 reads of policies and 4 of
+// owners' records, where reading once a record made 206 and 200.
+func TestImportReadsPerNamespaceAndOwner(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	counter := storetest.NewCounter(storetest.Client(t))
+	s := store.New(counter, storetest.NewTables(t), store.WithLimitsTTL(0))
+	created := time.Date(2026, 1, 2, 3, 4, 5, 678e6, time.UTC)
+	namespaces, owners := []string{"feeds", "notes"}, []string{"alice", "bob"}
+	var records []uds.Record
+	for _, owner := range owners {
+		for i := range 100 {
+			k, err := key(t, namespaces[i%2], "list").WithSortKey(fmt.Sprintf("%s/%03d", owner, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			records = append(records, uds.Record{Owner: owner, Item: uds.Item{
+				Key: k, Data: json.RawMessage(`{"n":1}`), CreatedDate: created, CreatedBy: owner,
+				UpdatedDate: created, UpdatedBy: owner, Version: 1,
+			}})
+		}
+	}
+	res, err := s.Import(ctx, app, records)
+	if err != nil || res.Imported != len(records) {
+		t.Fatalf("import: %+v, %v", res, err)
+	}
+	calls := counter.Take().Calls
+	// A transaction takes 100 actions: a put a record and a usage change
+	// an owner. So alice's first 99 records, then her last and bob's
+	// first 97, then his last 3: the owners' runs are 1, 2 and 1 in the
+	// three transactions.
+	txs := calls["TransactWriteItems"]
+	if txs != 3 {
+		t.Fatalf("calls %v: want 3 transactions of 100 actions at most", calls)
+	}
+	if want := len(namespaces) * (1 + txs); calls["GetItem"] != want {
+		t.Errorf("calls %v: want %d policy reads (GetItem): each namespace's once, and again in each transaction", calls, want)
+	}
+	if want := 1 + 2 + 1; calls["BatchGetItem"] != want {
+		t.Errorf("calls %v: want %d reads of the owners' records (BatchGetItem): once a run of one owner's records in a transaction", calls, want)
 	}
 }
