@@ -37,7 +37,7 @@ fuzz:
 	while read -r pkg targets; do \
 	  for target in $$targets; do \
 	    echo "fuzz: $$pkg $$target for $(FUZZTIME)"; \
-	    scripts/fuzz-target.sh "$$pkg" "$$target" $(FUZZTIME) $(FUZZMINIMIZETIME) $(FUZZFLAGS) || failed="$$failed $$pkg.$$target"; \
+	    scripts/fuzz-target.sh "$$pkg" "$$target" "$(FUZZTIME)" "$(FUZZMINIMIZETIME)" $(FUZZFLAGS) || failed="$$failed $$pkg.$$target"; \
 	  done; \
 	done <<< "$$(printf '%s\n' "$$list" | awk '/^Fuzz/ { names = names " " $$1; next } /^ok/ { if (names != "") print $$2 names; names = "" }')"; \
 	if [[ -n "$$failed" ]]; then \

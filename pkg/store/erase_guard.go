@@ -52,9 +52,10 @@ func holdUntil(record map[string]types.AttributeValue) time.Time {
 // (a reclaim, the erase's own) has no writer and is never refused.
 func (s *Store) planErasure(ctx context.Context, p *plan) error {
 	// A batch's changes mostly share one writer in one app: each user is
-	// looked up once in a row of them. A change without a writer (an
-	// import's) has nobody to check, and leaves the last user looked up in
-	// place, so that a run of one owner's records looks the owner up once.
+	// looked up once in a row of them. A change whose writer has no
+	// subject (an import's) has no writer to check, and leaves the last
+	// user looked up in place, so that a run of one owner's records looks
+	// the owner up once.
 	var lastApp, lastWho string
 	check := func(app, who string) error {
 		if who == "" || (app == lastApp && who == lastWho) {

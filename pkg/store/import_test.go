@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -111,9 +112,40 @@ func TestImportReadsPerNamespaceAndOwner(t *testing.T) {
 		t.Fatalf("calls %v: want 3 transactions of 100 actions at most", calls)
 	}
 	if want := len(namespaces) * (1 + txs); calls["GetItem"] != want {
-		t.Errorf("calls %v: want %d policy reads (GetItem): each namespace's once, and again in each transaction", calls, want)
+		t.Errorf("calls %v: want %d policy reads (GetItem): each namespace's once, and again in each transaction, where the catalogue reads it", calls, want)
 	}
 	if want := 1 + 2 + 1; calls["BatchGetItem"] != want {
 		t.Errorf("calls %v: want %d reads of the owners' records (BatchGetItem): once a run of one owner's records in a transaction", calls, want)
+	}
+}
+
+// TestImportRefusedForAnOwnerBeingErased: the erase guard looks up each
+// run of one owner's records once, and still refuses a record of an owner
+// whose data an erase removes when it stands between two runs of another
+// owner's; the import then writes none of the records of its transaction.
+func TestImportRefusedForAnOwnerBeingErased(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client := storetest.Client(t)
+	s := store.New(client, storetest.NewTables(t))
+	if _, err := s.EraseUser(ctx, store.EraseQuery{User: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 1, 2, 3, 4, 5, 678e6, time.UTC)
+	var records []uds.Record
+	for i, owner := range []string{"alice", "bob", "alice"} {
+		k := key(t, "notes", fmt.Sprintf("item-%d", i))
+		records = append(records, uds.Record{Owner: owner, Item: uds.Item{
+			Key: k, Data: json.RawMessage(`{"n":1}`), CreatedDate: created, CreatedBy: owner,
+			UpdatedDate: created, UpdatedBy: owner, Version: 1,
+		}})
+	}
+	if res, err := s.Import(ctx, app, records); !errors.Is(err, uds.ErrErasing) {
+		t.Fatalf("import with bob's record between alice's: %+v, %v; want uds.ErrErasing", res, err)
+	}
+	for _, r := range records {
+		if _, err := s.Get(ctx, r.Key); !errors.Is(err, uds.ErrNotFound) {
+			t.Errorf("%s: %v; want it not written", r.Key.ID, err)
+		}
 	}
 }
