@@ -19,10 +19,12 @@ import (
 // invocation's deadline without the runtime's cancellation, which only
 // comes at that deadline or after the handler returned).
 func withBudget(ctx context.Context, budget, margin time.Duration) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok {
-		budget = min(budget, time.Until(dl)-margin)
+	now := time.Now()
+	deadline := now.Add(budget)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(-margin).Before(deadline) {
+		deadline = dl.Add(-margin)
 	}
-	return budgets.start(ctx, budget)
+	return budgets.start(ctx, now, deadline)
 }
 
 // budgets is the process's one budget clock.
@@ -82,19 +84,20 @@ type budgetClock struct {
 	armedAt time.Time
 }
 
-// start returns a budget of d under parent, and the function that ends it.
-// A budget stays on the clock until that function is called or its
-// deadline passes, even when its parent ends it first: every caller defers
-// the call, as with context.WithTimeout.
-func (c *budgetClock) start(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+// start returns a budget under parent that ends at deadline, and the
+// function that ends it; now is the time the caller read, which start
+// does not read again. A budget stays on the clock until that function is
+// called or its deadline passes, even when its parent ends it first:
+// every caller defers the call, as with context.WithTimeout.
+func (c *budgetClock) start(parent context.Context, now, deadline time.Time) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	b := &budgetCtx{Context: ctx, cancel: cancel, deadline: time.Now().Add(d), index: -1}
+	b := &budgetCtx{Context: ctx, cancel: cancel, deadline: deadline, index: -1}
 	end := func() {
 		c.remove(b)
 		cancel(nil)
 	}
 	switch {
-	case d <= 0:
+	case !deadline.After(now):
 		cancel(context.DeadlineExceeded)
 	case ctx.Err() == nil: // not ended with its parent already
 		c.add(b)

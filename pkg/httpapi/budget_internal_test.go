@@ -34,6 +34,12 @@ func drained(t *testing.T, c *budgetClock) {
 	}
 }
 
+// startIn starts a budget of d from now, as withBudget does.
+func (c *budgetClock) startIn(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	now := time.Now()
+	return c.start(parent, now, now.Add(d))
+}
+
 // starter makes a context bounded by d under parent, and its cancel.
 type starter func(parent context.Context, d time.Duration) (context.Context, context.CancelFunc)
 
@@ -41,7 +47,7 @@ type starter func(parent context.Context, d time.Duration) (context.Context, con
 // hold to the same answers.
 func budgetAndDeadline(clock *budgetClock) map[string]starter {
 	return map[string]starter{
-		"budget": clock.start,
+		"budget": clock.startIn,
 		"WithDeadline": func(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 			return context.WithDeadline(parent, time.Now().Add(d))
 		},
@@ -203,11 +209,11 @@ func TestBudgetDerivedWithoutGoroutines(t *testing.T) {
 func TestBudgetOrder(t *testing.T) {
 	t.Parallel()
 	var clock budgetClock
-	long, cancelLong := clock.start(context.Background(), time.Hour)
+	long, cancelLong := clock.startIn(context.Background(), time.Hour)
 	defer cancelLong()
-	short, cancelShort := clock.start(context.Background(), 40*time.Millisecond)
+	short, cancelShort := clock.startIn(context.Background(), 40*time.Millisecond)
 	defer cancelShort()
-	shorter, cancelShorter := clock.start(context.Background(), 20*time.Millisecond)
+	shorter, cancelShorter := clock.startIn(context.Background(), 20*time.Millisecond)
 	defer cancelShorter()
 	within(t, shorter, 5*time.Second, "the 20 ms budget")
 	within(t, short, 5*time.Second, "the 40 ms budget")
@@ -252,7 +258,7 @@ func TestBudgetsConcurrent(t *testing.T) {
 					d = time.Hour
 				}
 				start := time.Now()
-				ctx, cancel := clock.start(parent, d)
+				ctx, cancel := clock.startIn(parent, d)
 				switch ending {
 				case 1:
 					cancel()

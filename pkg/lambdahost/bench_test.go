@@ -192,10 +192,10 @@ func stubClient(b *testing.B) *dynamodb.Client {
 
 // stubClientOf is that client over another transport: the stub with other
 // answers, or one that counts the stub's calls.
-func stubClientOf(tb testing.TB, t http.RoundTripper) *dynamodb.Client {
+func stubClientOf(tb testing.TB, rt http.RoundTripper) *dynamodb.Client {
 	lambdaEnv(tb)
 	client, err := store.NewClient(context.Background(), "", func(o *dynamodb.Options) {
-		o.HTTPClient = &http.Client{Transport: t}
+		o.HTTPClient = &http.Client{Transport: rt}
 	})
 	if err != nil {
 		tb.Fatal(err)
