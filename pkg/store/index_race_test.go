@@ -189,11 +189,14 @@ func TestIndexLowCardinalityUnderFaults(t *testing.T) {
 // indexes, which is both plus a margin, as store.PolicySettle has it for
 // real functions. The cache time is long enough that a build that did not
 // wait for the settle would still meet writers that know nothing of its
-// indexes.
+// indexes. The margin covers a write sent just before its deadline that a
+// loaded engine commits late (as in pkg/httpapi's policy race test): one
+// of 200 ms could leave such a write behind the build's scan on a busy
+// machine.
 const (
 	raceCacheTTL   = 800 * time.Millisecond
 	raceWriteLimit = time.Second
-	raceSettle     = raceCacheTTL + raceWriteLimit + 200*time.Millisecond
+	raceSettle     = raceCacheTTL + raceWriteLimit + 2*time.Second
 )
 
 // startWriters starts writers of items with keys of keys in ns, one on

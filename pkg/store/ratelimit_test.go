@@ -9,6 +9,7 @@ import (
 
 	"github.com/udsproject/uds/pkg/ratelimit"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
 	"github.com/udsproject/uds/pkg/uds"
 )
 
@@ -18,7 +19,8 @@ import (
 // an empty bucket grants nothing and says when it holds a token again.
 func TestLeaseTokens(t *testing.T) {
 	t.Parallel()
-	s, counter := newStore(t)
+	clock := &storetest.Clock{}
+	s, counter := newStore(t, store.WithClock(clock.Now))
 	ctx := context.Background()
 	rate := uds.Rate{PerSecond: 200, Burst: 50}
 	start := time.Now()
@@ -54,8 +56,9 @@ func TestLeaseTokens(t *testing.T) {
 	}
 	// An empty bucket: no write, and a TAT a burst ahead of now (5
 	// tokens at one a second), from which the next token is a second
-	// away. The slow rate keeps the bucket from filling between the
-	// calls, however slow they are.
+	// away. The clock stands still, so that no token accrues between the
+	// calls however slow they are (a call of over a second would let one).
+	clock.Freeze()
 	counter.Take()
 	var last ratelimit.Lease
 	for {
