@@ -718,7 +718,9 @@ func TestRetries(t *testing.T) {
 			w.WriteHeader(503)
 		}))
 		defer srv.Close()
-		ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		// 2 s: long enough for the first 503 to come back on a loaded
+		// machine.
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		start := time.Now()
 		_, err := newClient(t, srv.URL).Get(ctx, key)

@@ -268,7 +268,7 @@ func TestBuildIndexesSteps(t *testing.T) {
 		{"done at once", []buildAnswer{done}, time.Minute, 1, 0, 0, nil},
 		{"goes on at once", []buildAnswer{accepted("0"), accepted(""), done}, time.Minute, 3, 2, 0, nil},
 		{"waits out Retry-After", []buildAnswer{accepted("1"), done}, time.Minute, 2, 1, time.Second, nil},
-		{"stops when its context ends", []buildAnswer{accepted("30")}, 200 * time.Millisecond, 1, 1, 0, context.DeadlineExceeded},
+		{"stops when its context ends", []buildAnswer{accepted("30")}, 2 * time.Second, 1, 1, 0, context.DeadlineExceeded},
 		{"stops at an error", []buildAnswer{accepted("0"), {status: http.StatusNotFound}}, time.Minute, 2, 1, 0, client.ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
