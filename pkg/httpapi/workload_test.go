@@ -265,12 +265,15 @@ func (h keepingHandler) WithGroup(name string) slog.Handler {
 // a request that is still running.
 const killAfter = "X-Workload-Kill-After"
 
-// killable cuts a request's work short where killAfter says.
+// killable cuts a request's work short where killAfter says: from then
+// on, none of its DynamoDB calls is sent (faults.WithKill; the server's
+// client is a faulty one).
 func killable(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if us, err := strconv.Atoi(r.Header.Get(killAfter)); err == nil {
-			ctx, cancel := context.WithTimeout(r.Context(), time.Duration(us)*time.Microsecond)
-			defer cancel()
+			ctx, kill := faults.WithKill(r.Context())
+			timer := time.AfterFunc(time.Duration(us)*time.Microsecond, kill)
+			defer timer.Stop()
 			r = r.WithContext(ctx)
 		}
 		h.ServeHTTP(w, r)

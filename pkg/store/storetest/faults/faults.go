@@ -7,6 +7,7 @@
 package faults
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -169,8 +171,41 @@ func (t *Transport) intN(n int) int {
 	return t.rng.IntN(n)
 }
 
+// WithKill gives ctx a kill switch, for a request whose process is
+// killed midway: once kill is called, every call the transport is given
+// under ctx fails before it is sent, as a dead process makes no more
+// calls, with an error the SDK does not retry; a call sent before goes on
+// to its answer, as DynamoDB applies a request whose caller died after
+// sending it. The work between two calls goes on to the next call. A
+// deadline or a cancellation would stand in badly: the API takes a
+// deadline for its host's and keeps a margin before it, and a
+// cancellation aborts the calls in flight, which the engine may then
+// apply at any later moment.
+func WithKill(ctx context.Context) (_ context.Context, kill func()) {
+	k := new(atomic.Bool)
+	return context.WithValue(ctx, killKey{}, k), func() { k.Store(true) }
+}
+
+type killKey struct{}
+
+func killed(ctx context.Context) bool {
+	k, _ := ctx.Value(killKey{}).(*atomic.Bool)
+	return k != nil && k.Load()
+}
+
+// killedError is the error of a call made after its process was killed:
+// a cancellation to the SDK, which retries none.
+type killedError struct{}
+
+func (killedError) Error() string       { return "killed before this call was sent" }
+func (killedError) CanceledError() bool { return true }
+
 // RoundTrip sends the request through its fault, if one fires.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if killed(req.Context()) {
+		drain(req)
+		return nil, killedError{}
+	}
 	op := operation(req)
 	r, ok := t.pick(op)
 	if !ok {
@@ -194,6 +229,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		case <-req.Context().Done():
 			drain(req)
 			return nil, req.Context().Err()
+		}
+		if killed(req.Context()) {
+			drain(req)
+			return nil, killedError{}
 		}
 		return t.base.RoundTrip(req)
 	}

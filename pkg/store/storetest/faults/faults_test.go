@@ -170,3 +170,55 @@ func TestConflict(t *testing.T) {
 			applied.Load(), tr.Calls("TransactWriteItems"), tr.Calls("PutItem"))
 	}
 }
+
+// A request killed midway: the call in flight when it dies goes on to
+// DynamoDB and its answer; every call after it is refused unsent, and the
+// SDK takes the refusal as a cancellation, which it does not retry.
+func TestWithKill(t *testing.T) {
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	var applied atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Amz-Target") == "DynamoDB_20120810.TransactWriteItems" {
+			close(inFlight)
+			<-release
+		}
+		applied.Add(1)
+		_, _ = io.WriteString(w, "{}")
+	}))
+	t.Cleanup(srv.Close)
+	tr := New(1, http.DefaultTransport)
+	var attempts atomic.Int64
+	client := dynamodb.New(dynamodb.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: aws.AnonymousCredentials{},
+		HTTPClient: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			attempts.Add(1)
+			return tr.RoundTrip(r)
+		})},
+	})
+	ctx, kill := WithKill(context.Background())
+	sent := make(chan error, 1)
+	go func() {
+		_, err := client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{ConditionCheck: &types.ConditionCheck{TableName: aws.String("t"), Key: map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "k"}}, ConditionExpression: aws.String("attribute_exists(k)")}},
+		}})
+		sent <- err
+	}()
+	<-inFlight
+	kill()
+	close(release)
+	if err := <-sent; err != nil || applied.Load() != 1 {
+		t.Fatalf("the call in flight: %v, %d applied; want its answer, applied", err, applied.Load())
+	}
+	_, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "k"}}})
+	var canceled interface{ CanceledError() bool }
+	if !errors.As(err, &canceled) || applied.Load() != 1 {
+		t.Errorf("a call after the kill: %v, %d applied; want a cancellation, unsent", err, applied.Load())
+	}
+	if n := attempts.Load(); n != 2 {
+		t.Errorf("%d attempts, want 2: the refused call is not tried again", n)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
