@@ -264,8 +264,9 @@ func TestUploadRetries(t *testing.T) {
 // the client's idle bound fails saying so, however long the whole takes.
 func TestTransferStalls(t *testing.T) {
 	t.Parallel()
-	// A second: a pause of two thirds of it between two writes below, on
-	// a loaded machine, would end the download before its last bytes.
+	// A second: the handler below pauses a third of it between writes; a
+	// loaded machine would have to add two thirds more to end the
+	// download before its last bytes.
 	const idle = time.Second
 	// The handlers wait until the test ends; a handler that has not read
 	// its request's body does not see the client go.

@@ -259,15 +259,15 @@ func (h keepingHandler) WithGroup(name string) slog.Handler {
 	return keepingHandler{Handler: h.Handler.WithGroup(name), kept: h.kept}
 }
 
-// killAfter is the test's own header: the server stops working on the
-// request after this many microseconds, as a process killed at that moment
-// would. The client waits for the handler to end, so the model never races
-// a request that is still running.
+// killAfter is the test's own header: the server's process is killed this
+// many microseconds into the request (faults.WithKill): it sends no more
+// DynamoDB calls, and stops once the call it was making is back. The
+// client waits for the handler to end, so the model never races a request
+// that is still running.
 const killAfter = "X-Workload-Kill-After"
 
-// killable cuts a request's work short where killAfter says: from then
-// on, none of its DynamoDB calls is sent (faults.WithKill; the server's
-// client is a faulty one).
+// killable kills a request where killAfter says (faults.WithKill; the
+// server's DynamoDB client is a faulty one).
 func killable(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if us, err := strconv.Atoi(r.Header.Get(killAfter)); err == nil {
@@ -1060,10 +1060,11 @@ func explains(open []unsettled, ifMatch string, absent bool, etag string) bool {
 
 // lateWindow is how long after a request left its outcome open a write of
 // it may still land. The server gives up on a call when the request's
-// budget ends, or it is killed, but the engine works on the call it was
-// sent: DynamoDB Local applied most cancelled transactions of a trial
-// after a GET made just after them (docs/decisions/quotas.md, "Truthful answers"),
-// and an overloaded one a killed restore's write about 20 s later.
+// budget ends, but the engine works on the call it was sent: DynamoDB
+// Local applied most cancelled transactions of a trial after a GET made
+// just after them (docs/decisions/quotas.md, "Truthful answers"), and an
+// overloaded one a restore's write about 20 s later (when a kill still
+// cancelled the calls in flight).
 const lateWindow = time.Minute
 
 // lateWrite reports whether it dealt with a refusal of a write of item i

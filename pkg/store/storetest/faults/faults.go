@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -172,25 +171,62 @@ func (t *Transport) intN(n int) int {
 }
 
 // WithKill gives ctx a kill switch, for a request whose process is
-// killed midway: once kill is called, every call the transport is given
-// under ctx fails before it is sent, as a dead process makes no more
-// calls, with an error the SDK does not retry; a call sent before goes on
-// to its answer, as DynamoDB applies a request whose caller died after
-// sending it. The work between two calls goes on to the next call. A
-// deadline or a cancellation would stand in badly: the API takes a
-// deadline for its host's and keeps a margin before it, and a
-// cancellation aborts the calls in flight, which the engine may then
-// apply at any later moment.
+// killed midway. Once kill is called, no call made under ctx is sent, as a
+// dead process makes no more calls; a call already handed to the
+// transport goes on to DynamoDB, which applies a request whose sender died
+// after sending it, and ctx is cancelled once no such call is left, so
+// that whatever the request was doing stops at once (its answers, the
+// answer to that last call included, are lost). The transport refuses a
+// call made in between with an error the SDK does not retry. A deadline
+// would stand in badly: the API takes a deadline for its host's and keeps
+// a margin before it, which would end every killed request before it
+// began; and cancelling ctx at the kill would abort the calls in flight,
+// which the engine may then apply at any later moment.
 func WithKill(ctx context.Context) (_ context.Context, kill func()) {
-	k := new(atomic.Bool)
-	return context.WithValue(ctx, killKey{}, k), func() { k.Store(true) }
+	ctx, cancel := context.WithCancel(ctx)
+	k := &killSwitch{cancel: cancel}
+	return context.WithValue(ctx, killKey{}, k), k.kill
 }
 
 type killKey struct{}
 
-func killed(ctx context.Context) bool {
-	k, _ := ctx.Value(killKey{}).(*atomic.Bool)
-	return k != nil && k.Load()
+// killSwitch is a request's kill: whether it came, and the calls in
+// flight it waits for before it cancels the request's context.
+type killSwitch struct {
+	mu       sync.Mutex
+	killed   bool
+	inFlight int
+	cancel   context.CancelFunc
+}
+
+func (k *killSwitch) kill() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.killed = true
+	if k.inFlight == 0 {
+		k.cancel()
+	}
+}
+
+// send reports whether a call may be sent, counting it in flight if so.
+func (k *killSwitch) send() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.killed {
+		return false
+	}
+	k.inFlight++
+	return true
+}
+
+// answered counts a call as no longer in flight.
+func (k *killSwitch) answered() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.inFlight--
+	if k.killed && k.inFlight == 0 {
+		k.cancel()
+	}
 }
 
 // killedError is the error of a call made after its process was killed:
@@ -202,9 +238,12 @@ func (killedError) CanceledError() bool { return true }
 
 // RoundTrip sends the request through its fault, if one fires.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if killed(req.Context()) {
-		drain(req)
-		return nil, killedError{}
+	if k, ok := req.Context().Value(killKey{}).(*killSwitch); ok {
+		if !k.send() {
+			drain(req)
+			return nil, killedError{}
+		}
+		defer k.answered()
 	}
 	op := operation(req)
 	r, ok := t.pick(op)
@@ -229,10 +268,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		case <-req.Context().Done():
 			drain(req)
 			return nil, req.Context().Err()
-		}
-		if killed(req.Context()) {
-			drain(req)
-			return nil, killedError{}
 		}
 		return t.base.RoundTrip(req)
 	}

@@ -172,9 +172,17 @@ func TestConflict(t *testing.T) {
 }
 
 // A request killed midway: the call in flight when it dies goes on to
-// DynamoDB and its answer; every call after it is refused unsent, and the
-// SDK takes the refusal as a cancellation, which it does not retry.
+// DynamoDB, and the request's context ends once that call is back; a call
+// made in between is refused unsent, and the SDK takes the refusal as a
+// cancellation, which it does not retry. Killed with nothing in flight,
+// the context ends at once.
 func TestWithKill(t *testing.T) {
+	idle, killIdle := WithKill(context.Background())
+	killIdle()
+	if idle.Err() == nil {
+		t.Error("killed with no call in flight, the context goes on")
+	}
+
 	inFlight, release := make(chan struct{}), make(chan struct{})
 	var applied atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -196,26 +204,28 @@ func TestWithKill(t *testing.T) {
 		})},
 	})
 	ctx, kill := WithKill(context.Background())
-	sent := make(chan error, 1)
+	key := map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "k"}}
+	sent := make(chan struct{})
 	go func() {
-		_, err := client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-			{ConditionCheck: &types.ConditionCheck{TableName: aws.String("t"), Key: map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "k"}}, ConditionExpression: aws.String("attribute_exists(k)")}},
+		defer close(sent)
+		_, _ = client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{ConditionCheck: &types.ConditionCheck{TableName: aws.String("t"), Key: key, ConditionExpression: aws.String("attribute_exists(k)")}},
 		}})
-		sent <- err
 	}()
 	<-inFlight
 	kill()
-	close(release)
-	if err := <-sent; err != nil || applied.Load() != 1 {
-		t.Fatalf("the call in flight: %v, %d applied; want its answer, applied", err, applied.Load())
+	if ctx.Err() != nil {
+		t.Error("the context ended with a call in flight")
 	}
-	_, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "k"}}})
+	_, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key})
 	var canceled interface{ CanceledError() bool }
-	if !errors.As(err, &canceled) || applied.Load() != 1 {
-		t.Errorf("a call after the kill: %v, %d applied; want a cancellation, unsent", err, applied.Load())
+	if !errors.As(err, &canceled) || !canceled.CanceledError() || attempts.Load() != 2 {
+		t.Errorf("a call after the kill: %v after %d attempts in all; want a cancellation, tried once", err, attempts.Load())
 	}
-	if n := attempts.Load(); n != 2 {
-		t.Errorf("%d attempts, want 2: the refused call is not tried again", n)
+	close(release)
+	<-sent
+	if applied.Load() != 1 || ctx.Err() == nil {
+		t.Errorf("%d calls applied, context %v; want the call in flight applied, then the context ended", applied.Load(), ctx.Err())
 	}
 }
 
