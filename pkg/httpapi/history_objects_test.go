@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -15,8 +16,12 @@ import (
 
 	"github.com/udsproject/uds/pkg/blob"
 	"github.com/udsproject/uds/pkg/blob/blobtest"
+	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
+	"github.com/udsproject/uds/pkg/store/storetest"
+	"github.com/udsproject/uds/pkg/store/storetest/faults"
 )
 
 // namedObjects lists the objects that items and kept versions name,
@@ -157,6 +162,40 @@ func TestHistoryLargeValueObjects(t *testing.T) {
 		e.as("alice", "DELETE", path+"?history", "").expect(t, http.StatusOK)
 		if !e.absent(kept) || len(e.namedObjects(t)) != 0 {
 			t.Fatalf("after the drop: object gone %v, named %v", e.absent(kept), e.namedObjects(t))
+		}
+	})
+
+	// The restore's transaction commits but its answer is lost, and every
+	// attempt after it is throttled until the request's time runs out:
+	// the request answers 503, and the copy its commit names stays.
+	t.Run("a restore whose commit went unanswered keeps its copy", func(t *testing.T) {
+		path := base + "/unanswered/v"
+		e.largeVersion(t, "alice", "unanswered", path, `{"access":"shared","history":{"versions":5}}`)
+		faulty, ft := storetest.FaultyClient(t, 1)
+		ft.Set(faults.Rule{Kind: faults.LostAfterCommit, Ops: []string{"TransactWriteItems"}, Nth: 1},
+			faults.Rule{Kind: faults.Throttle, Ops: []string{"TransactWriteItems"}, Rate: 1})
+		st := store.New(faulty, e.tables, store.WithClock(e.clock.Now), store.WithPolicySettle(testSettle), store.WithObjects(e.objects))
+		f := *e
+		f.srv = httptest.NewServer(httpapi.New(httpapi.StoresOf(st), httpapi.GroupAll, httpapi.Config{
+			Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), RequestBudget: time.Second,
+			Logger: apitest.Logger(t), Now: e.clock.Now, Bucket: e.objects,
+		}))
+		defer f.srv.Close()
+		f.as("alice", "POST", path+"?restore=1", "").expect(t, http.StatusServiceUnavailable)
+		if injected, _ := ft.Injected(); injected[faults.LostAfterCommit] != 1 {
+			t.Fatalf("faults %v: the restore's commit was not the one whose answer was lost", injected)
+		}
+		if got := e.history(t, path); got != "3* 2 1" {
+			t.Fatalf("history %q, want the restore committed as version 3", got)
+		}
+		if names := e.oneRecordEach(t, endpoint); len(names) != 2 {
+			t.Fatalf("the records name %v, want the version's and the item's copy", names)
+		}
+		e.setPolicy(t, "unanswered", `{"access":"shared"}`)
+		e.as("alice", "DELETE", path, "").expect(t, http.StatusNoContent)
+		e.as("alice", "DELETE", path+"?history", "").expect(t, http.StatusOK)
+		if names := e.oneRecordEach(t, endpoint); len(names) != 0 {
+			t.Fatalf("after the item and its history went, the records name %v", names)
 		}
 	})
 

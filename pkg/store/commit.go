@@ -104,6 +104,11 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 		outcome, r, err := s.commit(ctx, op, p, attempt)
 		switch {
 		case err != nil:
+			// A commit that ended in a transient error may have been
+			// applied, its answer lost and its time run out before a
+			// retry could tell: what the plan made ready stays, as after
+			// an attempt left unanswered.
+			uncertain = uncertain || isTransient(err)
 			return nil, err
 		case outcome == written:
 			p.committed(ctx)
