@@ -64,9 +64,13 @@ func newEnvOn(t *testing.T, bucket *blob.Bucket, opts ...store.Option) *env {
 // newEnvOver is newEnvOn over the given tables.
 func newEnvOver(t *testing.T, tables store.Tables, bucket *blob.Bucket, opts ...store.Option) *env {
 	t.Helper()
-	client := storetest.Client(t)
-	clock := &storetest.Clock{}
-	objects := blob.Objects{Bucket: bucket}
+	return newEnvThrough(t, storetest.Client(t), tables, blob.Objects{Bucket: bucket}, &storetest.Clock{}, apitest.Budget, opts...)
+}
+
+// newEnvThrough serves the API over tables and objects through client
+// (a faulty one, say), on clock, each request within budget.
+func newEnvThrough(t *testing.T, client *dynamodb.Client, tables store.Tables, objects blob.Objects, clock *storetest.Clock, budget time.Duration, opts ...store.Option) *env {
+	t.Helper()
 	// The quiet period outlasts every move of the clock, so recompute
 	// never lowers a record in these tests and a drift stays visible. A
 	// change into or out of private settles quickly: these tests do not
@@ -77,7 +81,7 @@ func newEnvOver(t *testing.T, tables store.Tables, bucket *blob.Bucket, opts ...
 		Subject:         httpapi.HeaderSubject,
 		CursorSecret:    []byte("test secret"),
 		DeleteAllBudget: apitest.Budget,
-		RequestBudget:   apitest.Budget,
+		RequestBudget:   budget,
 		Logger:          apitest.Logger(t),
 		Now:             clock.Now,
 		Limiter:         ratelimit.New(st, clock.Now),

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -16,8 +15,6 @@ import (
 
 	"github.com/udsproject/uds/pkg/blob"
 	"github.com/udsproject/uds/pkg/blob/blobtest"
-	"github.com/udsproject/uds/pkg/httpapi"
-	"github.com/udsproject/uds/pkg/httpapi/apitest"
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/store/storetest"
@@ -174,13 +171,7 @@ func TestHistoryLargeValueObjects(t *testing.T) {
 		faulty, ft := storetest.FaultyClient(t, 1)
 		ft.Set(faults.Rule{Kind: faults.LostAfterCommit, Ops: []string{"TransactWriteItems"}, Nth: 1},
 			faults.Rule{Kind: faults.Throttle, Ops: []string{"TransactWriteItems"}, Rate: 1})
-		st := store.New(faulty, e.tables, store.WithClock(e.clock.Now), store.WithPolicySettle(testSettle), store.WithObjects(e.objects))
-		f := *e
-		f.srv = httptest.NewServer(httpapi.New(httpapi.StoresOf(st), httpapi.GroupAll, httpapi.Config{
-			Subject: httpapi.HeaderSubject, CursorSecret: []byte("test secret"), RequestBudget: time.Second,
-			Logger: apitest.Logger(t), Now: e.clock.Now, Bucket: e.objects,
-		}))
-		defer f.srv.Close()
+		f := newEnvThrough(t, faulty, e.tables, e.objects, e.clock, time.Second)
 		f.as("alice", "POST", path+"?restore=1", "").expect(t, http.StatusServiceUnavailable)
 		if injected, _ := ft.Injected(); injected[faults.LostAfterCommit] != 1 {
 			t.Fatalf("faults %v: the restore's commit was not the one whose answer was lost", injected)

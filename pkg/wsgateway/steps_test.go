@@ -275,10 +275,9 @@ func TestDeployedExpiry(t *testing.T) {
 	}
 	time.Sleep(time.Until(expires) + 100*time.Millisecond)
 	d.route(t, "MESSAGE", "A", `{"action":"unsubscribe","id":"other"}`)
-	msgs = d.await(t, "A", "the answer", func(m []stepMessage) bool {
-		return slices.ContainsFunc(m, func(m stepMessage) bool { return m.Type == realtime.TypeError })
-	})
-	answer := slices.IndexFunc(msgs, func(m stepMessage) bool { return m.Type == realtime.TypeError })
+	isAnswer := func(m stepMessage) bool { return m.Type == realtime.TypeError }
+	msgs = d.await(t, "A", "the answer", func(m []stepMessage) bool { return slices.ContainsFunc(m, isAnswer) })
+	answer := slices.IndexFunc(msgs, isAnswer)
 	if msgs[answer].Status != http.StatusNotFound || state(t, msgs[:answer], "s")["soon"]["deleted"] != true {
 		t.Fatalf("after the expiry, the tombstone and then the answer: %v", d.gw.messages("A"))
 	}
