@@ -190,6 +190,30 @@ func TestHistoryLargeValueObjects(t *testing.T) {
 		}
 	})
 
+	// Every attempt of the restore's transaction is throttled until the
+	// request's time runs out: none was applied, so the request answers
+	// 503 and removes the copy it made, which nothing names.
+	t.Run("a restore throttled throughout removes its copy", func(t *testing.T) {
+		path := base + "/throttled/v"
+		_, kept := e.largeVersion(t, "alice", "throttled", path, `{"access":"shared","history":{"versions":5}}`)
+		faulty, ft := storetest.FaultyClient(t, 1)
+		ft.Set(faults.Rule{Kind: faults.Throttle, Ops: []string{"TransactWriteItems"}, Rate: 1})
+		f := newEnvThrough(t, faulty, e.tables, e.objects, e.clock, time.Second)
+		f.as("alice", "POST", path+"?restore=1", "").expect(t, http.StatusServiceUnavailable)
+		if injected, _ := ft.Injected(); injected[faults.Throttle] < 2 {
+			t.Fatalf("faults %v: the restore's transaction was not throttled again and again", injected)
+		}
+		if got := e.history(t, path); got != "2* 1" {
+			t.Fatalf("history %q, want the restore not committed", got)
+		}
+		if names := e.oneRecordEach(t, endpoint); !slices.Equal(names, []string{kept}) {
+			t.Fatalf("the records name %v, want only the version's %s", names, kept)
+		}
+		e.setPolicy(t, "throttled", `{"access":"shared"}`)
+		e.as("alice", "DELETE", path, "").expect(t, http.StatusNoContent)
+		e.as("alice", "DELETE", path+"?history", "").expect(t, http.StatusOK)
+	})
+
 	t.Run("a prune removes the version's object", func(t *testing.T) {
 		path := base + "/pruned/v"
 		_, kept := e.largeVersion(t, "alice", "pruned", path, `{"access":"shared","history":{"versions":1}}`)

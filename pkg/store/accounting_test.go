@@ -247,11 +247,13 @@ func TestLostStreamedCreateAnswersTheStoredRevision(t *testing.T) {
 // A transaction that DynamoDB cancelled only because another transaction
 // held one of its items committed nothing, and transact sends it again:
 // the write succeeds, after one more attempt per conflict, and usage moves
-// once. DynamoDB Local never cancels for a conflict; the fault injector
-// answers as DynamoDB does.
+// once. The attempts sent again are counted as retries of the call, as
+// the SDK counts its own. DynamoDB Local never cancels for a conflict; the
+// fault injector answers as DynamoDB does.
 func TestConflictsAreSentAgain(t *testing.T) {
 	t.Parallel()
-	for _, tc := range faultedWrites(context.Background()) {
+	ctx, stats := store.WithCallStats(context.Background())
+	for _, tc := range faultedWrites(ctx) {
 		if tc.op != "TransactWriteItems" {
 			continue
 		}
@@ -262,6 +264,7 @@ func TestConflictsAreSentAgain(t *testing.T) {
 			// counts only the calls the first let through, so it takes
 			// the second transaction.
 			f.faults.Set(faults.Rule{Kind: faults.Conflict, Nth: 1}, faults.Rule{Kind: faults.Conflict, Nth: 1})
+			retriesBefore := stats.Snapshot().Retries
 			if err := tc.run(f, k, it); err != nil {
 				t.Errorf("answer: %v, want success", err)
 			}
@@ -270,6 +273,9 @@ func TestConflictsAreSentAgain(t *testing.T) {
 			}
 			if sent := f.faults.Calls("TransactWriteItems"); sent != 3 {
 				t.Errorf("%d transactions sent, want the one transaction sent 3 times: once, and again after each conflict", sent)
+			}
+			if retries := stats.Snapshot().Retries - retriesBefore; retries != 2 {
+				t.Errorf("%d retries counted, want the two sent again", retries)
 			}
 			f.exact(t, "alice")
 		})

@@ -12,8 +12,9 @@ import (
 )
 
 // Calls is what one request cost in DynamoDB: calls made, attempts beyond
-// each call's first (the SDK's retries), throttled attempts, and the
-// capacity units consumed.
+// each call's first (the SDK's retries, and a transaction's attempts that
+// transact sends again), throttled attempts, and the capacity units
+// consumed.
 type Calls struct {
 	Calls, Retries, Throttles int
 	ReadUnits, WriteUnits     float64
@@ -50,6 +51,17 @@ func (s *CallStats) Snapshot() Calls {
 	c := s.c
 	c.Retries = s.attempts - c.Calls
 	return c
+}
+
+// countAsRetry makes the next call counted in ctx's CallStats a retry of
+// the one before it: for a caller that sends a call again itself, with the
+// SDK's retries off, so that it is counted as the SDK counts its own.
+func countAsRetry(ctx context.Context) {
+	if s := callStatsFrom(ctx); s != nil {
+		s.mu.Lock()
+		s.c.Calls--
+		s.mu.Unlock()
+	}
 }
 
 func callStatsFrom(ctx context.Context) *CallStats {

@@ -104,11 +104,11 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 		outcome, r, err := s.commit(ctx, op, p, attempt)
 		switch {
 		case err != nil:
-			// A commit that ended in a transient error may have been
-			// applied, its answer lost and its time run out before a
-			// retry could tell: what the plan made ready stays, as after
-			// an attempt left unanswered.
-			uncertain = uncertain || isTransient(err)
+			// A commit one of whose attempts went unanswered may have
+			// been applied, its time run out before a retry could tell:
+			// what the plan made ready stays, as after an attempt left
+			// unanswered.
+			uncertain = uncertain || mayHaveCommitted(err)
 			return nil, err
 		case outcome == written:
 			p.committed(ctx)
@@ -293,6 +293,9 @@ func unansweredOrFailed(ctx context.Context, op string, err error, attempt int) 
 		return 0, failed(op, err)
 	}
 	if serr := sleep(ctx, backoff(attempt)); serr != nil {
+		if !appliedNothing(err) {
+			err = maybeCommitted{err}
+		}
 		return 0, failed(op, errors.Join(err, serr))
 	}
 	return unanswered, nil

@@ -225,31 +225,34 @@ func (p *plan) afterCommit(fn func(context.Context)) { p.after = append(p.after,
 // committed.
 func (p *plan) onAbandon(fn func(context.Context)) { p.undo = append(p.undo, fn) }
 
-// abandoned runs what undoes the plan's preparations.
-func (p *plan) abandoned(ctx context.Context) {
-	for _, fn := range p.undo {
-		fn(ctx)
-	}
-}
+// abandoned runs what undoes the plan's preparations, to the end when the
+// request is cancelled meanwhile: the write ends because its time ran out
+// as often as for any other reason, and a preparation left behind (a copy
+// of an object) would stay in the bucket with nothing naming it.
+func (p *plan) abandoned(ctx context.Context) { settle(ctx, p.undo) }
 
 // committed runs what waits for the plan's commit. It runs to the end
 // when the request is cancelled meanwhile (its caller gone, its time up):
 // the commit is done, and what it leaves behind (the objects of values it
 // removed) would otherwise stay in the bucket with nothing naming them.
-func (p *plan) committed(ctx context.Context) {
-	if len(p.after) == 0 {
+func (p *plan) committed(ctx context.Context) { settle(ctx, p.after) }
+
+// settle runs what a write does once its outcome is known, under ctx's
+// values but not its cancellation, within settleBudget.
+func settle(ctx context.Context, fns []func(context.Context)) {
+	if len(fns) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterCommitBudget)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleBudget)
 	defer cancel()
-	for _, fn := range p.after {
+	for _, fn := range fns {
 		fn(ctx)
 	}
 }
 
-// afterCommitBudget bounds what runs after a commit once its request is
-// cancelled: a few deletes of objects.
-const afterCommitBudget = 10 * time.Second
+// settleBudget bounds what runs once a write's outcome is known, after
+// its request is cancelled: a few deletes of objects.
+const settleBudget = 10 * time.Second
 
 // needs is what a verb reads of its item before it decides, beyond the
 // item's state, because a capability the write meets asks for it.

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // Every write that changes usage is one TransactWriteItems: the data write
@@ -69,28 +70,77 @@ func (c cancelled) conflictOnly() bool {
 // committed). Cancellations caused only by conflicting transactions are
 // retried with backoff within ctx; so is every transient error, with the
 // same token, so that a commit whose answer was lost is recognised.
+//
+// transact makes each attempt itself, with the SDK's retries off, so that
+// it sees how every attempt ended: one that was throttled or cancelled for
+// a conflict applied nothing, while one that went unanswered (a server
+// error, a reset connection, a timeout) may have committed. When the
+// transaction fails after such an attempt, its error says so
+// (mayHaveCommitted), and the write keeps what it made ready for the
+// commit.
 func (s *Store) transact(ctx context.Context, op string, actions ...types.TransactWriteItem) (cancelled, error) {
 	in := &dynamodb.TransactWriteItemsInput{
 		TransactItems:      actions,
 		ClientRequestToken: aws.String(newToken()),
 	}
+	unanswered := false
+	fail := func(err error) error {
+		if unanswered {
+			err = maybeCommitted{err}
+		}
+		return failed(op, err)
+	}
 	for attempt := 0; ; attempt++ {
-		_, err := s.client.TransactWriteItems(ctx, in)
+		if attempt > 0 {
+			countAsRetry(ctx)
+		}
+		_, err := s.client.TransactWriteItems(ctx, in, withoutRetries)
 		var tce *types.TransactionCanceledException
 		switch {
 		case err == nil:
 			return nil, nil
 		case errors.As(err, &tce) && !cancelled(tce.CancellationReasons).conflictOnly():
 			return tce.CancellationReasons, nil
-		case errors.As(err, &tce) || isTransient(err):
-			// Sent again below, after a pause.
+		case errors.As(err, &tce):
+			// Cancelled for a conflict: nothing applied; sent again below.
+		case isTransient(err):
+			unanswered = unanswered || !appliedNothing(err)
 		default:
-			return nil, failed(op, err)
+			return nil, fail(err)
 		}
 		if serr := sleep(ctx, backoff(attempt)); serr != nil {
-			return nil, failed(op, errors.Join(err, serr))
+			return nil, fail(errors.Join(err, serr))
 		}
 	}
+}
+
+// maybeCommitted wraps the failure of a write one of whose attempts went
+// unanswered: it may have been applied.
+type maybeCommitted struct{ error }
+
+func (m maybeCommitted) Unwrap() error { return m.error }
+
+// mayHaveCommitted reports whether a failed write's error says that one of
+// its attempts may have been applied.
+func mayHaveCommitted(err error) bool {
+	var m maybeCommitted
+	return errors.As(err, &m)
+}
+
+// appliedNothing reports whether a transient error is DynamoDB's refusal
+// of a request before applying any of it: throttling, or a single write
+// meeting a transaction on its item. Every other transient failure may
+// come after the request was applied, with its answer lost on the way.
+func appliedNothing(err error) bool {
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode() {
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "TransactionConflictException":
+		return true
+	}
+	return false
 }
 
 // errUnexpectedCancel describes a cancellation that no condition of the
