@@ -354,14 +354,16 @@ func TestTransientFaultsAreUnavailable(t *testing.T) {
 
 // Recompute never stores a total below the real one: it lowers a record
 // only once the owner's usage has been quiet for the quiet period, and
-// only if the record still says what it read.
+// only if the record still says what it read. Each write of the owner's
+// starts the quiet period again.
 func TestRecomputeWaitsForQuiet(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	// Long enough that no create, however loaded the machine, leaves the
-	// owner quiet that long between two writes; the clock then ends it.
+	// The clock stands still but where the test moves it: a quiet period
+	// ends only when the test says so, however loaded the machine.
 	const quiet = time.Hour
 	clock := &storetest.Clock{}
+	clock.Freeze()
 	f := newFaultyStore(t, 6, store.WithRecomputeQuiet(quiet), store.WithClock(clock.Now))
 	for i := range 3 {
 		if _, err := f.Create(ctx, writeAs("alice", key(t, "ns", strconv.Itoa(i)), `1`)); err != nil {
@@ -381,47 +383,37 @@ func TestRecomputeWaitsForQuiet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// While the owner writes, the drift is reported but not applied.
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			k := key(t, "busy", strconv.Itoa(i%4))
-			if _, err := f.Create(ctx, writeAs("alice", k, `"x"`)); errors.Is(err, uds.ErrConflict) {
-				err = f.Delete(ctx, uds.Write{Key: k})
-			} else if err != nil {
-				t.Error(err)
-			}
+	// A quiet period that ends with a write (a create, then its delete)
+	// starts again: the drift is reported, not applied, and the owner is
+	// told to come back a whole period later.
+	drift := uds.Usage{Bytes: 500, Items: 5}
+	for i := range 4 {
+		clock.Advance(quiet)
+		k := key(t, "busy", strconv.Itoa(i/2))
+		if i%2 == 0 {
+			_, err = f.Create(ctx, writeAs("alice", k, `"x"`))
+		} else {
+			err = f.Delete(ctx, uds.Write{Key: k, Subject: "alice"})
 		}
-	}()
-	for range 5 {
+		if err != nil {
+			t.Fatal(err)
+		}
 		rc, err := f.Recompute(ctx, app, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rc.Applied && rc.Drift != (uds.Usage{}) {
-			t.Errorf("recompute applied a drift of %+v while the owner was writing", rc.Drift)
-		}
-		if !rc.Applied && (rc.RetryAfter <= 0 || rc.RetryAfter > quiet) {
-			t.Errorf("RetryAfter %v, want within (0, %v]", rc.RetryAfter, quiet)
+		// The write's time is kept to the millisecond.
+		if rc.Applied || rc.Drift != drift || rc.RetryAfter <= quiet-time.Millisecond || rc.RetryAfter > quiet {
+			t.Errorf("recompute right after a write: %+v; want the drift %+v reported, not applied, and RetryAfter %v", rc, drift, quiet)
 		}
 	}
-	close(stop)
-	wg.Wait()
 	if rec, real := f.recorded(t, "alice"), f.real(t, "alice"); rec.Items != real.Items+5 {
 		t.Fatalf("before the quiet period: recorded %+v, real %+v; want the hand-made drift intact", rec, real)
 	}
 	clock.Advance(quiet)
 	rc, err := f.Recompute(ctx, app, "alice")
-	if err != nil || !rc.Applied || rc.Drift != (uds.Usage{Bytes: 500, Items: 5}) {
-		t.Fatalf("recompute once quiet: %+v, %v; want the drift of 5 items, 500 bytes applied", rc, err)
+	if err != nil || !rc.Applied || rc.Drift != drift {
+		t.Fatalf("recompute once quiet: %+v, %v; want the drift of %+v applied", rc, err, drift)
 	}
 	f.exact(t, "alice")
 }

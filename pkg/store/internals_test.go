@@ -29,6 +29,3 @@ func (s *Store) PutIndexEntry(ctx context.Context, key uds.Key, ix uds.Index, da
 	}
 	return s.writeAll(ctx, s.tables.Index, puts)
 }
-
-// HeldOf is what a stored item adds to its owner's usage.
-func HeldOf(av map[string]types.AttributeValue) uds.Usage { return held(av) }

@@ -56,14 +56,17 @@ func TestSetPolicyVersions(t *testing.T) {
 	if p.Version != admins || p.Access != uds.AccessOwnerWrite || string(p.Schema) != `{"type":"object"}` {
 		t.Errorf("stored %+v, want version %d", p, admins)
 	}
+	if page, _, err := s.Policies(ctx, app, "", 10, false); err != nil || len(page) != 1 {
+		t.Fatalf("the policy set is listed as %+v (%v), want it alone", page, err)
+	}
 	if _, err := s.SetPolicy(ctx, app, "ns", uds.Policy{}); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := s.StoredPolicy(ctx, app, "ns"); p.Mode() != uds.AccessShared || p.Schema != nil || p.Version != admins+1 {
-		t.Errorf("after removal %+v", p)
+	if p, err := s.StoredPolicy(ctx, app, "ns"); err != nil || p.Mode() != uds.AccessShared || p.Schema != nil || p.Version != admins+1 {
+		t.Errorf("after removal %+v (%v)", p, err)
 	}
-	if page, _, _ := s.Policies(ctx, app, "", 10, false); len(page) != 0 {
-		t.Errorf("a removed policy is listed: %+v", page)
+	if page, _, err := s.Policies(ctx, app, "", 10, false); err != nil || len(page) != 0 {
+		t.Errorf("a removed policy is listed: %+v (%v)", page, err)
 	}
 }
 

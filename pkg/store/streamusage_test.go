@@ -86,6 +86,14 @@ func (f *streamedFixture) usage(owner string) uds.Usage {
 	return storetest.RecordedUsage(f.t, f.c, f.tables, app, owner)
 }
 
+// stored is what owner's stored items and kept versions hold, summed from
+// the tables: the usage the stream's counting must come to once every
+// change is counted.
+func (f *streamedFixture) stored(owner string) uds.Usage {
+	f.t.Helper()
+	return storetest.StoredUsage(f.t, f.c, f.tables, app, owner)
+}
+
 func (f *streamedFixture) create(id string, size int) (uds.Key, store.StreamChange) {
 	f.t.Helper()
 	key, err := uds.NewKey(app, "notes", id)
@@ -120,7 +128,10 @@ func TestStreamedCounting(t *testing.T) {
 		if u := f.usage("alice"); u != (uds.Usage{}) {
 			t.Fatalf("before the stream: %+v, want nothing charged by the writes", u)
 		}
-		want := store.HeldOf(a.New).Plus(store.HeldOf(b.New))
+		want := f.stored("alice")
+		if want.Items != 2 {
+			t.Fatalf("the tables hold %+v of alice's, want her two items", want)
+		}
 		f.count("shard-1", a, b)
 		f.count("shard-1", a, b) // the batch again
 		f.count("shard-1", b)    // its tail again
@@ -138,7 +149,7 @@ func TestStreamedCounting(t *testing.T) {
 			return err
 		})
 		f.count("shard-1", created, grown)
-		if u, want := f.usage("alice"), store.HeldOf(grown.New); u != want {
+		if u, want := f.usage("alice"), f.stored("alice"); u != want {
 			t.Fatalf("after the update: %+v, want %+v", u, want)
 		}
 		deleted := f.change(key, func() error { return f.st.Delete(ctx, uds.Write{Key: key, Subject: "alice"}) })
@@ -157,7 +168,7 @@ func TestStreamedCounting(t *testing.T) {
 		f.count("shard-2", b)
 		f.count("shard-1", a)
 		f.count("shard-2", b)
-		if u, want := f.usage("alice"), store.HeldOf(a.New).Plus(store.HeldOf(b.New)); u != want {
+		if u, want := f.usage("alice"), f.stored("alice"); u != want {
 			t.Fatalf("usage %+v, want %+v", u, want)
 		}
 	})
@@ -186,7 +197,7 @@ func TestStreamedCounting(t *testing.T) {
 		// stream releases it.
 		deleted := f.change(streamedKey, func() error { return f.st.Delete(ctx, uds.Write{Key: streamedKey, Subject: "alice"}) })
 		f.count("shard-1", deleted)
-		if u, want := f.usage("alice"), store.HeldOf(rewritten.New); u != want {
+		if u, want := f.usage("alice"), f.stored("alice"); u != want {
 			t.Fatalf("usage %+v, want %+v (the rewritten item alone)", u, want)
 		}
 		if r, err := f.st.Recompute(ctx, app, "alice"); err != nil || r.Drift != (uds.Usage{}) {
@@ -212,7 +223,7 @@ func TestStreamedCounting(t *testing.T) {
 			return err
 		})
 		f.count("shard-1", grown)
-		if u, want := f.usage("alice"), store.HeldOf(grown.New).Plus(store.HeldOf(b.New)); u != want {
+		if u, want := f.usage("alice"), f.stored("alice"); u != want {
 			t.Fatalf("usage %+v, want %+v", u, want)
 		}
 		// Growing past the bytes limit is refused all the same.
@@ -253,12 +264,12 @@ func TestStreamedCounting(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.count("shard-1", created, gone, kept)
-		if u, want := f.usage("alice"), store.HeldOf(kept.New); u != want {
+		if u, want := f.usage("alice"), f.stored("alice"); u != want {
 			t.Fatalf("usage %+v, want %+v", u, want)
 		}
 		_, late := f.create("c", 300)
 		f.count("shard-1", late)
-		if u, want := f.usage("alice"), store.HeldOf(kept.New).Plus(store.HeldOf(late.New)); u != want {
+		if u, want := f.usage("alice"), f.stored("alice"); u != want {
 			t.Fatalf("after a write past the recompute: %+v, want %+v", u, want)
 		}
 	})
@@ -278,7 +289,7 @@ func TestStreamedCounting(t *testing.T) {
 			t.Fatalf("the item after a write keeping history is still counted by the stream: %v", updated.New)
 		}
 		f.count("shard-1", created, updated)
-		want := store.HeldOf(updated.New).Plus(uds.Usage{Bytes: store.HeldOf(created.New).Bytes, History: store.HeldOf(created.New).Bytes})
+		want := f.stored("alice")
 		if u := f.usage("alice"); u != want {
 			t.Fatalf("usage %+v, want %+v (the item and its kept version)", u, want)
 		}
@@ -305,7 +316,7 @@ func TestStreamedCounting(t *testing.T) {
 		}
 		_, strict := f.create("a", 100)
 		f.count("", strict) // nothing of it is counted from the stream
-		if u, want := f.usage("alice"), store.HeldOf(strict.New); u != want {
+		if u, want := f.usage("alice"), f.stored("alice"); u != want {
 			t.Fatalf("usage %+v, want %+v", u, want)
 		}
 		if err := f.st.SetQuotaMode(ctx, app, uds.QuotaStreamed); err != nil {
