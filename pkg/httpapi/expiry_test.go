@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,7 +198,9 @@ func TestExpiredItemsFreeQuota(t *testing.T) {
 
 // Writes racing the expiry of their keys keep usage exact: the keys
 // expire halfway through the writes, and the writes' own ttl of 1 s
-// passes while others still run.
+// passes while others still run. Each write answers as a write of a key
+// that may be there, expired or gone does, and creates land on keys whose
+// items expired.
 func TestConcurrentWritesOntoExpiringKeys(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -207,31 +210,61 @@ func TestConcurrentWritesOntoExpiringKeys(t *testing.T) {
 	}
 	const writers, writes = 6, 50
 	var started atomic.Int32
+	// answers counts each method's answers, and the creates answered 201
+	// once the keys expired.
+	var (
+		mu             sync.Mutex
+		answers        = map[string]map[int]int{"POST": {}, "PUT": {}, "DELETE": {}}
+		createdExpired int
+	)
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range writes {
-				if started.Add(1) == writers*writes/2 {
+				n := started.Add(1)
+				if n == writers*writes/2 {
 					e.expire()
 				}
 				path := fmt.Sprintf("%s/race/%d", base, (w+i)%6)
+				var method string
+				var st int
 				switch i % 3 {
 				case 0:
-					e.do("POST", path, `{"data":"`+strings.Repeat("p", i%50)+`"}`, "X-Uds-Subject", "sam")
+					method, st = "POST", e.send("POST", path, []byte(`{"data":"`+strings.Repeat("p", i%50)+`"}`), "Content-Type", "application/json", "X-Uds-Subject", "sam").status
 				case 1:
-					e.do("PUT", path, `{"data":2,"ttl":1}`, "X-Uds-Subject", "sam")
+					method, st = "PUT", e.send("PUT", path, []byte(`{"data":2,"ttl":1}`), "Content-Type", "application/json", "X-Uds-Subject", "sam").status
 				default:
-					e.do("DELETE", path, "", "X-Uds-Subject", "sam")
+					method, st = "DELETE", e.send("DELETE", path, nil, "X-Uds-Subject", "sam").status
 				}
+				mu.Lock()
+				answers[method][st]++
+				if method == "POST" && st == 201 && n > writers*writes/2 {
+					createdExpired++
+				}
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
+	allowed := map[string][]int{"POST": {201, 409}, "PUT": {200, 404}, "DELETE": {204, 404}}
+	for method, counts := range answers {
+		for st := range counts {
+			if !slices.Contains(allowed[method], st) {
+				t.Errorf("%s answered %d (%v), want one of %v", method, st, counts, allowed[method])
+			}
+		}
+	}
+	if answers["PUT"][200] == 0 || createdExpired == 0 {
+		t.Errorf("answers %v, %d creates after the expiry: want updates with a ttl and creates over expired items", answers, createdExpired)
+	}
 	e.clock.Advance(2 * time.Second) // every ttl of 1 s is past
 	for i := range 6 {
-		e.do("GET", fmt.Sprintf("%s/race/%d", base, i), "")
+		// The last write of a key may have been a create without a ttl.
+		if st := e.do("GET", fmt.Sprintf("%s/race/%d", base, i), "").status; st != 200 && st != 404 {
+			t.Errorf("GET of key %d after the writes answered %d", i, st)
+		}
 	}
 	e.do("POST", admin+"/apps/"+app+"/users/sam/quota/recompute", "").expect(t, 200)
 	exactUsage(t, e, "sam")

@@ -534,6 +534,7 @@ func (w *feedWorkload) write(id int, subject string, rng *rand.Rand, stop <-chan
 		var answer []byte
 		sent := w.clock.Now()
 		traced := []string{key}
+		repeats := false // a batch names an item twice
 		switch r := rng.IntN(100); {
 		case r < 30:
 			op = "POST"
@@ -554,6 +555,7 @@ func (w *feedWorkload) write(id int, subject string, rng *rand.Rand, stop <-chan
 			traced = nil
 			for range 2 + rng.IntN(3) {
 				k := keys[rng.IntN(len(keys))]
+				repeats = repeats || slices.Contains(traced, k)
 				traced = append(traced, k)
 				p := ns + "/" + k
 				switch m := rng.IntN(4); m {
@@ -579,6 +581,9 @@ func (w *feedWorkload) write(id int, subject string, rng *rand.Rand, stop <-chan
 		}
 		line := fmt.Sprintf("%s..%s writer %d as %s: %s %d %s", sent.UTC().Format(time.TimeOnly+".000"), w.clock.Now().UTC().Format(time.TimeOnly+".000"),
 			id, subject, op, st, uds.Truncate(string(answer), 600))
+		if !writeAnswered(op, st, answer, repeats) {
+			w.t.Errorf("an answer no write of the workload explains: %s", line)
+		}
 		w.mu.Lock()
 		w.writes[op+" "+strconv.Itoa(st)]++
 		if st >= 200 && st < 300 {
@@ -589,6 +594,25 @@ func (w *feedWorkload) write(id int, subject string, rng *rand.Rand, stop <-chan
 		}
 		w.mu.Unlock()
 	}
+}
+
+// writeAnswered reports whether a writer's request answered as such a
+// write may: a killed request (0) or a fault (500, 503) any way, and
+// otherwise as the item's state allows. A write's expiry, set within the
+// run, may have passed on the API's clock by the time it arrives (400);
+// an atomic batch that names an item twice is refused whole (400).
+func writeAnswered(op string, status int, answer []byte, repeats bool) bool {
+	switch status {
+	case 0, 500, 503:
+		return true
+	case 400:
+		return bytes.Contains(answer, []byte("expiresAt")) || op == "batch atomic=true" && repeats
+	}
+	allowed := map[string][]int{
+		"POST": {201, 409}, "PUT": {200, 404}, "PATCH": {200, 404}, "DELETE": {204},
+		"batch atomic=false": {200}, "batch atomic=true": {200, 404, 409}, "DELETE list": {204},
+	}[op]
+	return slices.Contains(allowed, status)
 }
 
 // remove deletes about half the items of every key space, one by one, in
