@@ -20,6 +20,14 @@ import (
 // the same (an import run again) and a conflict otherwise. Limits are
 // not applied, as for items.
 func (s *Store) importKept(ctx context.Context, app string, entries []importEntry, res *uds.ImportResult) error {
+	// These writes do not go through the commit loop, so the erase guard
+	// is asked here: a kept version of an owner whose data an erase
+	// removes is refused, as the owner's items are (planErasure).
+	for _, e := range entries {
+		if err := s.refuseErasing(ctx, app, e.rec.Owner); err != nil {
+			return err
+		}
+	}
 	groups := map[string][]importEntry{}
 	var order []string
 	for _, e := range entries {

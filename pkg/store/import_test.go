@@ -123,11 +123,13 @@ func TestImportReadsPerNamespaceAndOwner(t *testing.T) {
 // run of one owner's records once, and still refuses a record of an owner
 // whose data an erase removes when it stands between two runs of another
 // owner's; the import then writes none of the records of its transaction.
+// A kept version of that owner's is refused too.
 func TestImportRefusedForAnOwnerBeingErased(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	client := storetest.Client(t)
-	s := store.New(client, storetest.NewTables(t))
+	tables := storetest.NewTables(t)
+	s := store.New(client, tables)
 	if _, err := s.EraseUser(ctx, store.EraseQuery{User: "bob"}); err != nil {
 		t.Fatal(err)
 	}
@@ -147,5 +149,15 @@ func TestImportRefusedForAnOwnerBeingErased(t *testing.T) {
 		if _, err := s.Get(ctx, r.Key); !errors.Is(err, uds.ErrNotFound) {
 			t.Errorf("%s: %v; want it not written", r.Key.ID, err)
 		}
+	}
+	// A kept version of bob's is refused as his items are: it would give
+	// him data again that the erase removes.
+	kept := records[1]
+	kept.KeptAt = created.Add(time.Hour)
+	if res, err := s.Import(ctx, app, []uds.Record{kept}); !errors.Is(err, uds.ErrErasing) {
+		t.Fatalf("import of bob's kept version: %+v, %v; want uds.ErrErasing", res, err)
+	}
+	if u := storetest.StoredUsage(t, client, tables, app, "bob"); u != (uds.Usage{}) {
+		t.Errorf("bob's records hold %+v after the import, want nothing", u)
 	}
 }
