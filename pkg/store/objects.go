@@ -78,11 +78,16 @@ func objectsOf(states ...map[string]types.AttributeValue) []string {
 }
 
 // removeObject deletes the named object, if any name is given, logging a
-// failure (see removeObjects).
+// failure (see removeObjects). Every removal follows the commit that left
+// the object named by nothing (or a write's end without one), so it runs
+// to the end when the request is cancelled meanwhile, as settle does: an
+// object left then would stay in the bucket for good.
 func (s *Store) removeObject(ctx context.Context, name string) {
 	if name == "" {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleBudget)
+	defer cancel()
 	if err := s.objects.Remove(ctx, name); err != nil {
 		slog.Default().WarnContext(ctx, "remove a large value's object", slog.String("object", name), slog.String("cause", err.Error()))
 	}
