@@ -178,9 +178,9 @@ func (bv *batchVerb) decide(i int, old *itemState, av map[string]types.Attribute
 }
 
 func (bv *batchVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error) {
-	// An item or a history changed since it was read, perhaps by an
-	// attempt whose answer was lost: read again (plan tells which).
-	return r.anyOf(roleItem) || r.anyOf(roleHistory), nil
+	// An item changed since it was read, perhaps by an attempt whose
+	// answer was lost: read again (plan tells which).
+	return r.anyOf(roleItem), nil
 }
 
 // readStates reads the items a batch writes, strongly consistent (nil

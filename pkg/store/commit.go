@@ -27,10 +27,11 @@ type verb interface {
 	// answer was lost). uncertain is set once an attempt went
 	// unanswered: it may have committed.
 	plan(ctx context.Context, uncertain bool) (*plan, error)
-	// refused reads a refusal of the plan's item or history actions:
-	// explained when what they were conditional on changed (the loop then
-	// reads again), errCommitted when it shows this write's own earlier
-	// commit, or the error that answers the request.
+	// refused reads a refusal of the plan's item actions (and of the
+	// verb's own roles): explained when what they were conditional on
+	// changed (the loop then reads again), errCommitted when it shows this
+	// write's own earlier commit, or the error that answers the request.
+	// The loop reads a capability's refused action itself (raced).
 	refused(ctx context.Context, r *refusal, uncertain bool) (explained bool, err error)
 }
 
@@ -123,7 +124,7 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 			return done()
 		case err != nil:
 			return nil, err
-		case explained:
+		case explained || r.raced():
 			// Another writer got in: wait a moment, longer each time and
 			// at random, so that writers of one hot item stop meeting in
 			// lockstep and each gets its turn within the attempts.
@@ -181,6 +182,13 @@ func (r *refusal) item(i int) (bool, map[string]types.AttributeValue) {
 	}
 	return false, nil
 }
+
+// raced reports whether a capability's action was refused by its
+// condition: what the plan read for it (an item's history head) changed
+// since, and the plan is made again from what is there now. A verb's own
+// actions are the verb's to read (refused); the usage record's, the
+// loop's (usage).
+func (r *refusal) raced() bool { return r.anyOf(roleHistory) }
 
 // anyOf reports whether an action of role ro was refused.
 func (r *refusal) anyOf(ro role) bool {

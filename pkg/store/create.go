@@ -94,9 +94,8 @@ func (cv *createVerb) refused(_ context.Context, r *refusal, uncertain bool) (bo
 	refused, current := r.item(0)
 	switch {
 	case !refused:
-		// A delete of the key's earlier item moved its history head; or
-		// the owner's limit, which the loop reads.
-		return r.anyOf(roleHistory), nil
+		// Another action was refused: the loop reads it.
+		return false, nil
 	case ownTokenIn(current, cv.token):
 		cv.committed = committed(cv.w, current)
 		return false, errCommitted

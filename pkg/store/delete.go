@@ -82,8 +82,8 @@ func (dv *deleteVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
 
 func (dv *deleteVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error) {
 	refused, _ := r.item(0)
-	// The item or its history changed since it was read.
-	return refused || r.anyOf(roleHistory), nil
+	// The item changed since it was read.
+	return refused, nil
 }
 
 // removeChange decides a delete of w of the item old (live): its checks,

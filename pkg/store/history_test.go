@@ -575,3 +575,67 @@ func TestKeptVersionsHoldTheKeySpace(t *testing.T) {
 		t.Fatalf("switch once the history is dropped: %+v, %v; want the change announced", p, err)
 	}
 }
+
+// historyHook runs before, once, ahead of the first transaction that
+// deletes an item of the list table: the moment between a delete-all's
+// read of an item's history head and its removal of the item.
+type historyHook struct {
+	store.Client
+	list   string
+	before func()
+}
+
+func (c *historyHook) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	for _, a := range in.TransactItems {
+		if a.Delete != nil && *a.Delete.TableName == c.list && c.before != nil {
+			before := c.before
+			c.before = nil
+			before()
+		}
+	}
+	return c.Client.TransactWriteItems(ctx, in, o...)
+}
+
+// A delete-all in a namespace with history whose item's history changes
+// between its read and its commit (a drop of the history, which leaves
+// the item as it was) reads the head again and removes the item, kept as
+// a version under a delete marker, as Delete does.
+func TestDeleteListMeetsHistoryDrop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	plain, tables := storetest.Client(t), storetest.NewTables(t)
+	other := store.New(plain, tables)
+	hook := &historyHook{Client: plain, list: tables.List}
+	s := store.New(hook, tables)
+	h := uds.History{Versions: 3}
+	k := listKey(t, "kept", "s1")
+	w := writeAs("alice", k, `{"n":1}`)
+	w.History = h
+	if _, err := s.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w.Data = []byte(`{"n":2}`)
+	if _, err := s.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	hook.before = func() {
+		if n, err := other.DropHistory(ctx, uds.Write{Key: k}); err != nil || n != 1 {
+			t.Errorf("the drop of the item's history removed %d: %v", n, err)
+		}
+	}
+	list := k
+	list.SortKey = ""
+	if n, err := s.DeleteList(ctx, uds.Write{Key: list, Subject: "alice", History: h}); err != nil || n != 1 {
+		t.Fatalf("the delete-all removed %d: %v; want the one item", n, err)
+	}
+	if hook.before != nil {
+		t.Fatal("the delete-all's removal never ran the drop before it")
+	}
+	vs, err := s.Versions(ctx, k, h)
+	if err != nil || len(vs) != 2 || !vs[0].Deleted || vs[1].Version != 2 {
+		t.Errorf("history after the delete-all: %+v, %v; want a delete marker over version 2", vs, err)
+	}
+	if v := storetest.UsageViolations(t, plain, tables, app); len(v) != 0 {
+		t.Errorf("usage: %v", v)
+	}
+}

@@ -88,8 +88,8 @@ func (uv *updateVerb) refused(_ context.Context, r *refusal, _ bool) (bool, erro
 		uv.committed = committed(uv.w, current)
 		return false, errCommitted
 	}
-	// The item or its history changed since it was read.
-	return refused || r.anyOf(roleHistory), nil
+	// The item changed since it was read.
+	return refused, nil
 }
 
 // replaceChange decides an update of w over the item the key holds (old,

@@ -274,9 +274,9 @@ func (cv *commitVerb) refused(_ context.Context, r *refusal, _ bool) (bool, erro
 		// lapsed; CommitUpload answers which.
 		return false, errCommitted
 	}
-	// The item or its history changed since it was read.
+	// The item changed since it was read.
 	refused, _ := r.item(0)
-	return refused || r.anyOf(roleHistory), nil
+	return refused, nil
 }
 
 // judgeCommit applies to an upload's write the policy of its namespace in
