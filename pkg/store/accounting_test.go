@@ -282,6 +282,31 @@ func TestConflictsAreSentAgain(t *testing.T) {
 	}
 }
 
+// A single write that DynamoDB throttled applied nothing: it is sent
+// again as if it had never gone, and a refusal after it is as sure as one
+// without it. A create of a taken key (in streamed mode, one PutItem)
+// whose first attempt was throttled answers the conflict, not an unknown
+// outcome.
+func TestThrottledSingleWriteIsSurelyRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFaultyStore(t, 5)
+	if err := f.SetQuotaMode(ctx, app, uds.QuotaStreamed); err != nil {
+		t.Fatal(err)
+	}
+	k := key(t, "ns", "taken")
+	if _, err := f.Create(ctx, writeAs("alice", k, `1`)); err != nil {
+		t.Fatal(err)
+	}
+	f.faults.Set(faults.Rule{Kind: faults.Throttle, Ops: []string{"PutItem"}, Nth: 1})
+	if _, err := f.Create(ctx, writeAs("alice", k, `2`)); !errors.Is(err, uds.ErrConflict) {
+		t.Errorf("a create of a taken key whose first attempt was throttled: %v, want uds.ErrConflict", err)
+	}
+	if injected, _ := f.faults.Injected(); injected[faults.Throttle] != 1 {
+		t.Errorf("faults %v, want the create's first attempt throttled", injected)
+	}
+}
+
 // Every key the key rules accept can be written and is counted: the owner
 // index has no sort key, so a dataKey of up to 2,048 bytes fits it.
 func TestLongKeysAreCounted(t *testing.T) {

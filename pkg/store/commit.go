@@ -117,6 +117,8 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 		case outcome == unanswered:
 			uncertain, lost = true, p
 			continue
+		case outcome == notApplied:
+			continue
 		}
 		explained, err := v.refused(ctx, r, uncertain)
 		switch {
@@ -219,6 +221,7 @@ const (
 	written    writeOutcome = iota
 	raced                   // a condition refused it
 	unanswered              // no answer: the write may or may not have happened
+	notApplied              // refused before it was applied (throttled): send it again
 )
 
 // commit sends a plan once: one action as its own call, more as one
@@ -293,20 +296,22 @@ func (s *Store) writeAlone(ctx context.Context, w types.TransactWriteItem) error
 }
 
 // unansweredOrFailed is how a single call that the SDK does not retry
-// ended when it neither committed nor was refused: a transient error
-// leaves it unanswered (it may have committed), after a pause before the
-// next attempt; anything else fails it.
+// ended when it neither committed nor was refused by its condition: a
+// transient error leaves it unanswered (it may have committed), or not
+// applied when DynamoDB refused it before applying it (appliedNothing),
+// after a pause before the next attempt; anything else fails it.
 func unansweredOrFailed(ctx context.Context, op string, err error, attempt int) (writeOutcome, error) {
 	if !isTransient(err) {
 		return 0, failed(op, err)
 	}
+	outcome := notApplied
+	if !appliedNothing(err) {
+		outcome, err = unanswered, maybeCommitted{err}
+	}
 	if serr := sleep(ctx, backoff(attempt)); serr != nil {
-		if !appliedNothing(err) {
-			err = maybeCommitted{err}
-		}
 		return 0, failed(op, errors.Join(err, serr))
 	}
-	return unanswered, nil
+	return outcome, nil
 }
 
 // ownTokenIn reports whether the item as it stood carries this write's

@@ -73,7 +73,10 @@ func isTransient(err error) bool {
 	if errors.As(err, &status) && status.HTTPStatusCode() >= 500 {
 		return true
 	}
-	return retry.RetryableConnectionError{}.IsErrorRetryable(err) == aws.TrueTernary
+	// What the SDK's standard retryer retries: connection errors, its
+	// throttling and transient codes, and a request its signing clock's
+	// skew got refused (retried once the skew is corrected), among others.
+	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary
 }
 
 // isConditionFailed reports whether a single-item write was refused by its

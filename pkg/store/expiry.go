@@ -172,7 +172,7 @@ func (s *Store) ReleaseRemoved(ctx context.Context, old map[string]types.Attribu
 	}
 	// So does the object of a large value, the item's or the kept
 	// version's: no other record names it.
-	s.removeObjects(ctx, old)
+	s.removeUnnamed(ctx, objectsOf(old)...)
 	who, counted := owner(app, old)
 	if !counted || (!kept && streamCounted(old)) {
 		// An item the stream counts is released by the stream's
@@ -300,6 +300,6 @@ func (s *Store) removeExpiredVersion(ctx context.Context, entry map[string]types
 	if err != nil || refused != nil {
 		return 0
 	}
-	s.removeObjects(ctx, entry)
+	s.removeUnnamed(ctx, objectsOf(entry)...)
 	return 1
 }

@@ -112,9 +112,7 @@ func (s *Store) dropKept(ctx context.Context, key uds.Key, d keptDrop) (removed,
 		case err != nil:
 			return removed, removedMarkers, err
 		case refused == nil:
-			for _, name := range objects {
-				s.removeObject(ctx, name)
-			}
+			s.removeUnnamed(ctx, objects...)
 			removed, removedMarkers = removed+versions, removedMarkers+markers
 			if !more {
 				return removed, removedMarkers, nil

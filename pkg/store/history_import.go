@@ -20,14 +20,6 @@ import (
 // the same (an import run again) and a conflict otherwise. Limits are
 // not applied, as for items.
 func (s *Store) importKept(ctx context.Context, app string, entries []importEntry, res *uds.ImportResult) error {
-	// These writes do not go through the commit loop, so the erase guard
-	// is asked here: a kept version of an owner whose data an erase
-	// removes is refused, as the owner's items are (planErasure).
-	for _, e := range entries {
-		if err := s.refuseErasing(ctx, app, e.rec.Owner); err != nil {
-			return err
-		}
-	}
 	groups := map[string][]importEntry{}
 	var order []string
 	for _, e := range entries {
@@ -44,6 +36,20 @@ func (s *Store) importKept(ctx context.Context, app string, entries []importEntr
 				return err
 			}
 			g = g[n:]
+		}
+	}
+	return nil
+}
+
+// refuseErasingKept asks the erase guard about the owners of an import's
+// kept entries, which are written apart from the commit loop: a kept
+// version of an owner whose data an erase removes is refused, as the
+// owner's items are (planErasure). Import asks before it writes anything,
+// so that the refusal leaves none of the records written.
+func (s *Store) refuseErasingKept(ctx context.Context, app string, entries []importEntry) error {
+	for _, e := range entries {
+		if err := s.refuseErasing(ctx, app, e.rec.Owner); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -81,6 +81,9 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 		e.entries = len(indexEntries(rec.Key, indexes, rec.Data))
 		pending = append(pending, e)
 	}
+	if err := s.refuseErasingKept(ctx, app, kept); err != nil {
+		return uds.ImportResult{}, err
+	}
 	for len(pending) > 0 {
 		n := importGroupSize(pending)
 		if err := s.importGroup(ctx, app, pending[:n], &res); err != nil {

@@ -151,13 +151,16 @@ func TestImportRefusedForAnOwnerBeingErased(t *testing.T) {
 		}
 	}
 	// A kept version of bob's is refused as his items are: it would give
-	// him data again that the erase removes.
+	// him data again that the erase removes. The refusal comes before
+	// alice's item is written.
 	kept := records[1]
 	kept.KeptAt = created.Add(time.Hour)
-	if res, err := s.Import(ctx, app, []uds.Record{kept}); !errors.Is(err, uds.ErrErasing) {
-		t.Fatalf("import of bob's kept version: %+v, %v; want uds.ErrErasing", res, err)
+	if res, err := s.Import(ctx, app, []uds.Record{records[0], kept}); !errors.Is(err, uds.ErrErasing) {
+		t.Fatalf("import of alice's item and bob's kept version: %+v, %v; want uds.ErrErasing", res, err)
 	}
-	if u := storetest.StoredUsage(t, client, tables, app, "bob"); u != (uds.Usage{}) {
-		t.Errorf("bob's records hold %+v after the import, want nothing", u)
+	for _, owner := range []string{"alice", "bob"} {
+		if u := storetest.StoredUsage(t, client, tables, app, owner); u != (uds.Usage{}) {
+			t.Errorf("%s's records hold %+v after the import, want nothing", owner, u)
+		}
 	}
 }

@@ -16,9 +16,9 @@ func (s *Store) RemoveAsRead(ctx context.Context, app string, key uds.Key, state
 	return s.removeEntries(ctx, "remove as read", nil, []listEntry{{key: key, state: state}})
 }
 
-// RemoveObject removes an object no record names, as the store does
-// after a commit.
-func (s *Store) RemoveObject(ctx context.Context, name string) { s.removeObject(ctx, name) }
+// RemoveUnnamed removes objects no record names, as the store does after
+// a commit outside the commit loop.
+func (s *Store) RemoveUnnamed(ctx context.Context, names ...string) { s.removeUnnamed(ctx, names...) }
 
 // MaxReclaim is how many expired items one reclaim removes at most.
 const MaxReclaim = maxReclaim

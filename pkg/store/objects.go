@@ -77,17 +77,28 @@ func objectsOf(states ...map[string]types.AttributeValue) []string {
 	return names
 }
 
+// removeUnnamed removes the objects a commit left named by nothing, for a
+// write outside the commit loop (whose plans remove them after the commit,
+// settle): to the end when the request is cancelled meanwhile, as the
+// commit may come back just as the request ends, and an object left then
+// would stay in the bucket for good.
+func (s *Store) removeUnnamed(ctx context.Context, names ...string) {
+	if s.objects == nil || len(names) == 0 {
+		return
+	}
+	settle(ctx, func(ctx context.Context) {
+		for _, name := range names {
+			s.removeObject(ctx, name)
+		}
+	})
+}
+
 // removeObject deletes the named object, if any name is given, logging a
-// failure (see removeObjects). Every removal follows the commit that left
-// the object named by nothing (or a write's end without one), so it runs
-// to the end when the request is cancelled meanwhile, as settle does: an
-// object left then would stay in the bucket for good.
+// failure (see removeObjects).
 func (s *Store) removeObject(ctx context.Context, name string) {
 	if name == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleBudget)
-	defer cancel()
 	if err := s.objects.Remove(ctx, name); err != nil {
 		slog.Default().WarnContext(ctx, "remove a large value's object", slog.String("object", name), slog.String("cause", err.Error()))
 	}

@@ -16,7 +16,7 @@ import (
 // request that stopped naming it has ended: the removal follows the
 // commit, and the request may be cancelled (its caller gone, its time up)
 // just as the commit comes back. An object left then would stay for good.
-func TestRemoveObjectOutlivesItsRequest(t *testing.T) {
+func TestRemoveUnnamedOutlivesItsRequest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	bucket := blobtest.New(t)
@@ -32,7 +32,7 @@ func TestRemoveObjectOutlivesItsRequest(t *testing.T) {
 	}
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
-	s.RemoveObject(ended, name)
+	s.RemoveUnnamed(ended, name)
 	if _, err := bucket.Head(ctx, name); !errors.Is(err, blob.ErrNoObject) {
 		t.Fatalf("after its removal under an ended request the object answers %v, want %v", err, blob.ErrNoObject)
 	}

@@ -229,17 +229,17 @@ func (p *plan) onAbandon(fn func(context.Context)) { p.undo = append(p.undo, fn)
 // request is cancelled meanwhile: the write ends because its time ran out
 // as often as for any other reason, and a preparation left behind (a copy
 // of an object) would stay in the bucket with nothing naming it.
-func (p *plan) abandoned(ctx context.Context) { settle(ctx, p.undo) }
+func (p *plan) abandoned(ctx context.Context) { settle(ctx, p.undo...) }
 
 // committed runs what waits for the plan's commit. It runs to the end
 // when the request is cancelled meanwhile (its caller gone, its time up):
 // the commit is done, and what it leaves behind (the objects of values it
 // removed) would otherwise stay in the bucket with nothing naming them.
-func (p *plan) committed(ctx context.Context) { settle(ctx, p.after) }
+func (p *plan) committed(ctx context.Context) { settle(ctx, p.after...) }
 
 // settle runs what a write does once its outcome is known, under ctx's
 // values but not its cancellation, within settleBudget.
-func settle(ctx context.Context, fns []func(context.Context)) {
+func settle(ctx context.Context, fns ...func(context.Context)) {
 	if len(fns) == 0 {
 		return
 	}

@@ -16,8 +16,8 @@ import (
 // never drifts from the data, not even when a process dies between calls.
 // The transaction carries a client request token; DynamoDB applies a token
 // once and answers its repeats (within ten minutes) with the first
-// outcome. The SDK's retries of a call whose answer was lost, and the
-// retries below, therefore never apply a write twice.
+// outcome. The attempts transact sends again after one whose answer was
+// lost therefore never apply a write twice.
 
 // cancelled is the per-action outcome of a transaction that DynamoDB
 // cancelled: the condition that failed, with the item as it stood.
@@ -128,16 +128,18 @@ func mayHaveCommitted(err error) bool {
 }
 
 // appliedNothing reports whether a transient error is DynamoDB's refusal
-// of a request before applying any of it: throttling, or a single write
-// meeting a transaction on its item. Every other transient failure may
-// come after the request was applied, with its answer lost on the way.
+// of a request before applying any of it: throttling, a single write
+// meeting a transaction on its item, or a signature refused for the
+// signing clock's skew. Every other transient failure may come after the
+// request was applied, with its answer lost on the way.
 func appliedNothing(err error) bool {
 	var apiErr smithy.APIError
 	if !errors.As(err, &apiErr) {
 		return false
 	}
 	switch apiErr.ErrorCode() {
-	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "TransactionConflictException":
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "TransactionConflictException",
+		"InvalidSignatureException", "SignatureDoesNotMatch", "AuthFailure", "RequestTimeTooSkewed", "AccessDeniedException":
 		return true
 	}
 	return false
