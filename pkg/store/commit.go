@@ -190,7 +190,7 @@ func (r *refusal) item(i int) (bool, map[string]types.AttributeValue) {
 // since, and the plan is made again from what is there now. A verb's own
 // actions are the verb's to read (refused); the usage record's, the
 // loop's (usage).
-func (r *refusal) raced() bool { return r.anyOf(roleHistory) }
+func (r *refusal) raced() bool { return r.anyOf(roleHistory) || r.anyOf(roleTally) }
 
 // anyOf reports whether an action of role ro was refused.
 func (r *refusal) anyOf(ro role) bool {

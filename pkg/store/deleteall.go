@@ -237,10 +237,9 @@ type removeVerb struct {
 	s       *Store
 	w       *uds.Write
 	pending []listEntry
-	// also, when set, makes actions the plan holds too, of the items it
-	// removes (an erase's count of them, and their empty history heads);
-	// one that is refused reads them again.
-	also func(context.Context, []listEntry) ([]types.TransactWriteItem, error)
+	// erasing, when set, is the erase whose removals these are: its tally
+	// counts them (erase.go, planEraseTally).
+	erasing *erasure
 }
 
 func (rv *removeVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
@@ -278,15 +277,7 @@ func (rv *removeVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
 		changes[i] = c
 	}
 	p := newPlan(rv.s.writeTime(), 1, changes...)
-	if rv.also != nil && len(rv.pending) > 0 {
-		more, err := rv.also(ctx, rv.pending)
-		if err != nil {
-			return nil, err
-		}
-		for _, a := range more {
-			p.add(roleTally, 0, a)
-		}
-	}
+	p.erasing = rv.erasing
 	return p, nil
 }
 
@@ -295,7 +286,7 @@ func (rv *removeVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
 // state, and drops the others.
 func (rv *removeVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error) {
 	var next []listEntry
-	changed := r.anyOf(roleTally)
+	changed := false
 	now := rv.s.now()
 	for i, e := range rv.pending {
 		refused, current := r.item(i)

@@ -382,35 +382,46 @@ func (s *Store) eraseItems(ctx context.Context, user, app string, pos ExportPosi
 	return found, nil
 }
 
-// eraseEntries removes items of the user's as they were read, with, in
-// the same transaction, the erase's count of them and the history heads
-// of theirs that keep no version: a head names its item's key, which the
-// user chose and may name them. A head that still lists versions goes
-// with the last of them (eraseKept); one that a write moved meanwhile is
-// read again.
+// eraseEntries removes items of the user's as they were read; the erase's
+// tally counts them in the same transaction (planEraseTally).
 func (s *Store) eraseEntries(ctx context.Context, op, user, app string, pending []listEntry) error {
-	rv := &removeVerb{s: s, pending: pending, also: func(ctx context.Context, es []listEntry) ([]types.TransactWriteItem, error) {
-		counts := map[string]int{}
-		keys := make([]uds.Key, len(es))
-		states := make([]map[string]types.AttributeValue, len(es))
-		for i, e := range es {
-			counts[erasedKind(e.key)]++
-			keys[i], states[i] = e.key, e.state
-		}
-		heads, err := s.readHeads(ctx, keys)
-		if err != nil {
-			return nil, err
-		}
-		actions := []types.TransactWriteItem{s.tally(user, app, counts, objectsOf(states...)...)}
-		for _, k := range keys {
-			if head := heads[historyKey(k)]; head.exists && len(head.kept) == 0 {
-				actions = append(actions, s.headDelete(k, head))
-			}
-		}
-		return actions, nil
-	}}
-	_, err := s.remove(ctx, op, rv)
+	_, err := s.remove(ctx, op, &removeVerb{s: s, pending: pending, erasing: &erasure{user: user, app: app}})
 	return err
+}
+
+// erasure is the erase of a user's data in an app, whose removals a plan
+// makes.
+type erasure struct{ user, app string }
+
+// planEraseTally adds to an erase's removals, in their transaction, the
+// erase's count of them and the names of the objects their values held
+// (tally), and the removal of their history heads that keep no version: a
+// head names its item's key, which the user chose and may name them. A
+// head that still lists versions goes with the last of them (eraseKept);
+// one that a write moved meanwhile is read again, as the refusal of its
+// removal makes the loop plan again.
+func (s *Store) planEraseTally(ctx context.Context, p *plan) error {
+	if p.erasing == nil || len(p.changes) == 0 {
+		return nil
+	}
+	counts := map[string]int{}
+	keys := make([]uds.Key, len(p.changes))
+	states := make([]map[string]types.AttributeValue, len(p.changes))
+	for i, c := range p.changes {
+		counts[erasedKind(c.key)]++
+		keys[i], states[i] = c.key, c.old.av
+	}
+	heads, err := s.readHeads(ctx, keys)
+	if err != nil {
+		return err
+	}
+	p.add(roleTally, 0, s.tally(p.erasing.user, p.erasing.app, counts, objectsOf(states...)...))
+	for _, k := range keys {
+		if head := heads[historyKey(k)]; head.exists && len(head.kept) == 0 {
+			p.add(roleTally, 0, s.headDelete(k, head))
+		}
+	}
+	return nil
 }
 
 // erasedKind is what an erase counts a removed item as.

@@ -577,17 +577,17 @@ func TestKeptVersionsHoldTheKeySpace(t *testing.T) {
 }
 
 // historyHook runs before, once, ahead of the first transaction that
-// deletes an item of the list table: the moment between a delete-all's
-// read of an item's history head and its removal of the item.
+// deletes from table: the moment between a removal's read of an item's
+// history head and its commit.
 type historyHook struct {
 	store.Client
-	list   string
+	table  string
 	before func()
 }
 
 func (c *historyHook) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	for _, a := range in.TransactItems {
-		if a.Delete != nil && *a.Delete.TableName == c.list && c.before != nil {
+		if a.Delete != nil && *a.Delete.TableName == c.table && c.before != nil {
 			before := c.before
 			c.before = nil
 			before()
@@ -605,7 +605,7 @@ func TestDeleteListMeetsHistoryDrop(t *testing.T) {
 	ctx := context.Background()
 	plain, tables := storetest.Client(t), storetest.NewTables(t)
 	other := store.New(plain, tables)
-	hook := &historyHook{Client: plain, list: tables.List}
+	hook := &historyHook{Client: plain, table: tables.List}
 	s := store.New(hook, tables)
 	h := uds.History{Versions: 3}
 	k := listKey(t, "kept", "s1")
@@ -638,4 +638,76 @@ func TestDeleteListMeetsHistoryDrop(t *testing.T) {
 	if v := storetest.UsageViolations(t, plain, tables, app); len(v) != 0 {
 		t.Errorf("usage: %v", v)
 	}
+}
+
+// An erase removes, with an item of the user's, its history head when the
+// head keeps no version (the head names the key, which the user chose). A
+// head that moves between the erase's read of it and its commit (another
+// step of the erase, say) makes the erase read it again, and the step
+// still removes both.
+func TestEraseMeetsHeadMove(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	plain, tables := storetest.Client(t), storetest.NewTables(t)
+	clock := &storetest.Clock{}
+	hook := &historyHook{Client: plain, table: tables.History}
+	s := store.New(hook, tables, store.WithClock(clock.Now), store.WithPolicySettle(time.Second))
+	h := uds.History{Versions: 3}
+	k := key(t, "kept", "item")
+	w := writeAs("alice", k, `{"n":1}`)
+	w.History = h
+	if _, err := s.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w.Data = []byte(`{"n":2}`)
+	if _, err := s.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.DropHistory(ctx, uds.Write{Key: k}); err != nil || n != 1 {
+		t.Fatalf("the drop removed %d: %v", n, err)
+	}
+	head := historyRows(t, plain, tables)
+	if len(head) != 1 {
+		t.Fatalf("the history table holds %d rows, want the item's head alone", len(head))
+	}
+	hook.before = func() {
+		if _, err := plain.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(tables.History),
+			Key: map[string]types.AttributeValue{
+				schema.AttrHistoryKey: head[0][schema.AttrHistoryKey], schema.AttrVersion: head[0][schema.AttrVersion],
+			},
+			UpdateExpression:          aws.String("ADD #hr :one"),
+			ExpressionAttributeNames:  map[string]string{"#hr": schema.AttrHeadRevision},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+		}); err != nil {
+			t.Errorf("moving the head: %v", err)
+		}
+	}
+	if _, err := s.EraseUser(ctx, store.EraseQuery{User: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second) // past the settling
+	e, err := s.EraseUser(ctx, store.EraseQuery{User: "alice"})
+	if err != nil || e.State != uds.ErasureDone {
+		t.Fatalf("the erase step: %+v, %v; want it done", e, err)
+	}
+	if hook.before != nil {
+		t.Fatal("the erase never removed the head")
+	}
+	if _, err := s.Get(ctx, k); !errors.Is(err, uds.ErrNotFound) {
+		t.Errorf("the item after the erase: %v, want it gone", err)
+	}
+	if rows := historyRows(t, plain, tables); len(rows) != 0 {
+		t.Errorf("the history table holds %d rows after the erase, want none", len(rows))
+	}
+}
+
+// historyRows are the rows of the history table.
+func historyRows(t *testing.T, c *dynamodb.Client, tables store.Tables) []map[string]types.AttributeValue {
+	t.Helper()
+	out, err := c.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(tables.History), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Items
 }

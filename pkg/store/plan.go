@@ -35,8 +35,9 @@ const (
 	// roleUpload claims the reservation of an upload, which its commit
 	// turns into the item (upload.go).
 	roleUpload
-	// roleTally is what an erase adds to its removals (erase.go): its
-	// count of them, on its record, and their empty history heads' removal.
+	// roleTally is what an erase's tally adds to its removals (erase.go):
+	// its count of them, on its record, and their empty history heads'
+	// removal.
 	roleTally
 )
 
@@ -125,6 +126,9 @@ type plan struct {
 	// prunes bounds the versions each change removes (history.go,
 	// maxPrunes).
 	prunes int
+	// erasing is the erase whose removals the plan's changes are, which
+	// its tally counts (erase.go); nil for every other write.
+	erasing *erasure
 	// bytes is what the plan's items and kept versions carry, which one
 	// transaction bounds.
 	bytes int64
@@ -282,6 +286,7 @@ type capability struct {
 // (the versions history keeps).
 var capabilities = []capability{
 	{nil, (*Store).planErasure},          // erase_guard.go: no write of a user whose data an erase removes
+	{nil, (*Store).planEraseTally},       // erase.go: an erase's count of what it removes, the empty heads it leaves
 	{historyNeeds, (*Store).planHistory}, // history.go: versions kept and pruned, the head
 	{indexNeeds, (*Store).planIndexes},   // index.go: the entries the values name
 	{nil, (*Store).planObjects},          // objects.go: large values' objects released
