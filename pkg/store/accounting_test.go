@@ -336,11 +336,13 @@ func TestLongKeysAreCounted(t *testing.T) {
 }
 
 // A user at the item limit who POSTs a key that exists learns that the key
-// exists (409): the conflict holds whatever the quota.
+// exists (409): the conflict holds whatever the quota. So it does when the
+// value could not fit even an empty account, which is refused before
+// anything is sent.
 func TestConflictBeforeQuota(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFaultyStore(t, 4, store.WithDefaultLimits(uds.Limits{Items: 1}))
+	f := newFaultyStore(t, 4, store.WithDefaultLimits(uds.Limits{Items: 1, Bytes: 200}))
 	k := key(t, "ns", "one")
 	if _, err := f.Create(ctx, writeAs("alice", k, `1`)); err != nil {
 		t.Fatal(err)
@@ -350,6 +352,13 @@ func TestConflictBeforeQuota(t *testing.T) {
 	}
 	if _, err := f.Create(ctx, writeAs("alice", key(t, "ns", "two"), `2`)); !errors.Is(err, uds.ErrQuotaExceeded) {
 		t.Fatalf("POST of a new key at the limit: %v, want ErrQuotaExceeded", err)
+	}
+	large := `"` + strings.Repeat("x", 300) + `"`
+	if _, err := f.Create(ctx, writeAs("alice", k, large)); !errors.Is(err, uds.ErrConflict) {
+		t.Fatalf("POST of an existing key with a value past the whole limit: %v, want ErrConflict", err)
+	}
+	if _, err := f.Create(ctx, writeAs("alice", key(t, "ns", "two"), large)); !errors.Is(err, uds.ErrQuotaExceeded) {
+		t.Fatalf("POST of a new key with a value past the whole limit: %v, want ErrQuotaExceeded", err)
 	}
 	f.exact(t, "alice")
 }

@@ -164,9 +164,9 @@ func (bv *batchVerb) decide(i int, old *itemState, av map[string]types.Attribute
 			return nil, err
 		}
 		bv.patched[i], bv.values[i] = pw, v
-		return bv.s.replaceChange(&bv.patched[i], v, old, now, bv.token, false)
+		return bv.s.replaceChange(&bv.patched[i], v, old, now, bv.token)
 	case http.MethodPut:
-		return bv.s.replaceChange(w, bv.values[i], old, now, bv.token, false)
+		return bv.s.replaceChange(w, bv.values[i], old, now, bv.token)
 	}
 	switch {
 	case !live && w.IfMatch.IsSet():

@@ -20,30 +20,23 @@ import (
 // taken and the quota refuses too, the conflict wins: the key being taken
 // is the answer that stays true whatever the quota.
 //
-// In streamed mode (quotaOf) the item carries the request's write token,
-// so that a retry whose earlier attempt committed without an answer
-// recognises its own item.
+// A create sent alone (in the streamed quota mode, without indexes)
+// carries the request's write token, so that a retry whose earlier attempt
+// committed without an answer recognises its own item (commitAlone).
 func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	v, err := encodeValue(&w)
 	if err != nil {
 		return uds.Item{}, err
 	}
-	lim, streamed, err := s.quotaOf(ctx, &w, w.Subject)
-	if err != nil {
-		return uds.Item{}, err
-	}
-	cv := &createVerb{s: s, w: &w, value: v, limits: lim, streamed: streamed, op: "create " + w.DataKey()}
-	if streamed {
-		cv.token = newToken()
-	}
+	cv := &createVerb{s: s, w: &w, value: v, op: "create " + w.DataKey()}
 	p, err := s.run(ctx, cv.op, cv)
 	var refusal *quotaRefusal
 	switch {
-	case errors.As(err, &refusal) && streamed:
-		// Streamed mode refuses before sending (checkTracked), a retry
-		// too: its own earlier attempt may have committed unanswered,
-		// and the stream counted it since.
-		return s.conflictFirst(ctx, &w, cv.token, refusal.err)
+	case errors.As(err, &refusal) && refusal.unsent:
+		// A refusal before sending (the streamed mode's tracked usage,
+		// or a value larger than the whole limit) did not try the key,
+		// which a retry's own earlier attempt may hold.
+		return s.conflictFirst(ctx, &w, &cv.token, refusal.err)
 	case errors.As(err, &refusal):
 		return uds.Item{}, refusal.err
 	case err != nil:
@@ -56,13 +49,11 @@ func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 
 // createVerb is a create as the commit loop runs it.
 type createVerb struct {
-	s        *Store
-	w        *uds.Write
-	value    encodedValue
-	limits   *uds.Limits
-	streamed bool
-	token    string
-	op       string
+	s     *Store
+	w     *uds.Write
+	value encodedValue
+	token writeToken
+	op    string
 	// expired is an expired item a refusal showed on the key, which the
 	// next attempt replaces.
 	expired *itemState
@@ -77,11 +68,7 @@ func (cv *createVerb) plan(ctx context.Context, _ bool) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.limits, c.streamed = cv.limits, cv.streamed
-	if cv.streamed {
-		c.item.Put.Item[schema.AttrStreamCounted] = &types.AttributeValueMemberBOOL{Value: true}
-		c.item.Put.Item[schema.AttrWriteToken] = &types.AttributeValueMemberS{Value: cv.token}
-	}
+	c.byQuotaMode, c.token = true, &cv.token
 	if needsOf(cv.w).head {
 		if c.head, err = cv.s.readHead(ctx, cv.w.Key); err != nil {
 			return nil, err
@@ -96,7 +83,7 @@ func (cv *createVerb) refused(_ context.Context, r *refusal, uncertain bool) (bo
 	case !refused:
 		// Another action was refused: the loop reads it.
 		return false, nil
-	case ownTokenIn(current, cv.token):
+	case cv.token.in(current):
 		cv.committed = committed(cv.w, current)
 		return false, errCommitted
 	case current == nil:
@@ -159,12 +146,12 @@ func newItem(w *uds.Write, now time.Time) uds.Item {
 // committed without an answer, means the create is done. When the key
 // cannot be read, which of them holds is not known, and the read's failure
 // is the answer: a retry tells.
-func (s *Store) conflictFirst(ctx context.Context, w *uds.Write, token string, refusal error) (uds.Item, error) {
+func (s *Store) conflictFirst(ctx context.Context, w *uds.Write, token *writeToken, refusal error) (uds.Item, error) {
 	current, err := s.readMeta(ctx, w.Key, false)
 	switch {
 	case err != nil:
 		return uds.Item{}, err
-	case ownTokenIn(current, token):
+	case token.in(current):
 		return committed(w, current), nil
 	case current != nil && !expired(current, s.now()):
 		return uds.Item{}, uds.ErrConflict

@@ -81,14 +81,22 @@ type change struct {
 	item types.TransactWriteItem
 	// owner is who the new value is charged to.
 	owner string
-	// streamed is set when the stream charges the new value (usage.go,
-	// quotaOf decides); the transaction then releases only what it
-	// charged of old.
+	// byQuotaMode marks a single write of an item (a create, an update, a
+	// patch), which is counted as its app's quota mode says (usage.go,
+	// quotaOf). Every other write (a batch, an upload's commit, a
+	// restore, a removal) is counted in its own transaction.
+	byQuotaMode bool
+	// streamed is set by the usage capability when the stream charges the
+	// new value; the transaction then releases only what it charged of
+	// old.
 	streamed bool
-	// limits are the owner's limits as the write read them with its
-	// quota mode; nil when not read (the usage contributor reads them
-	// if the change grows the owner's usage).
+	// limits are the limits the verb holds the change's owner to (an
+	// import: none); nil when the usage capability reads them.
 	limits *uds.Limits
+	// token is the request's write token when the change's item is to
+	// carry it only if it is sent alone (a create: commitAlone); nil when
+	// the item carries one whatever its plan (an update) or needs none.
+	token *writeToken
 	// head is the key's history head, read when w.History is on.
 	head historyHead
 	// expiredOnly marks a reclaim: the removal holds only while the item

@@ -70,15 +70,11 @@ func (uv *updateVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
 // replace plans the write of uv's value over old, which replaceable let
 // through.
 func (uv *updateVerb) replace(ctx context.Context, old *itemState, head historyHead, now time.Time) (*plan, error) {
-	lim, streamed, err := uv.s.quotaOf(ctx, uv.w, ownerAfter(uv.w, old))
+	c, err := uv.s.replaceChange(uv.w, uv.value, old, now, uv.token)
 	if err != nil {
 		return nil, err
 	}
-	c, err := uv.s.replaceChange(uv.w, uv.value, old, now, uv.token, streamed)
-	if err != nil {
-		return nil, err
-	}
-	c.limits, c.head = lim, head
+	c.byQuotaMode, c.head = true, head
 	return newPlan(now, maxPrunes, c), nil
 }
 
@@ -95,14 +91,14 @@ func (uv *updateVerb) refused(_ context.Context, r *refusal, _ bool) (bool, erro
 // replaceChange decides an update of w over the item the key holds (old,
 // nil when none): its checks, then the write of the new value on exactly
 // the revision read. The owner of an item that predates UDS becomes the
-// writer; streamed marks the new value as counted by the stream.
-func (s *Store) replaceChange(w *uds.Write, v encodedValue, old *itemState, now time.Time, token string, streamed bool) (*change, error) {
+// writer.
+func (s *Store) replaceChange(w *uds.Write, v encodedValue, old *itemState, now time.Time, token string) (*change, error) {
 	if err := replaceable(w, old, now); err != nil {
 		return nil, err
 	}
-	up := s.itemUpdate(w, v, now, token, old.av, !old.counted, streamed)
+	up := s.itemUpdate(w, v, now, token, old.av, !old.counted)
 	return &change{kind: replaceItem, key: w.Key, w: w, old: old, value: v, item: types.TransactWriteItem{Update: up},
-		owner: ownerAfter(w, old), streamed: streamed, result: updated(w, old.av, now)}, nil
+		owner: ownerAfter(w, old), result: updated(w, old.av, now)}, nil
 }
 
 // replaceable is an update's checks of the item it replaces: that it is
@@ -162,14 +158,16 @@ func (s *Store) readForWrite(ctx context.Context, w *uds.Write) (map[string]type
 
 // itemUpdate writes w's value over the item at the revision old shows,
 // bumping its version and recording the write token. adopt records the
-// writer as the owner of an item that has none (written before UDS);
-// streamed marks the item as counted by the stream.
-func (s *Store) itemUpdate(w *uds.Write, v encodedValue, now time.Time, token string, old map[string]types.AttributeValue, adopt, streamed bool) *types.Update {
+// writer as the owner of an item that has none (written before UDS). The
+// item stays counted as old shows (its condition names how) unless the
+// usage capability marks it otherwise (markCounting). The expression is a
+// SET clause, then a REMOVE clause, which amendItemUpdate adds to.
+func (s *Store) itemUpdate(w *uds.Write, v encodedValue, now time.Time, token string, old map[string]types.AttributeValue, adopt bool) *types.Update {
 	names := map[string]string{
 		"#k": schema.AttrDataKey, "#val": v.name, "#ud": schema.AttrUpdatedDate,
 		"#ub": schema.AttrUpdatedBySubject, "#sz": schema.AttrItemSize, "#sv": schema.AttrSchemaVersion,
 		"#v": schema.AttrVersion, "#cn": schema.AttrClassName,
-		"#wt": schema.AttrWriteToken, "#sc": schema.AttrStreamCounted,
+		"#wt": schema.AttrWriteToken,
 	}
 	values := map[string]types.AttributeValue{
 		":val":  v.av,
@@ -195,14 +193,6 @@ func (s *Store) itemUpdate(w *uds.Write, v encodedValue, now time.Time, token st
 			continue
 		}
 		names[ref] = attr
-	}
-	// The item is counted the way this write counts it (usage.go,
-	// charged).
-	if streamed {
-		set += ", #sc = :sc"
-		values[":sc"] = &types.AttributeValueMemberBOOL{Value: true}
-	} else {
-		gone = append(gone, "#sc")
 	}
 	remove := " REMOVE " + strings.Join(gone, ", ")
 	if adopt {
@@ -234,6 +224,25 @@ func (s *Store) itemUpdate(w *uds.Write, v encodedValue, now time.Time, token st
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
+}
+
+// amendItemUpdate sets attribute attr (named ref, "#" and a name) in an
+// item update that itemUpdate made, to v, or removes it when v is nil: a
+// capability's mark on the item a verb writes. It relies on itemUpdate's
+// form: a SET clause, then a REMOVE clause (an item update always removes
+// the value's other forms).
+func amendItemUpdate(up *types.Update, ref, attr string, v types.AttributeValue) {
+	expr := aws.ToString(up.UpdateExpression)
+	up.ExpressionAttributeNames[ref] = attr
+	if v == nil {
+		expr += ", " + ref
+	} else {
+		value := ":" + ref[1:]
+		up.ExpressionAttributeValues[value] = v
+		remove := strings.Index(expr, " REMOVE ")
+		expr = expr[:remove] + ", " + ref + " = " + value + expr[remove:]
+	}
+	up.UpdateExpression = aws.String(expr)
 }
 
 // updated is the item an update left: the old item's creation fields and

@@ -242,7 +242,7 @@ func (cv *commitVerb) plan(ctx context.Context, _ bool) (*plan, error) {
 	if old := stateOf(w.Key, av); old == nil {
 		c, err = cv.s.createChange(&w, cv.value, nil, now)
 	} else {
-		c, err = cv.s.replaceChange(&w, cv.value, old, now, cv.token, false)
+		c, err = cv.s.replaceChange(&w, cv.value, old, now, cv.token)
 	}
 	if err != nil {
 		return nil, err

@@ -170,18 +170,25 @@ func (s *Store) usageActionWithin(ctx context.Context, app, owner string, d uds.
 }
 
 // planUsage charges a plan's writes to their owners: each new value to
-// its owner (unless the stream charges it: quotaOf decides, and a
-// streamed write is checked against the owner's tracked usage here), and
-// releases what transactions charged for each item replaced or removed.
-// With what the other capabilities moved (the versions history keeps), it
-// then changes each owner's record once, under the owner's limits where it
-// grows.
+// its owner, and releases what transactions charged for each item
+// replaced or removed. A single write is counted as its app's quota mode
+// says (quotaOf): a streamed one is marked for the stream to charge, and
+// checked against the owner's tracked usage here. With what the other
+// capabilities moved (the versions history keeps), it then changes each
+// owner's record once, under the owner's limits where it grows.
 func (s *Store) planUsage(ctx context.Context, p *plan) error {
 	for i, c := range p.changes {
 		k := ownerRef{c.key.App, c.owner}
-		if c.limits != nil {
+		lim := c.limits
+		if c.byQuotaMode {
+			var err error
+			if lim, c.streamed, err = s.quotaOf(ctx, c.w, c.owner); err != nil {
+				return err
+			}
+		}
+		if lim != nil {
 			oc := p.owner(k)
-			oc.limits, oc.known = *c.limits, true
+			oc.limits, oc.known = *lim, true
 		}
 		var old uds.Usage // what the owner holds of old, however counted
 		if c.old != nil {
@@ -191,14 +198,11 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 		if c.kind == removeItem {
 			continue
 		}
+		markCounting(c)
 		value := uds.Usage{Bytes: c.value.size, Items: 1}
 		if c.streamed {
-			var lim uds.Limits
-			if c.limits != nil {
-				lim = *c.limits
-			}
-			if err := s.checkTracked(ctx, c.key.App, c.owner, lim, value.Plus(old.Negate())); err != nil {
-				return &quotaRefusal{change: i, err: err}
+			if err := s.checkTracked(ctx, c.key.App, c.owner, *lim, value.Plus(old.Negate())); err != nil {
+				return &quotaRefusal{change: i, err: err, unsent: true}
 			}
 			continue
 		}
@@ -225,7 +229,7 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 			var err error
 			write, _, err = s.usageActionWithin(ctx, k.app, k.owner, oc.delta, oc.limits, p.streamDue[k])
 			if errors.Is(err, uds.ErrQuotaExceeded) {
-				return &quotaRefusal{change: oc.growth, err: err}
+				return &quotaRefusal{change: oc.growth, err: err, unsent: true}
 			}
 			if err != nil {
 				return err
@@ -237,6 +241,28 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 	}
 	return nil
 }
+
+// markCounting marks the item a change writes as counted the way the
+// change counts it (charged): by the stream, or by the write paths'
+// transactions. A replaced item's condition names how it was counted
+// (exactRevision), so only a change of way marks it.
+func markCounting(c *change) {
+	was := c.old != nil && c.kind == replaceItem && streamCounted(c.old.av)
+	switch {
+	case c.streamed == was:
+	case c.item.Put != nil:
+		// A create writes the whole item, unmarked unless streamed.
+		c.item.Put.Item[schema.AttrStreamCounted] = streamMark
+	case c.streamed:
+		amendItemUpdate(c.item.Update, "#sc", schema.AttrStreamCounted, streamMark)
+	default:
+		amendItemUpdate(c.item.Update, "#sc", schema.AttrStreamCounted, nil)
+	}
+}
+
+// streamMark is the value of schema.AttrStreamCounted on an item the
+// stream counts: shared, never modified.
+var streamMark = &types.AttributeValueMemberBOOL{Value: true}
 
 // ownerDeltas adds up the usage changes of one transaction per owner, so
 // that it moves each owner's record once.
