@@ -79,8 +79,8 @@ func seed002(ctx context.Context, client *dynamodb.Client, st *store.Store, o mi
 	if err != nil {
 		log.Fatalf("migration stopped (run again to resume from %s): %v", o.Checkpoint, err)
 	}
-	fmt.Printf("indexes added: %v\nlegacy items: %d (%d bytes)\nadopted: %d\nchanged meanwhile: %d\nowners: %d\n",
-		rep.IndexesCreated, rep.Legacy.Items, rep.Legacy.Bytes, rep.Adopted, rep.Changed, len(rep.Owners))
+	fmt.Printf("indexes added: %v\nlegacy items: %d (%d bytes)\nadopted: %d\nremoved, their owner's data erased: %d\nchanged meanwhile: %d\nowners: %d\n",
+		rep.IndexesCreated, rep.Legacy.Items, rep.Legacy.Bytes, rep.Adopted, rep.Erased, rep.Changed, len(rep.Owners))
 	for _, ow := range rep.Owners {
 		if ow.Drift.Items != 0 || ow.Drift.Bytes != 0 {
 			fmt.Printf("drift %+v for %s in %s (applied: %v)\n", ow.Drift, ow.Owner, ow.App, ow.Applied)

@@ -62,6 +62,9 @@ type Report struct {
 	// Legacy is what the scans found: items and bytes not yet counted.
 	Legacy  uds.Usage
 	Adopted int
+	// Erased counts items removed rather than adopted: their owner's data
+	// an erase removes, or holds after (store.AdoptLegacy).
+	Erased int
 	// Changed counts items that changed while the migration ran; their
 	// writer counted them, or the next run will.
 	Changed int
@@ -86,6 +89,7 @@ type checkpoint struct {
 	Held     map[string]bool `json:"held"`
 	Legacy   uds.Usage       `json:"legacy"`
 	Adopted  int             `json:"adopted"`
+	Erased   int             `json:"erased"`
 	Changed  int             `json:"changed"`
 	Complete bool            `json:"complete"`
 }
@@ -157,8 +161,8 @@ func Run(ctx context.Context, admin Admin, st *store.Store, o Options) (Report, 
 		return reportOf(rep, cp), err
 	}
 	rep = reportOf(rep, cp)
-	fmt.Fprintf(o.Progress, "backfill done: %d legacy items (%d bytes), %d adopted, %d changed meanwhile; %d namespaces holding data marked%s\n",
-		cp.Legacy.Items, cp.Legacy.Bytes, cp.Adopted, cp.Changed, len(cp.Held), dryNote(o.DryRun))
+	fmt.Fprintf(o.Progress, "backfill done: %d legacy items (%d bytes), %d adopted, %d removed as their owner's data is erased, %d changed meanwhile; %d namespaces holding data marked%s\n",
+		cp.Legacy.Items, cp.Legacy.Bytes, cp.Adopted, cp.Erased, cp.Changed, len(cp.Held), dryNote(o.DryRun))
 	if o.DryRun {
 		return rep, nil
 	}
@@ -209,28 +213,29 @@ func backfillSegment(ctx context.Context, st *store.Store, o Options, table stri
 			found.Bytes += it.Size
 			touched[it.App+uds.KeyDelimiter+it.Owner] = true
 		}
-		adopted, changed := 0, 0
+		var done store.Adoption
 		if !o.DryRun && len(items) > 0 {
 			if err := limit.wait(ctx, writeUnits(items, func(it store.LegacyItem) int64 { return it.Size }, len(touched))); err != nil {
 				return err
 			}
-			if adopted, changed, err = adoptPage(ctx, st, table, items); err != nil {
+			if done, err = adoptPage(ctx, st, table, items); err != nil {
 				return err
 			}
 		}
 		mu.Lock()
 		cp.Legacy.Items += found.Items
 		cp.Legacy.Bytes += found.Bytes
-		cp.Adopted += adopted
-		cp.Changed += changed
+		cp.Adopted += done.Adopted
+		cp.Erased += done.Erased
+		cp.Changed += done.Changed
 		for k := range touched {
 			cp.Touched[k] = true
 		}
 		cp.Positions[table][seg] = next
 		cp.Done[table][seg] = next == nil
 		err = save()
-		fmt.Fprintf(o.Progress, "%s segment %d/%d page %d: %d legacy items, %d adopted, %d changed; in all %d adopted%s\n",
-			table, seg+1, o.Segments, pages, len(items), adopted, changed, cp.Adopted, dryNote(o.DryRun))
+		fmt.Fprintf(o.Progress, "%s segment %d/%d page %d: %d legacy items, %d adopted, %d removed (erased owners), %d changed; in all %d adopted%s\n",
+			table, seg+1, o.Segments, pages, len(items), done.Adopted, done.Erased, done.Changed, cp.Adopted, dryNote(o.DryRun))
 		mu.Unlock()
 		if err != nil {
 			return err
@@ -278,7 +283,7 @@ const pageGrace = 2 * time.Minute
 // adoptPage adopts a page's items even when ctx ends meanwhile (Ctrl-C):
 // the page finishes and its checkpoint is saved, so the totals stay exact
 // and the next run starts after it.
-func adoptPage(ctx context.Context, st *store.Store, table string, items []store.LegacyItem) (adopted, changed int, err error) {
+func adoptPage(ctx context.Context, st *store.Store, table string, items []store.LegacyItem) (store.Adoption, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pageGrace)
 	defer cancel()
 	return st.AdoptLegacy(ctx, table, items)
@@ -314,7 +319,7 @@ func waitForIndex(ctx context.Context, admin Admin, table string, o Options) err
 }
 
 func reportOf(rep Report, cp *checkpoint) Report {
-	rep.Legacy, rep.Adopted, rep.Changed, rep.Namespaces = cp.Legacy, cp.Adopted, cp.Changed, len(cp.Held)
+	rep.Legacy, rep.Adopted, rep.Erased, rep.Changed, rep.Namespaces = cp.Legacy, cp.Adopted, cp.Erased, cp.Changed, len(cp.Held)
 	return rep
 }
 

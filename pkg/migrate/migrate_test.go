@@ -237,3 +237,45 @@ func TestMigrateSeedDeployment(t *testing.T) {
 type writerFunc func([]byte)
 
 func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
+
+// TestMigrateRemovesItemsOfErasedOwners: an erase finds a person's items
+// by the owner index, which items written before UDS are not in. A
+// migration run while the erase runs or holds removes such items of that
+// person rather than adopting them (which would give them data the erase
+// was to remove), and adopts everyone else's.
+func TestMigrateRemovesItemsOfErasedOwners(t *testing.T) {
+	ctx := context.Background()
+	plain := storetest.Client(t)
+	tables := storetest.NewSeedTables(t)
+	items := fillSeed(t, plain, tables)
+	st := store.New(plain, tables, store.WithRecomputeQuiet(0))
+	if _, err := st.EraseUser(ctx, store.EraseQuery{User: "bob|auth0"}); err != nil {
+		t.Fatal(err)
+	}
+	opts := migrate.Options{
+		Tables: tables, Segments: 2, DefaultOwner: "anonymous", PollEvery: 50 * time.Millisecond,
+		Checkpoint: filepath.Join(t.TempDir(), "checkpoint.json"),
+	}
+	rep, err := migrate.Run(ctx, plain, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Adopted != 2*len(items)/3 || rep.Erased != len(items)/3 || rep.Changed != 0 {
+		t.Errorf("adopted %d, removed %d, changed %d; want %d adopted and bob's %d removed", rep.Adopted, rep.Erased, rep.Changed, 2*len(items)/3, len(items)/3)
+	}
+	for _, table := range []string{tables.Data, tables.List} {
+		out, err := plain.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+			FilterExpression:          aws.String("createdBySubject = :bob OR attribute_not_exists(ownerKey)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":bob": &types.AttributeValueMemberS{Value: "bob|auth0"}},
+			Select:                    types.SelectCount})
+		if err != nil || out.Count != 0 {
+			t.Errorf("%s: %d of bob's items or unadopted items left (%v)", table, out.Count, err)
+		}
+	}
+	for owner, want := range map[string]int64{"alice": int64(len(items) / 3), "anonymous": int64(len(items) / 3), "bob|auth0": 0} {
+		rec, real := storetest.RecordedUsage(t, plain, tables, app, owner), storetest.StoredUsage(t, plain, tables, app, owner)
+		if rec != real || real.Items != want {
+			t.Errorf("%s: usage %+v, the tables hold %+v; want %d items", owner, rec, real, want)
+		}
+	}
+}

@@ -210,6 +210,9 @@ func (r *seedRun) copyPage(t seedTable) func(context.Context, []map[string]types
 				return d, err
 			}
 		}
+		if err := r.leaveOutErased(ctx, ms); err != nil {
+			return d, err
+		}
 		byApp := map[string][]int{}
 		for i, m := range ms {
 			switch {
@@ -263,6 +266,32 @@ func (r *seedRun) copyPage(t seedTable) func(context.Context, []map[string]types
 		}
 		return d, nil
 	}
+}
+
+// leaveOutErased skips the records of the people whose data an erase
+// removes, or holds after: UDS refuses their writes, an import's included,
+// and the migration brings in everyone else's.
+func (r *seedRun) leaveOutErased(ctx context.Context, ms []mapped) error {
+	erasing := map[string]bool{}
+	for i := range ms {
+		m := &ms[i]
+		if m.skip != "" {
+			continue
+		}
+		k := m.rec.App + uds.KeyDelimiter + m.rec.Owner
+		refused, seen := erasing[k]
+		if !seen {
+			var err error
+			if refused, err = r.st.Erasing(ctx, m.rec.App, m.rec.Owner); err != nil {
+				return err
+			}
+			erasing[k] = refused
+		}
+		if refused {
+			m.skip = "its owner's data is erased (an erase runs, or holds it after)"
+		}
+	}
+	return nil
 }
 
 // importRecords writes one app's records of a page, within the write

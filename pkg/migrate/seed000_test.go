@@ -863,41 +863,9 @@ func tableUsage(t *testing.T, c *dynamodb.Client, table string) uds.Usage {
 func TestMigrateSeed000OtherNames(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	plain := storetest.Client(t)
-	tables := storetest.NewTables(t)
-	table := strings.TrimSuffix(tables.Data, schema.Data.DefaultName) + "json"
-	_, err := plain.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String(table),
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}},
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS}},
-		BillingMode: types.BillingModePayPerRequest,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = plain.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
-	want := map[string]string{}
-	for i := range 30 {
-		user, key := fmt.Sprintf("user::%d", i%3), fmt.Sprintf("k%d", i)
-		item := map[string]types.AttributeValue{
-			"pk": &types.AttributeValueMemberS{Value: "a::b" + "::" + user}, "sk": &types.AttributeValueMemberS{Value: key},
-			"uid": &types.AttributeValueMemberS{Value: user}, "val": &types.AttributeValueMemberS{Value: fmt.Sprint(i)},
-		}
-		if _, err := plain.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
-			t.Fatal(err)
-		}
-		want[user+"/"+key] = fmt.Sprint(i)
-	}
-	names := migrate.DefaultSeed000Names()
-	names.AppUser, names.Key, names.User, names.Value, names.Separator = "pk", "sk", "uid", "val", "::"
-	st := store.New(plain, tables, store.WithRecomputeQuiet(0), store.WithPolicySettle(100*time.Millisecond))
+	plain, st, table, want := otherNamesSeed(t)
 	var progress bytes.Buffer
-	rep, err := migrate.Seed000(ctx, plain, st, migrate.Seed000Options{
-		Tables: migrate.Seed000Tables{JSON: table}, Names: names, AppNamespace: "prefs",
-		ContentNamespace: migrate.DefaultContentNamespace, BehaviorNamespace: migrate.DefaultBehaviorNamespace,
-		Segments: 2, PageItems: 10, Checkpoint: filepath.Join(t.TempDir(), "cp.json"), Progress: &progress, Live: true,
-	})
+	rep, err := migrate.Seed000(ctx, plain, st, otherNamesOptions(t, table, &progress))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -917,5 +885,95 @@ func TestMigrateSeed000OtherNames(t *testing.T) {
 		!strings.Contains(out, "\r\x1b[Kread/written/unchanged/skipped: "+table+" 30/30/0/0  ") ||
 		strings.Contains(strings.TrimSuffix(out, "\n"), "records/s\n") {
 		t.Errorf("progress on a terminal:\n%q", out)
+	}
+}
+
+// The records of a person whose data an erase removes, or holds after,
+// are left out, each named in the report; everyone else's are migrated.
+// Importing them would be refused (uds.ErrErasing), which stopped every
+// run until the erase's hold ended.
+func TestMigrateSeed000LeavesOutErasedPeople(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	plain, st, table, want := otherNamesSeed(t)
+	// The erase is done (the person holds nothing in UDS yet) and holds
+	// their writes for a week.
+	for e := (uds.Erasure{}); e.State != uds.ErasureDone; time.Sleep(50 * time.Millisecond) {
+		var err error
+		if e, err = st.EraseUser(ctx, store.EraseQuery{User: "user::1", HoldDays: 7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var skipped bytes.Buffer
+	opts := otherNamesOptions(t, table, io.Discard)
+	opts.Skipped = &skipped
+	rep, err := migrate.Seed000(ctx, plain, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := rep.Tables[0]; tr.Read != 30 || tr.Written != 20 || tr.Skipped != 10 {
+		t.Errorf("report %+v, want 20 records written and user::1's 10 skipped", tr)
+	}
+	if n := strings.Count(skipped.String(), "its owner's data is erased"); n != 10 {
+		t.Errorf("%d records named as left out for their owner's erase, want 10:\n%s", n, skipped.String())
+	}
+	app := migrate.AppIDOf("a::b")
+	for path, data := range want {
+		user, key, _ := strings.Cut(path, "/")
+		it, err := st.Get(ctx, uds.Key{App: app, Namespace: "prefs", ID: key, Owner: user})
+		switch {
+		case user == "user::1" && !errors.Is(err, uds.ErrNotFound):
+			t.Errorf("%s of the erased person: %s, %v; want it left out", path, it.Data, err)
+		case user != "user::1" && (err != nil || string(it.Data) != data):
+			t.Errorf("%s: %s, %v; want %s", path, it.Data, err, data)
+		}
+	}
+}
+
+// otherNamesSeed makes, beside UDS's tables and a store over them, a
+// seed-000 JSON table whose attributes have other names, joined by "::",
+// without the user index, holding 30 records of 3 users; want is each
+// record's value by "user/key".
+func otherNamesSeed(t *testing.T) (plain *dynamodb.Client, st *store.Store, table string, want map[string]string) {
+	ctx := context.Background()
+	plain = storetest.Client(t)
+	tables := storetest.NewTables(t)
+	st = store.New(plain, tables, store.WithRecomputeQuiet(0), store.WithPolicySettle(100*time.Millisecond))
+	table = strings.TrimSuffix(tables.Data, schema.Data.DefaultName) + "json"
+	_, err := plain.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String(table),
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS}},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = plain.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+	want = map[string]string{}
+	for i := range 30 {
+		user, key := fmt.Sprintf("user::%d", i%3), fmt.Sprintf("k%d", i)
+		item := map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "a::b" + "::" + user}, "sk": &types.AttributeValueMemberS{Value: key},
+			"uid": &types.AttributeValueMemberS{Value: user}, "val": &types.AttributeValueMemberS{Value: fmt.Sprint(i)},
+		}
+		if _, err := plain.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+		want[user+"/"+key] = fmt.Sprint(i)
+	}
+	return plain, st, table, want
+}
+
+// otherNamesOptions migrate otherNamesSeed's table, its progress shown as
+// on a terminal.
+func otherNamesOptions(t *testing.T, table string, progress io.Writer) migrate.Seed000Options {
+	names := migrate.DefaultSeed000Names()
+	names.AppUser, names.Key, names.User, names.Value, names.Separator = "pk", "sk", "uid", "val", "::"
+	return migrate.Seed000Options{
+		Tables: migrate.Seed000Tables{JSON: table}, Names: names, AppNamespace: "prefs",
+		ContentNamespace: migrate.DefaultContentNamespace, BehaviorNamespace: migrate.DefaultBehaviorNamespace,
+		Segments: 2, PageItems: 10, Checkpoint: filepath.Join(t.TempDir(), "cp.json"), Progress: progress, Live: true,
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -81,6 +82,17 @@ func (s *Store) planErasure(ctx context.Context, p *plan) error {
 		}
 	}
 	return nil
+}
+
+// Erasing reports whether an erase removes user's data in app, or holds it
+// after, so that a write of theirs is refused: a migration leaves out such
+// a person's records rather than bringing their data in again.
+func (s *Store) Erasing(ctx context.Context, app, user string) (bool, error) {
+	err := s.refuseErasing(ctx, app, user)
+	if errors.Is(err, uds.ErrErasing) {
+		return true, nil
+	}
+	return false, err
 }
 
 // refuseErasing is uds.ErrErasing when an erase refuses who's writes in

@@ -195,54 +195,89 @@ func (s *Store) ScanLegacy(ctx context.Context, table string, segment, segments 
 // applied once. Limits are not checked: the data is already stored. An
 // item that changed since it was read (adopted by a UDS write, deleted, or
 // rewritten with another size) is left alone: its writer counted it, or a
-// later run will. It returns how many items were adopted and how many were
-// left because they changed.
-func (s *Store) AdoptLegacy(ctx context.Context, table string, items []LegacyItem) (adopted, changed int, err error) {
+// later run will.
+//
+// An item of an owner whose data an erase removes, or holds after (the
+// erase guard), is removed instead: the erase finds a person's items by
+// the owner index, which an item written before UDS is not in, so it
+// could not remove this one, and adopting it would give the person data
+// the erase was to remove.
+func (s *Store) AdoptLegacy(ctx context.Context, table string, items []LegacyItem) (Adoption, error) {
+	var done Adoption
 	for len(items) > 0 {
 		n := min(len(items), maxTxActions/2)
 		batch := items[:n]
 		items = items[n:]
 		for len(batch) > 0 {
-			actions, usageActions := s.adoptActions(table, batch)
+			erasing, err := s.erasingOwners(ctx, batch)
+			if err != nil {
+				return done, err
+			}
+			actions, usageActions := s.adoptActions(table, batch, erasing)
 			refused, err := s.transact(ctx, "adopt legacy items of "+table, append(actions, usageActions...)...)
 			if err != nil {
-				return adopted, changed, err
+				return done, err
 			}
 			if refused == nil {
-				adopted += len(batch)
+				for _, it := range batch {
+					if erasing[ownerRef{it.App, it.Owner}] {
+						done.Erased++
+					} else {
+						done.Adopted++
+					}
+				}
 				break
 			}
 			var rest []LegacyItem
 			for i, it := range batch {
 				if refused.conditionFailed(i) {
-					changed++
+					done.Changed++
 				} else {
 					rest = append(rest, it)
 				}
 			}
 			if len(rest) == len(batch) {
-				return adopted, changed, failed("adopt legacy items of "+table, errUnexpectedCancel(refused))
+				return done, failed("adopt legacy items of "+table, errUnexpectedCancel(refused))
 			}
 			batch = rest
 		}
 	}
-	return adopted, changed, nil
+	return done, nil
 }
 
-// adoptActions are the item updates of a batch and the usage changes of
-// its owners, in a stable order.
-func (s *Store) adoptActions(table string, batch []LegacyItem) (items, usage []types.TransactWriteItem) {
+// Adoption is what AdoptLegacy did: the items adopted, the items removed
+// because an erase removes their owner's data, and the items left because
+// they changed since they were read.
+type Adoption struct {
+	Adopted, Erased, Changed int
+}
+
+// erasingOwners are the owners of a batch of legacy items whose data an
+// erase removes or holds (the erase guard, through the limits cache).
+func (s *Store) erasingOwners(ctx context.Context, batch []LegacyItem) (map[ownerRef]bool, error) {
+	erasing := map[ownerRef]bool{}
+	for _, it := range batch {
+		k := ownerRef{it.App, it.Owner}
+		if _, seen := erasing[k]; seen {
+			continue
+		}
+		refused, err := s.Erasing(ctx, it.App, it.Owner)
+		if err != nil {
+			return nil, err
+		}
+		erasing[k] = refused
+	}
+	return erasing, nil
+}
+
+// adoptActions are the item updates of a batch (the removals of the items
+// of owners an erase removes) and the usage changes of its owners, in a
+// stable order.
+func (s *Store) adoptActions(table string, batch []LegacyItem, erasing map[ownerRef]bool) (items, usage []types.TransactWriteItem) {
 	charges := ownerDeltas{}
 	for _, it := range batch {
-		names := map[string]string{
-			"#k": schema.AttrDataKey, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize,
-			"#sv": schema.AttrSchemaVersion, "#v": schema.AttrDataValue, "#cn": schema.AttrClassName,
-		}
-		values := map[string]types.AttributeValue{
-			":o":  &types.AttributeValueMemberS{Value: ownerKey(it.App, it.Owner)},
-			":z":  &types.AttributeValueMemberN{Value: strconv.FormatInt(it.Size, 10)},
-			":sv": &types.AttributeValueMemberN{Value: schemaVersion},
-		}
+		names := map[string]string{"#k": schema.AttrDataKey, "#o": schema.AttrOwnerKey, "#v": schema.AttrDataValue, "#cn": schema.AttrClassName}
+		values := map[string]types.AttributeValue{}
 		// The item must still lack an owner and hold a value of the size
 		// measured (size() of a missing attribute fails, hence the other
 		// form) and the class name read.
@@ -261,6 +296,18 @@ func (s *Store) adoptActions(table string, batch []LegacyItem) (items, usage []t
 		if it.SortKey != "" {
 			key[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: it.SortKey}
 		}
+		if erasing[ownerRef{it.App, it.Owner}] {
+			del := &types.Delete{TableName: aws.String(table), Key: key, ConditionExpression: aws.String(cond), ExpressionAttributeNames: names}
+			if len(values) > 0 { // DynamoDB refuses an empty map
+				del.ExpressionAttributeValues = values
+			}
+			items = append(items, types.TransactWriteItem{Delete: del})
+			continue
+		}
+		names["#z"], names["#sv"] = schema.AttrItemSize, schema.AttrSchemaVersion
+		values[":o"] = &types.AttributeValueMemberS{Value: ownerKey(it.App, it.Owner)}
+		values[":z"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(it.Size, 10)}
+		values[":sv"] = &types.AttributeValueMemberN{Value: schemaVersion}
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName:                 aws.String(table),
 			Key:                       key,
