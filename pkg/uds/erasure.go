@@ -5,7 +5,7 @@ import "time"
 // ErrErasing: the writer's data, or the owner's the write would charge,
 // is being erased, or was and the erase holds it erased a while longer
 // (Erasure.HoldUntil): nothing is written behind an erase.
-var ErrErasing = NewError(CodeErasing, "an erase of this user's data is running; their writes are refused until it ends")
+var ErrErasing = NewError(CodeErasing, "an erase of this user's data is running, or holds their writes for a while after it ended; their writes are refused until then")
 
 // ErasureState is where an erase of a user's data stands.
 type ErasureState string
