@@ -279,3 +279,38 @@ func TestMigrateRemovesItemsOfErasedOwners(t *testing.T) {
 		}
 	}
 }
+
+// TestEraseBeforeMigrationRemovesLegacyItems: an erase finds a person's
+// items written before UDS, which no owner index holds yet, by its audit
+// scan (their creator is the person), and removes them, counted on its
+// receipt; the migration then counts everyone else's.
+func TestEraseBeforeMigrationRemovesLegacyItems(t *testing.T) {
+	ctx := context.Background()
+	plain := storetest.Client(t)
+	tables := storetest.NewSeedTables(t)
+	items := fillSeed(t, plain, tables)
+	clock := &storetest.Clock{}
+	st := store.New(plain, tables, store.WithClock(clock.Now), store.WithPolicySettle(time.Second), store.WithRecomputeQuiet(0))
+	if _, err := st.EraseUser(ctx, store.EraseQuery{User: "bob|auth0"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second) // past the settling
+	e, err := st.EraseUser(ctx, store.EraseQuery{User: "bob|auth0"})
+	if err != nil || e.State != uds.ErasureDone {
+		t.Fatalf("the erase: %+v, %v; want it done", e, err)
+	}
+	bobs := len(items) / 3
+	if got := e.Erased[app][uds.ErasedItems] + e.Erased[app][uds.ErasedListItems]; got != int64(bobs) {
+		t.Errorf("the receipt counts %d items and list items of bob's in the app (%+v), want %d", got, e.Erased, bobs)
+	}
+	rep, err := migrate.Run(ctx, plain, st, migrate.Options{
+		Tables: tables, Segments: 2, DefaultOwner: "anonymous", PollEvery: 50 * time.Millisecond,
+		Checkpoint: filepath.Join(t.TempDir(), "checkpoint.json"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Legacy.Items != int64(len(items)-bobs) || rep.Adopted != len(items)-bobs || rep.Erased != 0 {
+		t.Errorf("the migration after the erase: %+v; want the %d items of the others adopted", rep, len(items)-bobs)
+	}
+}

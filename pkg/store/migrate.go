@@ -198,10 +198,11 @@ func (s *Store) ScanLegacy(ctx context.Context, table string, segment, segments 
 // later run will.
 //
 // An item of an owner whose data an erase removes, or holds after (the
-// erase guard), is removed instead: the erase finds a person's items by
-// the owner index, which an item written before UDS is not in, so it
-// could not remove this one, and adopting it would give the person data
-// the erase was to remove.
+// erase guard), is removed instead. The erase finds the person's counted
+// items by the owner index and their legacy ones by its audit scan: an
+// item adopted after the first and before the second would outlive the
+// erase, and one adopted during the hold is data of theirs landing while
+// the erase refuses it.
 func (s *Store) AdoptLegacy(ctx context.Context, table string, items []LegacyItem) (Adoption, error) {
 	var done Adoption
 	for len(items) > 0 {
