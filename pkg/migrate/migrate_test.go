@@ -238,27 +238,54 @@ type writerFunc func([]byte)
 
 func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
 
-// TestMigrateRemovesItemsOfErasedOwners: an erase finds a person's items
-// by the owner index, which items written before UDS are not in. A
-// migration run while the erase runs or holds removes such items of that
-// person rather than adopting them (which would give them data the erase
-// was to remove), and adopts everyone else's.
+// TestMigrateRemovesItemsOfErasedOwners: a migration that meets a person
+// whose erase runs removes their legacy items, as the erase does (with
+// the index entries a build made for them, counted on its receipt),
+// rather than adopting them, which would give them data the erase was to
+// remove; it adopts everyone else's. Here the erase starts as the first
+// adoption is sent, after the migration read that bob had none: the
+// adoption holds only while the erase records are as read, so none of
+// bob's items is adopted.
 func TestMigrateRemovesItemsOfErasedOwners(t *testing.T) {
 	ctx := context.Background()
 	plain := storetest.Client(t)
 	tables := storetest.NewSeedTables(t)
 	items := fillSeed(t, plain, tables)
-	st := store.New(plain, tables, store.WithRecomputeQuiet(0))
-	if _, err := st.EraseUser(ctx, store.EraseQuery{User: "bob|auth0"}); err != nil {
+	eraser := store.New(plain, tables)
+	hook := &beforeAdoption{Client: plain, tables: tables, before: func() {
+		if _, err := eraser.EraseUser(ctx, store.EraseQuery{User: "bob|auth0"}); err != nil {
+			t.Error(err)
+		}
+	}}
+	st := store.New(hook, tables, store.WithRecomputeQuiet(0), store.WithPolicySettle(100*time.Millisecond))
+	byI := uds.Index{Name: "byI", Path: "/i", Type: uds.IndexNumber}
+	if _, err := st.SetPolicy(ctx, app, "prefs", uds.Policy{Indexes: []uds.Index{byI}}); err != nil {
 		t.Fatal(err)
 	}
-	opts := migrate.Options{
-		Tables: tables, Segments: 2, DefaultOwner: "anonymous", PollEvery: 50 * time.Millisecond,
-		Checkpoint: filepath.Join(t.TempDir(), "checkpoint.json"),
+	policy := storetest.BuildIndexes(t, st, app, "prefs")
+	entriesOf := func(owner string) int {
+		n := 0
+		for _, e := range storetest.IndexEntries(t, plain, tables, app, "prefs", policy.Indexes[0].ID) {
+			for _, it := range items {
+				if it.sortKey == "" && strings.HasSuffix(it.dataKey, "|"+e.Key.ID) && it.creator == owner {
+					n++
+				}
+			}
+		}
+		return n
 	}
-	rep, err := migrate.Run(ctx, plain, st, opts)
+	if n := entriesOf("bob|auth0"); n != len(items)/6 {
+		t.Fatalf("the build made %d entries for bob's items, want %d", n, len(items)/6)
+	}
+	rep, err := migrate.Run(ctx, plain, st, migrate.Options{
+		Tables: tables, Segments: 1, DefaultOwner: "anonymous", PollEvery: 50 * time.Millisecond,
+		Checkpoint: filepath.Join(t.TempDir(), "checkpoint.json"),
+	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if hook.before != nil {
+		t.Fatal("no adoption was sent")
 	}
 	if rep.Adopted != 2*len(items)/3 || rep.Erased != len(items)/3 || rep.Changed != 0 {
 		t.Errorf("adopted %d, removed %d, changed %d; want %d adopted and bob's %d removed", rep.Adopted, rep.Erased, rep.Changed, 2*len(items)/3, len(items)/3)
@@ -272,12 +299,41 @@ func TestMigrateRemovesItemsOfErasedOwners(t *testing.T) {
 			t.Errorf("%s: %d of bob's items or unadopted items left (%v)", table, out.Count, err)
 		}
 	}
+	if n := entriesOf("bob|auth0"); n != 0 {
+		t.Errorf("%d index entries of bob's removed items are left", n)
+	}
+	if n := entriesOf("alice"); n != len(items)/6 {
+		t.Errorf("%d index entries of alice's items, want %d", n, len(items)/6)
+	}
+	e, err := st.Erasure(ctx, "bob|auth0")
+	if got := e.Erased[app][uds.ErasedItems] + e.Erased[app][uds.ErasedListItems]; err != nil || got != int64(len(items)/3) {
+		t.Errorf("the erase's receipt counts %d of bob's items (%+v, %v), want %d", got, e.Erased, err, len(items)/3)
+	}
 	for owner, want := range map[string]int64{"alice": int64(len(items) / 3), "anonymous": int64(len(items) / 3), "bob|auth0": 0} {
 		rec, real := storetest.RecordedUsage(t, plain, tables, app, owner), storetest.StoredUsage(t, plain, tables, app, owner)
 		if rec != real || real.Items != want {
 			t.Errorf("%s: usage %+v, the tables hold %+v; want %d items", owner, rec, real, want)
 		}
 	}
+}
+
+// beforeAdoption calls before once, as the first transaction that adopts
+// legacy items (one that updates an item of tables) is sent.
+type beforeAdoption struct {
+	store.Client
+	tables store.Tables
+	before func()
+}
+
+func (c *beforeAdoption) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	for _, a := range in.TransactItems {
+		if a.Update != nil && (*a.Update.TableName == c.tables.Data || *a.Update.TableName == c.tables.List) && c.before != nil {
+			before := c.before
+			c.before = nil
+			before()
+		}
+	}
+	return c.Client.TransactWriteItems(ctx, in, o...)
 }
 
 // TestEraseBeforeMigrationRemovesLegacyItems: an erase finds a person's

@@ -259,8 +259,10 @@ func (s *Store) commit(ctx context.Context, op string, p *plan, attempt int) (wr
 // another's. A transaction needs none, as DynamoDB applies it once.
 func (s *Store) commitAlone(ctx context.Context, op string, p *plan, attempt int) (writeOutcome, *refusal, error) {
 	a := p.actions[0]
-	if t := p.changes[a.change].token; a.role == roleItem && t != nil && a.write.Put != nil {
-		a.write.Put.Item[schema.AttrWriteToken] = &types.AttributeValueMemberS{Value: t.value()}
+	if a.role == roleItem && a.write.Put != nil {
+		if t := p.changes[a.change].token; t != nil {
+			a.write.Put.Item[schema.AttrWriteToken] = &types.AttributeValueMemberS{Value: t.value()}
+		}
 	}
 	err := s.writeAlone(ctx, a.write)
 	var ccf *types.ConditionalCheckFailedException

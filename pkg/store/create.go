@@ -20,9 +20,10 @@ import (
 // taken and the quota refuses too, the conflict wins: the key being taken
 // is the answer that stays true whatever the quota.
 //
-// A create sent alone (in the streamed quota mode, without indexes)
-// carries the request's write token, so that a retry whose earlier attempt
-// committed without an answer recognises its own item (commitAlone).
+// A create sent alone (one no capability adds an action to, as in the
+// streamed quota mode without indexes or history) carries the request's
+// write token, so that a retry whose earlier attempt committed without an
+// answer recognises its own item (commitAlone).
 func (s *Store) Create(ctx context.Context, w uds.Write) (uds.Item, error) {
 	v, err := encodeValue(&w)
 	if err != nil {

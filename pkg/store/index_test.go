@@ -30,18 +30,7 @@ func declare(t testing.TB, s *store.Store, ns string, indexes []uds.Index) uds.P
 	if _, err := s.SetPolicy(ctx, app, ns, uds.Policy{Indexes: indexes}); err != nil {
 		t.Fatal(err)
 	}
-	for range 200 {
-		p, err := s.BuildIndexes(ctx, app, ns, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.IndexBuild == nil {
-			return p
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the build did not finish")
-	return uds.Policy{}
+	return storetest.BuildIndexes(t, s, app, ns)
 }
 
 func indexNamed(p uds.Policy, name string) uds.Index {

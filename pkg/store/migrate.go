@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -190,7 +191,7 @@ func (s *Store) ScanLegacy(ctx context.Context, table string, segment, segments 
 
 // AdoptLegacy counts items written before UDS: each gets its owner key,
 // size and schema version, and its owner's usage grows by its size, in
-// transactions of up to 99 items with one usage change per (app, owner),
+// transactions of up to 50 items with one usage change per (app, owner),
 // so usage and data agree at every commit and a retried transaction is
 // applied once. Limits are not checked: the data is already stored. An
 // item that changed since it was read (adopted by a UDS write, deleted, or
@@ -198,35 +199,52 @@ func (s *Store) ScanLegacy(ctx context.Context, table string, segment, segments 
 // later run will.
 //
 // An item of an owner whose data an erase removes, or holds after (the
-// erase guard), is removed instead. The erase finds the person's counted
-// items by the owner index and their legacy ones by its audit scan: an
-// item adopted after the first and before the second would outlive the
-// erase, and one adopted during the hold is data of theirs landing while
-// the erase refuses it.
+// erase guard), is removed instead, as the erase removes it (eraseLegacy).
+// The erase finds the person's counted items by the owner index and their
+// legacy ones by its audit scan: an item adopted after the first and
+// before the second would outlive the erase, and one adopted during the
+// hold is data of theirs landing while the erase refuses it. An adoption
+// therefore holds only while each owner's erase record is as read, so an
+// erase that starts while a page is adopted (however long its retries
+// take) sends the page back to be sorted again.
 func (s *Store) AdoptLegacy(ctx context.Context, table string, items []LegacyItem) (Adoption, error) {
 	var done Adoption
+	op := "adopt legacy items of " + table
 	for len(items) > 0 {
-		n := min(len(items), maxTxActions/2)
+		n := adoptionBatch(items)
 		batch := items[:n]
 		items = items[n:]
 		for len(batch) > 0 {
-			erasing, err := s.erasingOwners(ctx, batch)
+			erases, err := s.eraseRecords(ctx, batch)
 			if err != nil {
 				return done, err
 			}
-			actions, usageActions := s.adoptActions(table, batch, erasing)
-			refused, err := s.transact(ctx, "adopt legacy items of "+table, append(actions, usageActions...)...)
+			adopt := batch[:0:0]
+			for _, it := range batch {
+				if !refusesWrites(erases[it.Owner], s.now()) {
+					adopt = append(adopt, it)
+					continue
+				}
+				removed, err := s.eraseLegacy(ctx, table, it)
+				switch {
+				case err != nil:
+					return done, err
+				case removed:
+					done.Erased++
+				default:
+					done.Changed++
+				}
+			}
+			if batch = adopt; len(batch) == 0 {
+				break
+			}
+			actions, usage, checks := s.adoptActions(table, batch, erases)
+			refused, err := s.transact(ctx, op, slices.Concat(actions, usage, checks)...)
 			if err != nil {
 				return done, err
 			}
 			if refused == nil {
-				for _, it := range batch {
-					if erasing[ownerRef{it.App, it.Owner}] {
-						done.Erased++
-					} else {
-						done.Adopted++
-					}
-				}
+				done.Adopted += len(batch)
 				break
 			}
 			var rest []LegacyItem
@@ -237,8 +255,12 @@ func (s *Store) AdoptLegacy(ctx context.Context, table string, items []LegacyIte
 					rest = append(rest, it)
 				}
 			}
-			if len(rest) == len(batch) {
-				return done, failed("adopt legacy items of "+table, errUnexpectedCancel(refused))
+			eraseBegan := false
+			for j := range checks {
+				eraseBegan = eraseBegan || refused.conditionFailed(len(actions)+len(usage)+j)
+			}
+			if len(rest) == len(batch) && !eraseBegan {
+				return done, failed(op, errUnexpectedCancel(refused))
 			}
 			batch = rest
 		}
@@ -253,32 +275,80 @@ type Adoption struct {
 	Adopted, Erased, Changed int
 }
 
-// erasingOwners are the owners of a batch of legacy items whose data an
-// erase removes or holds (the erase guard, through the limits cache).
-func (s *Store) erasingOwners(ctx context.Context, batch []LegacyItem) (map[ownerRef]bool, error) {
-	erasing := map[ownerRef]bool{}
+// adoptionBatch is how many of items one adoption takes: at most half a
+// transaction of item updates, and with them,
+// per owner, its usage change and the check of its erase record.
+func adoptionBatch(items []LegacyItem) int {
+	n := min(len(items), maxTxActions/2)
+	owners := map[string]bool{}
+	for i, it := range items[:n] {
+		owners[it.Owner] = true
+		if i+1+2*len(owners) > maxTxActions {
+			return i
+		}
+	}
+	return n
+}
+
+// eraseRecords reads the erase records of a batch's owners, strongly
+// consistent: an adoption is conditional on each being as read. An owner
+// with none is absent from the map.
+func (s *Store) eraseRecords(ctx context.Context, batch []LegacyItem) (map[string]map[string]types.AttributeValue, error) {
+	records := map[string]map[string]types.AttributeValue{}
+	read := map[string]bool{}
 	for _, it := range batch {
-		k := ownerRef{it.App, it.Owner}
-		if _, seen := erasing[k]; seen {
+		if read[it.Owner] {
 			continue
 		}
-		refused, err := s.Erasing(ctx, it.App, it.Owner)
+		read[it.Owner] = true
+		record, err := s.readErase(ctx, it.Owner)
 		if err != nil {
 			return nil, err
 		}
-		erasing[k] = refused
+		if record != nil {
+			records[it.Owner] = record
+		}
 	}
-	return erasing, nil
+	return records, nil
 }
 
-// adoptActions are the item updates of a batch (the removals of the items
-// of owners an erase removes) and the usage changes of its owners, in a
-// stable order.
-func (s *Store) adoptActions(table string, batch []LegacyItem, erasing map[ownerRef]bool) (items, usage []types.TransactWriteItem) {
+// eraseLegacy removes a legacy item of an owner whose data an erase
+// removes, as the erase's audit scan removes one (eraseEntries: with its
+// index entries and history head, counted on the erase's receipt); false
+// when the item is gone or counted since it was read.
+func (s *Store) eraseLegacy(ctx context.Context, table string, it LegacyItem) (bool, error) {
+	key := map[string]types.AttributeValue{schema.AttrDataKey: &types.AttributeValueMemberS{Value: it.DataKey}}
+	if it.SortKey != "" {
+		key[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: it.SortKey}
+	}
+	op := "erase legacy item " + it.DataKey
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return false, failed(op, err)
+	}
+	k, ok := keyOf(out.Item)
+	if _, counted := out.Item[schema.AttrOwnerKey]; !ok || counted {
+		return false, nil
+	}
+	return true, s.eraseEntries(ctx, op, it.Owner, it.App, []listEntry{{key: k, state: out.Item}})
+}
+
+// adoptActions are the item updates of a batch, the usage changes of its
+// owners, and the checks that each owner's erase record is as read
+// (erases), in a stable order.
+func (s *Store) adoptActions(table string, batch []LegacyItem, erases map[string]map[string]types.AttributeValue) (items, usage, checks []types.TransactWriteItem) {
 	charges := ownerDeltas{}
+	checked := map[string]bool{}
 	for _, it := range batch {
-		names := map[string]string{"#k": schema.AttrDataKey, "#o": schema.AttrOwnerKey, "#v": schema.AttrDataValue, "#cn": schema.AttrClassName}
-		values := map[string]types.AttributeValue{}
+		names := map[string]string{
+			"#k": schema.AttrDataKey, "#o": schema.AttrOwnerKey, "#z": schema.AttrItemSize,
+			"#sv": schema.AttrSchemaVersion, "#v": schema.AttrDataValue, "#cn": schema.AttrClassName,
+		}
+		values := map[string]types.AttributeValue{
+			":o":  &types.AttributeValueMemberS{Value: ownerKey(it.App, it.Owner)},
+			":z":  &types.AttributeValueMemberN{Value: strconv.FormatInt(it.Size, 10)},
+			":sv": &types.AttributeValueMemberN{Value: schemaVersion},
+		}
 		// The item must still lack an owner and hold a value of the size
 		// measured (size() of a missing attribute fails, hence the other
 		// form) and the class name read.
@@ -297,18 +367,6 @@ func (s *Store) adoptActions(table string, batch []LegacyItem, erasing map[owner
 		if it.SortKey != "" {
 			key[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: it.SortKey}
 		}
-		if erasing[ownerRef{it.App, it.Owner}] {
-			del := &types.Delete{TableName: aws.String(table), Key: key, ConditionExpression: aws.String(cond), ExpressionAttributeNames: names}
-			if len(values) > 0 { // DynamoDB refuses an empty map
-				del.ExpressionAttributeValues = values
-			}
-			items = append(items, types.TransactWriteItem{Delete: del})
-			continue
-		}
-		names["#z"], names["#sv"] = schema.AttrItemSize, schema.AttrSchemaVersion
-		values[":o"] = &types.AttributeValueMemberS{Value: ownerKey(it.App, it.Owner)}
-		values[":z"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(it.Size, 10)}
-		values[":sv"] = &types.AttributeValueMemberN{Value: schemaVersion}
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName:                 aws.String(table),
 			Key:                       key,
@@ -318,11 +376,31 @@ func (s *Store) adoptActions(table string, batch []LegacyItem, erasing map[owner
 			ExpressionAttributeValues: values,
 		}})
 		charges.add(it.App, it.Owner, uds.Usage{Bytes: it.Size, Items: 1})
+		if !checked[it.Owner] {
+			checked[it.Owner] = true
+			checks = append(checks, s.eraseUnchanged(it.Owner, erases[it.Owner]))
+		}
 	}
 	charges.each(func(app, owner string, u uds.Usage) {
 		usage = append(usage, s.usageChange(app, owner, u))
 	})
-	return items, usage
+	return items, usage, checks
+}
+
+// eraseUnchanged checks that user's erase record is as read (record, nil
+// for none): none yet, or the same done erase, whose hold had ended.
+func (s *Store) eraseUnchanged(user string, record map[string]types.AttributeValue) types.TransactWriteItem {
+	check := &types.ConditionCheck{
+		TableName: aws.String(s.tables.Usage), Key: eraseKey(user),
+		ConditionExpression:      aws.String("attribute_not_exists(#st)"),
+		ExpressionAttributeNames: map[string]string{"#st": schema.AttrEraseState},
+	}
+	if record != nil {
+		check.ConditionExpression = aws.String("#st = :st AND #en = :en")
+		check.ExpressionAttributeNames["#en"] = schema.AttrEraseEnded
+		check.ExpressionAttributeValues = map[string]types.AttributeValue{":st": record[schema.AttrEraseState], ":en": record[schema.AttrEraseEnded]}
+	}
+	return types.TransactWriteItem{ConditionCheck: check}
 }
 
 // errIndexNotReady is the cause of a 503 while the owner index is missing

@@ -169,3 +169,21 @@ func KeyPaths(keys []uds.Key) string {
 	}
 	return strings.Join(names, " ")
 }
+
+// BuildIndexes builds the indexes a namespace declares until they are
+// ready, and returns its policy then.
+func BuildIndexes(t testing.TB, s *store.Store, app, namespace string) uds.Policy {
+	t.Helper()
+	for range 200 {
+		p, err := s.BuildIndexes(context.Background(), app, namespace, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.IndexBuild == nil {
+			return p
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the build did not finish")
+	return uds.Policy{}
+}
