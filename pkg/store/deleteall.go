@@ -127,10 +127,7 @@ func (s *Store) DeleteList(ctx context.Context, w uds.Write) (int, error) {
 // w.IfMatch.Creator set, it leaves other creators' items out.
 func (s *Store) readEntries(ctx context.Context, w *uds.Write, batches chan<- []listEntry) error {
 	list, creator := w.Key, w.IfMatch.Creator
-	per, weight := 1+len(w.Indexes), int64(1)
-	if w.History.On() {
-		per, weight = per+3, 2 // the kept version carries the item again
-	}
+	per := removalShare(w)
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.tables.List),
 		KeyConditionExpression: aws.String("#k = :k"),
@@ -143,7 +140,7 @@ func (s *Store) readEntries(ctx context.Context, w *uds.Write, batches chan<- []
 		ExpressionAttributeValues: map[string]types.AttributeValue{":k": &types.AttributeValueMemberS{Value: list.DataKey()}},
 		ConsistentRead:            aws.Bool(true),
 	}
-	if per > 1 {
+	if needsOf(w).whole {
 		in.ProjectionExpression, in.ExpressionAttributeNames = nil, map[string]string{"#k": schema.AttrDataKey}
 	}
 	var (
@@ -170,8 +167,8 @@ func (s *Store) readEntries(ctx context.Context, w *uds.Write, batches chan<- []
 				continue
 			}
 			who, _ := owner(list.App, it)
-			size := num(it, schema.AttrItemSize) * weight
-			actions := (len(batch)+1)*per + len(owners)
+			size := num(it, schema.AttrItemSize) * per.copies
+			actions := (len(batch)+1)*per.actions + len(owners)
 			if !owners[who] {
 				actions++
 			}

@@ -419,6 +419,16 @@ func historyNeeds(w *uds.Write) needs {
 	return needs{whole: on, head: on}
 }
 
+// historyRemoves is history's share of the removal of a listed item where
+// it keeps versions: the kept version (the item's bytes again), the delete
+// marker above it and the head.
+func historyRemoves(w *uds.Write) share {
+	if !w.History.On() {
+		return share{}
+	}
+	return share{actions: 3, copies: 1}
+}
+
 // planHistory adds what history does to a plan's writes in namespaces
 // that keep versions: a create takes the version after the last its key
 // used (so that it follows the versions kept of the key's earlier items),

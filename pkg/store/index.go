@@ -244,6 +244,10 @@ func (s *Store) releaseEntries(ctx context.Context, old map[string]types.Attribu
 // write that moves them reads.
 func indexNeeds(w *uds.Write) needs { return needs{whole: len(w.Indexes) > 0} }
 
+// indexRemoves is the indexes' share of the removal of a listed item: one
+// entry removed per index its namespace declares.
+func indexRemoves(w *uds.Write) share { return share{actions: len(w.Indexes)} }
+
 // planIndexes adds the index upkeep of a plan's writes in namespaces that
 // declare indexes: the entries the old value named and the new one does
 // not go, the new value's new ones come, in the write's transaction.

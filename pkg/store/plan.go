@@ -281,25 +281,52 @@ type needs struct {
 type contributor func(s *Store, ctx context.Context, p *plan) error
 
 // capability is what the write engine knows of a capability: what a write
-// that meets it reads of its item (nil: nothing more than the state), and
-// how it adds to a plan. Each lives in its capability's file; a new one is
-// a line in capabilities.
+// that meets it reads of its item (nil: nothing more than the state), what
+// it adds to the removal of one item of a list (nil: nothing), and how it
+// adds to a plan. Each lives in its capability's file; a new one is a line
+// in capabilities.
 type capability struct {
-	needs func(w *uds.Write) needs
-	plan  contributor
+	needs   func(w *uds.Write) needs
+	removes func(w *uds.Write) share
+	plan    contributor
+}
+
+// share is what a capability adds to a transaction for each item a
+// removal of listed items removes, beside the item's own action and its
+// owner's usage change: its actions, and the copies of the item's bytes
+// they carry (a kept version). A delete-all cuts its removals into
+// transactions by it (deleteall.go).
+type share struct {
+	actions int
+	copies  int64
+}
+
+// removalShare is what removing one listed item of w's list takes of a
+// transaction with every capability's share: the item's action and the
+// capabilities', and its bytes as many times as they are carried.
+func removalShare(w *uds.Write) share {
+	total := share{actions: 1, copies: 1}
+	for _, c := range capabilities {
+		if c.removes == nil {
+			continue
+		}
+		add := c.removes(w)
+		total.actions, total.copies = total.actions+add.actions, total.copies+add.copies
+	}
+	return total
 }
 
 // capabilities are the capabilities every write meets, in the order they
 // add to a plan: usage comes last, as it charges what the others move
 // (the versions history keeps).
 var capabilities = []capability{
-	{nil, (*Store).planErasure},          // erase_guard.go: no write of a user whose data an erase removes
-	{nil, (*Store).planEraseTally},       // erase.go: an erase's count of what it removes, the empty heads it leaves
-	{historyNeeds, (*Store).planHistory}, // history.go: versions kept and pruned, the head
-	{indexNeeds, (*Store).planIndexes},   // index.go: the entries the values name
-	{nil, (*Store).planObjects},          // objects.go: large values' objects released
-	{nil, (*Store).planCatalogue},        // catalog.go: the namespaces that hold data marked
-	{nil, (*Store).planUsage},            // usage.go: each owner's usage, under limits
+	{nil, nil, (*Store).planErasure},                     // erase_guard.go: no write of a user whose data an erase removes
+	{nil, nil, (*Store).planEraseTally},                  // erase.go: an erase's count of what it removes, the empty heads it leaves
+	{historyNeeds, historyRemoves, (*Store).planHistory}, // history.go: versions kept and pruned, the head
+	{indexNeeds, indexRemoves, (*Store).planIndexes},     // index.go: the entries the values name
+	{nil, nil, (*Store).planObjects},                     // objects.go: large values' objects released
+	{nil, nil, (*Store).planCatalogue},                   // catalog.go: the namespaces that hold data marked
+	{nil, nil, (*Store).planUsage},                       // usage.go: each owner's usage, under limits
 }
 
 // needsOf is what a write of w reads of its item.
