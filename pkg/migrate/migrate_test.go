@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,13 +279,13 @@ func TestMigrateRemovesItemsOfErasedOwners(t *testing.T) {
 		t.Fatalf("the build made %d entries for bob's items, want %d", n, len(items)/6)
 	}
 	rep, err := migrate.Run(ctx, plain, st, migrate.Options{
-		Tables: tables, Segments: 1, DefaultOwner: "anonymous", PollEvery: 50 * time.Millisecond,
+		Tables: tables, Segments: 2, DefaultOwner: "anonymous", PollEvery: 50 * time.Millisecond,
 		Checkpoint: filepath.Join(t.TempDir(), "checkpoint.json"),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hook.before != nil {
+	if !hook.called.Load() {
 		t.Fatal("no adoption was sent")
 	}
 	if rep.Adopted != 2*len(items)/3 || rep.Erased != len(items)/3 || rep.Changed != 0 {
@@ -318,19 +319,21 @@ func TestMigrateRemovesItemsOfErasedOwners(t *testing.T) {
 }
 
 // beforeAdoption calls before once, as the first transaction that adopts
-// legacy items (one that updates an item of tables) is sent.
+// legacy items (one that updates an item of tables) is sent; every such
+// transaction waits until it has returned, so that none of either
+// table's is sent before it.
 type beforeAdoption struct {
 	store.Client
 	tables store.Tables
 	before func()
+	once   sync.Once
+	called atomic.Bool
 }
 
 func (c *beforeAdoption) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	for _, a := range in.TransactItems {
-		if a.Update != nil && (*a.Update.TableName == c.tables.Data || *a.Update.TableName == c.tables.List) && c.before != nil {
-			before := c.before
-			c.before = nil
-			before()
+		if a.Update != nil && (*a.Update.TableName == c.tables.Data || *a.Update.TableName == c.tables.List) {
+			c.once.Do(func() { c.before(); c.called.Store(true) })
 		}
 	}
 	return c.Client.TransactWriteItems(ctx, in, o...)
@@ -339,7 +342,10 @@ func (c *beforeAdoption) TransactWriteItems(ctx context.Context, in *dynamodb.Tr
 // TestEraseBeforeMigrationRemovesLegacyItems: an erase finds a person's
 // items written before UDS, which no owner index holds yet, by its audit
 // scan (their creator is the person), and removes them, counted on its
-// receipt; the migration then counts everyone else's.
+// receipt; the migration then counts everyone else's. Items the seed's
+// service wrote after the erases are adopted for a person whose erase is
+// over (the adoption checks that its record is still that done erase) and
+// removed for one whose erase still holds their writes.
 func TestEraseBeforeMigrationRemovesLegacyItems(t *testing.T) {
 	ctx := context.Background()
 	plain := storetest.Client(t)
@@ -347,17 +353,35 @@ func TestEraseBeforeMigrationRemovesLegacyItems(t *testing.T) {
 	items := fillSeed(t, plain, tables)
 	clock := &storetest.Clock{}
 	st := store.New(plain, tables, store.WithClock(clock.Now), store.WithPolicySettle(time.Second), store.WithRecomputeQuiet(0))
-	if _, err := st.EraseUser(ctx, store.EraseQuery{User: "bob|auth0"}); err != nil {
-		t.Fatal(err)
+	erase := func(user string, holdDays int) uds.Erasure {
+		if _, err := st.EraseUser(ctx, store.EraseQuery{User: user, HoldDays: holdDays}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(2 * time.Second) // past the settling
+		e, err := st.EraseUser(ctx, store.EraseQuery{User: user})
+		if err != nil || e.State != uds.ErasureDone {
+			t.Fatalf("the erase of %s: %+v, %v; want it done", user, e, err)
+		}
+		return e
 	}
-	clock.Advance(2 * time.Second) // past the settling
-	e, err := st.EraseUser(ctx, store.EraseQuery{User: "bob|auth0"})
-	if err != nil || e.State != uds.ErasureDone {
-		t.Fatalf("the erase: %+v, %v; want it done", e, err)
-	}
+	e := erase("bob|auth0", 0)
 	bobs := len(items) / 3
 	if got := e.Erased[app][uds.ErasedItems] + e.Erased[app][uds.ErasedListItems]; got != int64(bobs) {
 		t.Errorf("the receipt counts %d items and list items of bob's in the app (%+v), want %d", got, e.Erased, bobs)
+	}
+	erase("carol", 7)
+	clock.Advance(time.Hour)
+	for i := range 3 {
+		for _, who := range []string{"bob|auth0", "carol"} {
+			_, err := plain.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tables.Data), Item: map[string]types.AttributeValue{
+				schema.AttrDataKey:          &types.AttributeValueMemberS{Value: fmt.Sprintf("%s|later|%s-%d", app, who, i)},
+				schema.AttrDataValue:        &types.AttributeValueMemberS{Value: `{"later":true}`},
+				schema.AttrCreatedBySubject: &types.AttributeValueMemberS{Value: who},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	rep, err := migrate.Run(ctx, plain, st, migrate.Options{
 		Tables: tables, Segments: 2, DefaultOwner: "anonymous", PollEvery: 50 * time.Millisecond,
@@ -366,7 +390,16 @@ func TestEraseBeforeMigrationRemovesLegacyItems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Legacy.Items != int64(len(items)-bobs) || rep.Adopted != len(items)-bobs || rep.Erased != 0 {
-		t.Errorf("the migration after the erase: %+v; want the %d items of the others adopted", rep, len(items)-bobs)
+	if rep.Adopted != len(items)-bobs+3 || rep.Erased != 3 || rep.Changed != 0 {
+		t.Errorf("the migration after the erases: %d adopted, %d removed, %d changed; want the others' %d and bob's 3 later items adopted, carol's 3 removed",
+			rep.Adopted, rep.Erased, rep.Changed, len(items)-bobs)
+	}
+	for owner, want := range map[string]int64{"bob|auth0": 3, "carol": 0} {
+		if u := storetest.StoredUsage(t, plain, tables, app, owner); u.Items != want {
+			t.Errorf("%s holds %+v after the migration, want %d items", owner, u, want)
+		}
+	}
+	if e, err := st.Erasure(ctx, "carol"); err != nil || e.Erased[app][uds.ErasedItems] != 3 {
+		t.Errorf("carol's receipt: %+v, %v; want her 3 later items counted", e.Erased, err)
 	}
 }

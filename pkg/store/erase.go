@@ -370,7 +370,7 @@ func (s *Store) eraseItems(ctx context.Context, user, app string, pos ExportPosi
 		}
 		if len(pending) > 0 {
 			found += len(pending)
-			if err := s.eraseEntries(ctx, op, user, app, pending); err != nil {
+			if _, err := s.eraseEntries(ctx, op, user, app, pending); err != nil {
 				return found, err
 			}
 		}
@@ -383,10 +383,10 @@ func (s *Store) eraseItems(ctx context.Context, user, app string, pos ExportPosi
 }
 
 // eraseEntries removes items of the user's as they were read; the erase's
-// tally counts them in the same transaction (planEraseTally).
-func (s *Store) eraseEntries(ctx context.Context, op, user, app string, pending []listEntry) error {
-	_, err := s.remove(ctx, op, &removeVerb{s: s, pending: pending, erasing: &erasure{user: user, app: app}})
-	return err
+// tally counts them in the same transaction (planEraseTally). It returns
+// how many it removed: those gone or changed since are left.
+func (s *Store) eraseEntries(ctx context.Context, op, user, app string, pending []listEntry) (int, error) {
+	return s.remove(ctx, op, &removeVerb{s: s, pending: pending, erasing: &erasure{user: user, app: app}})
 }
 
 // erasure is the erase of a user's data in an app, whose removals a plan

@@ -143,7 +143,7 @@ func (s *Store) auditItems(ctx context.Context, user, pseudonym string, items []
 		}
 		op := "erase " + user + ": audit fields of " + key.DataKey()
 		if _, counted := av[schema.AttrOwnerKey]; !counted && str(av, schema.AttrCreatedBySubject) == user {
-			if err := s.eraseEntries(ctx, op, user, key.App, []listEntry{{key: key, state: av}}); err != nil {
+			if _, err := s.eraseEntries(ctx, op, user, key.App, []listEntry{{key: key, state: av}}); err != nil {
 				return err
 			}
 			continue

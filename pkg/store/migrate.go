@@ -214,25 +214,27 @@ func (s *Store) AdoptLegacy(ctx context.Context, table string, items []LegacyIte
 		n := adoptionBatch(items)
 		batch := items[:n]
 		items = items[n:]
-		for len(batch) > 0 {
+		for attempt := 0; len(batch) > 0; attempt++ {
+			if attempt == maxWriteAttempts {
+				return done, &uds.UnavailableError{Op: op, Err: errors.New("the owners' erase records kept changing")}
+			}
 			erases, err := s.eraseRecords(ctx, batch)
 			if err != nil {
 				return done, err
 			}
-			adopt := batch[:0:0]
+			var adopt, erase []LegacyItem
 			for _, it := range batch {
-				if !refusesWrites(erases[it.Owner], s.now()) {
+				if refusesWrites(erases[it.Owner], s.now()) {
+					erase = append(erase, it)
+				} else {
 					adopt = append(adopt, it)
-					continue
 				}
-				removed, err := s.eraseLegacy(ctx, table, it)
-				switch {
-				case err != nil:
+			}
+			if len(erase) > 0 {
+				removed, err := s.eraseLegacy(ctx, table, erase)
+				done.Erased, done.Changed = done.Erased+removed, done.Changed+len(erase)-removed
+				if err != nil {
 					return done, err
-				case removed:
-					done.Erased++
-				default:
-					done.Changed++
 				}
 			}
 			if batch = adopt; len(batch) == 0 {
@@ -276,14 +278,15 @@ type Adoption struct {
 }
 
 // adoptionBatch is how many of items one adoption takes: at most half a
-// transaction of item updates, and with them,
-// per owner, its usage change and the check of its erase record.
+// transaction of item updates, and with them a usage change per app and
+// owner and a check of each owner's erase record (an erase is of a user in
+// every app).
 func adoptionBatch(items []LegacyItem) int {
 	n := min(len(items), maxTxActions/2)
-	owners := map[string]bool{}
+	charged, checked := map[ownerRef]bool{}, map[string]bool{}
 	for i, it := range items[:n] {
-		owners[it.Owner] = true
-		if i+1+2*len(owners) > maxTxActions {
+		charged[ownerRef{it.App, it.Owner}], checked[it.Owner] = true, true
+		if i+1+len(charged)+len(checked) > maxTxActions {
 			return i
 		}
 	}
@@ -312,25 +315,73 @@ func (s *Store) eraseRecords(ctx context.Context, batch []LegacyItem) (map[strin
 	return records, nil
 }
 
-// eraseLegacy removes a legacy item of an owner whose data an erase
-// removes, as the erase's audit scan removes one (eraseEntries: with its
-// index entries and history head, counted on the erase's receipt); false
-// when the item is gone or counted since it was read.
-func (s *Store) eraseLegacy(ctx context.Context, table string, it LegacyItem) (bool, error) {
-	key := map[string]types.AttributeValue{schema.AttrDataKey: &types.AttributeValueMemberS{Value: it.DataKey}}
-	if it.SortKey != "" {
-		key[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: it.SortKey}
+// eraseLegacy removes legacy items of owners whose data an erase removes,
+// as the erase's audit scan removes one: read again, and removed through
+// the write engine (eraseEntries: with their index entries and history
+// heads, counted on the erase's receipt), each owner's in an app
+// together. An item whose key UDS cannot read (which no index or history
+// names) is deleted as it is, while still legacy. It returns how many it
+// removed: those gone or counted since they were read are left.
+func (s *Store) eraseLegacy(ctx context.Context, table string, items []LegacyItem) (int, error) {
+	op := "erase legacy items of " + table
+	groups := map[ownerRef][]listEntry{}
+	var order []ownerRef
+	removed := 0
+	for _, it := range items {
+		key := map[string]types.AttributeValue{schema.AttrDataKey: &types.AttributeValueMemberS{Value: it.DataKey}}
+		if it.SortKey != "" {
+			key[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: it.SortKey}
+		}
+		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return removed, failed(op, err)
+		}
+		if _, counted := out.Item[schema.AttrOwnerKey]; out.Item == nil || counted {
+			continue
+		}
+		k, ok := keyOf(out.Item)
+		if !ok {
+			gone, err := s.deleteUnreadable(ctx, table, key)
+			if gone {
+				removed++
+			}
+			if err != nil {
+				return removed, err
+			}
+			continue
+		}
+		g := ownerRef{it.App, it.Owner}
+		if groups[g] == nil {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], listEntry{key: k, state: out.Item})
 	}
-	op := "erase legacy item " + it.DataKey
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return false, failed(op, err)
+	for _, g := range order {
+		n, err := s.eraseEntries(ctx, op, g.owner, g.app, groups[g])
+		removed += n
+		if err != nil {
+			return removed, err
+		}
 	}
-	k, ok := keyOf(out.Item)
-	if _, counted := out.Item[schema.AttrOwnerKey]; !ok || counted {
+	return removed, nil
+}
+
+// deleteUnreadable deletes a legacy item whose key UDS cannot read, while
+// it is still legacy; false when it was counted or gone meanwhile.
+func (s *Store) deleteUnreadable(ctx context.Context, table string, key map[string]types.AttributeValue) (bool, error) {
+	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(table), Key: key,
+		ConditionExpression:      aws.String("attribute_exists(#k) AND attribute_not_exists(#o)"),
+		ExpressionAttributeNames: map[string]string{"#k": schema.AttrDataKey, "#o": schema.AttrOwnerKey},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
 		return false, nil
+	case err != nil:
+		return false, failed("erase a legacy item of "+table, err)
 	}
-	return true, s.eraseEntries(ctx, op, it.Owner, it.App, []listEntry{{key: k, state: out.Item}})
+	return true, nil
 }
 
 // adoptActions are the item updates of a batch, the usage changes of its
