@@ -293,7 +293,8 @@ func (rv *removeVerb) refused(_ context.Context, r *refusal, _ bool) (bool, erro
 		}
 		changed = true
 		keep := current != nil && (!e.expiredOnly || expired(current, now)) &&
-			(e.creator == "" || str(current, schema.AttrCreatedBySubject) == e.creator)
+			(e.creator == "" || str(current, schema.AttrCreatedBySubject) == e.creator) &&
+			rv.erasing.stillOwns(e.key.App, current)
 		if keep {
 			next = append(next, listEntry{key: e.key, state: current, expiredOnly: e.expiredOnly, creator: e.creator})
 		}

@@ -393,6 +393,18 @@ func (s *Store) eraseEntries(ctx context.Context, op, user, app string, pending 
 // makes.
 type erasure struct{ user, app string }
 
+// stillOwns reports whether an item the erase found, as it now stands, is
+// still the user's (true when no erase is named): an item written before
+// UDS that another user wrote since is the writer's, counted for them, and
+// not the erase's to remove.
+func (e *erasure) stillOwns(app string, current map[string]types.AttributeValue) bool {
+	if e == nil {
+		return true
+	}
+	who, _ := owner(app, current)
+	return who == e.user
+}
+
 // planEraseTally adds to an erase's removals, in their transaction, the
 // erase's count of them and the names of the objects their values held
 // (tally), and the removal of their history heads that keep no version: a
