@@ -353,23 +353,12 @@ func TestEraseBeforeMigrationRemovesLegacyItems(t *testing.T) {
 	items := fillSeed(t, plain, tables)
 	clock := &storetest.Clock{}
 	st := store.New(plain, tables, store.WithClock(clock.Now), store.WithPolicySettle(time.Second), store.WithRecomputeQuiet(0))
-	erase := func(user string, holdDays int) uds.Erasure {
-		if _, err := st.EraseUser(ctx, store.EraseQuery{User: user, HoldDays: holdDays}); err != nil {
-			t.Fatal(err)
-		}
-		clock.Advance(2 * time.Second) // past the settling
-		e, err := st.EraseUser(ctx, store.EraseQuery{User: user})
-		if err != nil || e.State != uds.ErasureDone {
-			t.Fatalf("the erase of %s: %+v, %v; want it done", user, e, err)
-		}
-		return e
-	}
-	e := erase("bob|auth0", 0)
+	e := storetest.Erase(t, st, clock, time.Second, store.EraseQuery{User: "bob|auth0"})
 	bobs := len(items) / 3
 	if got := e.Erased[app][uds.ErasedItems] + e.Erased[app][uds.ErasedListItems]; got != int64(bobs) {
 		t.Errorf("the receipt counts %d items and list items of bob's in the app (%+v), want %d", got, e.Erased, bobs)
 	}
-	erase("carol", 7)
+	storetest.Erase(t, st, clock, time.Second, store.EraseQuery{User: "carol", HoldDays: 7})
 	clock.Advance(time.Hour)
 	for i := range 3 {
 		for _, who := range []string{"bob|auth0", "carol"} {

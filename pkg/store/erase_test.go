@@ -39,14 +39,7 @@ func TestEraseLeavesALegacyItemAnotherWrote(t *testing.T) {
 			t.Errorf("dave's write: %v", err)
 		}
 	}
-	if _, err := s.EraseUser(ctx, store.EraseQuery{User: "alice"}); err != nil {
-		t.Fatal(err)
-	}
-	clock.Advance(2 * time.Second) // past the settling
-	e, err := s.EraseUser(ctx, store.EraseQuery{User: "alice"})
-	if err != nil || e.State != uds.ErasureDone {
-		t.Fatalf("the erase: %+v, %v; want it done", e, err)
-	}
+	e := storetest.Erase(t, s, clock, time.Second, store.EraseQuery{User: "alice"})
 	if hook.before != nil {
 		t.Fatal("the erase never sent the removal")
 	}

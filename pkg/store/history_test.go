@@ -683,14 +683,7 @@ func TestEraseMeetsHeadMove(t *testing.T) {
 			t.Errorf("moving the head: %v", err)
 		}
 	}
-	if _, err := s.EraseUser(ctx, store.EraseQuery{User: "alice"}); err != nil {
-		t.Fatal(err)
-	}
-	clock.Advance(2 * time.Second) // past the settling
-	e, err := s.EraseUser(ctx, store.EraseQuery{User: "alice"})
-	if err != nil || e.State != uds.ErasureDone {
-		t.Fatalf("the erase step: %+v, %v; want it done", e, err)
-	}
+	storetest.Erase(t, s, clock, time.Second, store.EraseQuery{User: "alice"})
 	if hook.before != nil {
 		t.Fatal("the erase never removed the head")
 	}

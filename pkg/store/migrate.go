@@ -120,6 +120,15 @@ type LegacyItem struct {
 	ClassName        *string
 }
 
+// tableKey is the item's key in its table.
+func (it LegacyItem) tableKey() map[string]types.AttributeValue {
+	key := map[string]types.AttributeValue{schema.AttrDataKey: &types.AttributeValueMemberS{Value: it.DataKey}}
+	if it.SortKey != "" {
+		key[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: it.SortKey}
+	}
+	return key
+}
+
 // HeldNamespace names a namespace that holds data, for the catalogue
 // (catalog.go).
 type HeldNamespace struct{ App, Namespace string }
@@ -294,54 +303,59 @@ func adoptionBatch(items []LegacyItem) int {
 }
 
 // eraseRecords reads the erase records of a batch's owners, strongly
-// consistent: an adoption is conditional on each being as read. An owner
-// with none is absent from the map.
+// consistent, in one BatchGetItem (a batch has at most 50 owners): an
+// adoption is conditional on each being as read. An owner with none is
+// absent from the map.
 func (s *Store) eraseRecords(ctx context.Context, batch []LegacyItem) (map[string]map[string]types.AttributeValue, error) {
-	records := map[string]map[string]types.AttributeValue{}
-	read := map[string]bool{}
+	ka := types.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
+	asked := map[string]bool{}
 	for _, it := range batch {
-		if read[it.Owner] {
-			continue
-		}
-		read[it.Owner] = true
-		record, err := s.readErase(ctx, it.Owner)
-		if err != nil {
-			return nil, err
-		}
-		if record != nil {
-			records[it.Owner] = record
+		if !asked[it.Owner] {
+			asked[it.Owner] = true
+			ka.Keys = append(ka.Keys, eraseKey(it.Owner))
 		}
 	}
-	return records, nil
+	records := map[string]map[string]types.AttributeValue{}
+	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{s.tables.Usage: ka}}
+	err := s.getAll(ctx, "read erase records", in, func(_ string, record map[string]types.AttributeValue) {
+		records[str(record, schema.AttrUser)] = record
+	})
+	return records, err
 }
 
 // eraseLegacy removes legacy items of owners whose data an erase removes,
-// as the erase's audit scan removes one: read again, and removed through
-// the write engine (eraseEntries: with their index entries and history
-// heads, counted on the erase's receipt), each owner's in an app
-// together. An item whose key UDS cannot read (which no index or history
-// names) is deleted as it is, while still legacy. It returns how many it
-// removed: those gone or counted since they were read are left.
+// as the erase's audit scan removes one: read again (one BatchGetItem, a
+// batch has at most 50 items), and removed through the write engine
+// (eraseEntries: with their index entries and history heads, counted on
+// the erase's receipt), each owner's in an app together. An item whose
+// key UDS cannot read (which no index or history names) is deleted as it
+// is, while still legacy. It returns how many it removed: those gone or
+// counted since they were read are left.
 func (s *Store) eraseLegacy(ctx context.Context, table string, items []LegacyItem) (int, error) {
 	op := "erase legacy items of " + table
+	ka := types.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
+	for _, it := range items {
+		ka.Keys = append(ka.Keys, it.tableKey())
+	}
+	current := map[string]map[string]types.AttributeValue{}
+	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{table: ka}}
+	err := s.getAll(ctx, op, in, func(_ string, av map[string]types.AttributeValue) {
+		current[str(av, schema.AttrDataKey)+"\x00"+str(av, schema.AttrSortKey)] = av
+	})
+	if err != nil {
+		return 0, err
+	}
 	groups := map[ownerRef][]listEntry{}
 	var order []ownerRef
 	removed := 0
 	for _, it := range items {
-		key := map[string]types.AttributeValue{schema.AttrDataKey: &types.AttributeValueMemberS{Value: it.DataKey}}
-		if it.SortKey != "" {
-			key[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: it.SortKey}
-		}
-		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return removed, failed(op, err)
-		}
-		if _, counted := out.Item[schema.AttrOwnerKey]; out.Item == nil || counted {
+		av := current[it.DataKey+"\x00"+it.SortKey]
+		if _, counted := av[schema.AttrOwnerKey]; av == nil || counted {
 			continue
 		}
-		k, ok := keyOf(out.Item)
+		k, ok := keyOf(av)
 		if !ok {
-			gone, err := s.deleteUnreadable(ctx, table, key)
+			gone, err := s.deleteUnreadable(ctx, table, it.tableKey())
 			if gone {
 				removed++
 			}
@@ -354,7 +368,7 @@ func (s *Store) eraseLegacy(ctx context.Context, table string, items []LegacyIte
 		if groups[g] == nil {
 			order = append(order, g)
 		}
-		groups[g] = append(groups[g], listEntry{key: k, state: out.Item})
+		groups[g] = append(groups[g], listEntry{key: k, state: av})
 	}
 	for _, g := range order {
 		n, err := s.eraseEntries(ctx, op, g.owner, g.app, groups[g])
@@ -414,13 +428,9 @@ func (s *Store) adoptActions(table string, batch []LegacyItem, erases map[string
 		} else {
 			cond += " AND attribute_not_exists(#cn)"
 		}
-		key := map[string]types.AttributeValue{schema.AttrDataKey: &types.AttributeValueMemberS{Value: it.DataKey}}
-		if it.SortKey != "" {
-			key[schema.AttrSortKey] = &types.AttributeValueMemberS{Value: it.SortKey}
-		}
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName:                 aws.String(table),
-			Key:                       key,
+			Key:                       it.tableKey(),
 			UpdateExpression:          aws.String("SET #o = :o, #z = :z, #sv = :sv"),
 			ConditionExpression:       aws.String(cond),
 			ExpressionAttributeNames:  names,
