@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -315,6 +316,14 @@ func TestMigrateRemovesItemsOfErasedOwners(t *testing.T) {
 		if rec != real || real.Items != want {
 			t.Errorf("%s: usage %+v, the tables hold %+v; want %d items", owner, rec, real, want)
 		}
+	}
+	// The design's invariants, across the migration, the erase and the
+	// index: usage equals what the tables hold, and the index names
+	// exactly the stored items.
+	violations := slices.Concat(storetest.UsageViolations(t, plain, tables, app),
+		storetest.IndexViolations(t, plain, tables, app, "prefs", policy.Indexes))
+	for _, v := range violations {
+		t.Error(v)
 	}
 }
 
