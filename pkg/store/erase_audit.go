@@ -214,27 +214,24 @@ func (s *Store) auditKept(ctx context.Context, user, pseudonym string, rows []ma
 }
 
 // renameInHistory replaces user by pseudonym in key's history, in rounds
-// of up to maxTxActions-2 versions.
+// of up to maxTxActions-2 versions with the head and the tally
+// (historyRewrite).
 func (s *Store) renameInHistory(ctx context.Context, user, pseudonym string, key uds.Key) error {
-	op := "erase " + user + ": audit fields in the history of " + key.DataKey()
-	for attempt := 0; attempt < maxWriteAttempts; {
-		head, err := s.readHead(ctx, key)
-		if err != nil {
-			return err
-		}
+	r := &historyRewrite{s: s, key: key}
+	r.round = func(_ context.Context, head historyHead, p *plan) (bool, error) {
 		kept := make([]keptVersion, len(head.kept))
-		var actions []types.TransactWriteItem
-		more := false
+		renamed, more := 0, false
 		for i, k := range head.kept {
 			kept[i] = k
 			if k.updatedBy != user && k.creator != user {
 				continue
 			}
-			if len(actions) == maxTxActions-2 {
+			if renamed == maxTxActions-2 {
 				more = true
 				continue
 			}
-			actions = append(actions, s.renameKept(user, pseudonym, key, k))
+			p.add(roleHistory, 0, s.renameKept(user, pseudonym, key, k))
+			renamed++
 			if k.updatedBy == user {
 				kept[i].updatedBy = pseudonym
 			}
@@ -242,25 +239,14 @@ func (s *Store) renameInHistory(ctx context.Context, user, pseudonym string, key
 				kept[i].creator = pseudonym
 			}
 		}
-		if len(actions) == 0 {
-			return nil
+		if renamed == 0 {
+			return false, nil
 		}
-		n := len(actions)
-		actions = append(actions, s.headPut(key, head, kept, head.last), s.tally(user, key.App, map[string]int{uds.ErasedAudit: n}))
-		refused, err := s.transact(ctx, op, actions...)
-		switch {
-		case err != nil:
-			return err
-		case refused == nil && !more:
-			return nil
-		case refused == nil:
-			continue
-		case !refused.anyConditionFailed():
-			return failed(op, errUnexpectedCancel(refused))
-		}
-		attempt++ // the head changed since it was read: read again
+		p.add(roleHistory, 0, s.headPut(key, head, kept, head.last))
+		p.add(roleTally, 0, s.tally(user, key.App, map[string]int{uds.ErasedAudit: renamed}))
+		return more, nil
 	}
-	return &uds.UnavailableError{Op: op, Err: errContended}
+	return s.rewriteHistory(ctx, "erase "+user+": audit fields in the history of "+key.DataKey(), r)
 }
 
 // renameKept is the update of a kept version's row that names pseudonym

@@ -2,16 +2,12 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/udsproject/uds/pkg/uds"
 )
-
-// dropPerRound bounds the versions one transaction of DropHistory removes:
-// with the head and one usage change per owner they stay within
-// DynamoDB's 100 actions.
-const dropPerRound = 80
 
 // DropHistory removes the versions kept of an item, and its delete
 // markers, releasing what each held; the item itself stays. It returns
@@ -21,9 +17,10 @@ const dropPerRound = 80
 // that item did: the creator named drops the versions and markers of
 // their own items and leaves the others' (the key's earlier or later
 // items of other creators), and is refused with uds.ErrForbidden when
-// none of what is kept is theirs. Each round is one transaction of up to
-// dropPerRound removals, their releases and the head written on the
-// revision read, so a round that races a write of the item reads again.
+// none of what is kept is theirs. Each round is one transaction of as
+// many removals as fit with their releases and the head written on the
+// revision read (historyRewrite), so a round that races a write of the
+// item reads again.
 // Versions about to expire are left to DynamoDB's TTL, which releases
 // them. The objects of large versions go once their round commits.
 func (s *Store) DropHistory(ctx context.Context, w uds.Write) (int, error) {
@@ -50,78 +47,93 @@ type keptDrop struct {
 // dropKept is DropHistory of the versions and markers d selects,
 // returning how many of each it removed.
 func (s *Store) dropKept(ctx context.Context, key uds.Key, d keptDrop) (removed, removedMarkers int, err error) {
-	op := "drop history of " + key.DataKey()
-	for attempt := 0; attempt < maxWriteAttempts; {
-		head, err := s.readHead(ctx, key)
-		if err != nil || len(head.kept) == 0 {
-			return removed, removedMarkers, err
+	r := &historyRewrite{s: s, key: key}
+	r.round = func(ctx context.Context, head historyHead, p *plan) (bool, error) {
+		if len(head.kept) == 0 {
+			return false, nil
 		}
-		now := s.now()
-		var (
-			actions []types.TransactWriteItem
-			rest    []keptVersion
-			gone    []keptVersion
-		)
-		deltas := ownerDeltas{}
-		versions, markers, own, more := 0, 0, 0, false
-		for _, k := range head.kept {
-			ours := d.mine(k)
-			if ours {
-				own++
-			}
-			switch {
-			case !ours:
-				rest = append(rest, k)
-			case k.expiresAt != 0 && k.expiresAt <= now.Add(expiryMargin).UnixMilli():
-			case len(actions) == dropPerRound:
-				rest, more = append(rest, k), true
-			default:
-				actions = append(actions, s.removeKept(key, k, deltas))
-				gone = append(gone, k)
-				if k.deleted {
-					markers++
-				} else {
-					versions++
-				}
-			}
-		}
+		gone, rest, own, more := d.split(head, p.now)
 		switch {
 		case own == 0 && removed+removedMarkers == 0:
-			return 0, 0, uds.ErrForbidden
-		case len(actions) == 0:
-			return removed, removedMarkers, nil
+			return false, uds.ErrForbidden
+		case len(gone) == 0:
+			return false, nil
 		}
-		objects := s.keptObjects(ctx, key, head, gone)
-		deltas.each(func(app, owner string, d uds.Usage) { actions = append(actions, s.usageChange(app, owner, d)) })
+		versions, markers := 0, 0
+		deltas := ownerDeltas{}
+		for _, k := range gone {
+			p.add(roleHistory, 0, s.removeKept(key, k, deltas))
+			if k.deleted {
+				markers++
+			} else {
+				versions++
+			}
+		}
+		// The usage capability releases what the versions held.
+		deltas.each(func(app, owner string, u uds.Usage) { p.charge(app, owner, u, 0) })
 		headAction := s.headPut(key, head, rest, head.last)
 		if d.emptyHead && len(rest) == 0 && !more {
 			item, err := s.readMeta(ctx, key, false)
 			if err != nil {
-				return removed, removedMarkers, err
+				return false, err
 			}
 			if item == nil {
 				headAction = s.headDelete(key, head)
 			}
 		}
-		actions = append(actions, headAction)
+		p.add(roleHistory, 0, headAction)
+		objects := s.keptObjects(ctx, key, head, gone)
 		if d.tally != nil {
-			actions = append(actions, d.tally(versions, markers, objects))
+			p.add(roleTally, 0, d.tally(versions, markers, objects))
 		}
-		refused, err := s.transact(ctx, op, actions...)
-		switch {
-		case err != nil:
-			return removed, removedMarkers, err
-		case refused == nil:
-			s.removeUnnamed(ctx, objects...)
+		p.afterCommit(func(ctx context.Context) {
 			removed, removedMarkers = removed+versions, removedMarkers+markers
-			if !more {
-				return removed, removedMarkers, nil
+			for _, name := range objects {
+				s.removeObject(ctx, name)
 			}
-			continue
-		case !refused.anyConditionFailed():
-			return removed, removedMarkers, failed(op, errUnexpectedCancel(refused))
-		}
-		attempt++ // the item's history changed: read again
+		})
+		return more, nil
 	}
-	return removed, removedMarkers, &uds.UnavailableError{Op: op, Err: errContended}
+	err = s.rewriteHistory(ctx, "drop history of "+key.DataKey(), r)
+	return removed, removedMarkers, err
+}
+
+// split divides head's kept versions and markers into those a round of
+// d removes (gone) and those the head keeps listing (rest), counting the
+// ones d selects (own); more reports that some it selects wait for a
+// later round. Those about to expire are left to DynamoDB's TTL. A round
+// removes as many as fit one transaction with the head, the tally and a
+// usage change for each owner whose versions it releases: a key's history
+// keeps the versions of every creator that held the key in turn, each
+// charged to its own.
+func (d keptDrop) split(head historyHead, now time.Time) (gone, rest []keptVersion, own int, more bool) {
+	room := maxTxActions - 1 // the head
+	if d.tally != nil {
+		room--
+	}
+	owners := map[string]bool{}
+	for _, k := range head.kept {
+		ours := d.mine(k)
+		if ours {
+			own++
+		}
+		charged := k.owner != "" && k.size != 0
+		need := 1
+		if charged && !owners[k.owner] {
+			need++
+		}
+		switch {
+		case !ours:
+			rest = append(rest, k)
+		case k.expiresAt != 0 && k.expiresAt <= now.Add(expiryMargin).UnixMilli():
+		case len(gone)+len(owners)+need > room:
+			rest, more = append(rest, k), true
+		default:
+			gone = append(gone, k)
+			if charged {
+				owners[k.owner] = true
+			}
+		}
+	}
+	return gone, rest, own, more
 }

@@ -30,12 +30,8 @@ func (s *Store) importKept(ctx context.Context, app string, entries []importEntr
 		groups[hk] = append(groups[hk], e)
 	}
 	for _, hk := range order {
-		for g := groups[hk]; len(g) > 0; {
-			n := min(len(g), dropPerRound)
-			if err := s.importKeptGroup(ctx, app, g[:n], res); err != nil {
-				return err
-			}
-			g = g[n:]
+		if err := s.importKeptGroup(ctx, app, groups[hk], res); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -55,25 +51,21 @@ func (s *Store) refuseErasingKept(ctx context.Context, app string, entries []imp
 	return nil
 }
 
-// importKeptGroup writes one group of one item's kept entries.
+// importKeptGroup writes one item's kept entries, in rounds of as many
+// as fit one transaction with the head and a usage change for each owner
+// they charge (historyRewrite).
 func (s *Store) importKeptGroup(ctx context.Context, app string, group []importEntry, res *uds.ImportResult) error {
 	key := group[0].rec.Key
-	op := "import the history of " + key.DataKey()
-	for range maxWriteAttempts {
-		head, err := s.readHead(ctx, key)
-		if err != nil {
-			return err
-		}
+	r := &historyRewrite{s: s, key: key}
+	r.round = func(_ context.Context, head historyHead, p *plan) (bool, error) {
 		listed := make(map[int64]keptVersion, len(head.kept))
 		for _, k := range head.kept {
 			listed[k.version] = k
 		}
-		var (
-			actions   []types.TransactWriteItem
-			conflicts []uds.ImportConflict
-		)
+		var conflicts []uds.ImportConflict
 		deltas := ownerDeltas{}
-		list, last, skipped := slices.Clone(head.kept), head.last, 0
+		list, last, added, skipped, taken := slices.Clone(head.kept), head.last, 0, 0, 0
+		room := maxTxActions - 1 // the head
 		for _, e := range group {
 			k := keptOf(app, e)
 			if have, ok := listed[k.version]; ok {
@@ -82,37 +74,44 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 				} else {
 					conflicts = append(conflicts, uds.ImportConflict{Index: e.index, Key: e.rec.Key, Version: k.version})
 				}
+				taken++
 				continue
 			}
+			need := 1
+			if _, charged := deltas[ownerRefOf(k.owner)]; !k.deleted && !charged {
+				need++
+			}
+			if added+len(deltas)+need > room {
+				break
+			}
 			if k.deleted {
-				actions = append(actions, s.markerPut(key, k))
+				p.add(roleHistory, 0, s.markerPut(key, k))
 			} else {
-				actions = append(actions, s.keptPut(app, e, k))
+				p.add(roleHistory, 0, s.keptPut(app, e, k))
 				deltas.addOwnerKey(k.owner, uds.Usage{Bytes: k.size, History: k.size})
 			}
-			list, last = append(list, k), max(last, k.version)
+			list, last, added, taken = append(list, k), max(last, k.version), added+1, taken+1
 		}
-		added := len(actions)
 		if added > 0 {
 			slices.SortFunc(list, func(a, b keptVersion) int { return cmp.Compare(b.version, a.version) })
-			deltas.each(func(app, owner string, d uds.Usage) { actions = append(actions, s.usageChange(app, owner, d)) })
-			actions = append(actions, s.headPut(key, head, list, last))
-			refused, err := s.transact(ctx, op, actions...)
-			switch {
-			case err != nil:
-				return err
-			case refused != nil && refused.anyConditionFailed():
-				continue // the item's history changed meanwhile: read again
-			case refused != nil:
-				return failed(op, errUnexpectedCancel(refused))
-			}
+			// The usage capability charges the versions to their owners,
+			// without their limits, as an import's items are.
+			deltas.each(func(app, owner string, u uds.Usage) {
+				p.charge(app, owner, u, 0)
+				oc := p.owner(ownerRef{app, owner})
+				oc.limits, oc.known = noLimits, true
+			})
+			p.add(roleHistory, 0, s.headPut(key, head, list, last))
 		}
-		res.Imported += added
-		res.Skipped += skipped
-		res.Conflicts = append(res.Conflicts, conflicts...)
-		return nil
+		p.afterCommit(func(context.Context) {
+			res.Imported += added
+			res.Skipped += skipped
+			res.Conflicts = append(res.Conflicts, conflicts...)
+			group = group[taken:]
+		})
+		return taken < len(group), nil
 	}
-	return &uds.UnavailableError{Op: op, Err: errContended}
+	return s.rewriteHistory(ctx, "import the history of "+key.DataKey(), r)
 }
 
 // keptOf is what an item's head says of an imported kept entry.

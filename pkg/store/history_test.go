@@ -704,3 +704,60 @@ func historyRows(t *testing.T, c *dynamodb.Client, tables store.Tables) []map[st
 	}
 	return out.Items
 }
+
+// A key's history keeps the versions of every creator that held the key
+// in turn, each charged to its own creator. An import of it charges them,
+// and a drop of it releases them, in rounds that with one usage change per
+// creator still fit one transaction.
+func TestDropHistoryOfManyCreators(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFaultyStore(t, 41)
+	h := uds.History{Versions: uds.MaxHistoryVersions}
+	k := key(t, "shared", "passed-on")
+	const creators = 45
+	for i := range creators {
+		w := writeAs(fmt.Sprintf("user%02d", i), k, fmt.Sprintf(`{"by":%d}`, i))
+		w.History = h
+		if _, err := f.Create(ctx, w); err != nil {
+			t.Fatalf("create by %s: %v", w.Subject, err)
+		}
+		if err := f.Delete(ctx, w); err != nil {
+			t.Fatalf("delete by %s: %v", w.Subject, err)
+		}
+	}
+	records := exportAll(t, f.Store, true)
+	if len(records) != 2*creators {
+		t.Fatalf("export: %d records, want %d (a version and a marker per creator)", len(records), 2*creators)
+	}
+	dst := newFaultyStore(t, 42)
+	res, err := dst.Import(ctx, app, records)
+	if err != nil || res.Imported != len(records) || len(res.Conflicts) != 0 {
+		t.Fatalf("import: %+v, %v; want every record imported", res, err)
+	}
+	if got, want := historyOf(t, dst, k, h), historyOf(t, f, k, h); got != want {
+		t.Errorf("history after the import %q, want %q", got, want)
+	}
+	for i := range creators {
+		owner := fmt.Sprintf("user%02d", i)
+		dst.exact(t, owner)
+		if got, want := dst.recorded(t, owner), f.recorded(t, owner); got != want {
+			t.Errorf("%s's usage after the import %+v, want %+v as in the source", owner, got, want)
+		}
+	}
+	if res, err := dst.Import(ctx, app, records); err != nil || res.Skipped != len(records) || res.Imported != 0 {
+		t.Fatalf("import run again: %+v, %v; want every record skipped", res, err)
+	}
+	n, err := f.DropHistory(ctx, uds.Write{Key: k})
+	if err != nil || n != creators {
+		t.Fatalf("the drop removed %d versions: %v; want %d, one per creator", n, err, creators)
+	}
+	if got := historyOf(t, f, k, h); got != "none" {
+		t.Errorf("history after the drop: %q, want none", got)
+	}
+	for i := range creators {
+		if rec := f.recorded(t, fmt.Sprintf("user%02d", i)); rec != (uds.Usage{}) {
+			t.Errorf("user%02d's usage after the drop: %+v, want none", i, rec)
+		}
+	}
+}

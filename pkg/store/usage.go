@@ -276,8 +276,14 @@ func (d ownerDeltas) add(app, owner string, u uds.Usage) {
 // addOwnerKey is add for the owner an owner key (as items and kept
 // versions store it) names.
 func (d ownerDeltas) addOwnerKey(k string, u uds.Usage) {
+	ref := ownerRefOf(k)
+	d[ref] = d[ref].Plus(u)
+}
+
+// ownerRefOf is the owner an owner key names.
+func ownerRefOf(k string) ownerRef {
 	app, owner := splitOwnerKey(k)
-	d.add(app, owner, u)
+	return ownerRef{app, owner}
 }
 
 // owners are the owners whose usage changes, in order (compareOwners).
