@@ -214,19 +214,20 @@ func (s *Store) auditKept(ctx context.Context, user, pseudonym string, rows []ma
 }
 
 // renameInHistory replaces user by pseudonym in key's history, in rounds
-// of up to maxTxActions-2 versions with the head and the tally
-// (historyRewrite).
+// of as many versions as fit one transaction (roundRoom) with the head and
+// the tally (historyRewrite).
 func (s *Store) renameInHistory(ctx context.Context, user, pseudonym string, key uds.Key) error {
 	r := &historyRewrite{s: s, key: key}
 	r.round = func(_ context.Context, head historyHead, p *plan) (bool, error) {
 		kept := make([]keptVersion, len(head.kept))
+		room := newRoundRoom(2) // the head and the tally
 		renamed, more := 0, false
 		for i, k := range head.kept {
 			kept[i] = k
 			if k.updatedBy != user && k.creator != user {
 				continue
 			}
-			if renamed == maxTxActions-2 {
+			if more || !room.take(1, k.rowBytes()) {
 				more = true
 				continue
 			}

@@ -98,6 +98,16 @@ type keptVersion struct {
 	creator string
 }
 
+// rowBytes is about what a kept version's row holds, which a transaction
+// that writes or removes it carries: its value's bytes, none when an
+// object holds the value or it is a delete marker.
+func (k keptVersion) rowBytes() int64 {
+	if k.object != "" {
+		return 0
+	}
+	return k.size
+}
+
 // createdBy is the subject who created the item the version was kept of,
 // to whom it answers in an owner-write namespace: the creator stored, or
 // else the owner charged, who is the creator of every item UDS counts.

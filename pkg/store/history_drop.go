@@ -102,15 +102,16 @@ func (s *Store) dropKept(ctx context.Context, key uds.Key, d keptDrop) (removed,
 // d removes (gone) and those the head keeps listing (rest), counting the
 // ones d selects (own); more reports that some it selects wait for a
 // later round. Those about to expire are left to DynamoDB's TTL. A round
-// removes as many as fit one transaction with the head, the tally and a
-// usage change for each owner whose versions it releases: a key's history
-// keeps the versions of every creator that held the key in turn, each
-// charged to its own.
+// removes as many as fit one transaction (roundRoom) with the head, the
+// tally and a usage change for each owner whose versions it releases: a
+// key's history keeps the versions of every creator that held the key in
+// turn, each charged to its own.
 func (d keptDrop) split(head historyHead, now time.Time) (gone, rest []keptVersion, own int, more bool) {
-	room := maxTxActions - 1 // the head
+	fixed := 1 // the head
 	if d.tally != nil {
-		room--
+		fixed++
 	}
+	room := newRoundRoom(fixed)
 	owners := map[string]bool{}
 	for _, k := range head.kept {
 		ours := d.mine(k)
@@ -126,7 +127,7 @@ func (d keptDrop) split(head historyHead, now time.Time) (gone, rest []keptVersi
 		case !ours:
 			rest = append(rest, k)
 		case k.expiresAt != 0 && k.expiresAt <= now.Add(expiryMargin).UnixMilli():
-		case len(gone)+len(owners)+need > room:
+		case more || !room.take(need, k.rowBytes()):
 			rest, more = append(rest, k), true
 		default:
 			gone = append(gone, k)

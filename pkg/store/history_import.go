@@ -13,10 +13,10 @@ import (
 )
 
 // importKept writes kept versions and delete markers back into their
-// items' histories, item by item, in groups of up to dropPerRound: each
-// group is one transaction of its new entries, their owners' usage (kept
-// bytes count in bytes and history) and the item's head, written on the
-// revision read. An entry the head already lists is skipped when it is
+// items' histories, item by item, each item's in rounds (importKeptGroup):
+// each round is one transaction of its new entries, their owners' usage
+// (kept bytes count in bytes and history) and the item's head, written on
+// the revision read. An entry the head already lists is skipped when it is
 // the same (an import run again) and a conflict otherwise. Limits are
 // not applied, as for items.
 func (s *Store) importKept(ctx context.Context, app string, entries []importEntry, res *uds.ImportResult) error {
@@ -52,8 +52,8 @@ func (s *Store) refuseErasingKept(ctx context.Context, app string, entries []imp
 }
 
 // importKeptGroup writes one item's kept entries, in rounds of as many
-// as fit one transaction with the head and a usage change for each owner
-// they charge (historyRewrite).
+// as fit one transaction (roundRoom) with the head and a usage change for
+// each owner they charge (historyRewrite).
 func (s *Store) importKeptGroup(ctx context.Context, app string, group []importEntry, res *uds.ImportResult) error {
 	key := group[0].rec.Key
 	r := &historyRewrite{s: s, key: key}
@@ -65,7 +65,7 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 		var conflicts []uds.ImportConflict
 		deltas := ownerDeltas{}
 		list, last, added, skipped, taken := slices.Clone(head.kept), head.last, 0, 0, 0
-		room := maxTxActions - 1 // the head
+		room := newRoundRoom(1) // the head
 		for _, e := range group {
 			k := keptOf(app, e)
 			if have, ok := listed[k.version]; ok {
@@ -81,7 +81,7 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 			if _, charged := deltas[ownerRefOf(k.owner)]; !k.deleted && !charged {
 				need++
 			}
-			if added+len(deltas)+need > room {
+			if !room.take(need, k.rowBytes()) {
 				break
 			}
 			if k.deleted {

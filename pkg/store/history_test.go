@@ -761,3 +761,43 @@ func TestDropHistoryOfManyCreators(t *testing.T) {
 		}
 	}
 }
+
+// A key's history may keep many versions near the largest value an item
+// holds. An import of them writes, and a drop of them removes, the
+// versions in rounds whose rows fit DynamoDB's 4 MB per transaction.
+func TestHistoryRoundsFitATransactionsBytes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFaultyStore(t, 43)
+	const versions = 14
+	h := uds.History{Versions: versions}
+	k := key(t, "kept", "large")
+	w := writeAs("alice", k, randomJSON(400_000))
+	w.History = h
+	if _, err := f.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	for i := range versions {
+		w.Data = []byte(randomJSON(400_000))
+		if _, err := f.Update(ctx, w); err != nil {
+			t.Fatalf("update %d: %v", i+1, err)
+		}
+	}
+	if rec := f.recorded(t, "alice"); rec.History < 4_000_000 {
+		t.Fatalf("alice's usage %+v: the versions kept hold under 4 MB", rec)
+	}
+	records := exportAll(t, f.Store, true)
+	dst := newFaultyStore(t, 44)
+	res, err := dst.Import(ctx, app, records)
+	if err != nil || res.Imported != len(records) {
+		t.Fatalf("import of %d records: %+v, %v; want every record imported", len(records), res, err)
+	}
+	dst.exact(t, "alice")
+	if got, want := historyOf(t, dst, k, h), historyOf(t, f, k, h); got != want {
+		t.Errorf("history after the import %q, want %q", got, want)
+	}
+	if n, err := dst.DropHistory(ctx, uds.Write{Key: k}); err != nil || n != versions {
+		t.Fatalf("the drop removed %d versions: %v; want %d", n, err, versions)
+	}
+	dst.exact(t, "alice")
+}
