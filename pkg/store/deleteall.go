@@ -208,25 +208,17 @@ func (s *Store) removeEntries(ctx context.Context, op string, w *uds.Write, pend
 }
 
 // remove runs a removal of listed items, split in halves while it needs
-// more than one transaction.
+// more than one transaction: refreshed items brought new owners, or index
+// entries.
 func (s *Store) remove(ctx context.Context, op string, rv *removeVerb) (int, error) {
-	_, err := s.run(ctx, op, rv)
-	if errors.As(err, new(*planTooLarge)) && len(rv.pending) > 1 {
-		// Refreshed items brought new owners, or index entries: split.
-		half := len(rv.pending) / 2
-		first, second := *rv, *rv
-		first.pending, second.pending = rv.pending[:half], rv.pending[half:]
-		n, err := s.remove(ctx, op, &first)
-		if err != nil {
-			return n, err
+	return inHalves(rv.pending, func(pending []listEntry) (int, []listEntry, error) {
+		v := *rv
+		v.pending = pending
+		if _, err := s.run(ctx, op, &v); err != nil {
+			return 0, v.pending, err
 		}
-		m, err := s.remove(ctx, op, &second)
-		return n + m, err
-	}
-	if err != nil {
-		return 0, err
-	}
-	return len(rv.pending), nil
+		return len(v.pending), nil, nil
+	})
 }
 
 // removeVerb is a removal of listed items as the commit loop runs it.

@@ -140,15 +140,21 @@ type importEntry struct {
 
 // importGroup writes one group of records in one transaction. Records
 // whose key turns out taken are sorted into skipped and conflicts, and the
-// rest is sent again without them.
+// rest is sent again without them. A record that replaces an expired item
+// adds what importGroupSize could not count (the expired item's index
+// entries and its owner's release): a group that then needs more than one
+// transaction is sent in halves.
 func (s *Store) importGroup(ctx context.Context, app string, group []importEntry, res *uds.ImportResult) error {
-	iv := &importVerb{s: s, app: app, group: group, res: res}
-	p, err := s.run(ctx, "import into "+app, iv)
-	if err != nil {
-		return err
-	}
-	res.Imported += len(p.changes)
-	return nil
+	_, err := inHalves(group, func(group []importEntry) (int, []importEntry, error) {
+		iv := &importVerb{s: s, app: app, group: group, res: res}
+		p, err := s.run(ctx, "import into "+app, iv)
+		if err != nil {
+			return 0, iv.group, err
+		}
+		res.Imported += len(p.changes)
+		return len(p.changes), nil, nil
+	})
+	return err
 }
 
 // importVerb is a group of imported records as the commit loop runs it.

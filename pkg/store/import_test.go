@@ -164,3 +164,41 @@ func TestImportRefusedForAnOwnerBeingErased(t *testing.T) {
 		}
 	}
 }
+
+// A group of records fills its transaction with their puts and their
+// owners' usage changes. A record whose key holds an expired item
+// replaces it, which also releases the expired item's owner: a group
+// that then needs more than one transaction is sent in halves, not
+// refused.
+func TestImportOverExpiredItemsOfOtherOwners(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &storetest.Clock{}
+	f := newFaultyStore(t, 45, store.WithClock(clock.Now))
+	created := clock.Now().UTC().Truncate(time.Millisecond)
+	var records []uds.Record
+	for i := range 99 {
+		records = append(records, uds.Record{Owner: "alice", Item: uds.Item{
+			Key: key(t, "shared", fmt.Sprintf("item-%02d", i)), Data: json.RawMessage(`{"n":1}`),
+			CreatedDate: created, CreatedBy: "alice", UpdatedDate: created, UpdatedBy: "alice", Version: 1,
+		}})
+	}
+	for _, i := range []int{10, 60} {
+		w := writeAs(fmt.Sprintf("expired%d", i), records[i].Key, `{"gone":true}`)
+		w.ExpiresAt = clock.Now().Add(time.Minute)
+		if _, err := f.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(time.Hour)
+	res, err := f.Import(ctx, app, records)
+	if err != nil || res.Imported != len(records) {
+		t.Fatalf("import: %+v, %v; want every record imported over the expired items", res, err)
+	}
+	for _, owner := range []string{"alice", "expired10", "expired60"} {
+		f.exact(t, owner)
+	}
+	if u := f.recorded(t, "expired10"); u != (uds.Usage{}) {
+		t.Errorf("the usage of an expired item's owner after its item was replaced: %+v, want none", u)
+	}
+}

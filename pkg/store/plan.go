@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -365,3 +366,22 @@ type planTooLarge struct{ err error }
 
 func (e *planTooLarge) Error() string { return e.err.Error() }
 func (e *planTooLarge) Unwrap() error { return e.err }
+
+// inHalves sends entries as one plan (send, which reports how many it
+// wrote and, when it failed, the entries its verb still held) and, while
+// that plan needs more than one transaction, each half of what was left:
+// what a verb adds once it reads what it meets (an expired item replaced,
+// an item refreshed) is known only then.
+func inHalves[T any](entries []T, send func([]T) (sent int, left []T, err error)) (int, error) {
+	n, left, err := send(entries)
+	if !errors.As(err, new(*planTooLarge)) || len(left) < 2 {
+		return n, err
+	}
+	half := len(left) / 2
+	first, err := inHalves(left[:half], send)
+	if err != nil {
+		return first, err
+	}
+	second, err := inHalves(left[half:], send)
+	return first + second, err
+}
