@@ -3,8 +3,10 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,6 +216,35 @@ func TestHistoryLargeValueObjects(t *testing.T) {
 		e.setPolicy(t, "throttled", `{"access":"shared"}`)
 		e.as("alice", "DELETE", path, "").expect(t, http.StatusNoContent)
 		e.as("alice", "DELETE", path+"?history", "").expect(t, http.StatusOK)
+	})
+
+	// An atomic batch bounds its items' bytes by what its transaction
+	// carries: a large value's item holds its object's name, not its
+	// bytes, so six restores of 600 KB versions (3.6 MB of objects) fit.
+	t.Run("an atomic batch restores large versions past the batch's bytes", func(t *testing.T) {
+		var ops []string
+		for i := range 6 {
+			path := fmt.Sprintf("%s/batched/v%d", base, i)
+			e.setPolicy(t, "batched", `{"access":"shared"}`) // large values are uploaded without history
+			e.largeVersion(t, "alice", "batched", path, `{"access":"shared","history":{"versions":5}}`)
+			ops = append(ops, fmt.Sprintf(`{"method":"POST","path":"batched/v%d?restore=1"}`, i))
+		}
+		rs, _ := e.batch(t, 200, `{"atomic":true,"operations":[`+strings.Join(ops, ",")+`]}`, "X-Uds-Subject", "alice")
+		if want := "[200 200 200 200 200 200]"; fmt.Sprint(statuses(rs)) != want {
+			t.Fatalf("atomic restores of large versions: statuses %v, want %s", statuses(rs), want)
+		}
+		if names := e.oneRecordEach(t, endpoint); len(names) != 12 {
+			t.Fatalf("after the restores the records name %d objects, want each version's and each item's copy", len(names))
+		}
+		e.setPolicy(t, "batched", `{"access":"shared"}`)
+		for i := range 6 {
+			path := fmt.Sprintf("%s/batched/v%d", base, i)
+			e.as("alice", "DELETE", path, "").expect(t, http.StatusNoContent)
+			e.as("alice", "DELETE", path+"?history", "").expect(t, http.StatusOK)
+		}
+		if names := e.oneRecordEach(t, endpoint); len(names) != 0 {
+			t.Fatalf("after the items and their histories went, the records name %v", names)
+		}
 	})
 
 	t.Run("a prune removes the version's object", func(t *testing.T) {

@@ -33,7 +33,9 @@ func (s *Store) WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item,
 		if err != nil {
 			return nil, &uds.BatchError{Index: i, Err: err}
 		}
-		if total += v.size; total > maxTxBytes {
+		// A large value's item carries its object's name, not its bytes
+		// (a restore of a large version).
+		if total += v.itemBytes; total > maxTxBytes {
 			return nil, &uds.BatchError{Index: i, Err: &uds.TooLargeError{Reason: "an atomic batch holds at most about 3.5 MB of items (one DynamoDB transaction); split it or use \"atomic\": false"}}
 		}
 		values[i] = v
