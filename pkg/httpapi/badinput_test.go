@@ -18,6 +18,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 
 	longID := strings.Repeat("i", 2100)
 	longSort := strings.Repeat("s", 1025)
+	longNamespace := strings.Repeat("n", 1025)
 	huge := `{"data":"` + strings.Repeat("a", 1<<20) + `"}`
 	noise := make([]byte, 450_000)
 	_, _ = rand.Read(noise)
@@ -43,6 +44,11 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"empty namespace", "POST", base + "//new", good, nil, 400, "Invalid namespace"},
 		{"data key over 2048 bytes", "POST", base + "/ns/" + longID, good, nil, 400, "Invalid id"},
 		{"sort key over 1024 bytes", "POST", base + "/ns/list/" + longSort, good, nil, 400, "Invalid sortKey"},
+		// A namespace is the sort key of its policy's record.
+		{"namespace over 1024 bytes", "POST", base + "/" + longNamespace + "/new", good, nil, 400, "Invalid namespace"},
+		{"namespace over 1024 bytes on a read", "GET", base + "/" + longNamespace + "/new", "", nil, 400, "Invalid namespace"},
+		{"namespace over 1024 bytes on a list", "GET", base + "/" + longNamespace + "/list", "", nil, 400, "Invalid namespace"},
+		{"namespace over 1024 bytes on its policy", "PUT", "/rest/api/v1/admin/apps/" + app + "/namespaces/" + longNamespace, `{"access":"shared"}`, nil, 400, "Invalid namespace"},
 		{"sort key with a control character", "POST", base + "/ns/list/a%7Fb", good, nil, 400, "Invalid sortKey"},
 		{"empty sort key", "POST", base + "/ns/list//", good, nil, 400, "Invalid sortKey"},
 		{"reserved sort key on POST", "POST", base + "/ns/list/list", good, nil, 400, "Invalid sortKey"},

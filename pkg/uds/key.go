@@ -11,6 +11,9 @@ import (
 const (
 	MaxDataKeyBytes = 2048
 	MaxSortKeyBytes = 1024
+	// MaxNamespaceBytes bounds a namespace, which is the sort key of its
+	// policy's record.
+	MaxNamespaceBytes = MaxSortKeyBytes
 	// KeyDelimiter joins the parts of a dataKey (the seed's format).
 	KeyDelimiter = "|"
 	// ReservedSortKey names the list resource itself, so it cannot be an
@@ -56,7 +59,7 @@ func NewKey(app, namespace, id string) (Key, error) {
 	if err != nil {
 		return Key{}, err
 	}
-	if err := checkSegment("namespace", namespace); err != nil {
+	if err := checkNamespace(namespace); err != nil {
 		return Key{}, err
 	}
 	if err := checkSegment("id", id); err != nil {
@@ -71,7 +74,16 @@ func NewKey(app, namespace, id string) (Key, error) {
 
 // ParseNamespace validates a namespace named on its own (admin routes).
 func ParseNamespace(s string) (string, error) {
-	return s, checkSegment("namespace", s)
+	return s, checkNamespace(s)
+}
+
+// checkNamespace validates a namespace: a key segment that is also, on
+// its own, the sort key of its policy's record.
+func checkNamespace(s string) error {
+	if len(s) > MaxNamespaceBytes {
+		return Invalid("namespace", "is %d bytes; at most %d fit a DynamoDB sort key, as which its policy is stored", len(s), MaxNamespaceBytes)
+	}
+	return checkSegment("namespace", s)
 }
 
 // WithSortKey validates a sort key and returns the list item key.
