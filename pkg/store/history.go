@@ -98,11 +98,16 @@ type keptVersion struct {
 	creator string
 }
 
+// charged reports whether the version counts in its owner's usage: a
+// delete marker holds nothing, and a version of an item no usage counted
+// names no owner.
+func (k keptVersion) charged() bool { return !k.deleted && k.owner != "" && k.size != 0 }
+
 // rowBytes is about what a kept version's row holds, which a transaction
 // that writes or removes it carries: its value's bytes, none when an
 // object holds the value or it is a delete marker.
 func (k keptVersion) rowBytes() int64 {
-	if k.object != "" {
+	if k.deleted || k.object != "" {
 		return 0
 	}
 	return k.size
@@ -496,7 +501,7 @@ func (s *Store) finishHistory(key uds.Key, h uds.History, head historyHead, list
 // removeKept removes a kept version's entry, which must still be there,
 // and adds the release of what it holds to deltas.
 func (s *Store) removeKept(key uds.Key, k keptVersion, deltas ownerDeltas) types.TransactWriteItem {
-	if k.owner != "" && k.size != 0 {
+	if k.charged() {
 		deltas.addOwnerKey(k.owner, uds.Usage{Bytes: -k.size, History: -k.size})
 	}
 	return types.TransactWriteItem{Delete: &types.Delete{

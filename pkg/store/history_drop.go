@@ -118,9 +118,8 @@ func (d keptDrop) split(head historyHead, now time.Time) (gone, rest []keptVersi
 		if ours {
 			own++
 		}
-		charged := k.owner != "" && k.size != 0
 		need := 1
-		if charged && !owners[k.owner] {
+		if k.charged() && !owners[k.owner] {
 			need++
 		}
 		switch {
@@ -131,7 +130,7 @@ func (d keptDrop) split(head historyHead, now time.Time) (gone, rest []keptVersi
 			rest, more = append(rest, k), true
 		default:
 			gone = append(gone, k)
-			if charged {
+			if k.charged() {
 				owners[k.owner] = true
 			}
 		}

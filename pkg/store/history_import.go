@@ -63,7 +63,6 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 			listed[k.version] = k
 		}
 		var conflicts []uds.ImportConflict
-		deltas := ownerDeltas{}
 		list, last, added, skipped, taken := slices.Clone(head.kept), head.last, 0, 0, 0
 		room := newRoundRoom(1) // the head
 		for _, e := range group {
@@ -77,9 +76,10 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 				taken++
 				continue
 			}
+			owner := ownerRefOf(k.owner)
 			need := 1
-			if _, charged := deltas[ownerRefOf(k.owner)]; !k.deleted && !charged {
-				need++
+			if k.charged() && p.chargeOf(owner).who != owner {
+				need++ // the first of the owner's versions: their usage change
 			}
 			if !room.take(need, k.rowBytes()) {
 				break
@@ -88,19 +88,18 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 				p.add(roleHistory, 0, s.markerPut(key, k))
 			} else {
 				p.add(roleHistory, 0, s.keptPut(app, e, k))
-				deltas.addOwnerKey(k.owner, uds.Usage{Bytes: k.size, History: k.size})
+			}
+			if k.charged() {
+				// The usage capability charges the version to its owner,
+				// without their limits, as an import's items are.
+				p.chargeOwner(owner, uds.Usage{Bytes: k.size, History: k.size}, 0)
+				oc := p.owner(owner)
+				oc.limits, oc.known = noLimits, true
 			}
 			list, last, added, taken = append(list, k), max(last, k.version), added+1, taken+1
 		}
 		if added > 0 {
 			slices.SortFunc(list, func(a, b keptVersion) int { return cmp.Compare(b.version, a.version) })
-			// The usage capability charges the versions to their owners,
-			// without their limits, as an import's items are.
-			deltas.each(func(app, owner string, u uds.Usage) {
-				p.charge(app, owner, u, 0)
-				oc := p.owner(ownerRef{app, owner})
-				oc.limits, oc.known = noLimits, true
-			})
 			p.add(roleHistory, 0, s.headPut(key, head, list, last))
 		}
 		p.afterCommit(func(context.Context) {
