@@ -1,11 +1,14 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
 const taskIndexes = `{"access": "shared", "indexes": [
@@ -174,5 +177,65 @@ func TestIndexQueryPrivate(t *testing.T) {
 	}
 	if got := e.queryAll(t, "notes", "index=byTag&eq=x", bob...); got != "n2" {
 		t.Errorf("bob sees %q", got)
+	}
+}
+
+// In a private namespace an owner's entries are in a partition of their
+// own, named by the app, namespace, index ID and owner. A namespace and
+// identities near their limits make an item's key that fits DynamoDB's
+// 2,048 bytes and a partition named so that would not (the index ID is
+// longer than the ids here): every write of such an owner's item, and the
+// build that indexed what they stored before, answered 500. Their items
+// are indexed, queried, changed and removed like anyone's.
+func TestIndexPrivateLongKeySpaces(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ns := strings.Repeat("n", 1000)
+	long1, long2 := strings.Repeat("s", 989)+"1", strings.Repeat("s", 989)+"2"
+	as := func(subject string) []string { return []string{"X-Uds-Subject", subject} }
+	index := strings.Repeat("x", 64)
+	e.setPolicy(t, ns, `{"access":"private"}`)
+	// Stored before the index is declared: its build indexes it.
+	e.do("POST", base+"/"+ns+"/a", `{"data":{"tag":"x"}}`, as(long1)...).expect(t, 201)
+	e.setPolicy(t, ns, `{"access":"private","indexes":[{"name":"`+index+`","path":"/tag","type":"string"}]}`)
+	e.buildIndexes(t, ns)
+	e.do("POST", base+"/"+ns+"/b", `{"data":{"tag":"x"}}`, as(long2)...).expect(t, 201)
+	e.do("POST", base+"/"+ns+"/c", `{"data":{"tag":"x"}}`, as("alice")...).expect(t, 201)
+	for subject, want := range map[string]string{long1: "a", long2: "b", "alice": "c"} {
+		if got := e.queryAll(t, ns, "index="+index+"&eq=x", as(subject)...); got != want {
+			t.Errorf("%.8s… sees %q, want %q", subject, got, want)
+		}
+	}
+	e.do("PUT", base+"/"+ns+"/a", `{"data":{"tag":"y"}}`, as(long1)...).expect(t, 200)
+	if got := e.queryAll(t, ns, "index="+index+"&eq=x", as(long1)...); got != "" {
+		t.Errorf("after the update, tag x lists %q", got)
+	}
+	if got := e.queryAll(t, ns, "index="+index+"&eq=y", as(long1)...); got != "a" {
+		t.Errorf("after the update, tag y lists %q", got)
+	}
+	e.do("DELETE", base+"/"+ns+"/a", "", as(long1)...).expect(t, 204)
+	e.do("DELETE", base+"/"+ns+"/b", "", as(long2)...).expect(t, 204)
+
+	// The removals took their entries with them: alice's is all that is
+	// left, and no partition is past DynamoDB's bound.
+	p, err := e.st.StoredPolicy(context.Background(), app, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := storetest.IndexEntries(t, e.client, e.tables, app, ns, p.Indexes[0].ID)
+	if len(entries) != 1 || entries[0].Key.Owner != "alice" {
+		t.Errorf("entries left: %+v", entries)
+	}
+
+	// A caller whose identity leaves no room for an item's id in the
+	// namespace has no items there: its queries and changes feed say so,
+	// where the feed's partition (as long as an item's key with a one-byte
+	// id) would have been past DynamoDB's bound.
+	tooLong := as(strings.Repeat("s", 1009))
+	for _, query := range []string{"index=" + index + "&eq=x", "changes="} {
+		r := e.do("GET", base+"/"+ns+"?"+query, "", tooLong...).expect(t, 400)
+		if r.body["error"] != "Invalid namespace" || !strings.Contains(r.body["details"].(string), "no items here") {
+			t.Errorf("%s: %s", query, r.raw)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"hash/fnv"
 	"math"
@@ -22,7 +23,7 @@ import (
 //
 //   - partition: the app, namespace and index ID, and a write shard
 //     (a hash of the item's key, one of schema.IndexShards) or, in a
-//     private namespace, the item's owner;
+//     private namespace, the item's owner (ownerPartition);
 //   - sort key (binary): the value, then the item's key, then a digest of
 //     the key, in an encoding whose byte order is the value's order, then
 //     the key's.
@@ -55,7 +56,7 @@ const digestBytes = 8
 func indexPartition(key uds.Key, id string) string {
 	p := key.App + uds.KeyDelimiter + key.Namespace + uds.KeyDelimiter + id + uds.KeyDelimiter
 	if key.Owner != "" {
-		return p + "0" + uds.KeyDelimiter + key.Owner
+		return ownerPartition(p, key.Owner)
 	}
 	h := fnv.New32a()
 	h.Write([]byte(itemID(key)))
@@ -67,13 +68,30 @@ func indexPartition(key uds.Key, id string) string {
 func indexPartitions(app, namespace, id, owner string) []string {
 	p := app + uds.KeyDelimiter + namespace + uds.KeyDelimiter + id + uds.KeyDelimiter
 	if owner != "" {
-		return []string{p + "0" + uds.KeyDelimiter + owner}
+		return []string{ownerPartition(p, owner)}
 	}
 	out := make([]string, schema.IndexShards)
 	for i := range out {
 		out[i] = p + strconv.Itoa(i)
 	}
 	return out
+}
+
+// ownerPartition is the partition of an owner's entries of the index
+// whose partitions begin with prefix: "0|" and the owner, or, where that
+// is past DynamoDB's 2,048 bytes, "1|" and the hexadecimal SHA-256 of the
+// owner. An item's key names its owner too, but with its id where this
+// names the index's ID (up to 78 bytes), so a namespace near its 1,024
+// bytes and an owner near theirs make an item key that fits and an
+// entry's that would not. Both forms keep the prefix that a dropped
+// index's entries are found by (index_build.go), and only an owner the
+// first form cannot hold gets the second, so no entry ever written moves.
+func ownerPartition(prefix, owner string) string {
+	if len(prefix)+2+len(owner) <= uds.MaxDataKeyBytes {
+		return prefix + "0" + uds.KeyDelimiter + owner
+	}
+	d := sha256.Sum256([]byte(owner))
+	return prefix + "1" + uds.KeyDelimiter + hex.EncodeToString(d[:])
 }
 
 // appendIndexValue encodes v so that byte order is value order: a

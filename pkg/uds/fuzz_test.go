@@ -34,6 +34,8 @@ func FuzzKeys(f *testing.F) {
 		{app, "n", strings.Repeat("i", 2048-len(app)-3), strings.Repeat("s", 1024), strings.Repeat("o", 1024)},
 		{app, "n", strings.Repeat("i", 2048-len(app)-2), strings.Repeat("s", 1025), strings.Repeat("o", 1025)},
 		{app, "n", strings.Repeat("i", 1000), "é", strings.Repeat("o", 1000)},
+		{app, strings.Repeat("n", 1000), "i", "s", strings.Repeat("o", 1008)},
+		{app, strings.Repeat("n", 1000), "i", "s", strings.Repeat("o", 1009)},
 	} {
 		f.Add(s.app, s.namespace, s.id, s.sortKey, s.owner)
 	}
@@ -70,6 +72,16 @@ func FuzzKeys(f *testing.F) {
 		}
 		if owner == "" || !ValidSubject(owner) {
 			return
+		}
+		// The key space itself (a query's, a changes feed's) is taken
+		// exactly when an item with a one-byte id fits in it.
+		space, err := Key{App: k.App, Namespace: k.Namespace}.InSpaceOf(owner)
+		_, shortest := Key{App: k.App, Namespace: k.Namespace, ID: "i"}.InSpaceOf(owner)
+		if (err == nil) != (shortest == nil) || (err == nil && space.Owner != owner) {
+			t.Fatalf("InSpaceOf(%q) of namespace %q = %+v, %v; of its shortest id %v", owner, k.Namespace, space, err, shortest)
+		}
+		if err != nil {
+			checkField(t, err, "namespace")
 		}
 		mine, err := k.InSpaceOf(owner)
 		if (err == nil) != (len(k.DataKey())+len(KeyDelimiter)+len(owner) <= MaxDataKeyBytes) {

@@ -153,10 +153,19 @@ type NamespacePolicy struct {
 }
 
 // InSpaceOf returns the key in subject's private key space: the subject
-// becomes the last part of the stored key.
+// becomes the last part of the stored key. A key without an id names the
+// key space itself (a query of the namespace, its changes feed), which is
+// refused when no item's key in it would fit: its changes feed's
+// partition takes as many bytes as the key of an item with a one-byte id.
 func (k Key) InSpaceOf(subject string) (Key, error) {
 	k.Owner = subject
-	if n := len(k.DataKey()); n > MaxDataKeyBytes {
+	if k.ID == "" {
+		if n := k.DataKeyLen() + 1; n > MaxDataKeyBytes {
+			return Key{}, Invalid("namespace", "applicationUuid, namespace and the caller's identity together take %d bytes in a private namespace with the shortest id; at most %d fit a DynamoDB partition key, so the caller has no items here", n, MaxDataKeyBytes)
+		}
+		return k, nil
+	}
+	if n := k.DataKeyLen(); n > MaxDataKeyBytes {
 		return Key{}, Invalid("id", "applicationUuid, namespace, id and the caller's identity together take %d bytes in a private namespace; at most %d fit a DynamoDB partition key", n, MaxDataKeyBytes)
 	}
 	return k, nil
