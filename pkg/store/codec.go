@@ -82,8 +82,9 @@ var gzipWriters = sync.Pool{New: func() any {
 const itemOverhead = 100
 
 // creatorAllowance is what the item size check reserves for the creator's
-// attributes (createdBySubject and ownerKey), which an update does not know.
-const creatorAllowance = 1024
+// attributes, which an update does not know: the subject in
+// createdBySubject and again in ownerKey, after the app and a delimiter.
+const creatorAllowance = 2*uds.MaxSubjectBytes + len(uds.KeyDelimiter)
 
 // encodedValue is an item's value in its DynamoDB form.
 type encodedValue struct {
@@ -171,8 +172,9 @@ func encodeValue(w *uds.Write) (encodedValue, error) {
 		names += len(n)
 	}
 	// 96 bytes hold the numbers (version, size, schema version, expiry)
-	// and the 32-character write token.
-	upper := keyBytes + held + int64(len(w.ClassName)+names+2*len(timeLayout)+len(w.Subject)+len(w.App)+creatorAllowance+96)
+	// and the 32-character write token; keptRowBytes, what the item's
+	// row takes beyond it once history keeps it.
+	upper := keyBytes + held + int64(len(w.ClassName)+names+2*len(timeLayout)+len(w.Subject)+len(w.App)+creatorAllowance+96+keptRowBytes)
 	if upper > MaxItemBytes {
 		return v, &uds.TooLargeError{Reason: fmt.Sprintf("the value takes %d bytes as stored; with its key and attributes it does not fit DynamoDB's %d-byte item limit", held, MaxItemBytes)}
 	}

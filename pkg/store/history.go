@@ -50,6 +50,16 @@ func historyEntryKey(key uds.Key, version int64) map[string]types.AttributeValue
 	}
 }
 
+// keptRowBytes bounds what a kept version's row holds beyond the item it
+// copies: its history key (the app, a delimiter and the 43 characters of
+// a digest), its place in the owner index (a digest, a '#' and 16 digits)
+// and when it was kept, a number of at most 21 bytes. The item size check
+// reserves it for every item (codec.go), so that whatever a namespace's
+// history policy becomes, the next write can keep the item as a version.
+const keptRowBytes = len(schema.AttrHistoryKey) + 36 + 1 + 43 +
+	len(schema.AttrKeptOrder) + 43 + 1 + 16 +
+	len(schema.AttrKeptAt) + 21
+
 // keptRow starts a kept entry's attributes: its key, and its place in the
 // owner index (schema.AttrKeptOrder).
 func keptRow(key uds.Key, version int64) map[string]types.AttributeValue {

@@ -33,3 +33,10 @@ func (s *Store) PutIndexEntry(ctx context.Context, key uds.Key, ix uds.Index, da
 	}
 	return s.writeAll(ctx, s.tables.Index, puts)
 }
+
+// CheckItemSize is the size check a write of w meets before it reads or
+// writes anything.
+func CheckItemSize(w *uds.Write) error {
+	_, err := encodeValue(w)
+	return err
+}
