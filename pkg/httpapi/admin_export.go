@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/udsproject/uds/pkg/store"
@@ -295,6 +297,12 @@ func (a *API) importRecords(w http.ResponseWriter, r *http.Request, p params) {
 	out := importJSON{Imported: res.Imported, Skipped: res.Skipped, Expired: res.Expired, Conflicts: []conflictJSON{}, NotImported: b.left}
 	for _, c := range res.Conflicts {
 		out.Conflicts = append(out.Conflicts, conflictJSON{b.at[c.Index], c.Key.Namespace, c.Key.ID, c.Key.SortKey, c.Version})
+	}
+	if len(res.Left) > 0 {
+		for _, l := range res.Left {
+			out.NotImported = append(out.NotImported, notImportedJSON{b.at[l.Index], l.Key.Namespace, l.Key.ID, l.Key.SortKey, l.Reason})
+		}
+		slices.SortFunc(out.NotImported, func(a, b notImportedJSON) int { return cmp.Compare(a.Index, b.Index) })
 	}
 	writeJSON(w, http.StatusOK, out)
 }

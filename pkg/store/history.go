@@ -202,6 +202,24 @@ func decodeHead(av map[string]types.AttributeValue) historyHead {
 	return h
 }
 
+// maxHeadEntriesBytes is what a head's entries may take of its item:
+// DynamoDB's 400 KB less 4 KB for the head's own attributes (its keys,
+// the item's data key and sort key, its numbers). A hundred versions and
+// as many delete markers of subjects near their 1,024 bytes would take
+// about 430 KB, and every write of the item would be refused.
+const maxHeadEntriesBytes = MaxItemBytes - 4<<10
+
+// headBytes bounds what the entry takes of its head as AWS measures an
+// item: a map's 3 bytes, and a byte, a name and a value for each of its
+// attributes, a number at most 21 bytes.
+func (k keptVersion) headBytes() int {
+	const number = 21
+	return 3 + 10 + len(keptVersionAttr) + number + len(keptAtAttr) + number + len(keptSizeAttr) + number +
+		len(keptExpiryAttr) + number + len(keptDeletedAttr) + 1 +
+		len(keptUpdatedAttr) + len(k.updatedDate) + len(keptByAttr) + len(k.updatedBy) +
+		len(keptOwnerAttr) + len(k.owner) + len(keptObjectAttr) + len(k.object) + len(keptCreatorAttr) + len(k.creator)
+}
+
 func (k keptVersion) attributeValue() types.AttributeValue {
 	m := map[string]types.AttributeValue{
 		keptVersionAttr: &types.AttributeValueMemberN{Value: strconv.FormatInt(k.version, 10)},
@@ -526,14 +544,18 @@ func (s *Store) removeKept(key uds.Key, k keptVersion, deltas ownerDeltas) types
 // and what it no longer keeps: the newest h.Versions versions that are
 // younger than h.Days and not expired, and the delete markers newer than
 // the oldest of them, or newest of all (the current state of a deleted
-// item), while they are young.
+// item), while they are young. The head that lists them is one item, so
+// they are also only as many as its entries fit maxHeadEntriesBytes.
 func splitHistory(h uds.History, list []keptVersion, now time.Time) (keep, drop []keptVersion) {
 	nowMs, age := now.UnixMilli(), h.Age().Milliseconds()
 	young := func(k keptVersion) bool {
 		return (h.Days == 0 || k.keptAt+age > nowMs) && (k.expiresAt == 0 || k.expiresAt > nowMs)
 	}
-	kept, oldest := 0, -1
+	kept, oldest, bytes := 0, -1, 0
 	for i, k := range list {
+		if bytes += k.headBytes(); bytes > maxHeadEntriesBytes {
+			break
+		}
 		if !k.deleted && young(k) && kept < h.Versions {
 			kept, oldest = kept+1, i
 		}

@@ -53,16 +53,25 @@ func (s *Store) refuseErasingKept(ctx context.Context, app string, entries []imp
 
 // importKeptGroup writes one item's kept entries, in rounds of as many
 // as fit one transaction (roundRoom) with the head and a usage change for
-// each owner they charge (historyRewrite).
+// each owner they charge (historyRewrite). It takes them newest first,
+// and leaves out those the head has no room left for
+// (maxHeadEntriesBytes): a history keeps its newest versions that fit,
+// and the head that lists them could not be written past its item's
+// 400 KB. That happens only when the key's history already lists other
+// versions: an export's history fit the head it came from.
 func (s *Store) importKeptGroup(ctx context.Context, app string, group []importEntry, res *uds.ImportResult) error {
 	key := group[0].rec.Key
+	slices.SortStableFunc(group, func(a, b importEntry) int { return cmp.Compare(b.rec.Version, a.rec.Version) })
 	r := &historyRewrite{s: s, key: key}
 	r.round = func(_ context.Context, head historyHead, p *plan) (bool, error) {
 		listed := make(map[int64]keptVersion, len(head.kept))
+		headBytes := 0
 		for _, k := range head.kept {
 			listed[k.version] = k
+			headBytes += k.headBytes()
 		}
 		var conflicts []uds.ImportConflict
+		var left []uds.ImportLeft
 		list, last, added, skipped, taken := slices.Clone(head.kept), head.last, 0, 0, 0
 		room := newRoundRoom(1) // the head
 		for _, e := range group {
@@ -73,6 +82,11 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 				} else {
 					conflicts = append(conflicts, uds.ImportConflict{Index: e.index, Key: e.rec.Key, Version: k.version})
 				}
+				taken++
+				continue
+			}
+			if headBytes+k.headBytes() > maxHeadEntriesBytes {
+				left = append(left, uds.ImportLeft{Index: e.index, Key: e.rec.Key, Reason: errHeadFull})
 				taken++
 				continue
 			}
@@ -97,6 +111,7 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 				oc.limits, oc.known = noLimits, true
 			}
 			list, last, added, taken = append(list, k), max(last, k.version), added+1, taken+1
+			headBytes += k.headBytes()
 		}
 		if added > 0 {
 			slices.SortFunc(list, func(a, b keptVersion) int { return cmp.Compare(b.version, a.version) })
@@ -106,12 +121,17 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 			res.Imported += added
 			res.Skipped += skipped
 			res.Conflicts = append(res.Conflicts, conflicts...)
+			res.Left = append(res.Left, left...)
 			group = group[taken:]
 		})
 		return taken < len(group), nil
 	}
 	return s.rewriteHistory(ctx, "import the history of "+key.DataKey(), r)
 }
+
+// errHeadFull is why an import leaves out a kept version its key's
+// history head has no room for.
+const errHeadFull = "a kept version older than those the item's history lists: its head lists the newest versions whose entries fit its 400 KB item, which other versions of the item fill"
 
 // keptOf is what an item's head says of an imported kept entry.
 func keptOf(app string, e importEntry) keptVersion {

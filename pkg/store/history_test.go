@@ -801,3 +801,94 @@ func TestHistoryRoundsFitATransactionsBytes(t *testing.T) {
 	}
 	dst.exact(t, "alice")
 }
+
+// A key's history head lists every version and delete marker it keeps in
+// one item. A hundred creators whose subjects are near their 1,024 bytes,
+// each creating the key and deleting it (by another such subject), would
+// list 200 entries of about 2 KB: past DynamoDB's 400 KB, which refused
+// every write of the key from about the 95th creator on. The head keeps
+// the newest entries that fit, as it keeps the newest N versions: every
+// write is taken, the head fits, what it no longer lists is removed and
+// released, and its owners' usage stays exact. An import of that history
+// into another deployment, whose copy of the item has moved on since,
+// leaves out the versions the head has no more room for, and says so.
+func TestHistoryHeadFitsItsItem(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := uds.History{Versions: uds.MaxHistoryVersions}
+	k := key(t, "shared", "many-hands")
+	subject := func(role string, i int) string {
+		return strings.Repeat(role, uds.MaxSubjectBytes-4) + fmt.Sprintf("%04d", i)
+	}
+	// pass has creators from..to-1 create the key and delete it.
+	pass := func(f faultyStore, from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			w := writeAs(subject("c", i), k, fmt.Sprintf(`{"by":%d}`, i))
+			w.History = h
+			if _, err := f.Create(ctx, w); err != nil {
+				t.Fatalf("create by creator %d: %v", i, err)
+			}
+			w.Subject = subject("d", i)
+			if err := f.Delete(ctx, w); err != nil {
+				t.Fatalf("delete of creator %d's item: %v", i, err)
+			}
+		}
+	}
+	// check checks that the history lists the newest of its entries,
+	// numbered down from newest without a gap, fewer than all, and that
+	// the head fits, the table holds what it lists and usage is exact.
+	check := func(f faultyStore, newest, creators int) int {
+		t.Helper()
+		vs, err := f.Versions(ctx, k, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(vs) >= newest || len(vs) < creators || !vs[0].Current || !vs[0].Deleted {
+			t.Fatalf("the history lists %d entries, first %+v; want the newest that fit, under %d", len(vs), vs[0], newest)
+		}
+		for i, v := range vs {
+			if v.Version != int64(newest-i) {
+				t.Fatalf("entry %d is version %d, want %d: %s", i, v.Version, newest-i, versionNumbers(vs))
+			}
+		}
+		out, err := f.plain.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(f.tables.History), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := 0
+		for _, av := range out.Items {
+			if n, ok := av[schema.AttrVersion].(*types.AttributeValueMemberN); ok && n.Value == fmt.Sprint(schema.HeadVersion) {
+				if size := itemSize(av); size > store.MaxItemBytes {
+					t.Errorf("the head takes %d bytes; DynamoDB holds at most %d", size, store.MaxItemBytes)
+				}
+				continue
+			}
+			rows++
+		}
+		if rows != len(vs) {
+			t.Errorf("%d kept rows in the table, %d listed: what the head no longer lists is removed", rows, len(vs))
+		}
+		for i := range creators {
+			f.exact(t, subject("c", i))
+		}
+		return len(vs)
+	}
+	const creators = 100
+	f := newFaultyStore(t, 45)
+	pass(f, 0, creators)
+	listed := check(f, 2*creators, creators)
+	t.Logf("the head lists %d of %d entries", listed, 2*creators)
+
+	records := exportAll(t, f.Store, true)
+	dst := newFaultyStore(t, 46)
+	if res, err := dst.Import(ctx, app, records); err != nil || res.Imported != len(records) || len(res.Left) != 0 {
+		t.Fatalf("import of %d records: %+v, %v; want every one imported", len(records), res, err)
+	}
+	pass(dst, creators, creators+10)
+	res, err := dst.Import(ctx, app, records)
+	if err != nil || len(res.Left) == 0 || res.Imported+res.Skipped+len(res.Left) != len(records) || len(res.Conflicts) != 0 {
+		t.Fatalf("the import again, after ten more creators: %+v, %v; want the versions the head has no room for left out", res, err)
+	}
+	check(dst, 2*(creators+10), creators+10)
+}

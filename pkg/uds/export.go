@@ -27,10 +27,19 @@ func (r *Record) Kept() bool { return !r.KeptAt.IsZero() }
 
 // ImportResult says what an import did with each record: written,
 // already present and identical (skipped), expired before it could be
-// written, or refused because a different item holds its key.
+// written, refused because a different item holds its key, or left out
+// for a reason it gives.
 type ImportResult struct {
 	Imported, Skipped, Expired int
 	Conflicts                  []ImportConflict
+	Left                       []ImportLeft
+}
+
+// ImportLeft is a record that import left out, and why.
+type ImportLeft struct {
+	Index  int
+	Key    Key
+	Reason string
 }
 
 // ImportConflict is a record that import did not write because another
