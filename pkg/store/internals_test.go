@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"math"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -39,4 +41,13 @@ func (s *Store) PutIndexEntry(ctx context.Context, key uds.Key, ix uds.Index, da
 func CheckItemSize(w *uds.Write) error {
 	_, err := encodeValue(w)
 	return err
+}
+
+// HeadEntry is the entry a history head lists for a kept version with
+// these fields and the largest numbers, and what the head's bound on its
+// entries counts it as.
+func HeadEntry(owner, updatedBy, creator, object string, deleted bool) (types.AttributeValue, int) {
+	k := keptVersion{version: math.MaxInt64, size: math.MaxInt64, owner: owner, keptAt: math.MaxInt64, expiresAt: math.MaxInt64,
+		updatedDate: FormatTime(time.Now()), updatedBy: updatedBy, deleted: deleted, object: object, creator: creator}
+	return k.attributeValue(), k.headBytes()
 }

@@ -138,3 +138,43 @@ func numberSize(s string) int {
 	digits := strings.Trim(strings.Replace(mantissa, ".", "", 1), "0")
 	return (len(digits)+1)/2 + 1
 }
+
+// A history head's bound on its entries holds each entry as AWS measures
+// it within a list (its value and a byte), also once an erase has renamed
+// the entry's writer and creator to its pseudonym ("erased-" and 16 hex
+// digits), which may be longer than the subjects they were.
+func TestHeadEntriesWithinTheirBound(t *testing.T) {
+	t.Parallel()
+	const pseudonym = "erased-0123456789abcdef"
+	long := strings.Repeat("s", uds.MaxSubjectBytes)
+	for _, tc := range []struct {
+		name                      string
+		owner, updatedBy, creator string
+		object                    string
+		deleted                   bool
+	}{
+		{"short subjects", app + "|a", "a", "", "", false},
+		{"short writer and creator of an item of another owner", app + "|a", "b", "c", "", false},
+		{"a marker", app + "|a", "b", "", "", true},
+		{"a large value's version", app + "|a", "a", "", "d53065bd-f932-4841-83fb-849717d8df0f/v/" + strings.Repeat("t", 32), false},
+		{"long subjects", app + "|" + long, long, long, "", false},
+		{"no owner", "", "a", "b", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			entry, bound := store.HeadEntry(tc.owner, tc.updatedBy, tc.creator, tc.object, tc.deleted)
+			if n := 1 + valueSize(entry); n > bound {
+				t.Errorf("the entry takes %d bytes, over its bound %d", n, bound)
+			}
+			renamed := func(s string) string {
+				if s == "" {
+					return s
+				}
+				return pseudonym
+			}
+			entry, _ = store.HeadEntry(tc.owner, renamed(tc.updatedBy), renamed(tc.creator), tc.object, tc.deleted)
+			if n := 1 + valueSize(entry); n > bound {
+				t.Errorf("renamed to the pseudonym, the entry takes %d bytes, over its bound %d", n, bound)
+			}
+		})
+	}
+}
