@@ -892,3 +892,46 @@ func TestHistoryHeadFitsItsItem(t *testing.T) {
 	}
 	check(dst, 2*(creators+10), creators+10)
 }
+
+// A drop leaves a version that expires within a minute to DynamoDB's TTL
+// and takes it off the head, so its row stays until the TTL removes it.
+// An import of that very version meanwhile found the row there, read the
+// refusal of its put as a race, and answered 503 after its retries. Such
+// a version is counted as expired and not written, as one already expired
+// is: a history no longer keeps what is that close to its end.
+func TestImportOfAVersionAboutToExpire(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &storetest.Clock{}
+	clock.Freeze()
+	f := newFaultyStore(t, 47, store.WithClock(clock.Now))
+	k := key(t, "kept", "ending")
+	w := writeAs("alice", k, `{"v":1}`)
+	w.History = uds.History{Versions: 5, Days: 1}
+	if _, err := f.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	// Version 1 is kept now, version 2 twelve hours later: each for a day.
+	w.Data = []byte(`{"v":2}`)
+	if _, err := f.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(12 * time.Hour)
+	w.Data = []byte(`{"v":3}`)
+	if _, err := f.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	records := exportAll(t, f.Store, true)
+	clock.Advance(12*time.Hour - 30*time.Second)
+	if n, err := f.DropHistory(ctx, w); err != nil || n != 1 {
+		t.Fatalf("the drop removed %d versions, %v; want version 2, version 1 being left to the TTL", n, err)
+	}
+	res, err := f.Import(ctx, app, records)
+	if err != nil || res.Expired != 1 || res.Skipped != 1 || res.Imported != 1 {
+		t.Fatalf("import: %+v, %v; want the item skipped, version 2 imported and version 1, about to expire, counted as expired", res, err)
+	}
+	if got := historyOf(t, f, k, w.History); got != "3* 2" {
+		t.Errorf("history after the import: %q, want the item and version 2", got)
+	}
+	f.exact(t, "alice")
+}

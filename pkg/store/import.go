@@ -51,7 +51,7 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 			return uds.ImportResult{}, &uds.BatchError{Index: i, Err: uds.Invalid("key", "repeats the key of record %d", j)}
 		}
 		seen[id] = i
-		if rec.ExpiredAt(now) {
+		if importExpired(rec, now) {
 			res.Expired++
 			continue
 		}

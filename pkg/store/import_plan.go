@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/udsproject/uds/pkg/schema"
 	"github.com/udsproject/uds/pkg/uds"
@@ -23,12 +24,27 @@ func CheckRecord(rec *uds.Record) error {
 }
 
 // recordValue is a record's value as Import stores it. encodeValue bounds
-// the stored size with the writer's subject and an allowance for the
-// creator's; an imported item brings its creator, updater and owner, and
-// all three are counted.
+// the stored size with the writer's subject and an allowance for two
+// more (creatorAllowance): an imported item's creator and owner, which a
+// write's item has as its creator twice. So a record is held to the
+// bound its item was written under, and every item a write stored can be
+// imported again.
 func recordValue(rec *uds.Record) (encodedValue, error) {
 	return encodeValue(&uds.Write{Key: rec.Key, Data: rec.Data, Binary: rec.Binary, ClassName: rec.ClassName,
-		Subject: rec.CreatedBy + rec.UpdatedBy + rec.Owner})
+		Subject: rec.UpdatedBy})
+}
+
+// importExpired reports whether an import counts a record as expired and
+// leaves it out: it expired by now, or it is a kept version that expires
+// within expiryMargin. A drop or a prune leaves such a version to
+// DynamoDB's TTL and takes it off its head, so its row may still be there
+// with nothing listing it, and a put of it would be refused until the TTL
+// removed it.
+func importExpired(rec *uds.Record, now time.Time) bool {
+	if rec.Kept() {
+		now = now.Add(expiryMargin)
+	}
+	return rec.ExpiredAt(now)
 }
 
 // PlanImport says what Import would do with records of items (not kept
@@ -51,7 +67,7 @@ func (s *Store) PlanImport(ctx context.Context, app string, records []uds.Record
 		rec := &records[i]
 		stored, held := found[itemID(rec.Key)]
 		switch {
-		case rec.ExpiredAt(now):
+		case importExpired(rec, now):
 			res.Expired++
 			continue
 		case !held || expired(stored, now):

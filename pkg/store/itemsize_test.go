@@ -75,9 +75,27 @@ func TestLargestValuesFitAnItem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The item, its two kept versions and the history's head.
+	checkSizes(t, client, tables, 4)
+
+	// Exported and imported into other tables, they are held to the
+	// bound they were written under, and fit there too.
+	exported := exportAll(t, s, true)
+	other := storetest.NewTables(t)
+	res, err := store.New(client, other).Import(ctx, app, exported)
+	if err != nil || res.Imported != len(exported) {
+		t.Fatalf("import of %d records: %+v, %v; want every one imported", len(exported), res, err)
+	}
+	checkSizes(t, client, other, 4)
+}
+
+// checkSizes measures every record of the list and history tables and
+// checks that they are the records expected.
+func checkSizes(t *testing.T, client *dynamodb.Client, tables store.Tables, want int) {
+	t.Helper()
 	records := 0
 	for _, table := range []string{tables.List, tables.History} {
-		out, err := client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+		out, err := client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,9 +106,8 @@ func TestLargestValuesFitAnItem(t *testing.T) {
 			}
 		}
 	}
-	// The item, its two kept versions and the history's head.
-	if records != 4 {
-		t.Errorf("%d records stored, want 4", records)
+	if records != want {
+		t.Errorf("%d records stored, want %d", records, want)
 	}
 }
 
