@@ -53,12 +53,16 @@ func historyEntryKey(key uds.Key, version int64) map[string]types.AttributeValue
 // keptRowBytes bounds what a kept version's row holds beyond the item it
 // copies: its history key (the app, a delimiter and the 43 characters of
 // a digest), its place in the owner index (a digest, a '#' and 16 digits)
-// and when it was kept, a number of at most 21 bytes. The item size check
+// and when it was kept, a number. The item size check
 // reserves it for every item (codec.go), so that whatever a namespace's
 // history policy becomes, the next write can keep the item as a version.
 const keptRowBytes = len(schema.AttrHistoryKey) + 36 + 1 + 43 +
 	len(schema.AttrKeptOrder) + 43 + 1 + 16 +
-	len(schema.AttrKeptAt) + 21
+	len(schema.AttrKeptAt) + maxNumberBytes
+
+// maxNumberBytes is the most a number takes of an item as AWS measures
+// it: a byte per two of its at most 38 significant digits, and one.
+const maxNumberBytes = 21
 
 // keptRow starts a kept entry's attributes: its key, and its place in the
 // owner index (schema.AttrKeptOrder).
@@ -211,9 +215,9 @@ const maxHeadEntriesBytes = MaxItemBytes - 4<<10
 
 // headBytes bounds what the entry takes of its head as AWS measures an
 // item: a map's 3 bytes, and a byte, a name and a value for each of its
-// attributes, a number at most 21 bytes.
+// attributes, a number at most maxNumberBytes.
 func (k keptVersion) headBytes() int {
-	const number = 21
+	const number = maxNumberBytes
 	return 3 + 10 + len(keptVersionAttr) + number + len(keptAtAttr) + number + len(keptSizeAttr) + number +
 		len(keptExpiryAttr) + number + len(keptDeletedAttr) + 1 +
 		len(keptUpdatedAttr) + len(k.updatedDate) + len(keptByAttr) + len(k.updatedBy) +

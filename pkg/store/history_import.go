@@ -86,7 +86,7 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 				continue
 			}
 			if headBytes+k.headBytes() > maxHeadEntriesBytes {
-				left = append(left, uds.ImportLeft{Index: e.index, Key: e.rec.Key, Reason: errHeadFull})
+				left = append(left, uds.ImportLeft{Index: e.index, Key: e.rec.Key, Reason: headFullReason})
 				taken++
 				continue
 			}
@@ -129,9 +129,9 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 	return s.rewriteHistory(ctx, "import the history of "+key.DataKey(), r)
 }
 
-// errHeadFull is why an import leaves out a kept version its key's
+// headFullReason is why an import leaves out a kept version its key's
 // history head has no room for.
-const errHeadFull = "a kept version older than those the item's history lists: its head lists the newest versions whose entries fit its 400 KB item, which other versions of the item fill"
+const headFullReason = "a kept version older than those the item's history lists: its head lists the newest versions whose entries fit its 400 KB item, which other versions of the item fill"
 
 // keptOf is what an item's head says of an imported kept entry.
 func keptOf(app string, e importEntry) keptVersion {

@@ -145,15 +145,15 @@ type importEntry struct {
 // entries and its owner's release): a group that then needs more than one
 // transaction is sent in halves.
 func (s *Store) importGroup(ctx context.Context, app string, group []importEntry, res *uds.ImportResult) error {
-	_, err := inHalves(group, func(group []importEntry) (int, []importEntry, error) {
+	imported, err := inHalves(group, func(group []importEntry) (int, []importEntry, error) {
 		iv := &importVerb{s: s, app: app, group: group, res: res}
 		p, err := s.run(ctx, "import into "+app, iv)
 		if err != nil {
 			return 0, iv.group, err
 		}
-		res.Imported += len(p.changes)
 		return len(p.changes), nil, nil
 	})
+	res.Imported += imported
 	return err
 }
 

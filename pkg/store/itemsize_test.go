@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -95,16 +94,12 @@ func checkSizes(t *testing.T, client *dynamodb.Client, tables store.Tables, want
 	t.Helper()
 	records := 0
 	for _, table := range []string{tables.List, tables.History} {
-		out, err := client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, av := range out.Items {
+		storetest.Scan(t, client, table, func(av map[string]types.AttributeValue) {
 			records++
 			if n := itemSize(av); n > store.MaxItemBytes {
 				t.Errorf("a record of %s takes %d bytes; DynamoDB holds at most %d", table, n, store.MaxItemBytes)
 			}
-		}
+		})
 	}
 	if records != want {
 		t.Errorf("%d records stored, want %d", records, want)

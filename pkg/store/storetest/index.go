@@ -41,7 +41,7 @@ func IndexedKeys(t testing.TB, c *dynamodb.Client, tables store.Tables, app, nam
 	var found []indexed
 	prefix := app + uds.KeyDelimiter + namespace + uds.KeyDelimiter
 	for _, table := range []string{tables.Data, tables.List} {
-		scan(t, c, table, func(av map[string]types.AttributeValue) {
+		Scan(t, c, table, func(av map[string]types.AttributeValue) {
 			key, ok := itemKey(av)
 			if !ok || !strings.HasPrefix(stringAttr(av, schema.AttrDataKey), prefix) || key.Owner != owner {
 				return
@@ -83,7 +83,7 @@ func IndexEntries(t testing.TB, c *dynamodb.Client, tables store.Tables, app, na
 	t.Helper()
 	prefix := app + uds.KeyDelimiter + namespace + uds.KeyDelimiter + id + uds.KeyDelimiter
 	var out []IndexEntry
-	scan(t, c, tables.Index, func(av map[string]types.AttributeValue) {
+	Scan(t, c, tables.Index, func(av map[string]types.AttributeValue) {
 		if p := stringAttr(av, schema.AttrIndexKey); strings.HasPrefix(p, prefix) {
 			key, _ := itemKey(av)
 			out = append(out, IndexEntry{Partition: p, Key: key})
@@ -92,8 +92,9 @@ func IndexEntries(t testing.TB, c *dynamodb.Client, tables store.Tables, app, na
 	return out
 }
 
-// scan hands every item of table to each, strongly consistent.
-func scan(t testing.TB, c *dynamodb.Client, table string, each func(map[string]types.AttributeValue)) {
+// Scan hands every item of table to each, strongly consistent, page by
+// page.
+func Scan(t testing.TB, c *dynamodb.Client, table string, each func(map[string]types.AttributeValue)) {
 	t.Helper()
 	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
 	for {

@@ -36,7 +36,7 @@ func UsageViolations(t testing.TB, c *dynamodb.Client, tables store.Tables, app 
 	stored := map[string]uds.Usage{}
 	prefix := app + uds.KeyDelimiter
 	for _, table := range []string{tables.Data, tables.List, tables.History} {
-		scan(t, c, table, func(av map[string]types.AttributeValue) {
+		Scan(t, c, table, func(av map[string]types.AttributeValue) {
 			owner, ok := strings.CutPrefix(stringAttr(av, schema.AttrOwnerKey), prefix)
 			if !ok {
 				return
@@ -53,7 +53,7 @@ func UsageViolations(t testing.TB, c *dynamodb.Client, tables store.Tables, app 
 		})
 	}
 	recorded := map[string]uds.Usage{}
-	scan(t, c, tables.Usage, func(av map[string]types.AttributeValue) {
+	Scan(t, c, tables.Usage, func(av map[string]types.AttributeValue) {
 		_, bytes := av[schema.AttrUsedBytes]
 		_, items := av[schema.AttrUsedItems]
 		if stringAttr(av, schema.AttrApp) != app || !bytes && !items {
@@ -93,7 +93,7 @@ func ObjectViolations(t testing.TB, c *dynamodb.Client, tables store.Tables, key
 	t.Helper()
 	named := map[string]string{} // object key -> a record naming it
 	for _, table := range []string{tables.Data, tables.List, tables.History} {
-		scan(t, c, table, func(av map[string]types.AttributeValue) {
+		Scan(t, c, table, func(av map[string]types.AttributeValue) {
 			record := describe(table, av)
 			if name := stringAttr(av, schema.AttrDataObject); name != "" {
 				named[objectKey(name)] = record
@@ -157,7 +157,7 @@ func IndexViolations(t testing.TB, c *dynamodb.Client, tables store.Tables, app,
 	}
 	var items []stored
 	for _, table := range []string{tables.Data, tables.List} {
-		scan(t, c, table, func(av map[string]types.AttributeValue) {
+		Scan(t, c, table, func(av map[string]types.AttributeValue) {
 			if key, ok := itemKey(av); ok && strings.HasPrefix(stringAttr(av, schema.AttrDataKey), prefix) {
 				items = append(items, stored{key, storedValue(t, av)})
 			}
@@ -219,7 +219,7 @@ type KeptVersion struct {
 func KeptVersions(t testing.TB, c *dynamodb.Client, tables store.Tables, app string, now time.Time) []KeptVersion {
 	t.Helper()
 	var out []KeptVersion
-	scan(t, c, tables.History, func(av map[string]types.AttributeValue) {
+	Scan(t, c, tables.History, func(av map[string]types.AttributeValue) {
 		key, ok := itemKey(av)
 		version := number(av[schema.AttrVersion])
 		if _, marker := av[schema.AttrDeleted]; !ok || key.App != app || marker || version == schema.HeadVersion {
@@ -245,7 +245,7 @@ func CatalogueViolations(t testing.TB, c *dynamodb.Client, tables store.Tables, 
 	t.Helper()
 	held := map[string]bool{}
 	for _, table := range []string{tables.Data, tables.List} {
-		scan(t, c, table, func(av map[string]types.AttributeValue) {
+		Scan(t, c, table, func(av map[string]types.AttributeValue) {
 			parts := strings.SplitN(stringAttr(av, schema.AttrDataKey), uds.KeyDelimiter, 3)
 			if len(parts) == 3 && parts[0] == app && !strings.HasPrefix(parts[1], "\x00") {
 				held[parts[1]] = true
@@ -253,7 +253,7 @@ func CatalogueViolations(t testing.TB, c *dynamodb.Client, tables store.Tables, 
 		})
 	}
 	marked := map[string]bool{}
-	scan(t, c, tables.Namespaces, func(av map[string]types.AttributeValue) {
+	Scan(t, c, tables.Namespaces, func(av map[string]types.AttributeValue) {
 		if stringAttr(av, schema.AttrApp) == app && stringAttr(av, schema.AttrHeldSince) != "" {
 			marked[stringAttr(av, schema.AttrNamespace)] = true
 		}
@@ -268,7 +268,7 @@ func CatalogueViolations(t testing.TB, c *dynamodb.Client, tables store.Tables, 
 		return out
 	}
 	appMarked := false
-	scan(t, c, tables.Apps, func(av map[string]types.AttributeValue) {
+	Scan(t, c, tables.Apps, func(av map[string]types.AttributeValue) {
 		if stringAttr(av, schema.AttrApp) != app {
 			return
 		}
