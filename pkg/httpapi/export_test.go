@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -493,4 +494,82 @@ func TestExportNamespace(t *testing.T) {
 	t.Run("a namespace's cursor, in the same namespace", func(t *testing.T) {
 		e.do("GET", admin+"/apps/"+app+"/export?namespace=kv&cursor="+kv, "").expect(t, http.StatusOK)
 	})
+}
+
+// TestImportLeavesOutVersionsWithoutRoom imports a key's history whose
+// entries, with subjects near their longest, overflow what its head can
+// list, after a large value's record: the import writes the newest
+// entries and leaves out the oldest, and the answer names each record
+// left out by its place among those sent, the large value first, in
+// order. The store decides which versions have no room
+// (pkg/store's TestHistoryHeadFitsItsItem); this test holds the answer to
+// the records the client sent.
+func TestImportLeavesOutVersionsWithoutRoom(t *testing.T) {
+	t.Parallel()
+	e := newHistoryEnv(t, map[string]string{"kept": `{"access":"shared","history":{"versions":100}}`})
+	subject := func(role string, i int) string {
+		return strings.Repeat(role, 1020) + fmt.Sprintf("%04d", i)
+	}
+	// One creation and deletion, exported, is the template of every
+	// creator's kept version and delete marker.
+	e.as(subject("c", 0), "POST", base+"/kept/template", `{"data":{"by":0}}`).expect(t, http.StatusCreated)
+	e.as(subject("d", 0), "DELETE", base+"/kept/template", "").expect(t, http.StatusNoContent)
+	template := e.exportAll(t, app, 1000)
+	if len(template) != 2 {
+		t.Fatalf("exported %d records, want the kept version and the delete marker", len(template))
+	}
+	start := e.now().Add(-time.Hour)
+	records := []json.RawMessage{json.RawMessage(`{"namespace":"kv","id":"photo","owner":"o","large":true,"size":10,` +
+		`"contentType":"application/octet-stream","createdBySubject":"o","updatedBySubject":"o","version":1}`)}
+	const creators = 100
+	for i := range creators {
+		for j, raw := range template {
+			raw = bytes.ReplaceAll(raw, []byte(subject("c", 0)), []byte(subject("c", i)))
+			raw = bytes.ReplaceAll(raw, []byte(subject("d", 0)), []byte(subject("d", i)))
+			var rec map[string]any
+			if err := json.Unmarshal(raw, &rec); err != nil {
+				t.Fatal(err)
+			}
+			version := 2*i + j + 1
+			at := func(v int) string { return start.Add(time.Duration(v) * time.Second).Format(time.RFC3339Nano) }
+			rec["id"], rec["version"], rec["createdDate"], rec["updatedDate"] = "many-hands", version, at(2*i+1), at(version)
+			rec["keptAt"] = at(version + 1)
+			if rec["data"] != nil {
+				rec["data"] = map[string]any{"by": i}
+			}
+			out, err := json.Marshal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			records = append(records, out)
+		}
+	}
+	got := e.importRecords(t, app, records)
+	if len(got.NotImported) < 2 || got.Imported+len(got.NotImported) != len(records) || len(got.Conflicts) != 0 {
+		t.Fatalf("import of %d records answered %d imported, %d conflicts and %d left out; want versions left out beside the large value",
+			len(records), got.Imported, len(got.Conflicts), len(got.NotImported))
+	}
+	if l := got.NotImported[0]; l.Index != 0 || l.ID != "photo" || !strings.Contains(l.Reason, "a large value") {
+		t.Errorf("first left out %+v, want record 0, the large value", l)
+	}
+	// Records 1 and 2 are version 1 and its delete marker, 3 and 4
+	// version 3 and its marker, and so on: the oldest are left out.
+	for n, l := range got.NotImported[1:] {
+		if l.Index != n+1 || l.Namespace != "kept" || l.ID != "many-hands" || !strings.Contains(l.Reason, "history lists") {
+			t.Errorf("left out %+v, want record %d, kept/many-hands, as older than the history lists", l, n+1)
+		}
+	}
+	var listed []historyEntry
+	for cursor := ""; ; {
+		entries, next := historyAnswer(t, e.do("GET", base+"/kept/many-hands?history&limit=100&cursor="+url.QueryEscape(cursor), "").expect(t, 200))
+		listed = append(listed, entries...)
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	left := len(got.NotImported) - 1
+	if len(listed) != 2*creators-left || listed[0].Version != 2*creators || listed[len(listed)-1].Version != int64(left+1) {
+		t.Errorf("the history lists %d entries, %s; want versions %d down to %d", len(listed), versionList(listed), 2*creators, left+1)
+	}
+	t.Logf("%d of %d entries imported; the oldest %d left out", len(listed), 2*creators, left)
 }
