@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // compactJSON appends src to dst without insignificant white space, as
@@ -82,6 +84,12 @@ func (e *jsonSyntaxError) Error() string { return "syntax error at byte " + strc
 type duplicateNameError struct {
 	// pointer locates the second member (RFC 6901), name is its name.
 	pointer, name string
+}
+
+// refusal is the client's error for a member named twice in the JSON of
+// field.
+func (e *duplicateNameError) refusal(field string) error {
+	return uds.Invalid(field, "names member %q twice (the second at %s); each member name may appear once in an object", uds.Truncate(e.name, 64), uds.Truncate(e.pointer, 256))
 }
 
 func (e *duplicateNameError) Error() string {

@@ -258,6 +258,52 @@ func FuzzBatchBody(f *testing.F) {
 	})
 }
 
+// FuzzPatchBody parses PATCH bodies of both kinds (parsePatch) and
+// applies each accepted one to a document a PUT would take: what it
+// accepts is UTF-8 and names no member twice, and so is what it makes of
+// the document, so that a patch never stores what a PUT refuses.
+func FuzzPatchBody(f *testing.F) {
+	patches := []string{
+		`{"a":1}`, `{"a":null,"b":{"c":[1]}}`, `[1,2]`, `"x"`, `null`, ``, `{`, "{\"s\":\"\xff\"}", "{\"\xff\":1}",
+		`[{"op":"add","path":"/a","value":1}]`, `[{"op":"add","path":"/q","value":{"a":1,"a":2}}]`,
+		`[{"op":"replace","path":"","value":{"age":-5,"age":3}}]`, `[{"op":"move","from":"/a","path":"/b"}]`,
+		`[{"op":"add","path":"/\u00e9","value":2}]`, `[{"op":"add","op":"remove","path":"/a"}]`,
+	}
+	for _, p := range append(patches, hostileValues...) {
+		for _, kind := range []bool{false, true} {
+			f.Add(kind, []byte(`{"a":1,"\u00e9":{"\ud800":[0]}}`), []byte(p))
+		}
+	}
+	f.Fuzz(func(t *testing.T, jsonPatch bool, doc, body []byte) {
+		kind := MergePatchType
+		if jsonPatch {
+			kind = JSONPatchType
+		}
+		patch, err := parsePatch(kind, body)
+		if err != nil {
+			checkRefusal(t, body, err)
+			checkInvalidField(t, err, "patch")
+			return
+		}
+		if !utf8.Valid(body) {
+			t.Fatalf("%s %q accepted: not UTF-8", kind, body)
+		}
+		if _, err := compactJSON(nil, body); err != nil {
+			t.Fatalf("%s %q accepted, which a JSON body may not be: %v", kind, body, err)
+		}
+		if _, err := compactJSON(nil, doc); err != nil || !utf8.Valid(doc) {
+			return // a document no write stores
+		}
+		out, err := patch(doc)
+		if err != nil {
+			return // a conflict or a result too large: nothing is written
+		}
+		if _, err := compactJSON(nil, out); err != nil || !utf8.Valid(out) {
+			t.Fatalf("%s %s makes %s of %s, which a PUT refuses (%v)", kind, body, out, doc, err)
+		}
+	})
+}
+
 // checkBatchOperation checks an accepted operation against what its
 // single-item route takes.
 func checkBatchOperation(t *testing.T, o batchOpJSON, op batchOp, atomic bool) {

@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/udsproject/uds/pkg/jsonpatch"
 	"github.com/udsproject/uds/pkg/uds"
@@ -46,8 +47,19 @@ func patchKind(contentType string) (string, error) {
 	return mediaType, nil
 }
 
-// parsePatch reads a patch document of a kind patchKind returned.
+// parsePatch reads a patch document of a kind patchKind returned. It is
+// read under the first rule of every JSON body (strictjson.go): UTF-8, and
+// no object that names a member twice. A patch applies such an object as
+// it stands, so the item would hold what a PUT refuses, checked against
+// the schema as one value and read by others as another.
 func parsePatch(kind string, body []byte) (patchDocument, error) {
+	if !utf8.Valid(body) {
+		return nil, uds.Invalid("patch", "is not valid UTF-8")
+	}
+	var dup *duplicateNameError
+	if _, err := compactJSON(make([]byte, 0, len(body)), body); errors.As(err, &dup) {
+		return nil, dup.refusal("patch")
+	}
 	if kind == MergePatchType {
 		// A merge patch is any JSON value: refused here when it is not
 		// JSON, before the item is read.
@@ -78,14 +90,20 @@ func patchInvalid(err error) error {
 
 // patchRefusal is why a patch did not apply to the item: a test that
 // failed or a path missing (409), a result too large (413), the
-// document's own fault (400); data that is not JSON is the server's.
+// document's own fault (400). An item whose data names a member twice
+// where the patch goes (409) was written by a patch before parsePatch
+// refused such documents: a PUT of a whole value replaces it.
 func patchRefusal(err error) error {
 	var conflict *jsonpatch.ConflictError
 	var tooLarge *jsonpatch.TooLargeError
 	var invalid *jsonpatch.InvalidError
+	var document *jsonpatch.DocumentError
 	switch {
 	case errors.As(err, &conflict):
 		return &uds.PatchConflictError{Index: conflict.Index, Op: conflict.Op, Path: conflict.Path, Reason: conflict.Reason}
+	case errors.As(err, &document):
+		return &uds.PatchConflictError{Index: -1, Reason: "the item's data cannot be patched: " + document.Reason +
+			" where the patch goes, which a JSON value may not (RFC 7493); replace the value with a PUT"}
 	case errors.As(err, &tooLarge):
 		return &uds.TooLargeError{Reason: tooLarge.Error() + "; data may hold at most 1 MiB of JSON"}
 	case errors.As(err, &invalid):

@@ -2,12 +2,14 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/udsproject/uds/pkg/httpapi"
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // wantAcceptPatch is the Accept-Patch an item's answers carry.
@@ -139,4 +141,58 @@ func TestPatchRules(t *testing.T) {
 	if r := e.do("GET", base+"/ns/rated", ""); !strings.Contains(string(r.raw), `"data":{"n":1}`) {
 		t.Errorf("the patch refused for the rate wrote: %s", r.raw)
 	}
+}
+
+// A patch document is read as every JSON body is: one that names a member
+// twice or is not UTF-8 is refused (400), and so is a class name header
+// that is not UTF-8, so that a patch never stores what a PUT refuses (a
+// value checked against the schema as one thing and read as another).
+// An item a patch stored so before these checks answers a patch into the
+// object at fault with 409 and its reason, and a PUT replaces it.
+func TestPatchKeepsTheRulesOfJSONBodies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.setPolicy(t, "typed", `{"access":"shared","schema":{"properties":{"age":{"type":"integer","minimum":0}}}}`)
+	path := base + "/typed/p"
+	e.do("POST", path, `{"data":{"x":1,"age":1}}`).expect(t, 201)
+	for _, tc := range []struct {
+		name, contentType, body string
+		headers                 []string
+		field                   string
+	}{
+		{"a merge patch naming a member twice", httpapi.MergePatchType, `{"q":{"a":1,"a":2}}`, nil, "names member \"a\" twice"},
+		{"a merge patch that is not an object", httpapi.MergePatchType, `[{"k":1,"k":2}]`, nil, "names member \"k\" twice"},
+		{"a JSON Patch value naming a member twice", httpapi.JSONPatchType, `[{"op":"add","path":"/q","value":{"a":1,"a":2}}]`, nil, "names member \"a\" twice"},
+		{"a JSON Patch past the schema", httpapi.JSONPatchType, `[{"op":"replace","path":"","value":{"age":-5,"age":3}}]`, nil, "names member \"age\" twice"},
+		{"the same name spelled with an escape", httpapi.MergePatchType, `{"q":{"a":1,"\u0061":2}}`, nil, "names member \"a\" twice"},
+		{"a merge patch not UTF-8", httpapi.MergePatchType, "{\"s\":\"\xff\"}", nil, "not valid UTF-8"},
+		{"a JSON Patch not UTF-8", httpapi.JSONPatchType, "[{\"op\":\"add\",\"path\":\"/\xff\",\"value\":1}]", nil, "not valid UTF-8"},
+		{"a class name not UTF-8", httpapi.MergePatchType, `{"x":2}`, []string{httpapi.HeaderClassName, "A\xffB"}, "not valid UTF-8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.patch(path, tc.contentType, tc.body, tc.headers...).expect(t, 400)
+			if d, _ := r.body["details"].(string); r.body["code"] != "invalid" || !strings.Contains(d, tc.field) {
+				t.Errorf("answered %s, want a 400 saying it %s", r.raw, tc.field)
+			}
+		})
+	}
+	if r := e.do("GET", path, "").expect(t, 200); string(mustField(t, r.raw, "data")) != `{"x":1,"age":1}` || r.body["version"] != json.Number("1") {
+		t.Errorf("a refused patch wrote: %s", r.raw)
+	}
+
+	// An item holding such an object, as a patch could store one before.
+	legacy := base + "/ns/legacy"
+	key, err := uds.NewKey(app, "ns", "legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.Create(context.Background(), uds.Write{Key: key, Subject: "anonymous", Data: json.RawMessage(`{"x":1,"q":{"a":1,"a":2}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.patch(legacy, httpapi.MergePatchType, `{"q":{"a":5}}`).expect(t, 409)
+	if d, _ := r.body["details"].(string); r.body["code"] != "conflict" || !strings.Contains(d, `names member "a" twice`) || !strings.Contains(d, "PUT") {
+		t.Errorf("a patch into the object answered %s, want a 409 saying why and what to do", r.raw)
+	}
+	e.do("PUT", legacy, `{"data":{"x":1,"q":{"a":2}}}`).expect(t, 200)
+	e.patch(legacy, httpapi.MergePatchType, `{"q":{"a":5}}`).expect(t, 200)
 }

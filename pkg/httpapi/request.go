@@ -262,6 +262,9 @@ func checkClassName(cn string) error {
 	switch {
 	case len(cn) > maxClassNameBytes:
 		return uds.Invalid("className", "is longer than %d bytes", maxClassNameBytes)
+	case !utf8.ValidString(cn):
+		// A JSON body's is always valid; Uds-Class-Name's may not be.
+		return uds.Invalid("className", "is not valid UTF-8")
 	case strings.IndexFunc(cn, unicode.IsControl) >= 0:
 		return uds.Invalid("className", "must not contain control characters")
 	}

@@ -41,7 +41,7 @@ func decodeStrict(body []byte, v any) error {
 	var dup *duplicateNameError
 	switch {
 	case errors.As(err, &dup):
-		return uds.Invalid("body", "names member %q twice (the second at %s); each member name may appear once in an object", uds.Truncate(dup.name, 64), uds.Truncate(dup.pointer, 256))
+		return dup.refusal("body")
 	case err != nil:
 		return err
 	}

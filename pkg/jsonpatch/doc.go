@@ -55,7 +55,11 @@
 // Like encoding/json, the package does not refuse strings that are not
 // valid UTF-8: it copies them as they are, and reads member names and
 // pointer tokens as encoding/json does (each invalid byte as U+FFFD), so
-// that a name matches where encoding/json would match it. It refuses an object that names a member twice only where a
-// patch goes into it (where a name would mean two values): the server's
-// own reading of the result catches the rest.
+// that a name matches where encoding/json would match it. It refuses an
+// object that names a member twice only where a patch goes into it (where
+// a name would mean two values), with a *DocumentError. Elsewhere such
+// objects, and bytes that are not UTF-8, are copied into the result as
+// they stand: a caller that must not store them refuses them in the patch
+// document and the document before applying one to the other, as the UDS
+// server refuses them in every JSON body it reads.
 package jsonpatch

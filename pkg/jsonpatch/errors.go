@@ -80,9 +80,8 @@ func (e *ConflictError) Error() string {
 	return b.String()
 }
 
-// DocumentError is a document to patch that is not valid JSON (or names
-// a member twice in an object a patch goes into). A store's own data
-// always is, so for an HTTP server it is an internal error.
+// DocumentError is a document to patch that is not valid JSON, or names
+// a member twice in an object a patch goes into.
 type DocumentError struct {
 	Reason string
 }
