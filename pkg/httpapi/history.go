@@ -290,14 +290,27 @@ func (a *API) restore(ctx context.Context, sc *scope, pre uds.Precondition, v in
 	if err != nil {
 		return uds.Item{}, 0, err
 	}
-	it, err := a.stores.Items.Update(ctx, op.Write)
-	if !errors.Is(err, uds.ErrNotFound) || pre.IsSet() {
-		return it, http.StatusOK, err
+	update, create := op.Write, op.Write
+	create.IfMatch = uds.Precondition{}
+	for range restoreRounds {
+		if it, err := a.stores.Items.Update(ctx, update); !errors.Is(err, uds.ErrNotFound) || pre.IsSet() {
+			return it, http.StatusOK, err
+		}
+		if it, err := a.stores.Items.Create(ctx, create); !errors.Is(err, uds.ErrConflict) {
+			return it, http.StatusCreated, err
+		}
+		// Another write created the item between the update that found
+		// none and the create: the restore updates what it made, as it
+		// would have had it come first.
 	}
-	op.Write.IfMatch = uds.Precondition{}
-	it, err = a.stores.Items.Create(ctx, op.Write)
-	return it, http.StatusCreated, err
+	return uds.Item{}, 0, &uds.UnavailableError{Op: "restore " + sc.key.DataKey(), Err: errRestoreContended}
 }
+
+// restoreRounds bounds a restore's rounds of update and create while
+// other writers create and delete the item between them.
+const restoreRounds = 4
+
+var errRestoreContended = errors.New("the item was created and deleted again between each update and create")
 
 // restoreOp checks a restore of version v of sc's item as a write and
 // reads the version: the write it makes, marked as a restore, whose store

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -560,6 +562,11 @@ func TestHistoryBatch(t *testing.T) {
 		t.Errorf("a restore of a version not kept in an atomic batch: %s", r.raw)
 	}
 	e.do("GET", base+"/b/m", "").expect(t, 404)
+	// If-Match: * restores an item that exists, as on the route: a
+	// deleted one is not created again.
+	e.do("DELETE", base+"/b/a", "").expect(t, 204)
+	e.batch(t, 404, `{"atomic":true,"operations":[{"method":"POST","path":"b/a?restore=1","ifMatch":"*"}]}`)
+	e.do("GET", base+"/b/a", "").expect(t, 404)
 
 	for _, tc := range []struct{ name, ops, field string }{
 		{"a version on a PUT", `"operations":[{"method":"PUT","path":"b/a?version=1","body":{"data":1}}]`, "operations[0].path"},
@@ -576,5 +583,45 @@ func TestHistoryBatch(t *testing.T) {
 				t.Errorf("answered %s, want it to name %s", r.raw, tc.field)
 			}
 		})
+	}
+}
+
+// Restores of a deleted item sent at once, on the route and in a batch:
+// one creates the item again (201) and the others update what it made
+// (200), as they would one after another. An update that found nothing
+// followed by a create lost to the restore that got in between (409).
+func TestConcurrentRestoresOfADeletedItem(t *testing.T) {
+	t.Parallel()
+	e := newHistoryEnv(t, map[string]string{"hr": `{"access":"shared","history":{"versions":50}}`})
+	path := base + "/hr/r1"
+	e.do("POST", path, `{"data":1}`).expect(t, 201)
+	e.do("PUT", path, `{"data":2}`).expect(t, 200)
+	const restorers = 6
+	version := 2
+	for round := range 4 {
+		e.do("DELETE", path, "").expect(t, 204)
+		version++ // the delete marker
+		statuses := make([]int, restorers)
+		var wg sync.WaitGroup
+		for i := range restorers {
+			wg.Go(func() {
+				if i%2 == 0 {
+					statuses[i] = e.do("POST", path+"?restore=1", "").status
+					return
+				}
+				rs, _ := e.batch(t, 200, `{"operations":[{"method":"POST","path":"hr/r1?restore=1"}]}`)
+				statuses[i] = rs[0].Status
+			})
+		}
+		wg.Wait()
+		slices.Sort(statuses)
+		if want := append(slices.Repeat([]int{200}, restorers-1), 201); !slices.Equal(statuses, want) {
+			t.Fatalf("round %d: restores answered %v, want one 201 and 200s", round, statuses)
+		}
+		version += restorers
+		r := e.do("GET", path, "").expect(t, 200)
+		if string(mustField(t, r.raw, "data")) != "1" || r.body["version"] != json.Number(fmt.Sprint(version)) {
+			t.Fatalf("round %d: the item is %s, want version %d of the data restored", round, r.raw, version)
+		}
 	}
 }

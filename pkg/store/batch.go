@@ -147,7 +147,8 @@ func (bv *batchVerb) decide(i int, old *itemState, av map[string]types.Attribute
 		switch {
 		case live:
 			method = http.MethodPut
-		case len(w.IfMatch.Revisions) > 0:
+		case w.IfMatch.Any || len(w.IfMatch.Revisions) > 0:
+			// If-Match names an item that exists, as on the route.
 			return nil, uds.ErrNotFound
 		default:
 			method = http.MethodPost
