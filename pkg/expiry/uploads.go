@@ -30,7 +30,8 @@ type Committer interface {
 // committed, lapsed or discarded, whose object is not what it declared, or
 // that the namespace's policy in effect refuses (its binary rule, its
 // owner-write rule, a key space the namespace left, the quota: each
-// discarded by the commit), is done with; any other failure fails the
+// discarded by the commit), or whose item's expiry passed before it
+// arrived (discarded too, as invalid), is done with; any other failure fails the
 // invocation, so that Lambda delivers the event again: among them a
 // commit while the namespace's access mode changes, which waits as writes
 // do.
@@ -51,7 +52,7 @@ func UploadHandler(c Committer, names func(events.S3Event) []string, log *slog.L
 			case err == nil:
 				committed++
 			case errors.Is(err, uds.ErrNotFound), errors.Is(err, uds.ErrUploadMismatch), errors.Is(err, uds.ErrForbidden), errors.Is(err, uds.ErrQuotaExceeded),
-				errors.Is(err, uds.ErrSchema):
+				errors.Is(err, uds.ErrSchema), errors.Is(err, uds.ErrInvalid):
 				done++
 			default:
 				failure = errors.Join(failure, fmt.Errorf("commit %s: %w", name, err))

@@ -134,6 +134,47 @@ func TestBucketEventsCommitUploads(t *testing.T) {
 			t.Fatalf("the refused upload's object is still there: %v", err)
 		}
 	})
+	t.Run("an upload whose item expired before it arrived is done with", func(t *testing.T) {
+		clock := &storetest.Clock{}
+		late := store.New(client, tables, store.WithObjects(objects), store.WithClock(clock.Now))
+		handle := expiry.UploadHandler(late, created, slog.New(slog.NewTextHandler(io.Discard, nil)), emf.NewWriter(io.Discard))
+		key, err := uds.NewKey(app, "photos", "p3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := late.Quota(ctx, app, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, err := late.ReserveUpload(ctx, uds.Write{Key: key, Subject: "alice", ExpiresAt: clock.Now().Add(time.Minute),
+			Binary: &uds.Binary{ContentType: "image/jpeg", Size: 5}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := uds.ObjectName(app, up.ID)
+		post, err := objects.PresignUpload(ctx, name, "image/jpeg", 5, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobtest.Post(t, blob.Upload{URL: post.URL, Fields: post.Fields}, []byte("pixel")).Body.Close()
+		clock.Advance(2 * time.Minute)
+		var ev events.S3Event
+		if err := json.Unmarshal(bucketEvent(t, blobtest.Name, blob.UploadKey(name)), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := handle(ctx, ev); err != nil {
+			t.Fatalf("the event of an upload whose item expired failed, for Lambda to deliver it again: %v", err)
+		}
+		if _, err := late.Get(ctx, key); !errors.Is(err, uds.ErrNotFound) {
+			t.Fatalf("the expired upload's item: %v", err)
+		}
+		if after, err := late.Quota(ctx, app, "alice"); err != nil || after.Used != before.Used {
+			t.Errorf("alice's usage %+v after the event, %+v before the reservation (%v): the discarded upload's is released", after.Used, before.Used, err)
+		}
+		if _, _, err := objects.Stat(ctx, name); !errors.Is(err, uds.ErrUploadPending) {
+			t.Fatalf("the expired upload's object is still there: %v", err)
+		}
+	})
 	t.Run("a stream batch goes to the streams' handler", func(t *testing.T) {
 		if _, err := handle(ctx, json.RawMessage(`{"Records":[{"eventSource":"aws:dynamodb","eventName":"REMOVE"}]}`)); err == nil {
 			t.Fatal("a stream batch did not reach the streams' handler")

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/udsproject/uds/pkg/blob/blobtest"
 	"github.com/udsproject/uds/pkg/store"
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -15,30 +18,68 @@ import (
 
 // A commit while the namespace changes into private waits, as writes do,
 // so that it cannot land in the key space being left and keep the change
-// from completing. Once the change completed, the bucket's event for the
-// upload finds its key space gone: it writes nothing there and discards
-// the upload, whose bytes go back to the uploader.
+// from completing. Once the change completed, the upload's commit finds
+// its key space gone, whether the bucket's event sends it or the uploader
+// (who names the item in its new key space, where no make run has a bucket
+// event): it writes nothing there and discards the upload, whose bytes go
+// back to the uploader. Another caller naming that item leaves the upload
+// alone.
 func TestUploadCommitDuringAccessChange(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	path := base + "/moving/doc"
-	id := e.upload(path, 5, "text/plain", []byte("notes"), "X-Uds-Subject", "alice")
-	e.do("PUT", admin+"/apps/"+app+"/namespaces/moving", `{"access": "private"}`).expect(t, http.StatusAccepted)
-	r := e.commit(path, id, "X-Uds-Subject", "alice").expect(t, http.StatusServiceUnavailable)
-	if r.header.Get("Retry-After") == "" {
-		t.Errorf("the 503 of a commit during the change has no Retry-After: %v", r.header)
-	}
-	e.setPolicy(t, "moving", `{"access": "private"}`)
+	for _, committer := range []string{"the bucket's event", "the uploader"} {
+		t.Run(committer, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			path := base + "/moving/doc"
+			id := e.upload(path, 5, "text/plain", []byte("notes"), "X-Uds-Subject", "alice")
+			e.do("PUT", admin+"/apps/"+app+"/namespaces/moving", `{"access": "private"}`).expect(t, http.StatusAccepted)
+			r := e.commit(path, id, "X-Uds-Subject", "alice").expect(t, http.StatusServiceUnavailable)
+			if r.header.Get("Retry-After") == "" {
+				t.Errorf("the 503 of a commit during the change has no Retry-After: %v", r.header)
+			}
+			e.setPolicy(t, "moving", `{"access": "private"}`)
 
-	event := store.New(e.client, e.tables, store.WithClock(e.clock.Now), store.WithObjects(e.objects))
-	if _, _, err := event.CommitUpload(context.Background(), app, id, nil); !errors.Is(err, uds.ErrNotFound) {
-		t.Fatalf("the bucket event's commit after the change: %v, want not found", err)
+			if committer == "the uploader" {
+				e.commit(path, id, "X-Uds-Subject", "mallory").expect(t, http.StatusNotFound)
+				if used, items := e.quota(app, "alice"); used == 0 || items != 1 || e.absent(uds.ObjectName(app, id)) {
+					t.Fatalf("another caller's commit discarded alice's upload: usage %d bytes %d items", used, items)
+				}
+				e.commit(path, id, "X-Uds-Subject", "alice").expect(t, http.StatusNotFound)
+			} else {
+				event := store.New(e.client, e.tables, store.WithClock(e.clock.Now), store.WithObjects(e.objects))
+				if _, _, err := event.CommitUpload(context.Background(), app, id, nil); !errors.Is(err, uds.ErrNotFound) {
+					t.Fatalf("the bucket event's commit after the change: %v, want not found", err)
+				}
+			}
+			if used, items := e.quota(app, "alice"); used != 0 || items != 0 || !e.objectGone(id) {
+				t.Errorf("after %s's commit: usage %d bytes %d items, object gone %v", committer, used, items, e.objectGone(id))
+			}
+			e.commit(path, id, "X-Uds-Subject", "alice").expect(t, http.StatusNotFound)
+			e.send("GET", path, nil, "X-Uds-Subject", "alice").expect(t, http.StatusNotFound)
+		})
+	}
+}
+
+// An upload whose item's expiry, set when it was reserved, passed before
+// its commit would make an item gone as it is made: the commit refuses it
+// (400 naming expiresAt, as a write with an expiry in the past) and
+// discards the upload.
+func TestUploadCommitAfterItsItemsExpiry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	path := base + "/ns/brief"
+	r := e.do("POST", path+"?upload", `{"size": 5, "contentType": "text/plain", "ttl": 60}`, "X-Uds-Subject", "alice").expect(t, http.StatusCreated)
+	blobtest.Post(t, presignedPost(r), []byte("notes")).Body.Close()
+	id := r.body["uploadId"].(string)
+	e.clock.Advance(61 * time.Second)
+	r = e.commit(path, id, "X-Uds-Subject", "alice").expect(t, http.StatusBadRequest)
+	if d, _ := r.body["details"].(string); r.body["error"] != "Invalid expiresAt" || !strings.Contains(d, "passed before its upload was committed") {
+		t.Errorf("the commit answered %s, want a 400 saying the item's expiry passed", r.raw)
 	}
 	if used, items := e.quota(app, "alice"); used != 0 || items != 0 || !e.objectGone(id) {
-		t.Errorf("after the event's commit: usage %d bytes %d items, object gone %v", used, items, e.objectGone(id))
+		t.Errorf("after the refused commit: usage %d bytes %d items, object gone %v", used, items, e.objectGone(id))
 	}
 	e.commit(path, id, "X-Uds-Subject", "alice").expect(t, http.StatusNotFound)
-	e.send("GET", path, nil, "X-Uds-Subject", "alice").expect(t, http.StatusNotFound)
 }
 
 // A binary rule set after the reservation refuses the commit of a value it

@@ -174,11 +174,20 @@ func (s *Store) CommitUpload(ctx context.Context, app, id string, key *uds.Key) 
 	target, ok := keyOf(map[string]types.AttributeValue{
 		schema.AttrDataKey: res[schema.AttrUploadItem], schema.AttrSortKey: res[schema.AttrUploadSortKey]})
 	if !ok || key != nil && (target.DataKey() != key.DataKey() || target.SortKey != key.SortKey) {
+		if ok && key != nil && s.leftKeySpace(ctx, target, *key, str(res, schema.AttrCreatedBySubject)) {
+			s.discardUpload(ctx, rk, res)
+		}
 		return uds.Item{}, false, uds.ErrNotFound
 	}
 	if expired(res, s.now()) {
 		s.reclaim(ctx, []listEntry{{key: rk, state: res}})
 		return uds.Item{}, false, uds.ErrNotFound
+	}
+	if ms := num(res, schema.AttrUploadExpires); ms > 0 && !time.UnixMilli(ms).After(s.now()) {
+		// The item would be gone as it is made: the upload is of no use.
+		s.discardUpload(ctx, rk, res)
+		return uds.Item{}, false, uds.Invalid("expiresAt", "the item's expiry, %s, passed before its upload was committed; "+
+			"reserve the upload again with a later ttl or expiresAt", FormatTime(time.UnixMilli(ms)))
 	}
 	// The reservation never changes, so the object is checked once,
 	// however often the write races other writers of the item.
@@ -295,7 +304,7 @@ func (s *Store) judgeCommit(ctx context.Context, w *uds.Write) error {
 	if err := policy.Writable(w.Namespace, s.now()); err != nil {
 		return err
 	}
-	if (policy.Mode() == uds.AccessPrivate) != (w.Owner != "") {
+	if outsideKeySpace(policy, w.Key) {
 		return uds.ErrNotFound
 	}
 	if err := policy.Binary.Check(w.Binary, policy.Schema != nil); err != nil {
@@ -306,6 +315,30 @@ func (s *Store) judgeCommit(ctx context.Context, w *uds.Write) error {
 		w.IfMatch.Creator = w.Subject
 	}
 	return nil
+}
+
+// outsideKeySpace reports whether the namespace's access mode puts its
+// items in another key space than key's: a private namespace's items
+// carry their owner, every other namespace's none.
+func outsideKeySpace(policy uds.Policy, key uds.Key) bool {
+	return (policy.Mode() == uds.AccessPrivate) != (key.Owner != "")
+}
+
+// leftKeySpace reports whether the uploader's commit, naming key and not
+// the target reserved, names the same item in the key space the namespace
+// has moved it to since the reservation (a change into or out of private
+// that completed meanwhile). Such an upload cannot be committed while the
+// namespace stays so, and its commit discards it, as the bucket's event
+// does. A key in a private namespace names its caller, who must be the
+// uploader; a shared key names nobody, and the upload's ID is the
+// uploader's secret. Any other key leaves the upload alone.
+func (s *Store) leftKeySpace(ctx context.Context, target, key uds.Key, uploader string) bool {
+	if target.App != key.App || target.Namespace != key.Namespace || target.ID != key.ID || target.SortKey != key.SortKey ||
+		key.Owner != "" && key.Owner != uploader {
+		return false
+	}
+	policy, err := s.Policy(ctx, target.App, target.Namespace)
+	return err == nil && policy.Writable(target.Namespace, s.now()) == nil && outsideKeySpace(policy, target)
 }
 
 // committed answers a commit whose reservation is gone: the item, if it
