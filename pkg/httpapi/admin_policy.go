@@ -256,10 +256,11 @@ func parsePolicy(body []byte, schemas *policy.Cache) (uds.Policy, error) {
 	}
 	// decodeStrict compacted the body, the schema with it.
 	pol.Schema = *b.Schema
-	if _, err := schemas.Schema(pol.Schema); err != nil {
+	compiled, err := schemas.Schema(pol.Schema)
+	if err != nil {
 		return pol, err
 	}
-	return pol, nil
+	return pol, compiled.CheckApplies()
 }
 
 // historyBody is a policy body's history member. Its numbers are read as

@@ -342,6 +342,7 @@ func TestNamespaceSchema(t *testing.T) {
 			{"file reference", `{"access":"shared","schema":{"$ref":"file:///etc/passwd"}}`, "remote references"},
 			{"relative reference", `{"access":"shared","schema":{"$ref":"other.json"}}`, "remote references"},
 			{"unsupported draft", `{"access":"shared","schema":{"$schema":"http://json-schema.org/draft-03/schema#"}}`, "no supported draft"},
+			{"a reference to itself", `{"access":"shared","schema":{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}}`, "#/$defs/a to the value it is applying to"},
 			{"array", `{"access":"shared","schema":[]}`, "JSON object"},
 			{"too large", `{"access":"shared","schema":{"description":"` + strings.Repeat("x", 66000) + `"}}`, "at most 65536"},
 			{"unknown access", `{"access":"public"}`, "owner-write"},

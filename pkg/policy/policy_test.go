@@ -175,3 +175,55 @@ func BenchmarkCompileTwentyProperties(b *testing.B) {
 		}
 	}
 }
+
+// A schema whose references and in-place keywords lead back to where
+// they started, at the same place in the value, is refused when the
+// policy is set: the validator would stop every value reaching it as a
+// reference cycle, with no violation to show. Recursion that moves into
+// the value (a tree's children) is what references are for.
+func TestCheckAppliesRefusesInPlaceCycles(t *testing.T) {
+	for _, tc := range []struct {
+		name, schema, at string
+	}{
+		{"a definition referring to itself", `{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, "#/$defs/a"},
+		{"the root referring to itself", `{"type":"object","$ref":"#"}`, "#"},
+		{"a property referring to itself", `{"properties":{"x":{"$ref":"#/properties/x"}}}`, "#/properties/x"},
+		{"through allOf and anyOf", `{"$defs":{"a":{"allOf":[{"$ref":"#/$defs/b"}]},"b":{"anyOf":[{"$ref":"#/$defs/a"}]}},"items":{"$ref":"#/$defs/a"}}`, "#/$defs/"},
+		{"through not and if", `{"$defs":{"a":{"not":{"if":{"$ref":"#/$defs/a"}}}},"additionalProperties":{"$ref":"#/$defs/a"}}`, "#/$defs/a"},
+		{"through dependentSchemas", `{"dependentSchemas":{"k":{"$ref":"#"}}}`, "#"},
+		{"in draft 4's dependencies", `{"$schema":"http://json-schema.org/draft-04/schema#","dependencies":{"k":{"$ref":"#"}}}`, "#"},
+		{"a tree", `{"type":"object","properties":{"children":{"type":"array","items":{"$ref":"#"}}}}`, ""},
+		{"a linked list through $defs", `{"$defs":{"node":{"properties":{"next":{"$ref":"#/$defs/node"}}}},"$ref":"#/$defs/node"}`, ""},
+		{"a definition used twice", `{"$defs":{"n":{"type":"integer"}},"allOf":[{"$ref":"#/$defs/n"},{"not":{"$ref":"#/$defs/n"}}]}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := policy.Compile(json.RawMessage(tc.schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.CheckApplies()
+			var invalid *uds.InvalidError
+			switch {
+			case tc.at == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.at == "":
+			case !errors.As(err, &invalid) || invalid.Field != "schema" || !strings.Contains(invalid.Reason, tc.at):
+				t.Fatalf("answered %v, want the schema refused at %s", err, tc.at)
+			}
+			// The check agrees with the validator: a schema it refuses
+			// refuses a value that reaches the cycle.
+			if tc.at == "" {
+				return
+			}
+			refused := 0
+			for _, v := range []string{`null`, `{"x":1,"k":1,"y":{}}`, `[1]`} {
+				if s.Check(json.RawMessage(v)) != nil {
+					refused++
+				}
+			}
+			if refused == 0 {
+				t.Fatalf("the validator refuses none of the values")
+			}
+		})
+	}
+}
