@@ -66,6 +66,26 @@ func TestStoredValuesAreInertInBrowser(t *testing.T) {
 		})
 	}
 
+	b.run(t, "the console's link to a stored HTML value's bytes does not show them as a page", func(t *testing.T) {
+		store("linked", "text/html", `<!doctype html><title>stored</title><script>`+retitle+`</script>`)
+		b.open("#/apps/" + app + "/data?ns=pages&id=linked")
+		b.until(`document.querySelector("#item-binary a")?.href.startsWith("blob:")`)
+		// The link is a blob: URL of the page's own origin, which carries
+		// no header of the API's answer: opened as a page (a new tab, or
+		// a middle click) it must not be a document of the console's
+		// origin whose script could call the admin routes.
+		link := eval[string](b, `document.querySelector("#item-binary a").href`)
+		nav, cancel := context.WithTimeout(b.ctx, time.Minute)
+		_, err := chromedp.Run(nav, chromedp.Navigate(link))
+		cancel()
+		if err != nil && !strings.Contains(err.Error(), "ERR_ABORTED") {
+			t.Fatalf("opening %s: %v", link, err)
+		}
+		if title := eval[string](b, "document.title"); title == scriptRan {
+			t.Errorf("the stored value's script ran at %s", link)
+		}
+	})
+
 	b.run(t, "the console page loads no stored script or style", func(t *testing.T) {
 		script := store("script", "application/javascript", `window.storedScriptRan = true`)
 		style := store("style", "text/css", `body { --stored-style: applied }`)

@@ -181,9 +181,15 @@ export function confirm(text, action = "Confirm") {
   });
 }
 
-// download is a link that saves blob as a file named name.
+// download is a link that saves blob as a file named name. The link is a
+// blob: URL of the console's own origin, which carries none of the
+// headers the API answers stored bytes with (attachment, nosniff, a
+// sandbox): opened as a page rather than saved, bytes typed text/html
+// would be a document of the console's origin, whose script could call
+// every route the console can. Typed as bytes, they are only ever saved.
 export function download(blob, name) {
-  return h("a", { href: URL.createObjectURL(blob), download: name, class: "download" }, `Download ${name}`);
+  const bytes = new Blob([blob], { type: "application/octet-stream" });
+  return h("a", { href: URL.createObjectURL(bytes), download: name, class: "download" }, `Download ${name}`);
 }
 
 // heading is a page's h1, focused when the page is shown so that a screen
