@@ -328,8 +328,13 @@ func readRecords(r *http.Request, app string) (importBatch, error) {
 // record refuses the request; a record that is valid but cannot be
 // written here (errLargeRecord) is left out and reported.
 func parseRecords(body []byte, app string) (importBatch, error) {
+	// An export's page imports as it is: its cursor (its place in the
+	// export) and a person's export's apps (their usage and limits) are
+	// read and left: an import writes records.
 	var b struct {
-		Records []recordJSON `json:"records"`
+		Records []recordJSON      `json:"records"`
+		Cursor  *string           `json:"cursor"`
+		Apps    []json.RawMessage `json:"apps"`
 	}
 	var out importBatch
 	if err := decodeBody(body, &b, `{"records": [...]} of exported records`); err != nil {

@@ -573,3 +573,33 @@ func TestImportLeavesOutVersionsWithoutRoom(t *testing.T) {
 	}
 	t.Logf("%d of %d entries imported; the oldest %d left out", len(listed), 2*creators, left)
 }
+
+// An export's page imports as it is, cursor and all, as the guide pipes
+// one into an import; so does a page of a person's export, with the apps
+// it lists beside the records.
+func TestExportPagesImportAsTheyAre(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, id := range []string{"a", "b", "c"} {
+		e.do("POST", base+"/kv/"+id, `{"data":1}`, "X-Uds-Subject", "ann").expect(t, http.StatusCreated)
+	}
+	for _, page := range []struct{ name, path string }{
+		{"an app's export", admin + "/apps/" + app + "/export?limit=2"},
+		{"a person's export", admin + "/users/ann/export?limit=2"},
+	} {
+		t.Run(page.name, func(t *testing.T) {
+			r := e.do("GET", page.path, "").expect(t, http.StatusOK)
+			if r.body["cursor"] == nil {
+				t.Fatalf("the page has no cursor: %s", r.raw)
+			}
+			var got importAnswer
+			if err := json.Unmarshal(e.do("POST", admin+"/apps/"+otherApp+"/import", string(r.raw)).expect(t, http.StatusOK).raw, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Imported+got.Skipped != 2 || len(got.Conflicts)+len(got.NotImported) != 0 {
+				t.Errorf("the import of the page's two records answered %+v", got)
+			}
+		})
+	}
+	e.do("POST", admin+"/apps/"+otherApp+"/import", `{"records":[],"cursor":5}`).expect(t, http.StatusBadRequest)
+}

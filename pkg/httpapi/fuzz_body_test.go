@@ -401,7 +401,7 @@ func FuzzImportRecords(f *testing.F) {
 			return
 		}
 		var raw []json.RawMessage
-		if err := json.Unmarshal(objectMembers(t, body, "records")["records"], &raw); err != nil || len(raw) != len(b.records)+len(b.left) ||
+		if err := json.Unmarshal(objectMembers(t, body, "records", "cursor", "apps")["records"], &raw); err != nil || len(raw) != len(b.records)+len(b.left) ||
 			len(raw) < 1 || len(raw) > uds.MaxImportRecords {
 			t.Fatalf("accepted %d records and left out %d of %d (%v)", len(b.records), len(b.left), len(raw), err)
 		}
