@@ -603,3 +603,60 @@ func TestExportPagesImportAsTheyAre(t *testing.T) {
 	}
 	e.do("POST", admin+"/apps/"+otherApp+"/import", `{"records":[],"cursor":5}`).expect(t, http.StatusBadRequest)
 }
+
+// An import keeps of an item's history what the namespace's policy keeps
+// where it is imported, as any write would: a namespace that keeps no
+// history takes none of its versions, one that keeps fewer the newest of
+// them. The others are left out, each saying why, rather than stored and
+// counted in their owners' usage until the next write removes them.
+func TestImportKeepsWhatTheHistoryPolicyKeeps(t *testing.T) {
+	t.Parallel()
+	e := newHistoryEnv(t, map[string]string{"notes": `{"access":"shared","history":{"versions":5}}`})
+	path := base + "/notes/n"
+	e.do("POST", path, `{"data":{"v":0}}`, "X-Uds-Subject", "ann").expect(t, http.StatusCreated)
+	for v := 1; v <= 3; v++ {
+		e.do("PUT", path, fmt.Sprintf(`{"data":{"v":%d}}`, v), "X-Uds-Subject", "ann").expect(t, http.StatusOK)
+	}
+	records := e.exportAll(t, app, 1000)
+	if len(records) != 4 {
+		t.Fatalf("exported %d records, want the item and 3 versions", len(records))
+	}
+	for _, tc := range []struct {
+		name, policy string
+		kept         int
+		says         string
+	}{
+		{"no history", `{"access":"shared"}`, 0, "keeps no history"},
+		{"one version", `{"access":"shared","history":{"versions":1}}`, 1, "the namespace keeps 1 version;"},
+		{"more than were kept", `{"access":"shared","history":{"versions":10}}`, 3, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.do("PUT", admin+"/apps/"+otherApp+"/namespaces/notes", tc.policy).expect(t, http.StatusOK)
+			got := e.importRecords(t, otherApp, records)
+			if got.Imported != 1+tc.kept || len(got.NotImported) != 3-tc.kept || len(got.Conflicts) != 0 {
+				t.Fatalf("import answered %+v, want the item and %d versions imported, the others left out", got, tc.kept)
+			}
+			for _, l := range got.NotImported {
+				if !strings.Contains(l.Reason, tc.says) {
+					t.Errorf("left out %+v, want it to say %q", l, tc.says)
+				}
+			}
+			other := "/rest/api/v1/data/" + otherApp + "/notes/n"
+			if tc.kept > 0 {
+				entries, _ := historyAnswer(t, e.do("GET", other+"?history", "").expect(t, http.StatusOK))
+				if len(entries) != 1+tc.kept {
+					t.Errorf("the history lists %s, want the item and %d versions", versionList(entries), tc.kept)
+				}
+			}
+			var usage struct{ UsedBytes, HistoryBytes int64 }
+			if err := json.Unmarshal(e.do("GET", admin+"/apps/"+otherApp+"/users/ann/quota", "").expect(t, http.StatusOK).raw, &usage); err != nil {
+				t.Fatal(err)
+			}
+			// The item and each version are of one size ({"v":N}).
+			if item := usage.UsedBytes - usage.HistoryBytes; item <= 0 || usage.HistoryBytes != int64(tc.kept)*item {
+				t.Errorf("ann's usage %+v: want the item and %d versions of its size", usage, tc.kept)
+			}
+		})
+	}
+}

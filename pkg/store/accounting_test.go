@@ -37,6 +37,16 @@ func newFaultyStore(t *testing.T, seed uint64, opts ...store.Option) faultyStore
 	return faultyStore{Store: store.New(client, tables, opts...), faults: ft, tables: tables, plain: storetest.Client(t)}
 }
 
+// keeps sets namespace ns's policy to keep history h, as an import of
+// kept versions reads it (the writes of these tests carry their history
+// themselves), through a store without faults.
+func (f faultyStore) keeps(t *testing.T, ns string, h uds.History) {
+	t.Helper()
+	if _, err := store.New(f.plain, f.tables).SetPolicy(context.Background(), app, ns, uds.Policy{Access: uds.AccessShared, History: h}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // recorded is the owner's usage record.
 func (f faultyStore) recorded(t *testing.T, owner string) uds.Usage {
 	return storetest.RecordedUsage(t, f.plain, f.tables, app, owner)

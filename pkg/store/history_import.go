@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -61,6 +62,10 @@ func (s *Store) refuseErasingKept(ctx context.Context, app string, entries []imp
 // versions: an export's history fit the head it came from.
 func (s *Store) importKeptGroup(ctx context.Context, app string, group []importEntry, res *uds.ImportResult) error {
 	key := group[0].rec.Key
+	policy, err := s.Policy(ctx, app, key.Namespace)
+	if err != nil {
+		return err
+	}
 	slices.SortStableFunc(group, func(a, b importEntry) int { return cmp.Compare(b.rec.Version, a.rec.Version) })
 	r := &historyRewrite{s: s, key: key}
 	r.round = func(_ context.Context, head historyHead, p *plan) (bool, error) {
@@ -70,6 +75,7 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 			listed[k.version] = k
 			headBytes += k.headBytes()
 		}
+		kept := keptByPolicy(app, policy.History, head, group, p.now)
 		var conflicts []uds.ImportConflict
 		var left []uds.ImportLeft
 		list, last, added, skipped, taken := slices.Clone(head.kept), head.last, 0, 0, 0
@@ -87,6 +93,11 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 			}
 			if headBytes+k.headBytes() > maxHeadEntriesBytes {
 				left = append(left, uds.ImportLeft{Index: e.index, Key: e.rec.Key, Reason: headFullReason})
+				taken++
+				continue
+			}
+			if !kept[k.version] {
+				left = append(left, uds.ImportLeft{Index: e.index, Key: e.rec.Key, Reason: notKeptReason(policy.History)})
 				taken++
 				continue
 			}
@@ -127,6 +138,44 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 		return taken < len(group), nil
 	}
 	return s.rewriteHistory(ctx, "import the history of "+key.DataKey(), r)
+}
+
+// keptByPolicy is which of an import's entries not yet listed the item's
+// history keeps once they are, as any write's history keeps them
+// (splitHistory): the newest versions and markers the namespace's policy
+// keeps, at most its number of versions, while they are younger than its
+// days. An import leaves the others out rather than store what the next
+// write would remove, counted in their owners' usage until then.
+func keptByPolicy(app string, h uds.History, head historyHead, group []importEntry, now time.Time) map[int64]bool {
+	list := slices.Clone(head.kept)
+	for _, e := range group {
+		list = append(list, keptOf(app, e))
+	}
+	slices.SortStableFunc(list, func(a, b keptVersion) int { return cmp.Compare(b.version, a.version) })
+	list = slices.CompactFunc(list, func(a, b keptVersion) bool { return a.version == b.version })
+	keep, _ := splitHistory(h, list, now)
+	out := make(map[int64]bool, len(keep))
+	for _, k := range keep {
+		out[k.version] = true
+	}
+	return out
+}
+
+// notKeptReason is why an import leaves out a kept version or delete
+// marker its namespace's history policy h does not keep.
+func notKeptReason(h uds.History) string {
+	if !h.On() {
+		return "a kept version, and the namespace keeps no history: set its policy's history before the import to keep it"
+	}
+	versions := strconv.Itoa(h.Versions) + " versions"
+	if h.Versions == 1 {
+		versions = "1 version"
+	}
+	if h.Days > 0 {
+		versions += " for " + strconv.Itoa(h.Days) + " days"
+	}
+	return "a kept version older than those the item's history keeps: the namespace keeps " + versions +
+		"; set its policy's history before the import to keep more"
 }
 
 // headFullReason is why an import leaves out a kept version its key's

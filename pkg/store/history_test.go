@@ -452,6 +452,7 @@ func TestHistoryExportImportRoundTrip(t *testing.T) {
 		t.Fatalf("export with history: %d records (%d kept), want 8 (7 kept)", len(records), kept)
 	}
 	dst := newFaultyStore(t, 19)
+	dst.keeps(t, "docs", h)
 	res, err := dst.Import(ctx, app, records)
 	if err != nil || res.Imported != 8 || len(res.Conflicts) != 0 {
 		t.Fatalf("import: %+v, %v", res, err)
@@ -731,6 +732,7 @@ func TestDropHistoryOfManyCreators(t *testing.T) {
 		t.Fatalf("export: %d records, want %d (a version and a marker per creator)", len(records), 2*creators)
 	}
 	dst := newFaultyStore(t, 42)
+	dst.keeps(t, "shared", h)
 	res, err := dst.Import(ctx, app, records)
 	if err != nil || res.Imported != len(records) || len(res.Conflicts) != 0 {
 		t.Fatalf("import: %+v, %v; want every record imported", res, err)
@@ -788,6 +790,7 @@ func TestHistoryRoundsFitATransactionsBytes(t *testing.T) {
 	}
 	records := exportAll(t, f.Store, true)
 	dst := newFaultyStore(t, 44)
+	dst.keeps(t, "kept", h)
 	res, err := dst.Import(ctx, app, records)
 	if err != nil || res.Imported != len(records) {
 		t.Fatalf("import of %d records: %+v, %v; want every record imported", len(records), res, err)
@@ -878,6 +881,7 @@ func TestHistoryHeadFitsItsItem(t *testing.T) {
 
 	records := exportAll(t, f.Store, true)
 	dst := newFaultyStore(t, 46)
+	dst.keeps(t, "shared", h)
 	if res, err := dst.Import(ctx, app, records); err != nil || res.Imported != len(records) || len(res.Left) != 0 {
 		t.Fatalf("import of %d records: %+v, %v; want every one imported", len(records), res, err)
 	}
@@ -922,6 +926,7 @@ func TestImportOfAVersionAboutToExpire(t *testing.T) {
 	if n, err := f.DropHistory(ctx, w); err != nil || n != 1 {
 		t.Fatalf("the drop removed %d versions, %v; want version 2, version 1 being left to the TTL", n, err)
 	}
+	f.keeps(t, "kept", w.History)
 	res, err := f.Import(ctx, app, records)
 	if err != nil || res.Expired != 1 || res.Skipped != 1 || res.Imported != 1 {
 		t.Fatalf("import: %+v, %v; want the item skipped, version 2 imported and version 1, about to expire, counted as expired", res, err)
