@@ -44,25 +44,29 @@ func TestStoredValuesAreInertInBrowser(t *testing.T) {
 	}
 	retitle := `document.title = "` + scriptRan + `"`
 	b := newBrowser(t, chromium, srv.URL)
+	// openInert opens url in the tab as a person following a link would,
+	// and fails the test if a stored value's script ran. A value answered
+	// as an attachment is saved, not shown: the navigation ends there
+	// (net::ERR_ABORTED) and the tab keeps the page it had.
+	openInert := func(t *testing.T, url string) {
+		t.Helper()
+		nav, cancel := context.WithTimeout(b.ctx, time.Minute)
+		_, err := chromedp.Run(nav, chromedp.Navigate(url))
+		cancel()
+		if err != nil && !strings.Contains(err.Error(), "ERR_ABORTED") {
+			t.Fatalf("opening %s: %v", url, err)
+		}
+		if title := eval[string](b, "document.title"); title == scriptRan {
+			t.Errorf("a stored value's script ran at %s, opened from %s", eval[string](b, "location.href"), url)
+		}
+	}
 
 	for _, tc := range []struct{ name, contentType, body string }{
 		{"html", "text/html", `<!doctype html><title>stored</title><script>` + retitle + `</script><p>stored page</p>`},
 		{"svg", "image/svg+xml", `<svg xmlns="http://www.w3.org/2000/svg"><script>` + retitle + `</script></svg>`},
 	} {
 		b.run(t, "opening a stored "+tc.name+" value", func(t *testing.T) {
-			item := store(tc.name, tc.contentType, tc.body)
-			// A value answered as an attachment is saved, not shown: the
-			// navigation ends there (net::ERR_ABORTED) and the tab keeps
-			// the page it had. Either way no script of the value may run.
-			nav, cancel := context.WithTimeout(b.ctx, time.Minute)
-			_, err := chromedp.Run(nav, chromedp.Navigate(item))
-			cancel()
-			if err != nil && !strings.Contains(err.Error(), "ERR_ABORTED") {
-				t.Fatalf("opening %s: %v", item, err)
-			}
-			if title := eval[string](b, "document.title"); title == scriptRan {
-				t.Errorf("the stored %s value's script ran at %s", tc.name, eval[string](b, "location.href"))
-			}
+			openInert(t, store(tc.name, tc.contentType, tc.body))
 		})
 	}
 
@@ -74,16 +78,7 @@ func TestStoredValuesAreInertInBrowser(t *testing.T) {
 		// no header of the API's answer: opened as a page (a new tab, or
 		// a middle click) it must not be a document of the console's
 		// origin whose script could call the admin routes.
-		link := eval[string](b, `document.querySelector("#item-binary a").href`)
-		nav, cancel := context.WithTimeout(b.ctx, time.Minute)
-		_, err := chromedp.Run(nav, chromedp.Navigate(link))
-		cancel()
-		if err != nil && !strings.Contains(err.Error(), "ERR_ABORTED") {
-			t.Fatalf("opening %s: %v", link, err)
-		}
-		if title := eval[string](b, "document.title"); title == scriptRan {
-			t.Errorf("the stored value's script ran at %s", link)
-		}
+		openInert(t, eval[string](b, `document.querySelector("#item-binary a").href`))
 	})
 
 	b.run(t, "the console page loads no stored script or style", func(t *testing.T) {
