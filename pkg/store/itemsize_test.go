@@ -39,13 +39,14 @@ func TestLargestValuesFitAnItem(t *testing.T) {
 		t.Fatal(err)
 	}
 	creator, updater := strings.Repeat("c", uds.MaxSubjectBytes), strings.Repeat("u", uds.MaxSubjectBytes)
+	history := uds.History{Versions: 3, Days: 1}
 	noise := make([]byte, store.MaxItemBytes)
 	rng := rand.NewChaCha8([32]byte{1})
 	_, _ = rng.Read(noise)
 	text := base64.StdEncoding.EncodeToString(noise)
 	write := func(subject string, n int) uds.Write {
 		return uds.Write{Key: k, Data: json.RawMessage(`"` + text[:n] + `"`), ClassName: strings.Repeat("k", 1024),
-			Subject: subject, ExpiresAt: time.Now().Add(time.Hour), History: uds.History{Versions: 3, Days: 1}}
+			Subject: subject, ExpiresAt: time.Now().Add(time.Hour), History: history}
 	}
 	// largest is the longest value the check lets subject write.
 	largest := func(subject string) uds.Write {
@@ -81,7 +82,11 @@ func TestLargestValuesFitAnItem(t *testing.T) {
 	// bound they were written under, and fit there too.
 	exported := exportAll(t, s, true)
 	other := storetest.NewTables(t)
-	res, err := store.New(client, other).Import(ctx, app, exported)
+	dst := store.New(client, other)
+	if _, err := dst.SetPolicy(ctx, app, "sizes", uds.Policy{Access: uds.AccessShared, History: history}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := dst.Import(ctx, app, exported)
 	if err != nil || res.Imported != len(exported) {
 		t.Fatalf("import of %d records: %+v, %v; want every one imported", len(exported), res, err)
 	}
