@@ -92,7 +92,7 @@ func (e *localEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err.write(w, r)
 		return
 	}
-	cors := &corsWriter{ResponseWriter: w, set: func(h http.Header) {
+	answer := &answerWriter{ResponseWriter: w, set: func(h http.Header) {
 		e.guard.Answer(h, r, engineCORS, false)
 		if origin := r.Header.Get("Origin"); presignedRead && origin != "" && h.Get("Access-Control-Allow-Origin") == "" {
 			h.Set("Access-Control-Allow-Origin", origin)
@@ -102,25 +102,32 @@ func (e *localEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}}
 	if isPartCopy(r) {
 		// gofakes3 has no UploadPartCopy.
-		e.copyPart(cors, r)
+		e.copyPart(answer, r)
 	} else {
-		e.s3.ServeHTTP(cors, r)
+		e.s3.ServeHTTP(answer, r)
 	}
 	// An answer the handler wrote nothing of is sent after it returns,
 	// with the headers as they are then.
-	cors.replace()
+	answer.replace()
 }
 
-// corsWriter replaces the CORS headers gofakes3 sets on every answer
-// ("Access-Control-Allow-Origin: *") with the engine's, before the answer
-// is sent.
-type corsWriter struct {
+// answerWriter replaces, before an answer is sent, the headers gofakes3
+// sets that S3 would not: its CORS headers on every answer
+// ("Access-Control-Allow-Origin: *"), replaced with the engine's, and on a
+// GET or HEAD of an object the signing fields of the form that stored it
+// (X-Amz-Signature among them), which gofakes3 keeps as the object's
+// metadata and answers with, removed.
+type answerWriter struct {
 	http.ResponseWriter
 	set      func(http.Header)
 	replaced bool
 }
 
-func (c *corsWriter) replace() {
+// signingFields are the fields of a signed request or form that S3 never
+// answers with.
+var signingFields = []string{"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Signature", "X-Amz-Security-Token", "Policy"}
+
+func (c *answerWriter) replace() {
 	if c.replaced {
 		return
 	}
@@ -131,15 +138,18 @@ func (c *corsWriter) replace() {
 			delete(h, name)
 		}
 	}
+	for _, name := range signingFields {
+		h.Del(name)
+	}
 	c.set(h)
 }
 
-func (c *corsWriter) WriteHeader(status int) {
+func (c *answerWriter) WriteHeader(status int) {
 	c.replace()
 	c.ResponseWriter.WriteHeader(status)
 }
 
-func (c *corsWriter) Write(b []byte) (int, error) {
+func (c *answerWriter) Write(b []byte) (int, error) {
 	c.replace()
 	return c.ResponseWriter.Write(b)
 }
