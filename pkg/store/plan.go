@@ -128,9 +128,9 @@ type plan struct {
 	// searched in order costs less than a map to make and hash into.
 	owners []ownerCharge
 	// streamDue is, per owner, what the stream is due to release
-	// because of this plan (the streamed items it replaces): the limits
-	// hold for the usage once the stream has released it. It is made by
-	// the first such item: most plans replace none.
+	// because of this plan (the streamed items it replaces or removes):
+	// the limits hold for the usage once the stream has released it. It
+	// is made by the first such item: most plans replace none.
 	streamDue ownerDeltas
 	// prunes bounds the versions each change removes (history.go,
 	// maxPrunes).

@@ -455,3 +455,47 @@ func TestStreamedCreateRetriedPastItsOwnCount(t *testing.T) {
 		t.Errorf("alice's usage %+v, want the one item", u)
 	}
 }
+
+// An atomic batch that removes an item the stream counted and creates
+// another in its place, at the owner's limit, is judged by what it adds
+// once the stream has released what it removes, as a write replacing
+// such an item is: it was refused as one item over the limit. The stream
+// then brings usage to what is stored.
+func TestStreamedRemovalBesideAGrowingWrite(t *testing.T) {
+	ctx := context.Background()
+	f := newStreamedFixture(t)
+	if err := f.st.SetUserLimits(ctx, app, "alice", uds.Limits{Items: 2}); err != nil {
+		t.Fatal(err)
+	}
+	a, ca := f.create("a", 20)
+	_, cb := f.create("b", 20)
+	f.count("shard", ca, cb)
+	if u := f.usage("alice"); u.Items != 2 {
+		t.Fatalf("alice's usage %+v, want the two items counted", u)
+	}
+	c, err := uds.NewKey(app, "notes", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldA := f.image(a)
+	if _, err := f.st.WriteAtomic(ctx, []uds.BatchOp{
+		{Method: http.MethodDelete, Write: uds.Write{Key: a, Subject: "alice"}},
+		{Method: http.MethodPost, Write: uds.Write{Key: c, Subject: "alice", Data: jsonOfSize(20)}},
+	}); err != nil {
+		t.Fatalf("the batch removing a and creating c: %v, want it written", err)
+	}
+	f.seq++
+	f.count("shard", store.StreamChange{Sequence: strconv.Itoa(1000 + f.seq), At: f.clock.Now().Truncate(time.Second), Old: oldA})
+	if u, want := f.usage("alice"), f.stored("alice"); u != want || u.Items != 2 {
+		t.Errorf("alice's usage %+v once the stream released a, stored %+v", u, want)
+	}
+	// At the limit, a batch that removes nothing and creates is refused.
+	d, err := uds.NewKey(app, "notes", "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var quota *uds.QuotaError
+	if _, err := f.st.WriteAtomic(ctx, []uds.BatchOp{{Method: http.MethodPost, Write: uds.Write{Key: d, Subject: "alice", Data: jsonOfSize(20)}}}); !errors.As(err, &quota) {
+		t.Errorf("a batch creating a third item: %v, want the quota's refusal", err)
+	}
+}

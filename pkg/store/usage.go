@@ -196,6 +196,10 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 			p.charge(c.key.App, c.old.owner, c.old.charged().Negate(), i)
 		}
 		if c.kind == removeItem {
+			// The stream releases what it counted of the item removed: a
+			// write beside it in the plan (an atomic batch's) may grow
+			// by as much.
+			p.streamReleases(c.key.App, c.old, old)
 			continue
 		}
 		markCounting(c)
@@ -207,13 +211,8 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 			continue
 		}
 		p.chargeOwner(k, value, i)
-		if c.old != nil {
-			// The stream releases what it counted of old.
-			if p.streamDue == nil {
-				p.streamDue = ownerDeltas{}
-			}
-			p.streamDue.add(c.key.App, c.old.owner, old.Plus(c.old.charged().Negate()))
-		}
+		// The stream releases what it counted of old.
+		p.streamReleases(c.key.App, c.old, old)
 	}
 	for _, oc := range p.charged() {
 		k := oc.who
@@ -240,6 +239,23 @@ func (s *Store) planUsage(ctx context.Context, p *plan) error {
 		p.actions = append(p.actions, action{role: roleUsage, change: oc.growth, owner: k, write: write})
 	}
 	return nil
+}
+
+// streamReleases notes in p.streamDue what the stream is due to release
+// of old, an item the plan replaces or removes, of which its owner holds
+// held: what the stream counted of it, the part no transaction charged.
+func (p *plan) streamReleases(app string, old *itemState, held uds.Usage) {
+	if old == nil {
+		return
+	}
+	due := held.Plus(old.charged().Negate())
+	if due == (uds.Usage{}) {
+		return // a transaction counted it all
+	}
+	if p.streamDue == nil {
+		p.streamDue = ownerDeltas{}
+	}
+	p.streamDue.add(app, old.owner, due)
 }
 
 // markCounting marks the item a change writes as counted the way the
