@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/udsproject/uds/pkg/client"
@@ -55,7 +54,10 @@ func (w waits) next(last time.Duration, changed bool) time.Duration {
 
 func changes(e *env, args []string) error {
 	app, namespace := args[0], args[1]
-	limit, _ := strconv.Atoi(e.flag("limit"))
+	limit, err := e.limit()
+	if err != nil {
+		return err
+	}
 	follow := e.flag("follow") == "true"
 	cursor := e.flag("cursor")
 	// The cursor reached is told however the command ends, so that a

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,23 @@ func (e *env) given(name string) bool {
 
 func usageError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+// maxLimit is the most items or entries a page of the API holds.
+const maxLimit = 1000
+
+// limit reads --limit: 0 (the server's default) when it is not given,
+// else a page size the API takes. A number the API would refuse is the
+// command line's fault, said before any request.
+func (e *env) limit() (int, error) {
+	if !e.given("limit") {
+		return 0, nil
+	}
+	n, _ := strconv.Atoi(e.flag("limit"))
+	if n < 1 || n > maxLimit {
+		return 0, usageError("--limit must be from 1 to %d, got %s", maxLimit, e.flag("limit"))
+	}
+	return n, nil
 }
 
 // env is what a command works with: the client, its streams, and the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/udsproject/uds/pkg/client"
+	domain "github.com/udsproject/uds/pkg/uds"
 )
 
 // commands are the subcommands by name.
@@ -339,7 +340,13 @@ func (e *env) writeOptions() ([]client.CallOption, error) {
 	if cn := e.flag("class"); cn != "" {
 		opts = append(opts, client.ClassName(cn))
 	}
-	if ttl, _ := strconv.Atoi(e.flag("ttl")); ttl > 0 {
+	if e.given("ttl") {
+		// Bounded before it becomes a duration, which a large count of
+		// seconds would overflow into another expiry.
+		ttl, _ := strconv.ParseInt(e.flag("ttl"), 10, 64)
+		if most := int64(domain.MaxTTL / time.Second); ttl < 1 || ttl > most {
+			return nil, usageError("--ttl must be from 1 to %d seconds (ten years), got %s", most, e.flag("ttl"))
+		}
 		opts = append(opts, client.TTL(time.Duration(ttl)*time.Second))
 	}
 	if at := e.flag("expires-at"); at != "" {
@@ -387,7 +394,10 @@ func remove(e *env, args []string) error {
 }
 
 func list(e *env, args []string) error {
-	limit, _ := strconv.Atoi(e.flag("limit"))
+	limit, err := e.limit()
+	if err != nil {
+		return err
+	}
 	q := client.ListQuery{
 		Start: e.flag("start"), End: e.flag("end"),
 		Descending: e.flag("desc") == "true", Limit: limit,

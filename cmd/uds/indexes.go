@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -99,7 +98,10 @@ func buildIndexes(e *env, args []string) error {
 // query writes the items an index selects, page after page, as ls does.
 func query(e *env, args []string) error {
 	q := client.IndexQuery{Index: e.flag("index"), Prefix: e.flag("prefix"), Descending: e.flag("desc") == "true"}
-	q.Limit, _ = strconv.Atoi(e.flag("limit"))
+	var err error
+	if q.Limit, err = e.limit(); err != nil {
+		return err
+	}
 	if q.Index == "" {
 		return usageError("--index is required: the index to query (uds policy lists the namespace's)")
 	}
@@ -121,7 +123,7 @@ func query(e *env, args []string) error {
 	if selections > 1 {
 		return usageError("--eq, --prefix and --from/--to exclude each other: select by one of them")
 	}
-	err := writeItems(e, e.c.Query(e.ctx, args[0], args[1], q))
+	err = writeItems(e, e.c.Query(e.ctx, args[0], args[1], q))
 	if errors.Is(err, client.ErrIndexNotReady) {
 		return fmt.Errorf("%w; uds build-indexes %s %s builds it", err, args[0], args[1])
 	}

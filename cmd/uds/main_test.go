@@ -365,3 +365,33 @@ func TestExportDeleteImportExport(t *testing.T) {
 		t.Errorf("an import with a changed record: exit %d, %q, %q", code, out, errOut)
 	}
 }
+
+// Numbers out of the API's range are the command line's fault, said
+// before any request: a --ttl that would overflow into another expiry, or
+// that the API refuses (0, negative), was taken or ignored, and a --limit
+// below 1 was ignored.
+func TestNumberFlagRefusals(t *testing.T) {
+	t.Parallel()
+	srv := apitest.Server(t, 10*time.Second)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"a ttl past ten years", []string{"create", app, "n", "t1", "--data", "1", "--ttl", "18446744173"}, "--ttl must be from 1 to 315360000"},
+		{"a ttl of nothing", []string{"create", app, "n", "t2", "--data", "1", "--ttl", "0"}, "--ttl must be from 1"},
+		{"a negative ttl", []string{"put", app, "n", "t3", "--data", "1", "--ttl", "-5"}, "--ttl must be from 1"},
+		{"a negative limit", []string{"ls", app, "n", "l", "--limit", "-3"}, "--limit must be from 1 to 1000"},
+		{"a limit past a page", []string{"changes", app, "n", "--limit", "1001"}, "--limit must be from 1 to 1000"},
+		{"a query's limit of nothing", []string{"query", app, "n", "--index", "i", "--eq", "x", "--limit", "0"}, "--limit must be from 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, _, stderr := uds(t, srv, "", tc.args...); code != 2 || !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, tc.stderr)
+			}
+		})
+	}
+	if code, _, _ := uds(t, srv, "", "get", app, "n", "t1"); code != 1 {
+		t.Errorf("get of the refused create's item: exit %d, want 1 (not found)", code)
+	}
+}
