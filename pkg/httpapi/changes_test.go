@@ -250,3 +250,40 @@ func TestChangesFeedWithoutStreams(t *testing.T) {
 	}
 	e.do("GET", base+"/notes/a", "").expect(t, 200)
 }
+
+// An item written several times and deleted between two reads appears
+// once, as it is at the last of them: its tombstone names the version the
+// delete removed (and the delete's instant), not those of its first row in
+// the page.
+func TestChangesTombstoneNamesTheRemoval(t *testing.T) {
+	t.Parallel()
+	f := newFeedEnv(t)
+	e := f.env
+	e.do("POST", base+"/notes/keep", `{"data":0}`).expect(t, 201)
+	f.settle(t)
+	r := &replica{items: map[string]map[string]any{}}
+	r.sync(t, e, "notes")
+	f.settle(t)
+	r.sync(t, e, "notes")
+
+	// Each change is logged in a millisecond of its own, as changes a
+	// little apart are, and in one batch with others, as the stream
+	// delivers changes close together.
+	e.do("POST", base+"/notes/x", `{"data":1}`).expect(t, 201)
+	if err := f.poller.Drain(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(10 * time.Millisecond)
+	e.do("PUT", base+"/notes/x", `{"data":2}`).expect(t, 200)
+	e.do("PUT", base+"/notes/x", `{"data":3}`).expect(t, 200)
+	e.do("DELETE", base+"/notes/x", "").expect(t, 204)
+	f.settle(t)
+	body := e.do("GET", base+"/notes?changes="+url.QueryEscape(r.cursor), "").expect(t, 200).body
+	changes := body["changes"].([]any)
+	if len(changes) != 1 {
+		t.Fatalf("the page holds %v, want x's tombstone alone", changes)
+	}
+	if entry := changes[0].(map[string]any); entry["id"] != "x" || entry["deleted"] != true || version(entry) != 3 {
+		t.Errorf("the tombstone %v, want x deleted at version 3", entry)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -256,6 +257,22 @@ func (s *Store) logChanges(ctx context.Context, q ChangesQuery, pos ChangesPosit
 	return page, nil
 }
 
+// after reports whether row r logs a later change of its item than o: a
+// later millisecond, or in one millisecond (the rows of one batch of
+// stream records) a higher version, or the removal of the same one.
+// Rows of one millisecond sort by their suffix, a hash.
+func (r FeedRow) after(o FeedRow) bool {
+	rAt, _, _ := strings.Cut(r.Seq, ".")
+	oAt, _, _ := strings.Cut(o.Seq, ".")
+	switch {
+	case rAt != oAt:
+		return rAt > oAt
+	case r.Version != o.Version:
+		return r.Version > o.Version
+	}
+	return r.Removed && !o.Removed
+}
+
 // boolAttr reads a boolean attribute: false when absent.
 func boolAttr(av map[string]types.AttributeValue, name string) bool {
 	b, ok := av[name].(*types.AttributeValueMemberBOOL)
@@ -263,16 +280,25 @@ func boolAttr(av map[string]types.AttributeValue, name string) bool {
 }
 
 // CurrentChanges shows each row as a read of the feed shows it: its item
-// as it is now, or, when the item is gone, the tombstone of the version
-// the row names. The items are read once each, strongly consistent, so
-// that rows shown later never show an item older than rows shown before.
+// as it is now, or, when the item is gone, the tombstone of the latest
+// change the rows log of it (the removal, when they reach it), not of the
+// row's own: a key written and removed within the rows is shown by its
+// first row, as it is at the last. The items are read once each, strongly
+// consistent, so that rows shown later never show an item older than
+// rows shown before.
 func (s *Store) CurrentChanges(ctx context.Context, rows []FeedRow) ([]Change, error) {
 	index := make(map[string]int, len(rows))
 	var keys []uds.Key
+	latest := make([]FeedRow, 0, len(rows)) // each key's latest row, by its index
 	for _, r := range rows {
-		if _, ok := index[itemID(r.Key)]; !ok {
-			index[itemID(r.Key)] = len(keys)
-			keys = append(keys, r.Key)
+		i, ok := index[itemID(r.Key)]
+		if !ok {
+			i = len(keys)
+			index[itemID(r.Key)] = i
+			keys, latest = append(keys, r.Key), append(latest, r)
+		}
+		if r.after(latest[i]) {
+			latest[i] = r
 		}
 	}
 	items, errs := s.GetMany(ctx, keys)
@@ -283,7 +309,8 @@ func (s *Store) CurrentChanges(ctx context.Context, rows []FeedRow) ([]Change, e
 		case err == nil:
 			shown[n] = Change{Item: items[i]}
 		case errors.Is(err, uds.ErrNotFound):
-			shown[n] = Change{Removed: true, Item: uds.Item{Key: r.Key, Version: r.Version, UpdatedDate: r.At}}
+			last := latest[i]
+			shown[n] = Change{Removed: true, Item: uds.Item{Key: r.Key, Version: last.Version, UpdatedDate: last.At}}
 		default:
 			return nil, err
 		}
