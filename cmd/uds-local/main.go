@@ -245,9 +245,7 @@ func run(ctx context.Context, cfg config.Config, s3Dir string, logger *slog.Logg
 	// the server takes the caller from the header), and the root's
 	// redirect to it and the OpenAPI document (site), all behind the
 	// guard.
-	handler := http.NewServeMux()
-	handler.Handle(realtime.Path, hub.Handler(api.RealtimeCaller))
-	handler.Handle("/", site(console.Mount(api, console.Local(trusted))))
+	handler := realtime.Beside(hub.Handler(api.RealtimeCaller), site(console.Mount(api, console.Local(trusted))))
 	srv := &http.Server{Handler: guard(ln.Addr(), cfg, handler), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

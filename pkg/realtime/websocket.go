@@ -16,6 +16,23 @@ import (
 // Path is where the local server answers WebSocket upgrades.
 const Path = "/rest/api/v1/realtime"
 
+// Beside serves upgrades at Path with upgrades and every other request
+// with next, each path as it was sent. An http.ServeMux would clean
+// paths first and answer 307 to the cleaned one: an item the API names by
+// an id of "." or an empty namespace would be out of reach, and a client
+// that follows redirects would act on another item (a DELETE of t//x
+// deleting t/x). The API answers such paths itself, as behind API
+// Gateway.
+func Beside(upgrades, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == Path {
+			upgrades.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // Handler serves the hub's connections: a WebSocket upgrade of a caller
 // that caller names from the request (refused with its error's answer
 // otherwise), then a session until either side closes. The upgrade checks

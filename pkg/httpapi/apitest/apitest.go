@@ -94,10 +94,7 @@ func StartFeed(t testing.TB, tables store.Tables, deleteAllBudget time.Duration)
 	var running sync.WaitGroup
 	running.Go(func() { p.Run(ctx) })
 	running.Go(func() { hub.Run(ctx) })
-	mux := http.NewServeMux()
-	mux.Handle(realtime.Path, hub.Handler(api.RealtimeCaller))
-	mux.Handle("/", api)
-	srv := httptest.NewUnstartedServer(mux)
+	srv := httptest.NewUnstartedServer(realtime.Beside(hub.Handler(api.RealtimeCaller), api))
 	conns := &connSet{conns: map[net.Conn]struct{}{}}
 	srv.Config.ConnState = conns.track
 	srv.Start()
