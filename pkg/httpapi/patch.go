@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"mime"
 	"net/http"
@@ -57,13 +56,14 @@ func parsePatch(kind string, body []byte) (patchDocument, error) {
 		return nil, uds.Invalid("patch", "is not valid UTF-8")
 	}
 	var dup *duplicateNameError
-	if _, err := compactJSON(make([]byte, 0, len(body)), body); errors.As(err, &dup) {
+	_, err := compactJSON(make([]byte, 0, len(body)), body)
+	if errors.As(err, &dup) {
 		return nil, dup.refusal("patch")
 	}
 	if kind == MergePatchType {
 		// A merge patch is any JSON value: refused here when it is not
-		// JSON, before the item is read.
-		if !json.Valid(body) {
+		// JSON (the reading above failed), before the item is read.
+		if err != nil {
 			return nil, uds.Invalid("patch", "is not valid JSON: a JSON Merge Patch is a JSON value, usually an object of the members to change (null removes one)")
 		}
 		return func(data []byte) ([]byte, error) { return jsonpatch.MergePatch(data, body) }, nil
