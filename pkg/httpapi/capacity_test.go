@@ -195,6 +195,10 @@ func TestCapacityTable(t *testing.T) {
 		{"DELETE key-value item, with history", 204, func() response { return e.do("DELETE", hist, "") }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}},
 		{"POST key-value item after its delete, with history", 201, func() response { return e.do("POST", hist, kb(1)) }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
 		{"DELETE ?history of 5 kept versions and a marker", 200, func() response { return e.do("DELETE", hist+"?history", "") }, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
+		// An atomic batch reads its items and their history heads in one
+		// call, then commits as one transaction.
+		{"batch of 10 POSTs (1 KB), atomic, with history", 200, func() response { return e.do("POST", base+"/batch", batchOf(10, "POST", "hist", kb(1), true)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}},
+		{"batch of 10 PUTs (1 KB), atomic, with history", 200, func() response { return e.do("POST", base+"/batch", batchOf(10, "PUT", "hist", kb(1), true)) }, map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}},
 	}
 	// In namespace ix (shared) and ixp (private) the items' status is
 	// indexed; ix holds 300 items of status open besides the one the write

@@ -17,6 +17,7 @@ type HistoryStore interface {
 	Versions(ctx context.Context, key uds.Key, h uds.History) ([]uds.Version, error)
 	Version(ctx context.Context, key uds.Key, h uds.History, version int64) (uds.Item, error)
 	DropHistory(context.Context, uds.Write) (int, error)
+	Restore(context.Context, uds.Write) (uds.Item, bool, error)
 }
 
 // Version history on the item routes (docs/decisions/history.md, "Version
@@ -264,18 +265,10 @@ func noBody(r *http.Request) error {
 	return nil
 }
 
-// answerRestore restores a version of sc's item and answers as the write
+// answerRestore restores version v of sc's item and answers as the write
 // it became; key is the item as the request named it, for error bodies.
-func (a *API) answerRestore(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope, pre uds.Precondition, version int64) {
-	it, status, err := a.restore(r.Context(), sc, pre, version)
-	if err != nil {
-		a.fail(w, r, err, &key)
-		return
-	}
-	answerWritten(w, &it, status)
-}
-
-// restore writes version v of sc's item back as its current version, with
+//
+// A restore writes the version back as the item's current version, with
 // the version's data and className and no expiry. It is a write like any
 // other: refused while the namespace's access mode changes, checked
 // against today's schema (a *uds.SchemaError), charged to the owner's
@@ -285,32 +278,22 @@ func (a *API) answerRestore(w http.ResponseWriter, r *http.Request, key uds.Key,
 // owner-write namespace only the creator of the version restored (of the
 // item it was kept of) restores it, as only they could have changed that
 // item. A version that is not kept is a *notKept, and nothing is written.
-func (a *API) restore(ctx context.Context, sc *scope, pre uds.Precondition, v int64) (uds.Item, int, error) {
-	op, err := a.restoreOp(ctx, sc, pre, v)
-	if err != nil {
-		return uds.Item{}, 0, err
+func (a *API) answerRestore(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope, pre uds.Precondition, v int64) {
+	op, err := a.restoreOp(r.Context(), sc, pre, v)
+	var it uds.Item
+	created := false
+	if err == nil {
+		it, created, err = a.stores.History.Restore(r.Context(), op.Write)
 	}
-	update, create := op.Write, op.Write
-	create.IfMatch = uds.Precondition{}
-	for range restoreRounds {
-		if it, err := a.stores.Items.Update(ctx, update); !errors.Is(err, uds.ErrNotFound) || pre.IsSet() {
-			return it, http.StatusOK, err
-		}
-		if it, err := a.stores.Items.Create(ctx, create); !errors.Is(err, uds.ErrConflict) {
-			return it, http.StatusCreated, err
-		}
-		// Another write created the item between the update that found
-		// none and the create: the restore updates what it made, as it
-		// would have had it come first.
+	switch {
+	case err != nil:
+		a.fail(w, r, err, &key)
+	case created:
+		answerWritten(w, &it, http.StatusCreated)
+	default:
+		answerWritten(w, &it, http.StatusOK)
 	}
-	return uds.Item{}, 0, &uds.UnavailableError{Op: "restore " + sc.key.DataKey(), Err: errRestoreContended}
 }
-
-// restoreRounds bounds a restore's rounds of update and create while
-// other writers create and delete the item between them.
-const restoreRounds = 4
-
-var errRestoreContended = errors.New("the item was created and deleted again between each update and create")
 
 // restoreOp checks a restore of version v of sc's item as a write and
 // reads the version: the write it makes, marked as a restore, whose store

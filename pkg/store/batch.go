@@ -40,7 +40,12 @@ func (s *Store) WriteAtomic(ctx context.Context, ops []uds.BatchOp) ([]uds.Item,
 		}
 		values[i] = v
 	}
-	bv := &batchVerb{s: s, ops: ops, values: values, token: newToken()}
+	bv := &batchVerb{s: s, ops: ops, values: values, token: newToken(), prunes: maxPrunes}
+	if len(ops) > 1 {
+		// A write that shares its transaction with up to 49 others
+		// prunes one version; a batch of one prunes as a single write.
+		bv.prunes = 1
+	}
 	p, err := s.run(ctx, "atomic batch", bv)
 	var refusal *quotaRefusal
 	switch {
@@ -72,6 +77,8 @@ type batchVerb struct {
 	ops    []uds.BatchOp
 	values []encodedValue
 	token  string
+	// prunes bounds the versions each write removes (newPlan).
+	prunes int
 	// opOf is the operation each change of the last plan serves.
 	opOf []int
 	// methods is the write each operation makes: its own method, or for
@@ -85,8 +92,7 @@ type batchVerb struct {
 }
 
 // plan reads every item the batch writes and decides each operation as
-// its single verb does. A write of an atomic batch, which shares its
-// transaction with up to 49 others, prunes one version.
+// its single verb does.
 func (bv *batchVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
 	states, heads, err := bv.s.readStates(ctx, bv.ops)
 	if err != nil {
@@ -112,7 +118,7 @@ func (bv *batchVerb) plan(ctx context.Context, uncertain bool) (*plan, error) {
 			bv.opOf = append(bv.opOf, i)
 		}
 	}
-	return newPlan(now, 1, changes...), nil
+	return newPlan(now, bv.prunes, changes...), nil
 }
 
 // foundCommitted reports whether an item read carries the batch's write
@@ -187,8 +193,8 @@ func (bv *batchVerb) refused(_ context.Context, r *refusal, _ bool) (bool, error
 }
 
 // readStates reads the items a batch writes, strongly consistent (nil
-// where there is none): without their values, unless a write needs them
-// (needsOf); then also the history heads the writes need.
+// where there is none), without their values unless a write needs them
+// (needsOf), and the history heads the writes need, in one BatchGetItem.
 func (s *Store) readStates(ctx context.Context, ops []uds.BatchOp) ([]map[string]types.AttributeValue, []historyHead, error) {
 	keys := make([]uds.Key, len(ops))
 	var kept []uds.Key
@@ -203,11 +209,7 @@ func (s *Store) readStates(ctx context.Context, ops []uds.BatchOp) ([]map[string
 			projection = nil // a patch applies to the item's value
 		}
 	}
-	found, err := s.batchGet(ctx, keys, projection)
-	if err != nil {
-		return nil, nil, err
-	}
-	foundHeads, err := s.readHeads(ctx, kept)
+	found, foundHeads, err := s.readItemsAndHeads(ctx, keys, projection, kept)
 	if err != nil {
 		return nil, nil, err
 	}

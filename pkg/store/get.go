@@ -113,27 +113,51 @@ func (s *Store) GetMany(ctx context.Context, keys []uds.Key) ([]uds.Item, []erro
 // that names one key twice, and a batch of reads, or the entries of an
 // index page (an item's entry and a stale one of its earlier value), may.
 func (s *Store) batchGet(ctx context.Context, keys []uds.Key, projection *projection) (map[string]map[string]types.AttributeValue, error) {
-	found := map[string]map[string]types.AttributeValue{}
-	keys = distinctKeys(keys)
-	for start := 0; start < len(keys); start += maxBatchGet {
+	found, _, err := s.readItemsAndHeads(ctx, keys, projection, nil)
+	return found, err
+}
+
+// readItemsAndHeads is batchGet of keys that also reads the history heads
+// of the items heads names, in the same calls: a write that needs both
+// reads them in one BatchGetItem (up to 100 keys in all). The heads are
+// by history key.
+func (s *Store) readItemsAndHeads(ctx context.Context, keys []uds.Key, projection *projection, heads []uds.Key) (map[string]map[string]types.AttributeValue, map[string]historyHead, error) {
+	type read struct {
+		table string
+		key   map[string]types.AttributeValue
+	}
+	keys, heads = distinctKeys(keys), distinctKeys(heads)
+	reads := make([]read, 0, len(keys)+len(heads))
+	for _, k := range keys {
+		reads = append(reads, read{s.table(k), keyAV(k)})
+	}
+	for _, k := range heads {
+		reads = append(reads, read{s.tables.History, historyEntryKey(k, schema.HeadVersion)})
+	}
+	found, foundHeads := map[string]map[string]types.AttributeValue{}, map[string]historyHead{}
+	for start := 0; start < len(reads); start += maxBatchGet {
 		in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{}}
-		for _, k := range keys[start:min(start+maxBatchGet, len(keys))] {
-			ka := in.RequestItems[s.table(k)]
-			ka.Keys, ka.ConsistentRead = append(ka.Keys, keyAV(k)), aws.Bool(true)
-			if projection != nil {
+		for _, r := range reads[start:min(start+maxBatchGet, len(reads))] {
+			ka := in.RequestItems[r.table]
+			ka.Keys, ka.ConsistentRead = append(ka.Keys, r.key), aws.Bool(true)
+			if projection != nil && r.table != s.tables.History {
 				ka.ProjectionExpression, ka.ExpressionAttributeNames = aws.String(projection.expr), projection.names
 				ka.ConsistentRead = aws.Bool(!projection.eventual)
 			}
-			in.RequestItems[s.table(k)] = ka
+			in.RequestItems[r.table] = ka
 		}
-		err := s.getAll(ctx, "read items", in, func(_ string, it map[string]types.AttributeValue) {
+		err := s.getAll(ctx, "read items", in, func(table string, it map[string]types.AttributeValue) {
+			if table == s.tables.History {
+				foundHeads[str(it, schema.AttrHistoryKey)] = decodeHead(it)
+				return
+			}
 			found[str(it, schema.AttrDataKey)+"\x00"+str(it, schema.AttrSortKey)] = it
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return found, nil
+	return found, foundHeads, nil
 }
 
 // distinctKeys is keys without repeats, in their order.

@@ -317,21 +317,10 @@ func (s *Store) readHead(ctx context.Context, key uds.Key) (historyHead, error) 
 	return decodeHead(out.Item), nil
 }
 
-// readHeads reads the history heads of keys (at most maxBatchGet),
-// strongly consistent, by history key.
+// readHeads reads the history heads of keys, strongly consistent, by
+// history key.
 func (s *Store) readHeads(ctx context.Context, keys []uds.Key) (map[string]historyHead, error) {
-	heads := map[string]historyHead{}
-	if len(keys) == 0 {
-		return heads, nil
-	}
-	ka := types.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
-	for _, k := range keys {
-		ka.Keys = append(ka.Keys, historyEntryKey(k, schema.HeadVersion))
-	}
-	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{s.tables.History: ka}}
-	err := s.getAll(ctx, "read history heads", in, func(_ string, it map[string]types.AttributeValue) {
-		heads[str(it, schema.AttrHistoryKey)] = decodeHead(it)
-	})
+	_, heads, err := s.readItemsAndHeads(ctx, nil, nil, keys)
 	return heads, err
 }
 
