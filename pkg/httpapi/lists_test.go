@@ -166,6 +166,16 @@ func TestDeleteAllOfAList(t *testing.T) {
 	}
 	e.fill(list, keys, 50)
 	e.fill(base+"/purge/keep", []string{"x"}, 10)
+	// No one ETag names a list's items: If-Match, which a client meaning
+	// to delete one item would send, is refused and nothing is deleted.
+	for _, tag := range []string{`"1-zzz"`, "*"} {
+		if r := e.do("DELETE", list+"/list", "", "If-Match", tag).expect(t, 400); r.body["error"] != "Invalid If-Match" {
+			t.Fatalf("If-Match %s: %s", tag, r.raw)
+		}
+	}
+	if got, _ := e.walk(list, url.Values{}); len(got) != len(keys) {
+		t.Fatalf("%d of %d items left after a refused delete-all", len(got), len(keys))
+	}
 	e.do("DELETE", list+"/list", "").expect(t, 204)
 	if got, _ := e.walk(list, url.Values{}); len(got) != 0 {
 		t.Fatalf("%d items left after delete-all", len(got))
