@@ -96,6 +96,19 @@ func (c command) takes() string {
 	return c.args
 }
 
+// checkNotEmpty refuses an empty argument, which names no app, user,
+// namespace, id or sort key: sent, its path would name another resource
+// (an empty id, the namespace; an empty sort key, the key-value item).
+func (c command) checkNotEmpty(args []string) error {
+	names := strings.Fields(strings.NewReplacer("[", "", "]", "").Replace(c.args))
+	for i, a := range args {
+		if a == "" && i < len(names) {
+			return usageError("%s is empty", names[i])
+		}
+	}
+	return nil
+}
+
 // globals are the flags every command takes, before or after its name.
 type globals struct {
 	endpoint, token, region, subject, realtime string
@@ -165,6 +178,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if err == nil && (len(positional) < cmd.min || len(positional) > cmd.max) {
 		err = usageError("%s takes %s", name, cmd.takes())
+	}
+	if err == nil {
+		err = cmd.checkNotEmpty(positional)
 	}
 	if err == nil {
 		err = g.check(fs)

@@ -295,7 +295,7 @@ func write(update bool) func(e *env, args []string) error {
 		if update && e.given("content-type") {
 			return usageError("--content-type goes with --file")
 		}
-		data, err := e.readData(e.flag("data"))
+		data, err := e.readData()
 		if err != nil {
 			return err
 		}
@@ -318,7 +318,7 @@ func patch(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	doc, err := e.readData(e.flag("data"))
+	doc, err := e.readData()
 	if err != nil {
 		return err
 	}
@@ -364,15 +364,25 @@ func (e *env) writeOptions() ([]client.CallOption, error) {
 	return opts, nil
 }
 
-// readData reads a write's data: the flag's JSON, @FILE, or standard input.
-func (e *env) readData(flagValue string) (json.RawMessage, error) {
+// readData reads a write's data: --data's JSON, @FILE, or standard input
+// without --data. JSON that --data itself holds is the command line's to
+// get right (a usage error); a file's or standard input's is the input's.
+func (e *env) readData() (json.RawMessage, error) {
+	flagValue := e.flag("data")
 	var b []byte
 	var err error
+	source := "standard input"
 	switch {
+	case e.given("data") && flagValue == "":
+		return nil, usageError("--data is empty: give JSON, @FILE, or leave --data out to read standard input")
 	case strings.HasPrefix(flagValue, "@"):
-		b, err = os.ReadFile(flagValue[1:])
+		source = flagValue[1:]
+		b, err = os.ReadFile(source)
 	case flagValue != "":
-		b = []byte(flagValue)
+		if !json.Valid([]byte(flagValue)) {
+			return nil, usageError("--data is not JSON")
+		}
+		return json.RawMessage(flagValue), nil
 	default:
 		b, err = io.ReadAll(e.stdin)
 	}
@@ -380,7 +390,7 @@ func (e *env) readData(flagValue string) (json.RawMessage, error) {
 		return nil, err
 	}
 	if !json.Valid(b) {
-		return nil, usageError("the data is not JSON")
+		return nil, fmt.Errorf("the data read from %s is not JSON", source)
 	}
 	return json.RawMessage(b), nil
 }

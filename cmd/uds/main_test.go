@@ -38,7 +38,14 @@ func TestUsageAndExitStatus(t *testing.T) {
 		{"too many arguments", []string{"users", app, "extra"}, "", 2, "", "users takes APP"},
 		{"an argument to a command that takes none", []string{"registry", "extra"}, "", 2, "", "registry takes no arguments"},
 		{"unknown flag", []string{"get", app, "ns", "id", "--colour"}, "", 2, "", "flag provided but not defined: -colour"},
-		{"data that is not JSON", []string{"create", app, "ns", "id", "--data", "{nope"}, "", 2, "", "the data is not JSON"},
+		{"data that is not JSON", []string{"create", app, "ns", "id", "--data", "{nope"}, "", 2, "", "--data is not JSON"},
+		{"empty data", []string{"create", app, "ns", "id", "--data", ""}, "1", 2, "", "--data is empty"},
+		{"an empty id", []string{"rm", app, "ns", ""}, "", 2, "", "ID is empty"},
+		{"an empty sort key", []string{"rm", app, "ns", "id", ""}, "", 2, "", "SORTKEY is empty"},
+		{"an empty user", []string{"quota", app, ""}, "", 2, "", "USER is empty"},
+		// The reserved sort key names the list: sent, a delete would
+		// delete the whole list.
+		{"the sort key list", []string{"rm", app, "ns", "id", "list"}, "", 1, "", `the sort key "list" is reserved for the list itself`},
 		{"not an endpoint", []string{"users", app, "--endpoint", "ftp://example.com"}, "", 2, "", `endpoint "ftp://example.com" is not an http(s) URL`},
 		{"--token with --sigv4", []string{"--token", "jwt", "users", app, "--sigv4"}, "", 2, "", "--token and --sigv4 exclude each other"},
 		{"set-quota without limits", []string{"set-quota", app}, "", 2, "", "give --bytes, --items or both"},
@@ -57,6 +64,7 @@ func TestUsageAndExitStatus(t *testing.T) {
 		{"not found", []string{"get", app, "ns", "missing"}, "", 1, "", "404 Key not found"},
 		{"refused by the API", []string{"get", "not-a-uuid", "ns", "id"}, "", 1, "", "400 Invalid applicationUuid"},
 		// Bad input data is no usage error: the command line was right.
+		{"data on standard input that is not JSON", []string{"create", app, "ns", "id"}, "{nope", 1, "", "the data read from standard input is not JSON"},
 		{"an import line that is not a record", []string{"import", app}, record + "\n\n{\"namespace\": 1}\n", 1, "", "line 3 is not an exported record"},
 	})
 }

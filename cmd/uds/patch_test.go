@@ -22,6 +22,6 @@ func TestPatch(t *testing.T) {
 		{"a stale If-Match", []string{"patch", app, "prefs", "u1", "--if-match", `"1-x"`, "--data", `{"a":1}`}, "", 1, "", "uds patch: 412"},
 		{"a malformed JSON Patch", []string{"patch", app, "prefs", "u1", "--json-patch", "--data", `{"op":"add"}`}, "", 1, "", "uds patch: 400 Invalid patch"},
 		{"nothing there", []string{"patch", app, "prefs", "missing", "--data", `{"a":1}`}, "", 1, "", "uds patch: 404"},
-		{"a patch that is not JSON", []string{"patch", app, "prefs", "u1", "--data", `{nope`}, "", 2, "", "the data is not JSON"},
+		{"a patch that is not JSON", []string{"patch", app, "prefs", "u1", "--data", `{nope`}, "", 2, "", "--data is not JSON"},
 	})
 }

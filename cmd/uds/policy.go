@@ -124,7 +124,7 @@ func changedPolicy(e *env, current client.Policy) (client.Policy, error) {
 			return p, err
 		}
 		if !json.Valid(b) {
-			return p, usageError("%s is not JSON", file)
+			return p, fmt.Errorf("the schema read from %s is not JSON", file)
 		}
 		p.Schema = b
 	}

@@ -78,6 +78,11 @@ func (c *Client) Batch(ctx context.Context, app string, atomic bool, ops []Batch
 		Operations []opJSON `json:"operations"`
 	}{Atomic: atomic, Operations: make([]opJSON, len(ops))}
 	for i, op := range ops {
+		if op.Key.App != app {
+			// The operation's path names no app: sent, it would write
+			// in the batch's.
+			return nil, invalid("operation %d names app %q, and the batch is of app %q: a batch writes in one app", i, op.Key.App, app)
+		}
 		o := collect(op.Options)
 		j := opJSON{Method: op.Method, IfMatch: o.ifMatch, IfNoneMatch: o.ifNoneMatch}
 		j.Path = url.PathEscape(op.Key.Namespace) + "/" + url.PathEscape(op.Key.ID)

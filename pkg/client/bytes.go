@@ -87,7 +87,7 @@ func (c *Client) putInline(ctx context.Context, k Key, r io.Reader, size int64, 
 	o.report(0, size)
 	h := o.header()
 	o.fieldHeaders(h)
-	req := request{method: http.MethodPut, path: k.path(), body: body, contentType: contentType, header: h, retry: o.writeRetry()}
+	req := request{method: http.MethodPut, path: k.path(), refused: k.checkItem(), body: body, contentType: contentType, header: h, retry: o.writeRetry()}
 	var it Item
 	var err error
 	if o.ifMatch != "" {
@@ -149,7 +149,7 @@ func (c *Client) upload(ctx context.Context, k Key, r io.Reader, size int64, con
 	// A reservation sent again would reserve the bytes twice, until the
 	// first one lapsed: it is sent again only when it did nothing.
 	var grant uploadGrant
-	reserve := request{method: http.MethodPost, path: k.path(), query: url.Values{"upload": {""}}, body: body, retry: unsent}
+	reserve := request{method: http.MethodPost, path: k.path(), refused: k.checkItem(), query: url.Values{"upload": {""}}, body: body, retry: unsent}
 	if _, err := c.call(ctx, reserve, &grant, http.StatusCreated); err != nil {
 		return Item{}, err
 	}
@@ -164,7 +164,7 @@ func (c *Client) upload(ctx context.Context, k Key, r io.Reader, size int64, con
 	if err != nil {
 		return Item{}, err
 	}
-	commit := request{method: http.MethodPost, path: k.path(), query: url.Values{"commit": {""}}, body: body, retry: always}
+	commit := request{method: http.MethodPost, path: k.path(), refused: k.checkItem(), query: url.Values{"commit": {""}}, body: body, retry: always}
 	return c.item(ctx, commit, http.StatusOK, http.StatusCreated)
 }
 
@@ -291,7 +291,7 @@ func (c *Client) GetBytes(ctx context.Context, k Key, w io.Writer, opts ...CallO
 		it.Size = n
 		return err
 	}
-	err := c.exchange(ctx, request{method: http.MethodGet, path: k.path(), header: h, retry: always}, read, http.StatusOK, http.StatusFound)
+	err := c.exchange(ctx, request{method: http.MethodGet, path: k.path(), refused: k.checkItem(), header: h, retry: always}, read, http.StatusOK, http.StatusFound)
 	return it, err
 }
 

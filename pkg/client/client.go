@@ -71,8 +71,8 @@ func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua
 // The retry bounds of a client that WithRetries and WithMaxRetryWait do
 // not change. DefaultMaxRetryWait leaves room for a rate limit's
 // Retry-After of a few seconds at every attempt, and for a write that
-// waits out a namespace's change of access (503 with a Retry-After of
-// about a minute on a default deployment).
+// waits out a namespace's change of access (503 policy_pending, with a
+// Retry-After of about a minute on a default deployment).
 const (
 	DefaultRetries      = 4
 	DefaultBackoff      = 100 * time.Millisecond
@@ -153,6 +153,9 @@ type request struct {
 	contentType string
 	header      http.Header
 	retry       retry
+	// refused, when set, is why the request is not sent: its path would
+	// name something other than what the call is about (Key.checkItem).
+	refused error
 }
 
 // response is an answer with a status the caller expects.
@@ -181,6 +184,9 @@ func (c *Client) do(ctx context.Context, r request, ok ...int) (response, error)
 // is a *deliveredError: part of the answer has gone where it cannot be
 // taken back.
 func (c *Client) exchange(ctx context.Context, r request, take func(*http.Response) error, ok ...int) error {
+	if r.refused != nil {
+		return r.refused
+	}
 	var waited time.Duration
 	for attempt := 0; ; attempt++ {
 		err := c.attempt(ctx, r, take, ok)
@@ -247,7 +253,10 @@ func (c *Client) retryable(r request, err error, attempt int, waited time.Durati
 			// Refused before anything was done: any request may be
 			// sent again.
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-			if r.retry != always {
+			// A namespace changing its access mode refuses a write
+			// before it does anything (policy_pending): any request may
+			// be sent again, after the Retry-After the server gives.
+			if r.retry != always && apiErr.Code != "policy_pending" {
 				return 0, false
 			}
 		default:

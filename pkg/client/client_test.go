@@ -225,6 +225,57 @@ func TestListsAndBatches(t *testing.T) {
 	}
 }
 
+// TestKeysThatNameSomethingElse checks the calls whose path would name
+// something other than what they are about: each is refused before it is
+// sent (ErrInvalid), and nothing is read, written or deleted.
+func TestKeysThatNameSomethingElse(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClient(t, apitest.Server(t, 10*time.Second))
+	list := client.Key{App: app, Namespace: "keep", ID: "l"}
+	for _, sk := range []string{"a", "b"} {
+		k := list
+		k.SortKey = sk
+		if _, err := c.Create(ctx, k, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asItem := list
+	asItem.SortKey = "list" // names the whole list
+	withSortKey := list
+	withSortKey.SortKey = "a"
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"Delete of the sort key list", func() error { return c.Delete(ctx, asItem, client.IfMatch(`"1-x"`)) }},
+		{"Get of the sort key list", func() error { _, err := c.Get(ctx, asItem); return err }},
+		{"DeleteList of a key with a sort key", func() error { _, err := c.DeleteList(ctx, withSortKey); return err }},
+		{"ListPage of a key with a sort key", func() error { _, err := c.ListPage(ctx, withSortKey, client.ListQuery{}, ""); return err }},
+		{"Create with an empty id", func() error { _, err := c.Create(ctx, client.Key{App: app, Namespace: "keep"}, 1); return err }},
+		{"DeleteList with an empty id", func() error { _, err := c.DeleteList(ctx, client.Key{App: app, Namespace: "keep"}); return err }},
+		{"a batch operation in another app", func() error {
+			_, err := c.Batch(ctx, app, false, []client.BatchOp{{Method: "POST", Key: client.Key{App: otherApp, Namespace: "keep", ID: "x"}, Data: 1}})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.call(); !errors.Is(err, client.ErrInvalid) || errors.As(err, new(*client.APIError)) {
+				t.Errorf("%v, want ErrInvalid from the client", err)
+			}
+		})
+	}
+	page, err := c.ListPage(ctx, list, client.ListQuery{}, "")
+	if err != nil || len(page.Items) != 2 {
+		t.Errorf("the list holds %d items, %v; want both", len(page.Items), err)
+	}
+	for _, a := range []string{app, otherApp} {
+		if _, err := c.Get(ctx, client.Key{App: a, Namespace: "keep", ID: "x"}); !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("the refused batch wrote in %s: %v", a, err)
+		}
+	}
+}
+
 func TestDeleteListRepeatsUntilDone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -94,8 +94,13 @@
 //
 // Errors from the API are *APIError values, matched with errors.Is against
 // ErrNotFound, ErrConflict, ErrPreconditionFailed, ErrQuotaExceeded,
-// ErrIndexNotReady, ErrInvalid and the others, by the answer's code
-// (APIError.Code); errors.As gives the server's details. No error text names this package or UDS ("404 Key not
+// ErrIndexNotReady, ErrErasing, ErrInvalid and the others, by the answer's
+// code (APIError.Code); errors.As gives the server's details. A call whose
+// request would name something other than what it is about (a Key with
+// an empty part, the sort key "list", which names the list itself, a list
+// method's key with a sort key, a batch operation in another app) is
+// refused before anything is sent, with an error that is ErrInvalid but
+// no *APIError. No error text names this package or UDS ("404 Key not
 // found: ..."): the caller adds what it was doing, once.
 //
 // Retries: requests are sent again, only where that is safe, after the
@@ -113,7 +118,8 @@
 // registrations, index build steps) are also retried after 502, 503, 504
 // or a lost connection. Creates, batches, and updates and restores without
 // IfMatch are retried only when they certainly did nothing (no connection
-// could be made, or 429): a repeated create that took effect the first
+// could be made, a 429, or a 503 policy_pending, with which a namespace
+// changing its access mode refuses writes): a repeated create that took effect the first
 // time would answer 409 for the caller's own write, and a repeated
 // unconditional update or restore would bump the version again and could
 // overwrite a write made in between.

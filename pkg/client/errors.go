@@ -3,9 +3,12 @@ package client
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Sentinel errors: an *APIError is one of them (errors.Is) by its code, or
@@ -19,8 +22,9 @@ var (
 	ErrQuotaExceeded      = errors.New("quota exceeded")           // 403 "Quota exceeded"
 	ErrNotFound           = errors.New("not found")                // 404
 	ErrCursorExpired      = errors.New("cursor expired")           // 410 "cursor_expired": a changes feed's cursor the feed no longer continues; read it again from the beginning into an empty replica
-	ErrConflict           = errors.New("conflict")                 // 409, other than an index not ready
+	ErrConflict           = errors.New("conflict")                 // 409, other than an index not ready or an erase
 	ErrIndexNotReady      = errors.New("index not ready")          // 409 "Index not ready": the index is still building (Client.BuildIndexes)
+	ErrErasing            = errors.New("data being erased")        // 409 "erasing": an erase of the writer's data, or the owner's, is running or holds their writes (EraseUser); nothing was written
 	ErrPreconditionFailed = errors.New("precondition failed")      // 412
 	ErrTooLarge           = errors.New("payload too large")        // 413
 	ErrSchema             = errors.New("schema validation failed") // 422
@@ -82,14 +86,19 @@ type Violation struct {
 }
 
 // Error is the status, the server's message and its details: "404 Key not
-// found: ...", and how often the request was sent when that was more
+// found: ...", or the start of a body that is not UDS's JSON, and how often the request was sent when that was more
 // than once ("... (sent 5 times over 6.2s)"). Like every error of this
 // package it names no package or program: the caller says what it was
 // doing ("uds get: 404 Key not found").
 func (e *APIError) Error() string {
 	msg := strconv.Itoa(e.Status)
-	if e.Message != "" {
+	switch {
+	case e.Message != "":
 		msg += " " + e.Message
+	case len(e.Body) > 0:
+		// An answer that is not UDS's (S3's XML, a proxy's page) says
+		// what went wrong only in its body.
+		msg += ": " + bodyExcerpt(e.Body)
 	}
 	if e.Details != "" {
 		msg += ": " + e.Details
@@ -118,6 +127,7 @@ var codeKinds = map[string]error{
 	"cursor_expired":      ErrCursorExpired,
 	"conflict":            ErrConflict,
 	"index_not_ready":     ErrIndexNotReady,
+	"erasing":             ErrErasing,
 	"precondition_failed": ErrPreconditionFailed,
 	"too_large":           ErrTooLarge,
 	"schema_violation":    ErrSchema,
@@ -198,4 +208,29 @@ func newAPIError(status int, h http.Header, body []byte) *APIError {
 	e.User, e.UsedBytes, e.UsedItems, e.LimitBytes, e.LimitItems = b.User, b.UsedBytes, b.UsedItems, b.LimitBytes, b.LimitItems
 	e.Deleted, e.FailedIndex, e.Violations, e.PatchOperation = b.Deleted, b.FailedIndex, b.Violations, b.PatchOperation
 	return e
+}
+
+// invalid is a call the client refuses before sending anything, because
+// its request would not do what the call says: ErrInvalid, as the API's
+// 400, with what was wrong.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// maxExcerpt bounds what an error message quotes of a body.
+const maxExcerpt = 200
+
+// bodyExcerpt is the start of a body for an error message: its runs of
+// white space as one space, invalid UTF-8 replaced, at most maxExcerpt
+// bytes and an ellipsis after a cut.
+func bodyExcerpt(body []byte) string {
+	text := strings.Join(strings.Fields(strings.ToValidUTF8(string(body[:min(len(body), 4*maxExcerpt)]), "\uFFFD")), " ")
+	if len(text) <= maxExcerpt {
+		return text
+	}
+	cut := maxExcerpt
+	for !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + "…"
 }

@@ -44,7 +44,7 @@ func (c *Client) HistoryPage(ctx context.Context, k Key, cursor string, limit in
 		Versions []Version `json:"versions"`
 		Cursor   string    `json:"cursor"`
 	}
-	_, err := c.call(ctx, request{method: http.MethodGet, path: k.path(), query: historyQuery(cursor, limit), retry: always}, &p, http.StatusOK)
+	_, err := c.call(ctx, request{method: http.MethodGet, path: k.path(), refused: k.checkItem(), query: historyQuery(cursor, limit), retry: always}, &p, http.StatusOK)
 	return p.Versions, p.Cursor, err
 }
 
@@ -63,7 +63,7 @@ func versionQuery(name string, version int64) url.Values {
 // that version's ETag: ErrNotFound if it is not kept (never was, pruned,
 // expired, or a delete marker).
 func (c *Client) GetVersion(ctx context.Context, k Key, version int64) (Item, error) {
-	r := request{method: http.MethodGet, path: k.path(), query: versionQuery("version", version), retry: always}
+	r := request{method: http.MethodGet, path: k.path(), refused: k.checkItem(), query: versionQuery("version", version), retry: always}
 	return c.read(ctx, k, r)
 }
 
@@ -76,7 +76,7 @@ func (c *Client) GetVersion(ctx context.Context, k Key, version int64) (Item, er
 // it takes (the others are not sent). It is retried as Update is.
 func (c *Client) Restore(ctx context.Context, k Key, version int64, opts ...CallOption) (Item, error) {
 	o := callOptions{ifMatch: collect(opts).ifMatch}
-	r := request{method: http.MethodPost, path: k.path(), query: versionQuery("restore", version), header: o.header(), retry: o.writeRetry()}
+	r := request{method: http.MethodPost, path: k.path(), refused: k.checkItem(), query: versionQuery("restore", version), header: o.header(), retry: o.writeRetry()}
 	return c.item(ctx, r, http.StatusOK, http.StatusCreated)
 }
 
@@ -88,6 +88,6 @@ func (c *Client) DropHistory(ctx context.Context, k Key) (int, error) {
 	var out struct {
 		Removed int `json:"removed"`
 	}
-	_, err := c.call(ctx, request{method: http.MethodDelete, path: k.path(), query: historyQuery("", 0), retry: always}, &out, http.StatusOK)
+	_, err := c.call(ctx, request{method: http.MethodDelete, path: k.path(), refused: k.checkItem(), query: historyQuery("", 0), retry: always}, &out, http.StatusOK)
 	return out.Removed, err
 }

@@ -19,6 +19,38 @@ type Key struct {
 	SortKey   string
 }
 
+// reservedSortKey is the sort key the API keeps for the list itself:
+// .../{id}/list names the list, not an item.
+const reservedSortKey = "list"
+
+// checkItem refuses, before anything is sent, a key whose path would name
+// something other than its item: with an empty app, namespace or id the
+// path names another route (a namespace's query, a list's page), and the
+// sort key "list" names the whole list, so that a Delete of it would
+// delete every item of the list.
+func (k Key) checkItem() error {
+	switch {
+	case k.App == "" || k.Namespace == "" || k.ID == "":
+		return invalid("a key names its item by app, namespace and id, and none of them may be empty (app %q, namespace %q, id %q)", k.App, k.Namespace, k.ID)
+	case k.SortKey == reservedSortKey:
+		return invalid("the sort key %q is reserved for the list itself, and no item has it; List and DeleteList read and delete a list", reservedSortKey)
+	}
+	return nil
+}
+
+// checkList refuses a list's key that would name something else: the
+// list is its app, namespace and id, and a sort key would make the path
+// name an item.
+func (k Key) checkList() error {
+	switch {
+	case k.App == "" || k.Namespace == "" || k.ID == "":
+		return invalid("a list is named by app, namespace and id, and none of them may be empty (app %q, namespace %q, id %q)", k.App, k.Namespace, k.ID)
+	case k.SortKey != "":
+		return invalid("a list's key has no sort key (it has %q); to read or delete one item of the list, use Get or Delete", k.SortKey)
+	}
+	return nil
+}
+
 // path is the key's route below basePath.
 func (k Key) path() string {
 	p := "/data/" + url.PathEscape(k.App) + "/" + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.ID)
@@ -179,7 +211,7 @@ func marshalData(data any) (json.RawMessage, error) {
 // bytes; of a large one (Large), GetBytes reads the bytes.
 func (c *Client) Get(ctx context.Context, k Key, opts ...CallOption) (Item, error) {
 	o := collect(opts)
-	return c.read(ctx, k, request{method: http.MethodGet, path: k.path(), header: o.header(), retry: always})
+	return c.read(ctx, k, request{method: http.MethodGet, path: k.path(), refused: k.checkItem(), header: o.header(), retry: always})
 }
 
 // read reads an item, whose value the API answers as JSON or, for bytes,
@@ -241,7 +273,7 @@ func (c *Client) write(ctx context.Context, method string, k Key, data any, o ca
 	if err != nil {
 		return Item{}, err
 	}
-	return c.item(ctx, request{method: method, path: k.path(), body: body, header: o.header(), retry: r}, status)
+	return c.item(ctx, request{method: method, path: k.path(), refused: k.checkItem(), body: body, header: o.header(), retry: r}, status)
 }
 
 func (c *Client) item(ctx context.Context, r request, status ...int) (Item, error) {
@@ -256,7 +288,7 @@ func (c *Client) item(ctx context.Context, r request, status ...int) (Item, erro
 // revision.
 func (c *Client) Delete(ctx context.Context, k Key, opts ...CallOption) error {
 	o := collect(opts)
-	_, err := c.do(ctx, request{method: http.MethodDelete, path: k.path(), header: o.header(), retry: always}, http.StatusNoContent)
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: k.path(), refused: k.checkItem(), header: o.header(), retry: always}, http.StatusNoContent)
 	return err
 }
 

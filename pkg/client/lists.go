@@ -38,7 +38,7 @@ func (c *Client) ListPage(ctx context.Context, list Key, q ListQuery, cursor str
 		query.Set("sortOrder", "DESC")
 	}
 	var p ListPage
-	_, err := c.call(ctx, request{method: http.MethodGet, path: list.path() + "/list", query: query, retry: always}, &p, http.StatusOK)
+	_, err := c.call(ctx, request{method: http.MethodGet, path: list.path() + "/list", refused: list.checkList(), query: query, retry: always}, &p, http.StatusOK)
 	return p, err
 }
 
@@ -58,6 +58,9 @@ func (c *Client) List(ctx context.Context, list Key, q ListQuery) iter.Seq2[Item
 // returns the items removed in the rounds cut short, as the server counted
 // them (the last round does not say).
 func (c *Client) DeleteList(ctx context.Context, list Key) (int, error) {
+	if err := list.checkList(); err != nil {
+		return 0, err
+	}
 	return c.deleteInRounds(ctx, list.path()+"/list")
 }
 

@@ -78,7 +78,7 @@ func (c *Client) patch(ctx context.Context, k Key, contentType string, patch any
 	}
 	h := o.header()
 	o.fieldHeaders(h)
-	return c.item(ctx, request{method: http.MethodPatch, path: k.path(), body: body, contentType: contentType, header: h, retry: o.writeRetry()}, http.StatusOK)
+	return c.item(ctx, request{method: http.MethodPatch, path: k.path(), refused: k.checkItem(), body: body, contentType: contentType, header: h, retry: o.writeRetry()}, http.StatusOK)
 }
 
 // PatchItem is the batch operation that applies a JSON Patch to k, as

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -89,6 +90,7 @@ func TestAPIErrorKindsFollowTheCode(t *testing.T) {
 		{"a policy change under way", &APIError{Status: 503, Code: "policy_pending"}, ErrUnavailable},
 		{"a deployment without a bucket", &APIError{Status: 501, Code: "not_configured"}, ErrNotImplemented},
 		{"a changes feed's cursor too old", &APIError{Status: 410, Code: "cursor_expired"}, ErrCursorExpired},
+		{"an erase holding the writer's writes", &APIError{Status: 409, Code: "erasing"}, ErrErasing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !errors.Is(tc.err, tc.kind) {
@@ -126,6 +128,8 @@ func TestRetryable(t *testing.T) {
 		{"API Gateway's throttle, no Retry-After", answer(http.StatusTooManyRequests, "", 0), unsent, 2, 0, true, 0, 40 * time.Millisecond},
 		{"503, a read", answer(http.StatusServiceUnavailable, "unavailable", 2*time.Second), always, 0, 0, true, 2 * time.Second, 3 * time.Second},
 		{"503, a create", answer(http.StatusServiceUnavailable, "unavailable", 2*time.Second), unsent, 0, 0, false, 0, 0},
+		// A namespace changing its access mode wrote nothing.
+		{"503 policy_pending, a create", answer(http.StatusServiceUnavailable, "policy_pending", 2*time.Second), unsent, 0, 0, true, 2 * time.Second, 3 * time.Second},
 		{"500", answer(http.StatusInternalServerError, "internal", 0), always, 0, 0, false, 0, 0},
 		{"no connection, a create", dial, unsent, 0, 0, true, 0, 10 * time.Millisecond},
 		{"a connection lost, a create", errors.New("connection reset"), unsent, 0, 0, false, 0, 0},
@@ -158,6 +162,10 @@ func TestAPIErrorKinds(t *testing.T) {
 		{"API Gateway's throttle", &APIError{Status: 429, Message: "Too Many Requests", Attempts: 1}, true, false, "429 Too Many Requests"},
 		{"a throttle whose message reads like a rate limit", &APIError{Status: 429, Message: "Too many requests", Attempts: 1}, true, false, "429 Too many requests"},
 		{"another status", &APIError{Status: 503, Message: "Service unavailable", Attempts: 2, Waited: time.Second}, false, false, "503 Service unavailable (sent 2 times over 1s)"},
+		{"S3's XML", &APIError{Status: 403, Body: []byte("<?xml version=\"1.0\"?>\n<Error>\n  <Code>AccessDenied</Code>\n  <Message>the request is not signed</Message>\n</Error>\n"), Attempts: 1},
+			false, false, `403: <?xml version="1.0"?> <Error> <Code>AccessDenied</Code> <Message>the request is not signed</Message> </Error>`},
+		{"a long page cut", &APIError{Status: 502, Body: []byte("<html>" + strings.Repeat("é", 150)), Attempts: 1},
+			false, false, "502: <html>" + strings.Repeat("é", 97) + "…"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if errors.Is(tc.err, ErrThrottled) != tc.throttled || errors.Is(tc.err, ErrRateLimited) != tc.rateLimited || tc.err.Error() != tc.text {
