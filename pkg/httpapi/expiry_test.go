@@ -182,6 +182,32 @@ func TestExpiredItemsFreeQuota(t *testing.T) {
 	e.do("POST", base+"/q/one-more", `{"data":1}`, "X-Uds-Subject", "quinn").expect(t, 403)
 	exactUsage(t, e, "quinn")
 
+	// Writes sent at once, each refused by usage its expired items
+	// still hold: the first to reclaim them releases them for all, and
+	// the others, finding nothing left to reclaim, try again on the usage
+	// that release left rather than answer 403 on the one they met.
+	e.do("PUT", admin+"/apps/"+app+"/users/uma/quota", `{"limitItems": 10}`).expect(t, 200)
+	at = e.expiresAt()
+	for i := range 10 {
+		e.do("POST", fmt.Sprintf("%s/u/%d", base, i), `{"data":1,"expiresAt":"`+at+`"}`, "X-Uds-Subject", "uma").expect(t, 201)
+	}
+	e.expire()
+	statuses := make([]int, 10)
+	var wg sync.WaitGroup
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = e.send("POST", fmt.Sprintf("%s/u/new%d", base, i), []byte(`{"data":1}`), "Content-Type", "application/json", "X-Uds-Subject", "uma").status
+		}()
+	}
+	wg.Wait()
+	if slices.ContainsFunc(statuses, func(st int) bool { return st != 201 }) {
+		t.Errorf("creates at once into the room of expired items: %v, want every one 201", statuses)
+	}
+	e.do("POST", base+"/u/one-more", `{"data":1}`, "X-Uds-Subject", "uma").expect(t, 403)
+	exactUsage(t, e, "uma")
+
 	// Expired items nothing has touched: recompute reclaims them.
 	at = e.expiresAt()
 	e.do("PUT", admin+"/apps/"+app+"/users/rita/quota", `{"limitItems": 100}`).expect(t, 200)

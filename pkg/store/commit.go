@@ -54,10 +54,14 @@ func (s *Store) reclaimForStream(ctx context.Context, p *plan, err error) {
 	if !c.streamed {
 		return
 	}
-	_, _ = s.streamReclaims.get(s.now(), ownerRef{c.key.App, c.owner}, func() (int, error) {
-		return s.reclaimOwner(ctx, c.key.App, c.owner), nil
+	_, _ = s.streamReclaims.get(s.now(), ownerRef{c.key.App, c.owner}, func() (bool, error) {
+		return s.reclaimOwner(ctx, c.key.App, c.owner, uds.Usage{}), nil
 	})
 }
+
+// maxReclaimRounds bounds the rounds of reclaiming an owner's expired
+// items within one write.
+const maxReclaimRounds = 3
 
 // errCommitted is a verb's word that a refusal shows its own earlier
 // commit.
@@ -66,11 +70,12 @@ var errCommitted = errors.New("committed by an earlier attempt")
 // run commits a write: it plans, lets every capability contribute,
 // commits, and starts over while the write races with others or goes
 // unanswered. A refusal by an owner's limit reclaims that owner's expired
-// items once and tries again, then answers a *uds.QuotaError. It returns
+// items and tries again while there are any (at most maxReclaimRounds
+// times), then answers a *uds.QuotaError. It returns
 // the plan that committed, nil when the verb found its own earlier commit.
 func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error) {
 	uncertain := false
-	reclaimed := map[ownerRef]bool{}
+	reclaims := map[ownerRef]int{}
 	// last is the last plan the capabilities contributed to: when the
 	// write fails and no attempt may have committed, what they made ready
 	// for it is undone (every attempt makes the same).
@@ -139,8 +144,16 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 		if !limited {
 			return nil, failed(op, errUnexpectedCancel(r.reasons))
 		}
-		if !reclaimed[who] && s.reclaimOwner(ctx, who.app, who.owner) > 0 {
-			reclaimed[who] = true // the owner's expired items made room
+		if reclaims[who] < maxReclaimRounds && s.reclaimOwner(ctx, who.app, who.owner, usageOf(record)) {
+			// The owner's expired items made room, released by this
+			// write or by a request that met them first, whose release
+			// may still be on its way: from the second round on the
+			// write waits a moment for it.
+			if reclaims[who]++; reclaims[who] > 1 {
+				if err := sleep(ctx, contendedWait(attempt)); err != nil {
+					return nil, err
+				}
+			}
 			continue
 		}
 		oc := p.chargeOf(who)

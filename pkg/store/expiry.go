@@ -54,14 +54,21 @@ func (s *Store) readLive(ctx context.Context, key uds.Key, whole bool) (map[stri
 }
 
 // reclaimOwner removes an owner's expired items, found through the owner
-// index, so that they never cause a quota refusal. It returns how many it
-// removed.
-func (s *Store) reclaimOwner(ctx context.Context, app, owner string) int {
-	_, gone, err := s.ownedItems(ctx, app, owner)
-	if err != nil || len(gone) == 0 {
-		return 0
+// index, so that they never cause a quota refusal. It reports whether a
+// write that usage refusedBy refused may find room when tried again: the
+// index showed expired items, which this call or a request that met them
+// first releases, or it shows the owner holding less than refusedBy
+// counts, because such a release committed since the refusal.
+func (s *Store) reclaimOwner(ctx context.Context, app, owner string, refusedBy uds.Usage) bool {
+	held, gone, err := s.ownedItems(ctx, app, owner)
+	switch {
+	case err != nil:
+		return false
+	case len(gone) > 0:
+		s.reclaimFound(ctx, gone)
+		return true
 	}
-	return s.reclaimFound(ctx, gone)
+	return held.Items < refusedBy.Items || held.Bytes < refusedBy.Bytes
 }
 
 // reclaimFound removes expired items found through the owner index. The

@@ -48,7 +48,7 @@ type Store struct {
 	// streamReclaims notes, for the tracked usage's lifetime, the owners
 	// whose expired items a streamed write refused by that usage
 	// reclaimed (commit.go, reclaimForStream).
-	streamReclaims ttlCache[ownerRef, int]
+	streamReclaims ttlCache[ownerRef, bool]
 	recomputeQuiet time.Duration
 	// policySettle and policyWindow time a change into or out of private
 	// (policy_change.go).
