@@ -89,6 +89,15 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"If-Match stale", "PUT", kv, good, []string{"If-Match", `"99-xyz"`}, 412, "Precondition failed"},
 		{"If-Match weak", "PUT", kv, good, []string{"If-Match", `W/"1-abc"`}, 412, "Precondition failed"},
 		{"If-Match on DELETE stale", "DELETE", li, "", []string{"If-Match", `"7-abc"`}, 412, "Precondition failed"},
+		// A write's condition is If-Match: the others, ignored, would let
+		// through a write their client meant to stop.
+		{"If-None-Match on PUT", "PUT", kv, good, []string{"If-None-Match", "*"}, 400, "Invalid If-None-Match"},
+		{"If-None-Match on DELETE", "DELETE", li, "", []string{"If-None-Match", "*"}, 400, "Invalid If-None-Match"},
+		{"If-Unmodified-Since on PUT", "PUT", kv, good, []string{"If-Unmodified-Since", "Sat, 01 Jan 2000 00:00:00 GMT"}, 400, "Invalid If-Unmodified-Since"},
+		{"If-None-Match on a restore", "POST", kv + "?restore=1", "", []string{"If-None-Match", "*"}, 400, "Invalid If-None-Match"},
+		{"If-Match on a list's delete-all", "DELETE", base + "/ns/list/list", "", []string{"If-Match", `"1-abc"`}, 400, "Invalid If-Match"},
+		{"If-None-Match on a list's delete-all", "DELETE", base + "/ns/list/list", "", []string{"If-None-Match", "*"}, 400, "Invalid If-None-Match"},
+		{"If-None-Match on DELETE ?history", "DELETE", kv + "?history", "", []string{"If-None-Match", "*"}, 400, "Invalid If-None-Match"},
 		{"If-None-Match malformed", "GET", kv, "", []string{"If-None-Match", "abc"}, 400, "Invalid If-None-Match"},
 		// Two subjects that differ only in bytes that are not UTF-8 would
 		// share one owner record and key space once stored.

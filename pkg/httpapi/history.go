@@ -339,8 +339,8 @@ func (a *API) prepareRestore(ctx context.Context, op *batchOp) error {
 // takes no If-Match. In an owner-write namespace only the item's creator
 // (or, once it is deleted, the creator of every kept version) drops them.
 func (a *API) dropHistory(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope) {
-	if len(r.Header.Values("If-Match")) > 0 {
-		a.fail(w, r, uds.Invalid("If-Match", "has no place in DELETE ?history, which leaves the item as it is"), &key)
+	if err := noConditions(r, "DELETE ?history, which leaves the item as it is"); err != nil {
+		a.fail(w, r, err, &key)
 		return
 	}
 	n, err := a.stores.History.DropHistory(r.Context(), uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: sc.guard(uds.Precondition{})})

@@ -152,10 +152,10 @@ func listBinding(key uds.Key, rng uds.Range) string {
 // success.
 func (a *API) deleteList(w http.ResponseWriter, r *http.Request, p params) {
 	key, err := itemKey(p)
-	if err == nil && len(r.Header.Values("If-Match")) > 0 {
-		// No one ETag names a list's items: a condition the delete could
-		// not keep is refused rather than ignored.
-		err = uds.Invalid("If-Match", "has no place in DELETE of a list, which removes every item of the list whatever its revision; send none")
+	if err == nil {
+		// A condition the delete could not keep is refused rather than
+		// ignored.
+		err = noConditions(r, "DELETE of a list, which removes every item of the list whatever its revision")
 	}
 	if err != nil {
 		a.fail(w, r, err, &key)

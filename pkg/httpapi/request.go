@@ -310,11 +310,38 @@ func expiry(b *writeBody, now time.Time) (time.Time, error) {
 
 // ifMatch parses the If-Match header; without one nothing is imposed.
 func ifMatch(r *http.Request) (uds.Precondition, error) {
+	if err := unkeptConditions(r); err != nil {
+		return uds.Precondition{}, err
+	}
 	values := r.Header.Values("If-Match")
 	if len(values) == 0 {
 		return uds.Precondition{}, nil
 	}
 	return parseIfMatch(strings.Join(values, ","))
+}
+
+// unkeptConditions refuses the conditions a write does not keep: a write
+// takes If-Match alone. Ignored, If-None-Match: * on a PUT (create only,
+// in RFC 9110) or If-Unmodified-Since would let through a write its
+// client meant them to stop.
+func unkeptConditions(r *http.Request) error {
+	for _, name := range []string{"If-None-Match", "If-Unmodified-Since"} {
+		if len(r.Header.Values(name)) > 0 {
+			return uds.Invalid(name, "has no place in a write, whose condition is If-Match (ETags, or *); a POST creates only where no item is")
+		}
+	}
+	return nil
+}
+
+// noConditions refuses every condition on a request that takes none
+// (what says what it does): no ETag names what it removes.
+func noConditions(r *http.Request, what string) error {
+	for _, name := range []string{"If-Match", "If-None-Match", "If-Unmodified-Since"} {
+		if len(r.Header.Values(name)) > 0 {
+			return uds.Invalid(name, "has no place in %s; send none", what)
+		}
+	}
+	return nil
 }
 
 // parseIfMatch parses an If-Match value (an empty one is invalid).
