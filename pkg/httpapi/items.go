@@ -235,9 +235,22 @@ func (a *API) applyDelete(w http.ResponseWriter, r *http.Request, del uds.Write)
 
 // itemPath is the canonical path of an item, for Location headers.
 func itemPath(k uds.Key) string {
-	p := BasePath + "/data/" + k.App + "/" + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.ID)
+	p := BasePath + "/data/" + k.App + "/" + pathSegment(k.Namespace) + "/" + pathSegment(k.ID)
 	if k.SortKey != "" {
-		p += "/" + url.PathEscape(k.SortKey)
+		p += "/" + pathSegment(k.SortKey)
 	}
 	return p
+}
+
+// pathSegment is s escaped as one segment of a path, "." and ".." as
+// %2E and %2E%2E: a client resolving a Location removes literal
+// dot-segments (RFC 3986, 5.2.4), which would name another resource.
+func pathSegment(s string) string {
+	switch s {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return url.PathEscape(s)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -252,5 +253,25 @@ func TestSeedItemsTakeIfMatch(t *testing.T) {
 			e.do("DELETE", path, "", "If-Match", etag).expect(t, 204)
 			e.do("GET", path, "").expect(t, 404)
 		})
+	}
+}
+
+// TestLocationNamesTheItem checks that a create's Location, resolved as
+// a client resolves it (RFC 3986, which removes literal dot-segments),
+// names the item created, also one whose parts are "." or "..".
+func TestLocationNamesTheItem(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, path := range []string{base + "/loc/a%20b", base + "/%2E/%2E%2E", base + "/loc/%2E%2E/%2E", base + "/loc/l/a%2F..%2Fb"} {
+		created := e.do("POST", path, `{"data":1}`).expect(t, 201)
+		ref, err := url.Parse(created.header.Get("Location"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		from, _ := url.Parse("http://uds.example" + path)
+		got := e.do("GET", from.ResolveReference(ref).EscapedPath(), "")
+		if got.status != 200 || got.header.Get("ETag") != created.header.Get("ETag") {
+			t.Errorf("%s: Location %s resolves to %s, which answers %d %s", path, ref, from.ResolveReference(ref).EscapedPath(), got.status, got.raw)
+		}
 	}
 }
