@@ -135,7 +135,7 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 			// Another writer got in: wait a moment, longer each time and
 			// at random, so that writers of one hot item stop meeting in
 			// lockstep and each gets its turn within the attempts.
-			if err := sleep(ctx, contendedWait(attempt)); err != nil {
+			if err := waitContended(ctx, op, attempt); err != nil {
 				return nil, err
 			}
 			continue
@@ -150,7 +150,7 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 			// may still be on its way: from the second round on the
 			// write waits a moment for it.
 			if reclaims[who]++; reclaims[who] > 1 {
-				if err := sleep(ctx, contendedWait(attempt)); err != nil {
+				if err := waitContended(ctx, op, attempt); err != nil {
 					return nil, err
 				}
 			}
@@ -160,6 +160,17 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 		return nil, &quotaRefusal{change: oc.growth, err: s.quotaError(ctx, who.app, who.owner, oc.limits, record)}
 	}
 	return nil, &uds.UnavailableError{Op: op, Err: errContended}
+}
+
+// waitContended waits before a write's next attempt after it lost a race
+// (contendedWait). When the request's time runs out first, the write is
+// unavailable (503, with Retry-After), as one that lost every race is:
+// the context's bare error would be an internal one.
+func waitContended(ctx context.Context, op string, attempt int) error {
+	if err := sleep(ctx, contendedWait(attempt)); err != nil {
+		return &uds.UnavailableError{Op: op, Err: errors.Join(errContended, err)}
+	}
+	return nil
 }
 
 // contendedWait is how long a write waits before its next attempt after
