@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -147,6 +148,12 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 // client may try again after a while, the Retry-After seconds. caller is
 // who asked, whose own quota a refusal may show.
 func describe(err error, key *uds.Key, caller string) (status int, body errorBody, retryAfter string) {
+	if uds.CodeOf(err) == uds.CodeInternal && errors.Is(err, context.DeadlineExceeded) {
+		// The request's time ran out where no layer said what that
+		// means: the data store did not answer in time (503), which a
+		// client tries again, not an internal error.
+		err = &uds.UnavailableError{Op: "request", Err: err}
+	}
 	code := uds.CodeOf(err)
 	body = errorBody{Code: code, Error: uds.PublicOf(err), Timestamp: now()}
 	if key != nil {
