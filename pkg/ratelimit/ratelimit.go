@@ -78,8 +78,9 @@ func New(leaser Leaser, now func() time.Time) *Limiter {
 // bucket is a process's share of one shared bucket.
 type bucket struct {
 	mu sync.Mutex
-	// tokens are leased and not spent yet.
+	// tokens are leased and not spent yet, under rate.
 	tokens int64
+	rate   uds.Rate
 	// last is the shared bucket as the last lease that reached it (or
 	// learnt of it) left it, at lastAt.
 	last   Lease
@@ -145,6 +146,12 @@ func (l *Limiter) Take(ctx context.Context, key string, rate uds.Rate, n int64) 
 	b := l.bucket(key)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.rate != rate {
+		// The rate changed: tokens leased under the old one are kept up
+		// to a lease of the new, so that a lowered limit holds at once
+		// with less than a lease at hand, as the bound says.
+		b.tokens, b.rate = min(b.tokens, leaseSize(rate)), rate
+	}
 	now := l.now()
 	switch {
 	case n > rate.Burst:

@@ -121,6 +121,25 @@ func TestLimiter(t *testing.T) {
 				t.Errorf("%d allowed with %d leases, want the bucket's 5 with 1", allowed, f.leases)
 			}
 		}},
+		{"a lowered rate holds at once, whatever was leased under the old", func(t *testing.T, l *ratelimit.Limiter, f *fakeLeaser) {
+			// One request leases 20 tokens, 19 of which stay at hand.
+			if !l.Take(context.Background(), "k", rate, 1).Allowed {
+				t.Fatal("the first request refused")
+			}
+			clockNow = clockNow.Add(time.Minute)
+			lowered := uds.Rate{PerSecond: 1, Burst: 1}
+			allowed := 0
+			for range 30 {
+				if l.Take(context.Background(), "k", lowered, 1).Allowed {
+					allowed++
+				}
+			}
+			// A lease of the new rate (1 token) of what was at hand, and
+			// the bucket's burst of 1.
+			if allowed > 2 {
+				t.Errorf("%d of 30 allowed after the rate went down to 1 a second, want at most 2", allowed)
+			}
+		}},
 		{"a request over the burst is refused and costs nothing", func(t *testing.T, l *ratelimit.Limiter, f *fakeLeaser) {
 			if d := l.Take(context.Background(), "k", rate, 101); d.Allowed || !d.OverBurst || d.RetryAfter != 0 {
 				t.Fatalf("a batch of 101 over a burst of 100: %+v, want refused as over the burst, with no wait", d)
