@@ -117,6 +117,10 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"query parameter on a route that takes none", "PUT", kv + "?ttl=60", good, nil, 400, "Invalid query"},
 		{"forged cursor", "GET", base + "/ns/list/list?cursor=abc.def", "", nil, 400, "Invalid cursor"},
 		{"bad app on delete-all", "DELETE", "/rest/api/v1/data/nope/ns/list/list", "", nil, 400, "Invalid applicationUuid"},
+		// null is no object: read as one, it set no limit, clearing them.
+		{"null limits", "PUT", admin + "/apps/" + app + "/quota", "null", nil, 400, "Invalid body"},
+		{"null rate limits", "PUT", admin + "/apps/" + app + "/rate-limits", "null", nil, 400, "Invalid body"},
+		{"null write", "POST", base + "/ns/null-body", "null", nil, 400, "Invalid body"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.do(tc.method, tc.path, tc.body, tc.headers...)

@@ -677,7 +677,7 @@ func FuzzLimitsBody(f *testing.F) {
 		`{"limitBytes":1048576,"limitItems":100}`, `{"limitBytes":-1}`, `{"limitItems":0}`, `{}`, `{"limitBytes":null}`,
 		`{"limitBytes":-2}`, `{"limitBytes":1.5}`, `{"limitBytes":1e3}`, `{"limitBytes":-0}`, `{"limitBytes":"5"}`, `{"limitBytes":true}`,
 		`{"limitBytes":9223372036854775807}`, `{"limitBytes":9223372036854775808}`, `{"limitBytes":1e1000000}`,
-		`{"LimitBytes":5}`, `{"limitBytes":5,"limitBytes":-1}`, `{"limitBytes":5,"applicationUuid":"` + fuzzApp + `"}`, `[]`, ``,
+		`{"LimitBytes":5}`, `{"limitBytes":5,"limitBytes":-1}`, `{"limitBytes":5,"applicationUuid":"` + fuzzApp + `"}`, `[]`, ``, `null`, ` null `,
 	} {
 		f.Add([]byte(s))
 	}

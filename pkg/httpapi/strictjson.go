@@ -45,6 +45,12 @@ func decodeStrict(body []byte, v any) error {
 	case err != nil:
 		return err
 	}
+	// A body decoded into a struct is an object: null, which the decoder
+	// takes as leaving every field as it is, would read as one that sets
+	// nothing (an admin PUT's null cleared every limit).
+	if t := reflect.TypeOf(v).Elem(); t.Kind() == reflect.Struct && string(c) == "null" {
+		return uds.Invalid("body", "is null; send a JSON object")
+	}
 	// Every member name is one of v's fields once checkMembers passes, so
 	// what the decoder can still refuse is a value of the wrong type.
 	if _, err := checkMembers(c, 0, reflect.TypeOf(v).Elem(), "body"); err != nil {
