@@ -61,6 +61,12 @@ const eraseShape = `{"holdDays": N} (optional; N from 0 to 3650)`
 // on it (the rest is margin for the work in hand and the answer).
 func (a *API) eraseUser(w http.ResponseWriter, r *http.Request, p params) {
 	user, err := uds.ParseUser(p.user)
+	if err == nil && user == Anonymous {
+		// Every caller without an authorizer is anonymous: an erase of
+		// it would remove what they all wrote, and refuse all their
+		// writes, in every app, for the hold.
+		err = uds.Invalid("user", "is %q, the subject every unauthenticated caller shares, not a person; an app's anonymous data goes with a delete of its items", Anonymous)
+	}
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return

@@ -258,6 +258,11 @@ func eraseEveryKind(t *testing.T, w *eraseWorld) {
 	w.do("POST", admin+"/users/alice/erase", `{"holdDays": 3651}`).expect(t, 400)
 	w.do("POST", admin+"/users/alice/erase", `{"holdDays": "2"}`).expect(t, 400)
 	w.do("GET", admin+"/users/alice/erase", "").expect(t, 404)
+	// anonymous is every unauthenticated caller, not a person.
+	if r := w.do("POST", admin+"/users/anonymous/erase", `{"holdDays": 0}`).expect(t, 400); r.body["error"] != "Invalid user" {
+		t.Errorf("an erase of anonymous answered %s", r.raw)
+	}
+	w.do("GET", admin+"/users/anonymous/erase", "").expect(t, 404)
 
 	// The clock stands still, so that the erase settles only when the
 	// steps move it past its Retry-After.
