@@ -659,4 +659,15 @@ func TestImportKeepsWhatTheHistoryPolicyKeeps(t *testing.T) {
 			}
 		})
 	}
+	// A delete marker is left out of a namespace that keeps no history
+	// too, as the versions it marks the end of are.
+	e.do("PUT", admin+"/apps/"+otherApp+"/namespaces/plain", `{"access":"shared"}`).expect(t, http.StatusOK)
+	r := e.do("POST", admin+"/apps/"+otherApp+"/import", `{"records":[{"namespace":"plain","id":"gone","owner":"ann","keptAt":"2026-01-01T00:00:00.000Z","version":5,"deleted":true}]}`)
+	var res struct {
+		Imported    int
+		NotImported []struct{ Reason string }
+	}
+	if err := json.Unmarshal(r.raw, &res); err != nil || res.Imported != 0 || len(res.NotImported) != 1 || !strings.Contains(res.NotImported[0].Reason, "keeps no history") {
+		t.Errorf("a delete marker into a namespace without history: %d %s", r.status, r.raw)
+	}
 }

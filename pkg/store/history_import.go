@@ -147,6 +147,12 @@ func (s *Store) importKeptGroup(ctx context.Context, app string, group []importE
 // days. An import leaves the others out rather than store what the next
 // write would remove, counted in their owners' usage until then.
 func keptByPolicy(app string, h uds.History, head historyHead, group []importEntry, now time.Time) map[int64]bool {
+	if !h.On() {
+		// splitHistory keeps a young newest delete marker, the state of
+		// a deleted item, for a history being pruned; a namespace that
+		// keeps no history takes none of it.
+		return nil
+	}
 	list := slices.Clone(head.kept)
 	for _, e := range group {
 		list = append(list, keptOf(app, e))
@@ -165,7 +171,7 @@ func keptByPolicy(app string, h uds.History, head historyHead, group []importEnt
 // marker its namespace's history policy h does not keep.
 func notKeptReason(h uds.History) string {
 	if !h.On() {
-		return "a kept version, and the namespace keeps no history: set its policy's history before the import to keep it"
+		return "a kept version or delete marker, and the namespace keeps no history: set its policy's history before the import to keep it"
 	}
 	versions := strconv.Itoa(h.Versions) + " versions"
 	if h.Versions == 1 {
