@@ -21,6 +21,10 @@ type Erasure struct {
 	HoldUntil    string                      `json:"holdUntil,omitempty"`
 	BackupsUntil string                      `json:"backupsUntil,omitempty"`
 	Erased       map[string]map[string]int64 `json:"erased"`
+	// Previous are the receipts of the user's earlier erases, oldest
+	// first: once an erase's hold is over, the user's writes are taken
+	// again, and EraseUserStep starts a new erase, which keeps them.
+	Previous []Erasure `json:"previous,omitempty"`
 }
 
 // Done reports whether the erase has ended.

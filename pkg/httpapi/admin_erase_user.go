@@ -37,6 +37,9 @@ type erasureJSON struct {
 	HoldUntil    string                      `json:"holdUntil,omitempty"`
 	BackupsUntil string                      `json:"backupsUntil,omitempty"`
 	Erased       map[string]map[string]int64 `json:"erased"`
+	// Previous are the receipts of the user's earlier erases, oldest
+	// first (an erase asked for again once the last one's hold was over).
+	Previous []erasureJSON `json:"previous,omitempty"`
 }
 
 func toErasureJSON(e uds.Erasure) erasureJSON {
@@ -46,10 +49,14 @@ func toErasureJSON(e uds.Erasure) erasureJSON {
 		}
 		return store.FormatTime(t)
 	}
-	return erasureJSON{
+	j := erasureJSON{
 		User: e.User, State: e.State, StartedAt: at(e.Started), DeletesFrom: at(e.DeletesFrom), EndedAt: at(e.Ended),
 		HoldDays: e.HoldDays, HoldUntil: at(e.HoldUntil), BackupsUntil: at(e.BackupsUntil), Erased: e.Erased,
 	}
+	for _, p := range e.Previous {
+		j.Previous = append(j.Previous, toErasureJSON(p))
+	}
+	return j
 }
 
 // maxEraseBody bounds an erase's body: {"holdDays": N}.

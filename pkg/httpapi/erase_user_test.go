@@ -36,6 +36,7 @@ type erasure struct {
 	User, State, StartedAt, DeletesFrom, EndedAt, HoldUntil, BackupsUntil string
 	HoldDays                                                              int
 	Erased                                                                map[string]map[string]int64
+	Previous                                                              []erasure
 }
 
 // erase sends POST .../erase until it answers 200, moving the env's clock
@@ -375,6 +376,21 @@ func eraseEveryKind(t *testing.T, w *eraseWorld) {
 	w.do("POST", base+"/kv/alice-back", `{"data":1}`, "X-Uds-Subject", "alice").expect(t, 409)
 	w.clock.Advance(49 * time.Hour)
 	w.do("POST", base+"/kv/alice-back", `{"data":1}`, "X-Uds-Subject", "alice").expect(t, 201)
+
+	// Once the hold is over, an erase asked for again is a new one: it
+	// removes what she wrote since and keeps the first receipt.
+	if r := w.do("POST", admin+"/users/alice/erase", `{"holdDays": 0}`).expect(t, 202); r.body["state"] != "settling" {
+		t.Fatalf("an erase asked for after the hold answered %s", r.raw)
+	}
+	w.do("POST", base+"/kv/alice-again", `{"data":1}`, "X-Uds-Subject", "alice").expect(t, 409)
+	second := w.erase(t, "alice", "", w.drain)
+	if second.State != "done" || second.HoldDays != 0 || second.Erased[app]["items"] != 1 ||
+		len(second.Previous) != 1 || second.Previous[0].EndedAt != receipt.EndedAt || !equalCounts(second.Previous[0].Erased, want) {
+		t.Errorf("the second erase's receipt %+v, want alice-back erased and the first receipt kept", second)
+	}
+	if apps, records := w.exportUser(t, "alice", 1000); len(apps)+len(records) != 0 {
+		t.Errorf("alice's export after the second erase: %s %s", apps, records)
+	}
 }
 
 // equalCounts compares receipt counts, leaving out zero counts.

@@ -184,6 +184,11 @@ const (
 	// others' items got to (package store's erase_audit.go).
 	AttrEraseScan    = "eraseScan"
 	AttrErasedPrefix = "erased:"
+	// AttrErasePrevious lists the receipts of the user's earlier erases,
+	// oldest first, each a map of its record's attributes: an erase
+	// asked for again once the last one's hold is over starts anew and
+	// keeps them.
+	AttrErasePrevious = "erasePrevious"
 	// The registry (package store's registry.go): an app's record holds
 	// its name as registered, its description and when it was registered
 	// and last changed (RFC 3339), and, while registered, AttrRegistry

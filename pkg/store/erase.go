@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,14 +67,16 @@ type EraseQuery struct {
 
 // EraseUser starts the erase of q.User's data, or takes the running one a
 // step further, and returns where it stands; a done erase answers its
-// receipt and does nothing more.
+// receipt and does nothing more until its hold is over. From then on the
+// user's writes are taken again, so an erase asked for starts anew,
+// keeping the earlier receipts (uds.Erasure.Previous).
 func (s *Store) EraseUser(ctx context.Context, q EraseQuery) (uds.Erasure, error) {
 	record, err := s.readErase(ctx, q.User)
 	if err != nil {
 		return uds.Erasure{}, err
 	}
-	if record == nil {
-		if record, err = s.startErase(ctx, q); err != nil {
+	if record == nil || heldOver(record, s.now()) {
+		if record, err = s.startErase(ctx, q, record); err != nil {
 			return uds.Erasure{}, err
 		}
 	}
@@ -138,11 +141,19 @@ func (s *Store) readErase(ctx context.Context, user string) (map[string]types.At
 	return out.Item, nil
 }
 
-// startErase writes the erase record of a user who has none, and returns
-// the record as it then is (another step's, if one started first). This
-// process refuses the user's writes at once; the others within the
-// limits cache's lifetime, which the settling outlasts.
-func (s *Store) startErase(ctx context.Context, q EraseQuery) (map[string]types.AttributeValue, error) {
+// heldOver reports whether an erase record is a done erase whose hold is
+// over at now.
+func heldOver(record map[string]types.AttributeValue, now time.Time) bool {
+	return str(record, schema.AttrEraseState) == string(uds.ErasureDone) && !now.Before(holdUntil(record))
+}
+
+// startErase writes the erase record of a user who has none, or over the
+// record of their last erase (done, nil when none), whose receipt it
+// keeps with the earlier ones; it returns the record as it then is
+// (another step's, if one started first). This process refuses the
+// user's writes at once; the others within the limits cache's lifetime,
+// which the settling outlasts.
+func (s *Store) startErase(ctx context.Context, q EraseQuery, done map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	now := s.now()
 	// A write that read the user's records before they said so may still
 	// land for as long as one that read a namespace's policy before it
@@ -156,16 +167,43 @@ func (s *Store) startErase(ctx context.Context, q EraseQuery) (map[string]types.
 	item[schema.AttrEraseDeletes] = millisAV(now.Add(settle))
 	item[schema.AttrEraseHoldDays] = &types.AttributeValueMemberN{Value: strconv.Itoa(q.HoldDays)}
 	item[schema.AttrErasePseudonym] = &types.AttributeValueMemberS{Value: "erased-" + hex.EncodeToString(pseudonym)}
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+	put := &dynamodb.PutItemInput{
 		TableName: aws.String(s.tables.Usage), Item: item,
 		ConditionExpression:      aws.String("attribute_not_exists(#u)"),
 		ExpressionAttributeNames: map[string]string{"#u": schema.AttrUser},
-	})
+	}
+	if done != nil {
+		item[schema.AttrErasePrevious] = previousReceipts(done)
+		// Over the last erase as read: a step that started the new one
+		// first has moved it on.
+		put.ConditionExpression = aws.String("#st = :done AND #en = :ended")
+		put.ExpressionAttributeNames = map[string]string{"#st": schema.AttrEraseState, "#en": schema.AttrEraseEnded}
+		put.ExpressionAttributeValues = map[string]types.AttributeValue{
+			":done": &types.AttributeValueMemberS{Value: string(uds.ErasureDone)}, ":ended": done[schema.AttrEraseEnded],
+		}
+	}
+	_, err := s.client.PutItem(ctx, put)
 	if err != nil && !isConditionFailed(err) {
 		return nil, failed("start the erase of "+q.User, err)
 	}
 	s.limits.clear()
 	return s.readErase(ctx, q.User)
+}
+
+// previousReceipts is the receipts a new erase keeps of a user's last
+// one (done) and the earlier ones it kept: theirs, then its own record
+// but for its key.
+func previousReceipts(done map[string]types.AttributeValue) types.AttributeValue {
+	var list []types.AttributeValue
+	if l, ok := done[schema.AttrErasePrevious].(*types.AttributeValueMemberL); ok {
+		list = slices.Clone(l.Value)
+	}
+	receipt := maps.Clone(done)
+	delete(receipt, schema.AttrErasePrevious)
+	for name := range eraseKey("") {
+		delete(receipt, name)
+	}
+	return &types.AttributeValueMemberL{Value: append(list, &types.AttributeValueMemberM{Value: receipt})}
 }
 
 // moveErase moves a user's erase from state from to next, unless another
@@ -240,6 +278,13 @@ func erasureOf(user string, record map[string]types.AttributeValue) uds.Erasure 
 	}
 	if !e.Ended.IsZero() {
 		e.HoldUntil, e.BackupsUntil = holdUntil(record).UTC(), e.Ended.Add(backupWindow)
+	}
+	if l, ok := record[schema.AttrErasePrevious].(*types.AttributeValueMemberL); ok {
+		for _, r := range l.Value {
+			if m, ok := r.(*types.AttributeValueMemberM); ok {
+				e.Previous = append(e.Previous, erasureOf(user, m.Value))
+			}
+		}
 	}
 	for name := range record {
 		rest, ok := strings.CutPrefix(name, schema.AttrErasedPrefix)

@@ -41,6 +41,10 @@ type Erasure struct {
 	// Pseudonym is what the audit fields of items that others own, which
 	// named the user, name instead.
 	Pseudonym string
+	// Previous are the receipts of the user's earlier erases, oldest
+	// first: an erase asked for once the last one's hold is over (the
+	// person wrote again) starts anew and keeps them.
+	Previous []Erasure
 }
 
 // The kinds an erase counts.
