@@ -120,37 +120,37 @@ func TestEraseUser(t *testing.T) {
 	t.Parallel()
 	srv := apitest.Server(t, 10*time.Second)
 	for _, args := range [][]string{
-		{"create", app, "prefs", "theme", "--data", `{"dark":true}`},
-		{"create", app, "progress", "unit1", "step1", "--data", `1`},
+		{"create", app, "prefs", "theme", "--data", `{"dark":true}`, "--subject", "carol"},
+		{"create", app, "progress", "unit1", "step1", "--data", `1`, "--subject", "carol"},
 		{"create", app, "prefs", "bobs", "--data", `1`, "--subject", "bob"},
 	} {
 		if code, _, stderr := uds(t, srv, "", args...); code != 0 {
 			t.Fatalf("%v: exit %d, %s", args, code, stderr)
 		}
 	}
-	if code, _, stderr := uds(t, srv, "", "erase-user", "anonymous"); code != 2 || !strings.Contains(stderr, "--yes") {
+	if code, _, stderr := uds(t, srv, "", "erase-user", "carol"); code != 2 || !strings.Contains(stderr, "--yes") {
 		t.Fatalf("erase-user without --yes: exit %d, %q", code, stderr)
 	}
-	if code, _, _ := uds(t, srv, "", "get", app, "prefs", "theme"); code != 0 {
+	if code, _, _ := uds(t, srv, "", "get", app, "prefs", "theme", "--subject", "carol"); code != 0 {
 		t.Fatal("erase-user without --yes erased")
 	}
-	code, stdout, stderr := uds(t, srv, "", "erase-user", "anonymous", "--yes", "--hold-days", "1")
+	code, stdout, stderr := uds(t, srv, "", "erase-user", "carol", "--yes", "--hold-days", "1")
 	var receipt client.Erasure
 	if code != 0 || json.Unmarshal([]byte(stdout), &receipt) != nil || !receipt.Done() || receipt.HoldDays != 1 ||
 		receipt.Erased[app]["items"] != 1 || receipt.Erased[app]["listItems"] != 1 || receipt.Erased[app]["records"] != 1 {
 		t.Fatalf("erase-user: exit %d, %s, stderr %q", code, stdout, stderr)
 	}
-	if !strings.Contains(stderr, "erased 3 records of anonymous in 1 apps") {
+	if !strings.Contains(stderr, "erased 3 records of carol in 1 apps") {
 		t.Errorf("erase-user said %q", stderr)
 	}
 	dir := t.TempDir()
-	if code, _, stderr := uds(t, srv, "", "export-user", "anonymous", "--out", dir); code != 0 || !strings.Contains(stderr, "exported 0 records") {
+	if code, _, stderr := uds(t, srv, "", "export-user", "carol", "--out", dir); code != 0 || !strings.Contains(stderr, "exported 0 records") {
 		t.Errorf("export-user after the erase: exit %d, %q", code, stderr)
 	}
 	if code, _, _ := uds(t, srv, "", "get", app, "prefs", "bobs"); code != 0 {
 		t.Error("the other caller's item went")
 	}
-	code, stdout, _ = uds(t, srv, "", "erase-user", "anonymous", "--status")
+	code, stdout, _ = uds(t, srv, "", "erase-user", "carol", "--status")
 	var again client.Erasure
 	if code != 0 || json.Unmarshal([]byte(stdout), &again) != nil || again.EndedAt != receipt.EndedAt {
 		t.Errorf("erase-user --status: exit %d, %s", code, stdout)

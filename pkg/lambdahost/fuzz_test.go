@@ -257,6 +257,9 @@ func (echoStore) Version(context.Context, uds.Key, uds.History, int64) (uds.Item
 	return uds.Item{}, uds.ErrNotFound
 }
 func (echoStore) DropHistory(context.Context, uds.Write) (int, error) { return 0, nil }
+func (echoStore) Restore(_ context.Context, w uds.Write) (uds.Item, bool, error) {
+	return written(w), false, nil
+}
 func (echoStore) QueryIndex(context.Context, store.IndexQuery) (store.IndexPage, error) {
 	return store.IndexPage{}, nil
 }

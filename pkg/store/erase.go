@@ -68,14 +68,22 @@ type EraseQuery struct {
 // EraseUser starts the erase of q.User's data, or takes the running one a
 // step further, and returns where it stands; a done erase answers its
 // receipt and does nothing more until its hold is over. From then on the
-// user's writes are taken again, so an erase asked for starts anew,
-// keeping the earlier receipts (uds.Erasure.Previous).
+// user's writes are taken again, so an erase asked for once they hold
+// data again starts anew, keeping the earlier receipts
+// (uds.Erasure.Previous); a step of the done erase sent again, whose
+// answer was lost, still answers its receipt.
 func (s *Store) EraseUser(ctx context.Context, q EraseQuery) (uds.Erasure, error) {
 	record, err := s.readErase(ctx, q.User)
 	if err != nil {
 		return uds.Erasure{}, err
 	}
-	if record == nil || heldOver(record, s.now()) {
+	again := false
+	if record != nil && heldOver(record, s.now()) {
+		if again, err = s.userHoldsData(ctx, q.User); err != nil {
+			return uds.Erasure{}, err
+		}
+	}
+	if record == nil || again {
 		if record, err = s.startErase(ctx, q, record); err != nil {
 			return uds.Erasure{}, err
 		}
@@ -139,6 +147,13 @@ func (s *Store) readErase(ctx context.Context, user string) (map[string]types.At
 		return nil, failed("read the erase of "+user, err)
 	}
 	return out.Item, nil
+}
+
+// userHoldsData reports whether user has a usage record in any app: what
+// they wrote since their last erase, which a new one removes.
+func (s *Store) userHoldsData(ctx context.Context, user string) (bool, error) {
+	apps, _, err := s.UserApps(ctx, user, "", 1)
+	return len(apps) > 0, err
 }
 
 // heldOver reports whether an erase record is a done erase whose hold is
