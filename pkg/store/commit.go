@@ -144,7 +144,16 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 		if !limited {
 			return nil, failed(op, errUnexpectedCancel(r.reasons))
 		}
-		if reclaims[who] < maxReclaimRounds && s.reclaimOwner(ctx, who.app, who.owner, usageOf(record)) {
+		// The first round also tries again when the owner holds less
+		// than the usage that refused the write counts (a release that
+		// committed since); an index that lags the writes shows that
+		// too, so the rounds after it try again only while expired items
+		// are left.
+		var refusedBy uds.Usage
+		if reclaims[who] == 0 {
+			refusedBy = usageOf(record)
+		}
+		if reclaims[who] < maxReclaimRounds && s.reclaimOwner(ctx, who.app, who.owner, refusedBy) {
 			// The owner's expired items made room, released by this
 			// write or by a request that met them first, whose release
 			// may still be on its way: from the second round on the
