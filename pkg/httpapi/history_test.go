@@ -625,3 +625,25 @@ func TestConcurrentRestoresOfADeletedItem(t *testing.T) {
 		}
 	}
 }
+
+// TestLoweredHistoryPrunesOldestFirst lowers a namespace's history below
+// what an item keeps, writes once (which prunes at most 25 versions, of
+// the 29 the policy no longer keeps), and raises the policy again: the
+// history lists its newest versions without a gap, the oldest having
+// gone first.
+func TestLoweredHistoryPrunesOldestFirst(t *testing.T) {
+	t.Parallel()
+	e := newHistoryEnv(t, map[string]string{"low": `{"access":"shared","history":{"versions":40}}`})
+	path := base + "/low/a"
+	e.do("POST", path, `{"data":0}`).expect(t, 201)
+	for v := 1; v <= 30; v++ {
+		e.do("PUT", path, fmt.Sprintf(`{"data":%d}`, v)).expect(t, 200)
+	}
+	e.setPolicy(t, "low", `{"access":"shared","history":{"versions":1}}`)
+	e.do("PUT", path, `{"data":99}`).expect(t, 200)
+	e.setPolicy(t, "low", `{"access":"shared","history":{"versions":40}}`)
+	entries, _ := historyAnswer(t, e.do("GET", path+"?history", "").expect(t, 200))
+	if got := versionList(entries); got != "32* 31 30 29 28 27 26" {
+		t.Errorf("the history lists %s, want 32* 31 30 29 28 27 26: versions 1 to 25 pruned", got)
+	}
+}

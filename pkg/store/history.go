@@ -501,7 +501,10 @@ func (s *Store) planHistory(_ context.Context, p *plan) error {
 // most prunes versions, and writes the head on the revision read.
 func (s *Store) finishHistory(key uds.Key, h uds.History, head historyHead, list []keptVersion, last int64, now time.Time, prunes int, ch historyChange) historyChange {
 	keep, drop := splitHistory(h, list, now)
-	for _, k := range drop {
+	// Oldest first: a write that may prune only some of what the policy
+	// no longer keeps leaves the newest of them, so that a history whose
+	// policy is raised again lists its newest versions without a gap.
+	for _, k := range slices.Backward(drop) {
 		switch {
 		case k.expiresAt != 0 && k.expiresAt <= now.Add(expiryMargin).UnixMilli():
 			// DynamoDB's TTL removes it, and the expiry function
