@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/udsproject/uds/pkg/realtime"
@@ -35,7 +36,9 @@ func (a *API) RealtimeCaller(r *http.Request) (string, error) {
 			return "", &untrustedHeaderError{a.refuseHeader}
 		}
 		r = r.Clone(r.Context())
-		r.Header.Set(SubjectHeader, q.Get("subject"))
+		// Spaces and tabs around it go, as around a header's value, so
+		// that the parameter names the caller the header would.
+		r.Header.Set(SubjectHeader, strings.Trim(q.Get("subject"), " \t"))
 	}
 	return a.subject(r)
 }

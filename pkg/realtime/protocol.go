@@ -77,7 +77,11 @@ func ParseRequest(b []byte) (Request, error) {
 		return req, uds.Invalid("message", "is not a JSON object of action, id, applicationUuid, namespace, key, sortKey and cursor: %s", jsonProblem(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Request{}, uds.Invalid("message", "holds more than one JSON value")
+		refused := Request{}
+		if validID(req.ID) == nil {
+			refused.ID = req.ID // answered with its id, as a malformed one is
+		}
+		return refused, uds.Invalid("message", "holds more than one JSON value")
 	}
 	if err := validID(req.ID); err != nil {
 		req.ID = ""
@@ -127,8 +131,12 @@ func jsonProblem(err error) string {
 	switch {
 	case errors.As(err, &syntax):
 		return "not valid JSON at byte " + strconv.FormatInt(syntax.Offset, 10)
+	case errors.As(err, &typ) && typ.Field == "":
+		return "it is not an object"
 	case errors.As(err, &typ):
-		return typ.Field + " must be a " + typ.Type.String()
+		// The fields are strings; a Go type's name says nothing to a
+		// client.
+		return typ.Field + " must be a string"
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "the message ends early"
 	}

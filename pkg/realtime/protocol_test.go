@@ -29,7 +29,7 @@ func TestParseRequest(t *testing.T) {
 		{name: "not JSON", msg: `subscribe`, field: "message"},
 		{name: "not an object", msg: `[1]`, field: "message"},
 		{name: "unknown member keeps its id", msg: `{"action":"subscribe","id":"s1","topic":"x"}`, field: "message", id: "s1"},
-		{name: "two values", msg: `{"action":"unsubscribe","id":"s1"} {}`, field: "message"},
+		{name: "two values keep the first's id", msg: `{"action":"unsubscribe","id":"s1"} {}`, field: "message", id: "s1"},
 		{name: "no id", msg: `{"action":"unsubscribe"}`, field: "id"},
 		{name: "long id", msg: `{"action":"unsubscribe","id":"` + strings.Repeat("x", 129) + `"}`, field: "id"},
 		{name: "control character in id", msg: `{"action":"unsubscribe","id":"a\u0001"}`, field: "id"},
@@ -61,6 +61,9 @@ func TestParseRequest(t *testing.T) {
 			}
 			if got.ID != tc.id {
 				t.Errorf("the refusal carries id %q, want %q", got.ID, tc.id)
+			}
+			if strings.Contains(invalid.Reason, "realtime.") || strings.Contains(invalid.Reason, "*string") {
+				t.Errorf("the refusal names a Go type: %s", invalid.Reason)
 			}
 		})
 	}
