@@ -308,7 +308,9 @@ func expiry(b *writeBody, now time.Time) (time.Time, error) {
 	return time.Time{}, nil
 }
 
-// ifMatch parses the If-Match header; without one nothing is imposed.
+// ifMatch parses the If-Match header of a write; without one nothing is
+// imposed. The conditions a write does not keep are refused
+// (unkeptConditions).
 func ifMatch(r *http.Request) (uds.Precondition, error) {
 	if err := unkeptConditions(r); err != nil {
 		return uds.Precondition{}, err
