@@ -671,3 +671,57 @@ func TestImportKeepsWhatTheHistoryPolicyKeeps(t *testing.T) {
 		t.Errorf("a delete marker into a namespace without history: %d %s", r.status, r.raw)
 	}
 }
+
+// TestImportLeavesOutHistoryOfAnotherItem imports an item's history where
+// it does not belong: into a key that holds another item (its record
+// conflicts), and numbered at or above the item's own version. Each kept
+// version is left out, saying why, and the history lists only the item's.
+func TestImportLeavesOutHistoryOfAnotherItem(t *testing.T) {
+	t.Parallel()
+	e := newHistoryEnv(t, map[string]string{"journal": `{"access":"shared","history":{"versions":10}}`})
+	path := base + "/journal/day1"
+	e.do("POST", path, `{"data":"A1"}`, "X-Uds-Subject", "alice").expect(t, http.StatusCreated)
+	e.do("PUT", path, `{"data":"A2"}`, "X-Uds-Subject", "alice").expect(t, http.StatusOK)
+	e.do("PUT", path, `{"data":"A3"}`, "X-Uds-Subject", "alice").expect(t, http.StatusOK)
+	records := e.exportAll(t, app, 1000)
+	if len(records) != 3 {
+		t.Fatalf("exported %d records, want the item and 2 versions", len(records))
+	}
+	e.do("PUT", admin+"/apps/"+otherApp+"/namespaces/journal", `{"access":"shared","history":{"versions":10}}`).expect(t, http.StatusOK)
+	other := "/rest/api/v1/data/" + otherApp + "/journal/day1"
+	e.do("POST", other, `{"data":"carol's"}`, "X-Uds-Subject", "carol").expect(t, http.StatusCreated)
+	got := e.importRecords(t, otherApp, records)
+	if got.Imported != 0 || len(got.Conflicts) != 1 || len(got.NotImported) != 2 {
+		t.Fatalf("import into a key holding another item: %+v, want its record a conflict and its 2 versions left out", got)
+	}
+	for _, l := range got.NotImported {
+		if !strings.Contains(l.Reason, "whose record conflicted") {
+			t.Errorf("left out %+v, want it to say the record conflicted", l)
+		}
+	}
+	if entries, _ := historyAnswer(t, e.do("GET", other+"?history", "").expect(t, http.StatusOK)); versionList(entries) != "1*" {
+		t.Errorf("carol's item lists %s, want only its own version 1", versionList(entries))
+	}
+
+	// A kept version numbered at or above its item's was never the
+	// item's: left out, as in the request or stored before.
+	forged := func(version int, kept bool) json.RawMessage {
+		rec := fmt.Sprintf(`{"namespace":"journal","id":"x","owner":"ann","data":%d,"createdBySubject":"ann","updatedBySubject":"ann","version":%d`, version, version)
+		if kept {
+			rec += `,"keptAt":"2026-01-01T00:00:00.000Z"`
+		}
+		return json.RawMessage(rec + "}")
+	}
+	got = e.importRecords(t, otherApp, []json.RawMessage{forged(5, false), forged(7, true), forged(5, true), forged(3, true)})
+	if got.Imported != 2 || len(got.NotImported) != 2 {
+		t.Fatalf("an item at 5 with kept versions 7, 5 and 3: %+v, want the item and version 3 imported, 7 and 5 left out", got)
+	}
+	for _, l := range got.NotImported {
+		if !strings.Contains(l.Reason, "the key's item is at version 5") {
+			t.Errorf("left out %+v, want it to name the item's version", l)
+		}
+	}
+	if entries, _ := historyAnswer(t, e.do("GET", "/rest/api/v1/data/"+otherApp+"/journal/x?history", "").expect(t, http.StatusOK)); versionList(entries) != "5* 3" {
+		t.Errorf("x lists %s, want 5* 3", versionList(entries))
+	}
+}

@@ -30,12 +30,64 @@ func (s *Store) importKept(ctx context.Context, app string, entries []importEntr
 		}
 		groups[hk] = append(groups[hk], e)
 	}
+	// The keys whose item's record conflicted hold another item: the
+	// history exported with the record is not that item's.
+	conflicted := make(map[string]bool, len(res.Conflicts))
+	for _, c := range res.Conflicts {
+		conflicted[historyKey(c.Key)] = true
+	}
 	for _, hk := range order {
-		if err := s.importKeptGroup(ctx, app, groups[hk], res); err != nil {
+		group := groups[hk]
+		if conflicted[hk] {
+			leaveOut(res, group, conflictedReason)
+			continue
+		}
+		group, err := s.belowLiveVersion(ctx, group, res)
+		if err != nil {
+			return err
+		}
+		if len(group) == 0 {
+			continue
+		}
+		if err := s.importKeptGroup(ctx, app, group, res); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// conflictedReason is why an import leaves out the kept versions and
+// delete markers of a key whose item's record conflicted.
+const conflictedReason = "a kept version of an item whose record conflicted: the key holds another item, whose history this is not"
+
+// leaveOut reports entries as not imported, for reason.
+func leaveOut(res *uds.ImportResult, entries []importEntry, reason string) {
+	for _, e := range entries {
+		res.Left = append(res.Left, uds.ImportLeft{Index: e.index, Key: e.rec.Key, Reason: reason})
+	}
+}
+
+// belowLiveVersion is the entries of one key numbered below the version of
+// the item the key holds (all of them when it holds none): a version is
+// kept as its item moves past it, so one at or above the item's own
+// number was never that item's, and listed it would be numbered twice
+// once the item moves on. It reports the others as not imported.
+func (s *Store) belowLiveVersion(ctx context.Context, group []importEntry, res *uds.ImportResult) ([]importEntry, error) {
+	live, err := s.readMeta(ctx, group[0].rec.Key, false)
+	if err != nil || live == nil || expired(live, s.now()) {
+		return group, err
+	}
+	version := num(live, schema.AttrVersion)
+	var above []importEntry
+	group = slices.DeleteFunc(group, func(e importEntry) bool {
+		if e.rec.Version >= version {
+			above = append(above, e)
+			return true
+		}
+		return false
+	})
+	leaveOut(res, above, "a kept version numbered at or above its item's: the key's item is at version "+strconv.FormatInt(version, 10)+", and a version is kept only below its item's number")
+	return group, nil
 }
 
 // refuseErasingKept asks the erase guard about the owners of an import's
