@@ -65,9 +65,18 @@ func readBinaryWrite(r *http.Request, w *uds.Write, now time.Time) error {
 	return readHeaderFields(r, w, now)
 }
 
+// itemHeaders are the headers that carry an item's fields in a write whose
+// body is not JSON's writeBody.
+var itemHeaders = []string{HeaderClassName, HeaderTTL, HeaderExpiresAt}
+
 // readHeaderFields reads the item's class name and expiry from a write's
 // headers (a binary write's, or a patch's).
 func readHeaderFields(r *http.Request, w *uds.Write, now time.Time) (err error) {
+	for _, name := range itemHeaders {
+		if n := len(r.Header.Values(name)); n > 1 {
+			return uds.Invalid(name, "is sent %d times; an item has one: send the header once", n)
+		}
+	}
 	if name := r.Header.Values(HeaderClassName); len(name) > 0 {
 		if err := checkClassName(name[0]); err != nil {
 			return inHeader(HeaderClassName, err)

@@ -215,6 +215,10 @@ func TestBinaryRefusals(t *testing.T) {
 		{"a bad ttl header", "/free/x", png, "image/png", []string{"Uds-Ttl", "soon"}, http.StatusBadRequest, "Uds-Ttl header"},
 		{"a bad expiry header", "/free/x", png, "image/png", []string{"Uds-Expires-At", "1700000000"}, http.StatusBadRequest, "Uds-Expires-At header"},
 		{"a class name with a control character", "/free/x", png, "image/png", []string{"Uds-Class-Name", "a\tb"}, http.StatusBadRequest, "Uds-Class-Name header"},
+		{"a ttl header twice", "/free/x", png, "image/png", []string{"Uds-Ttl", "10", "Uds-Ttl", "20"}, http.StatusBadRequest, "is sent 2 times"},
+		// A JSON body carries its fields: the headers, ignored, would
+		// leave the client believing it set them.
+		{"a ttl header on a JSON write", "/free/j", []byte(`{"data":1}`), "application/json", []string{"Uds-Ttl", "10"}, http.StatusBadRequest, "a JSON body carries className, ttl and expiresAt"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

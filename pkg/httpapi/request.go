@@ -97,6 +97,13 @@ func readAll(r io.Reader, declared int64) ([]byte, error) {
 // readWrite parses and validates a POST or PUT body into w; expiries are
 // taken against now.
 func readWrite(r *http.Request, w *uds.Write, now time.Time) error {
+	for _, name := range itemHeaders {
+		if len(r.Header.Values(name)) > 0 {
+			// Ignored, it would leave the client believing it set the
+			// field.
+			return uds.Invalid(name, "applies to a binary write or a patch; a JSON body carries className, ttl and expiresAt as members")
+		}
+	}
 	body, err := readBody(r, maxBodyBytes, "the request body exceeds 2 MiB; data may hold at most 1 MiB of JSON")
 	if err != nil {
 		return err

@@ -155,8 +155,11 @@ func parseCommit(body []byte) (string, error) {
 	if err := decodeBody(body, &b, `{"uploadId": "..."}`); err != nil {
 		return "", err
 	}
-	if b.UploadID == nil || !uds.ValidUploadID(*b.UploadID) {
+	switch {
+	case b.UploadID == nil:
 		return "", uds.Invalid("uploadId", "is required: the uploadId that POST {item}?upload answered")
+	case !uds.ValidUploadID(*b.UploadID):
+		return "", uds.Invalid("uploadId", "is not one POST {item}?upload answers: 32 lower-case hexadecimal digits")
 	}
 	return *b.UploadID, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -276,7 +277,12 @@ func TestUploadRefusals(t *testing.T) {
 		})
 	}
 	t.Run("a commit names an upload", func(t *testing.T) {
-		e.do("POST", path+"?commit", `{"uploadId": "x"}`).expect(t, http.StatusBadRequest)
+		for body, says := range map[string]string{`{}`: "is required", `{"uploadId": "x"}`: "32 lower-case hexadecimal digits",
+			`{"uploadId": "0123456789ABCDEF0123456789ABCDEF"}`: "32 lower-case hexadecimal digits"} {
+			if r := e.do("POST", path+"?commit", body).expect(t, http.StatusBadRequest); !strings.Contains(fmt.Sprint(r.body["details"]), says) {
+				t.Errorf("commit %s: %s, want it to say %q", body, r.raw, says)
+			}
+		}
 		e.do("POST", path+"?commit", `{"uploadId": "0123456789abcdef0123456789abcdef"}`).expect(t, http.StatusNotFound)
 	})
 }
