@@ -249,6 +249,12 @@ func (a *API) answerLarge(w http.ResponseWriter, r *http.Request, it *uds.Item) 
 
 // readUploadBody reads the small JSON body of an upload route.
 func readUploadBody(r *http.Request) ([]byte, error) {
+	if isBinaryWrite(r) {
+		// The value's own bytes, sent here instead of to the form the
+		// declaration answers.
+		return nil, uds.Invalid("Content-Type", "is %s: the body is JSON that declares the upload (%s), and the bytes go to the form POST {item}?upload answers",
+			uds.Truncate(r.Header.Get(headerContentType), 64), uploadShape)
+	}
 	body, err := readBody(r, 64<<10, "the body exceeds 64 KiB: it declares an upload, the bytes go to the upload's url")
 	if err == nil && len(bytes.TrimSpace(body)) == 0 {
 		return nil, uds.Invalid("body", "is empty")

@@ -276,6 +276,12 @@ func TestUploadRefusals(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the bytes sent in place of the declaration", func(t *testing.T) {
+		r := e.send("POST", path+"?upload", []byte("\x89PNG\r\n"), "Content-Type", "video/mp4").expect(t, http.StatusBadRequest)
+		if raw := string(r.raw); !strings.Contains(raw, `"error":"Invalid Content-Type"`) || !strings.Contains(raw, "the bytes go to the form") {
+			t.Errorf("the file posted to ?upload: %s", r.raw)
+		}
+	})
 	t.Run("a commit names an upload", func(t *testing.T) {
 		for body, says := range map[string]string{`{}`: "is required", `{"uploadId": "x"}`: "32 lower-case hexadecimal digits",
 			`{"uploadId": "0123456789ABCDEF0123456789ABCDEF"}`: "32 lower-case hexadecimal digits"} {
