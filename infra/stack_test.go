@@ -1829,7 +1829,7 @@ func TestContextConfiguration(t *testing.T) {
 			"Uds-Expires-At", "Uds-Class-Name", "Uds-Content-Type", "Uds-Size", "Content-Range", "Accept-Ranges", "Accept-Patch",
 		})
 		headers := strings.Join(asStrings(cors["AllowHeaders"]), ",")
-		for _, h := range []string{"Authorization", "Content-Type", "If-Match", "If-None-Match", "Uds-Class-Name", "Uds-Ttl", "Uds-Expires-At", "Range"} {
+		for _, h := range []string{"Authorization", "Content-Type", "If-Match", "If-None-Match", "Uds-Class-Name", "Uds-Ttl", "Uds-Expires-At", "Range", "If-Range", "Content-Encoding"} {
 			if !strings.Contains(headers, h) {
 				t.Errorf("AllowHeaders %s lacks %s", headers, h)
 			}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/udsproject/uds/docs"
+	"github.com/udsproject/uds/internal/sameorigin"
 	"github.com/udsproject/uds/pkg/console"
 )
 
@@ -13,8 +14,9 @@ const openAPIPath = "/openapi.json"
 
 // site serves what a person or a tool asks the server's root for, beside
 // the API and the console (next): GET / redirects to the console, and GET
-// /openapi.json answers the OpenAPI document built into the server. Other
-// methods on those paths, and every other path, are next's: the API
+// /openapi.json answers the OpenAPI document built into the server, which
+// answers other methods 405. Other methods on /, and every other path,
+// are next's: the API
 // answers them as any path that is not a route. Like console.Mount, it
 // compares the path rather than going through http.ServeMux, which would
 // clean the API's paths.
@@ -26,6 +28,12 @@ const openAPIPath = "/openapi.json"
 func site(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if r.URL.Path == openAPIPath {
+				// The document is a resource of its own, read only.
+				w.Header().Set("Allow", "GET, HEAD")
+				sameorigin.WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", "Method not allowed", r.Method+" "+openAPIPath+" is not served; the document is read with GET")
+				return
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -33,8 +41,10 @@ func site(next http.Handler) http.Handler {
 		case "/":
 			http.Redirect(w, r, console.Path, http.StatusFound)
 		case openAPIPath:
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", strconv.Itoa(len(docs.OpenAPI)))
+			h := w.Header()
+			h.Set("Content-Type", "application/json")
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("Content-Length", strconv.Itoa(len(docs.OpenAPI)))
 			_, _ = w.Write(docs.OpenAPI)
 		default:
 			next.ServeHTTP(w, r)

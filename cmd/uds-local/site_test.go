@@ -16,9 +16,10 @@ import (
 )
 
 // TestRootAndOpenAPI: GET / (and HEAD) redirects to the console with a
-// 302, GET /openapi.json answers docs/openapi.json as JSON, another
-// method on / is the API's 404, and the guard refuses both paths to a
-// page of another host. Before, / answered the API's JSON 404.
+// 302, GET /openapi.json answers docs/openapi.json as JSON (nosniff),
+// another method on / is the API's 404 and on /openapi.json a 405, and
+// the guard refuses both paths to a page of another host (403 in the
+// API's error shape, with its code). Before, / answered the API's JSON 404.
 func TestRootAndOpenAPI(t *testing.T) {
 	t.Parallel()
 	cfg := config.Config{
@@ -69,7 +70,7 @@ func TestRootAndOpenAPI(t *testing.T) {
 		}
 		res, body := call(t, "GET", "/openapi.json")
 		var doc struct{ OpenAPI string }
-		if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/json" || !bytes.Equal(body, want) ||
+		if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/json" || res.Header.Get("X-Content-Type-Options") != "nosniff" || !bytes.Equal(body, want) ||
 			json.Unmarshal(body, &doc) != nil || doc.OpenAPI == "" {
 			t.Errorf("%d %s, %d bytes; want 200 application/json and docs/openapi.json's %d bytes",
 				res.StatusCode, res.Header.Get("Content-Type"), len(body), len(want))
@@ -82,11 +83,20 @@ func TestRootAndOpenAPI(t *testing.T) {
 			t.Errorf("%d %s; want the API's JSON 404", res.StatusCode, body)
 		}
 	})
+	t.Run("POST /openapi.json", func(t *testing.T) {
+		res, body := call(t, "POST", "/openapi.json")
+		var e struct{ Code string }
+		if res.StatusCode != 405 || res.Header.Get("Allow") != "GET, HEAD" || json.Unmarshal(body, &e) != nil || e.Code != "method_not_allowed" {
+			t.Errorf("%d Allow %q %s; want a JSON 405 allowing GET, HEAD", res.StatusCode, res.Header.Get("Allow"), body)
+		}
+	})
 	port := root[strings.LastIndex(root, ":")+1:]
 	for _, path := range []string{"/", "/openapi.json"} {
 		t.Run("a DNS rebinding page's GET "+path, func(t *testing.T) {
-			if res, body := call(t, "GET", path, "Host", "evil.example:"+port); res.StatusCode != 403 {
-				t.Errorf("%d %s; want 403", res.StatusCode, body)
+			res, body := call(t, "GET", path, "Host", "evil.example:"+port)
+			var e struct{ Code string }
+			if res.StatusCode != 403 || json.Unmarshal(body, &e) != nil || e.Code != "forbidden" || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("%d %s; want a JSON 403 with code forbidden, nosniff", res.StatusCode, body)
 			}
 		})
 	}

@@ -211,11 +211,11 @@ func browserLoad(r *http.Request) bool {
 
 // refuse answers 403 in the API's error shape, which the page shows.
 func refuse(w http.ResponseWriter, why, details string) {
-	sameorigin.WriteError(w, http.StatusForbidden, "Forbidden by the console: "+why, details)
+	sameorigin.WriteError(w, http.StatusForbidden, "forbidden", "Forbidden by the console: "+why, details)
 }
 
 func proxyError(w http.ResponseWriter, _ *http.Request, err error) {
-	sameorigin.WriteError(w, http.StatusBadGateway, "The console could not reach the API", err.Error())
+	sameorigin.WriteError(w, http.StatusBadGateway, "unavailable", "The console could not reach the API", err.Error())
 }
 
 // signingTransport signs the admin calls (paths under admin) with SigV4

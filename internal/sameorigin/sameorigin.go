@@ -149,7 +149,7 @@ var API = CORS{
 	Methods: []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"},
 	Headers: []string{"Authorization", "Content-Type", "If-Match", "If-None-Match",
 		"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256",
-		"Uds-Class-Name", "Uds-Ttl", "Uds-Expires-At", "Range"},
+		"Uds-Class-Name", "Uds-Ttl", "Uds-Expires-At", "Range", "If-Range", "Content-Encoding"},
 	Expose: []string{"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy",
 		"Uds-Version", "Uds-Created-Date", "Uds-Created-By-Subject", "Uds-Updated-Date", "Uds-Updated-By-Subject",
 		"Uds-Expires-At", "Uds-Class-Name", "Uds-Content-Type", "Uds-Size", "Content-Range", "Accept-Ranges", "Accept-Patch"},
@@ -195,7 +195,7 @@ func (g *Guard) Answer(h http.Header, r *http.Request, c CORS, preflight bool) {
 func (g *Guard) Handler(server string, cors CORS, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if refusal := g.Check(r); refusal != nil {
-			WriteError(w, http.StatusForbidden, "Forbidden by "+server+": "+refusal.Why, refusal.Remedy)
+			WriteError(w, http.StatusForbidden, "forbidden", "Forbidden by "+server+": "+refusal.Why, refusal.Remedy)
 			return
 		}
 		preflight := Preflight(r) && g.Allowed(r.Header.Get("Origin"))
@@ -208,11 +208,14 @@ func (g *Guard) Handler(server string, cors CORS, next http.Handler) http.Handle
 	})
 }
 
-// WriteError answers status with a body in the API's error shape: what
-// went wrong, details, and when.
-func WriteError(w http.ResponseWriter, status int, msg, details string) {
-	w.Header().Set("Content-Type", "application/json")
+// WriteError answers status with a body in the API's error shape: its
+// code, what went wrong, details, and when (to the millisecond, as the
+// API's are). Like every answer of the API it says nosniff.
+func WriteError(w http.ResponseWriter, status int, code, msg, details string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg, "details": details,
-		"timestamp": time.Now().UTC().Format(time.RFC3339)})
+	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "error": msg, "details": details,
+		"timestamp": time.Now().UTC().Format("2006-01-02T15:04:05.000Z")})
 }

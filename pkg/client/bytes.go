@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // Values of bytes: an item's value may be bytes of any content type
@@ -385,9 +387,10 @@ func largeFromHeaders(it *Item, h http.Header) {
 }
 
 // headerText reads a header that carries text the API percent-encodes
-// where it holds more than printable ASCII (subjects, class names).
+// where it holds more than printable ASCII (subjects, class names); a
+// value that is not such an encoding is shown as it came.
 func headerText(v string) string {
-	if s, err := url.PathUnescape(v); err == nil {
+	if s, ok := uds.ParseHeaderText(v); ok {
 		return s
 	}
 	return v

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/udsproject/uds/pkg/uds"
 )
 
 // Key names a key-value item (SortKey empty), a list (SortKey empty, with
@@ -156,7 +158,7 @@ func (o callOptions) header() http.Header {
 // beside its value, where the body is the value (bytes) or a patch.
 func (o callOptions) fieldHeaders(h http.Header) {
 	if o.className != nil {
-		h.Set("Uds-Class-Name", *o.className)
+		h.Set("Uds-Class-Name", uds.HeaderText(*o.className))
 	}
 	ttl, expiresAt := o.expiry()
 	if ttl > 0 {

@@ -828,11 +828,16 @@ func TestConsoleInBrowser(t *testing.T) {
 
 		// A binary value: its type and size, and a link to its bytes.
 		png := []byte("\x89PNG\r\n\x1a\n not really an image")
-		_, err = dave.PutBytes(ctx, client.Key{App: app, Namespace: "avatars", ID: "dave"}, bytes.NewReader(png), int64(len(png)), "image/png")
+		// Its class name travels percent-encoded in a header, and is
+		// shown as it is.
+		_, err = dave.PutBytes(ctx, client.Key{App: app, Namespace: "avatars", ID: "dave"}, bytes.NewReader(png), int64(len(png)), "image/png", client.ClassName("Café 100%"))
 		must(t, err)
 		b.open("#/apps/" + app + "/data?ns=avatars&id=dave")
 		if got := b.text("#item-binary"); !strings.Contains(got, "image/png, "+strconv.Itoa(len(png))+" B") {
 			t.Errorf("binary value shown as %q", got)
+		}
+		if got := b.text("dl.meta"); !strings.Contains(got, "Café 100%") {
+			t.Errorf("the class name is shown as %q", got)
 		}
 		if href := eval[string](b, `document.querySelector("#item-binary a").href`); !strings.HasPrefix(href, "blob:") {
 			t.Errorf("download link %q", href)

@@ -3,7 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"io"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -62,6 +62,12 @@ type limitsJSON struct {
 
 // ownQuota answers the caller's own usage and limits in an app.
 func (a *API) ownQuota(w http.ResponseWriter, r *http.Request, p params) {
+	if r.URL.RawQuery != "" {
+		// A namespace may be named quota; a read of it has a query.
+		p.namespace = "quota"
+		a.readNamespace(w, r, p)
+		return
+	}
 	app, err := uds.ParseApp(p.app)
 	if err != nil {
 		a.fail(w, r, err, nil)
@@ -276,9 +282,9 @@ const maxLimitsBody = 4 << 10
 
 // readLimits reads and parses a limits body (parseLimits).
 func readLimits(r *http.Request) (uds.Limits, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxLimitsBody))
+	body, err := readBody(r, maxLimitsBody, fmt.Sprintf("a limits body takes at most %d bytes: {\"limitBytes\": n, \"limitItems\": n}", maxLimitsBody))
 	if err != nil {
-		return uds.Limits{}, uds.Invalid("body", "could not be read or exceeds %d bytes", maxLimitsBody)
+		return uds.Limits{}, err
 	}
 	return parseLimits(body)
 }

@@ -78,10 +78,14 @@ func readHeaderFields(r *http.Request, w *uds.Write, now time.Time) (err error) 
 		}
 	}
 	if name := r.Header.Values(HeaderClassName); len(name) > 0 {
-		if err := checkClassName(name[0]); err != nil {
+		cn, ok := uds.ParseHeaderText(name[0])
+		if !ok {
+			return uds.Invalid(HeaderClassName+" header", "holds a %% that begins no escape of two hex digits: the header carries a class name percent-encoded where it holds %%, characters outside printable ASCII or spaces at its ends (%%25 for %%)")
+		}
+		if err := checkClassName(cn); err != nil {
 			return inHeader(HeaderClassName, err)
 		}
-		w.ClassName = name[0]
+		w.ClassName = cn
 	}
 	w.ExpiresAt, err = headerExpiry(r, now)
 	return err
@@ -118,6 +122,12 @@ func inlineBinary(b *writeBody) (*uds.Binary, error) {
 // expiresAt are read.
 func headerExpiry(r *http.Request, now time.Time) (time.Time, error) {
 	var b writeBody
+	for _, name := range []string{HeaderTTL, HeaderExpiresAt} {
+		// An empty header is not no header: it meant to set an expiry.
+		if v := r.Header.Values(name); len(v) > 0 && strings.TrimSpace(v[0]) == "" {
+			return time.Time{}, uds.Invalid(name+" header", "is empty; give it a value, or leave the header out")
+		}
+	}
 	if ttl := r.Header.Get(HeaderTTL); ttl != "" {
 		b.TTL = json.RawMessage(ttl)
 	}
@@ -173,32 +183,9 @@ func setItemHeaders(h http.Header, it *uds.Item) {
 		{HeaderCreatedBy, it.CreatedBy}, {HeaderUpdatedBy, it.UpdatedBy}, {HeaderClassName, it.ClassName},
 	} {
 		if f.value != "" {
-			h.Set(f.name, headerText(f.value))
+			h.Set(f.name, uds.HeaderText(f.value))
 		}
 	}
-}
-
-// headerText is s as a header value: itself when it is printable ASCII
-// without leading or trailing space, else percent-encoded as a URL query
-// value is (RFC 8187's encoding, without its charset prefix).
-func headerText(s string) string {
-	plain := s == strings.TrimSpace(s)
-	for i := 0; plain && i < len(s); i++ {
-		plain = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '%'
-	}
-	if plain {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c > 0x20 && c < 0x7f && c != '%' {
-			b.WriteByte(c)
-			continue
-		}
-		fmt.Fprintf(&b, "%%%02X", c)
-	}
-	return b.String()
 }
 
 // Stored bytes are a client's data, never a page of the API's origin

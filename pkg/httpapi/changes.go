@@ -34,6 +34,10 @@ const (
 // readNamespace serves GET /data/{app}/{namespace}: the namespace's
 // changes feed with ?changes=, a query of one of its indexes otherwise.
 func (a *API) readNamespace(w http.ResponseWriter, r *http.Request, p params) {
+	if err := noConditions(r, "a namespace's query or changes, whose pages carry no ETag"); err != nil {
+		a.fail(w, r, err, &uds.Key{App: p.app, Namespace: p.namespace})
+		return
+	}
 	if _, ok := r.URL.Query()["changes"]; ok {
 		a.changes(w, r, p)
 		return

@@ -76,9 +76,19 @@ const maxJSONDepth = 10000
 
 // jsonSyntaxError is JSON that does not follow the grammar, and where the
 // reading stopped.
-type jsonSyntaxError struct{ offset int }
+type jsonSyntaxError struct {
+	offset int
+	// tooDeep is set when the JSON nests past maxJSONDepth, which
+	// follows the grammar but is not read.
+	tooDeep bool
+}
 
-func (e *jsonSyntaxError) Error() string { return "syntax error at byte " + strconv.Itoa(e.offset) }
+func (e *jsonSyntaxError) Error() string {
+	if e.tooDeep {
+		return "nests objects and arrays more than " + strconv.Itoa(maxJSONDepth) + " deep (at byte " + strconv.Itoa(e.offset) + "), deeper than UDS reads"
+	}
+	return "syntax error at byte " + strconv.Itoa(e.offset)
+}
 
 // duplicateNameError is an object that names a member twice.
 type duplicateNameError struct {
@@ -164,7 +174,7 @@ func (c *compactor) value(depth int) error {
 // container copies an object (members) or array, its opening byte at c.i.
 func (c *compactor) container(depth int, end byte, members bool) error {
 	if depth+1 > maxJSONDepth {
-		return c.syntaxError()
+		return &jsonSyntaxError{offset: c.i, tooDeep: true}
 	}
 	c.dst = append(c.dst, c.src[c.i])
 	c.i++

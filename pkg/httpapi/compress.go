@@ -102,41 +102,59 @@ func (c *compressor) finish() {
 }
 
 // acceptsGzip reports whether Accept-Encoding allows gzip: named (or as
-// x-gzip), or covered by *, with a q-value above zero.
+// x-gzip) with a q-value above zero, or, when not named, covered by *
+// with one. A coding's own entry decides over * wherever it stands (RFC
+// 9110, 12.5.3).
 func acceptsGzip(r *http.Request) bool {
+	named, star := -1.0, -1.0
 	for _, v := range r.Header.Values("Accept-Encoding") {
-		for _, part := range strings.Split(v, ",") {
+		for part := range strings.SplitSeq(v, ",") {
 			coding, params, _ := strings.Cut(part, ";")
-			coding = strings.ToLower(strings.TrimSpace(coding))
-			if coding != "gzip" && coding != "x-gzip" && coding != "*" {
-				continue
-			}
 			q := 1.0
 			if name, value, ok := strings.Cut(strings.TrimSpace(params), "="); ok && strings.EqualFold(strings.TrimSpace(name), "q") {
 				if f, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
 					q = f
 				}
 			}
-			return q > 0
+			switch strings.ToLower(strings.TrimSpace(coding)) {
+			case "gzip", "x-gzip":
+				named = max(named, q)
+			case "*":
+				star = max(star, q)
+			}
 		}
 	}
-	return false
+	if named >= 0 {
+		return named > 0
+	}
+	return star > 0
 }
 
 // requestCoding prepares a request's body for reading: a gzip body is
-// expanded as it is read. Any coding but gzip and identity is refused.
+// expanded as it is read. Any coding but gzip and identity is refused, and
+// so is gzip applied more than once. Content-Encoding is a list, sent on
+// one line or several (RFC 9110, 5.3), and is read whole either way.
 func requestCoding(r *http.Request) error {
-	coding := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
-	switch coding {
-	case "", "identity":
-		return nil
-	case "gzip", "x-gzip":
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = &gzipBody{src: r.Body}
+	values := r.Header.Values("Content-Encoding")
+	gzipped := false
+	for _, v := range values {
+		for coding := range strings.SplitSeq(v, ",") {
+			switch strings.ToLower(strings.TrimSpace(coding)) {
+			case "", "identity":
+			case "gzip", "x-gzip":
+				if gzipped {
+					return &encodingError{coding: strings.Join(values, ", ")}
+				}
+				gzipped = true
+			default:
+				return &encodingError{coding: strings.Join(values, ", ")}
+			}
 		}
-		return nil
 	}
-	return &encodingError{coding: r.Header.Get("Content-Encoding")}
+	if gzipped && r.Body != nil && r.Body != http.NoBody {
+		r.Body = &gzipBody{src: r.Body}
+	}
+	return nil
 }
 
 // gzipBody expands a gzip request body. Its reader is made on the first
@@ -149,12 +167,23 @@ type gzipBody struct {
 
 func (g *gzipBody) Read(p []byte) (int, error) {
 	if g.zr == nil && g.err == nil {
-		g.zr, g.err = gzip.NewReader(g.src)
+		if g.zr, g.err = gzip.NewReader(g.src); g.err != nil {
+			g.err = errNotGzip
+		}
 	}
 	if g.err != nil {
 		return 0, g.err
 	}
-	return g.zr.Read(p)
+	n, err := g.zr.Read(p)
+	if err != nil && err != io.EOF {
+		// A stream that breaks off or does not check out: the body is
+		// not what its Content-Encoding says.
+		err = errNotGzip
+	}
+	return n, err
 }
+
+// errNotGzip is a body sent as gzip that is not a whole gzip stream.
+var errNotGzip = uds.Invalid("body", "is not a whole gzip stream, which its Content-Encoding says it is")
 
 func (g *gzipBody) Close() error { return g.src.Close() }

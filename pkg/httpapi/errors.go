@@ -144,6 +144,10 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error, key *uds.K
 	writeJSON(w, status, body)
 }
 
+// maxEchoBytes bounds each key part an error echoes: a valid key's parts
+// are at most 2048 bytes together (DynamoDB's partition key).
+const maxEchoBytes = 2048
+
 // describe is what an error answers: its status, its body and, when the
 // client may try again after a while, the Retry-After seconds. caller is
 // who asked, whose own quota a refusal may show.
@@ -157,7 +161,11 @@ func describe(err error, key *uds.Key, caller string) (status int, body errorBod
 	code := uds.CodeOf(err)
 	body = errorBody{Code: code, Error: uds.PublicOf(err), Timestamp: now()}
 	if key != nil {
-		body.ApplicationUUID, body.Namespace, body.ID, body.SortKey = key.App, key.Namespace, key.ID, key.SortKey
+		// A key's parts are echoed whole up to the longest a valid key
+		// has; past it a refused one is cut, so that a path of a megabyte
+		// is not answered with a body of one.
+		body.ApplicationUUID, body.Namespace = uds.Truncate(key.App, maxEchoBytes), uds.Truncate(key.Namespace, maxEchoBytes)
+		body.ID, body.SortKey = uds.Truncate(key.ID, maxEchoBytes), uds.Truncate(key.SortKey, maxEchoBytes)
 	}
 	status = statusOf[code]
 	if code != uds.CodeInternal {

@@ -103,7 +103,7 @@ func FuzzBinaryWrite(f *testing.F) {
 			}
 		}
 		// Every route checks this first (serve), JSON writes too.
-		err := checkContentTypeOnce(r)
+		err := checkRequestHeaders(r)
 		if twice := len(r.Header["Content-Type"]) > 1; twice != (err != nil) {
 			t.Fatalf("Content-Type %q: %v", r.Header["Content-Type"], err)
 		} else if twice {

@@ -329,7 +329,7 @@ func FuzzQuery(f *testing.F) {
 			err := checkQuery(r, takes)
 			if err != nil {
 				checkRefusal(t, in, err)
-				checkInvalidField(t, err, "query")
+				checkQueryRefusal(t, rawQuery, takes, err)
 				continue
 			}
 			for name := range want {
@@ -398,6 +398,22 @@ func checkListQuery(t *testing.T, r *http.Request, params url.Values) {
 	}
 }
 
+// checkQueryRefusal checks what checkQuery refused: the query as a whole
+// (malformed, or naming a parameter outside takes), or a parameter of
+// takes that needs a value and was given an empty one.
+func checkQueryRefusal(t *testing.T, rawQuery string, takes []string, err error) {
+	t.Helper()
+	var invalid *uds.InvalidError
+	if !errors.As(err, &invalid) || invalid.Field == "query" {
+		checkInvalidField(t, err, "query")
+		return
+	}
+	q, parseErr := url.ParseQuery(rawQuery)
+	if parseErr != nil || !valued[invalid.Field] || !slices.Contains(takes, invalid.Field) || !slices.Contains(q[invalid.Field], "") {
+		t.Fatalf("?%s refused as %v: not an empty value of a parameter the route takes with one", rawQuery, err)
+	}
+}
+
 // FuzzItemQuery parses the query strings of the item routes as each
 // method takes them (checkQuery, then parseItemQuery): a refusal is a 400
 // naming the parameter; an accepted version (?version=, ?restore=) is the
@@ -422,7 +438,7 @@ func FuzzItemQuery(f *testing.F) {
 		in := []byte(rawQuery)
 		if err := checkQuery(r, itemRouteQuery[method]); err != nil {
 			checkRefusal(t, in, err)
-			checkInvalidField(t, err, "query")
+			checkQueryRefusal(t, rawQuery, itemRouteQuery[method], err)
 			return
 		}
 		q, err := parseItemQuery(r)
@@ -519,8 +535,8 @@ func FuzzIfMatch(f *testing.F) {
 }
 
 // FuzzContentEncoding reads write bodies in any Content-Encoding, gzip
-// compressed or not: codings other than gzip and identity are refused
-// with a 415; a body is read as what it expands to, bounded as a plain
+// compressed or not: codings other than gzip and identity, and gzip twice,
+// are refused with a 415; a body is read as what it expands to, bounded as a plain
 // body is (413), and one that does not expand is refused (400).
 func FuzzContentEncoding(f *testing.F) {
 	good := `{"data":{"a":1}}`
@@ -533,7 +549,7 @@ func FuzzContentEncoding(f *testing.F) {
 	}{
 		{"", good, false}, {"identity", good, false}, {"gzip", good, true}, {"x-gzip", good, true}, {" GZIP ", good, true},
 		{"gzip", good, false}, {"gzip", zipped + "trailing", false}, {"gzip", zipped + string(gzipOf(f, []byte(" "))), false},
-		{"gzip", zipped[:20], false}, {"gzip", bomb, false}, {"br", good, false}, {"gzip, identity", good, true},
+		{"gzip", zipped[:20], false}, {"gzip", bomb, false}, {"br", good, false}, {"gzip, identity", good, true}, {"identity, gzip", good, true}, {"gzip, gzip", good, true}, {"gzip, br", good, true},
 		{"deflate", good, false}, {"identity", `{"data":`, false}, {"gzip", `{"data":"` + "\xff" + `"}`, true}, {"gzip", "", false},
 	} {
 		f.Add(c.coding, []byte(c.body), c.compress)
@@ -546,12 +562,19 @@ func FuzzContentEncoding(f *testing.F) {
 		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(sent))
 		r.Header.Set("Content-Encoding", coding)
 		err := requestCoding(r)
-		zipped := false
-		switch strings.ToLower(strings.TrimSpace(coding)) {
-		case "", "identity":
-		case "gzip", "x-gzip":
-			zipped = true
-		default:
+		// The reference: a list of codings, of which identity is none and
+		// gzip may be one.
+		zipped, refused := false, false
+		for c := range strings.SplitSeq(coding, ",") {
+			switch strings.ToLower(strings.TrimSpace(c)) {
+			case "", "identity":
+			case "gzip", "x-gzip":
+				refused, zipped = refused || zipped, true
+			default:
+				refused = true
+			}
+		}
+		if refused {
 			var e *encodingError
 			if !errors.As(err, &e) {
 				t.Fatalf("Content-Encoding %q taken (%v)", coding, err)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -26,6 +27,12 @@ func AnonymousSubject(*http.Request) (string, error) { return Anonymous, nil }
 // HeaderSubject takes the subject from SubjectHeader, anonymous without it.
 // It is for local testing only: any client can claim any identity.
 func HeaderSubject(r *http.Request) (string, error) {
+	values := r.Header.Values(SubjectHeader)
+	if len(values) > 1 {
+		// Reading either would store a write under a caller the client
+		// may not have meant.
+		return "", Unauthenticated(SubjectHeader + " is sent " + strconv.Itoa(len(values)) + " times; a request has one caller: send it once")
+	}
 	s := r.Header.Get(SubjectHeader)
 	if s == "" {
 		return Anonymous, nil

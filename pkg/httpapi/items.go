@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -64,20 +65,50 @@ func (a *API) getItem(w http.ResponseWriter, r *http.Request, p params) {
 	if !ok {
 		return
 	}
-	var it uds.Item
-	var err error
-	switch {
-	case q.history:
+	if q.history {
+		if err := noConditions(r, "GET ?history, whose pages carry no ETag"); err != nil {
+			a.fail(w, r, err, &key)
+			return
+		}
 		a.listVersions(w, r, key, &sc, q)
 		return
-	case q.version != noVersion:
+	}
+	pre, err := readConditions(r)
+	if err != nil {
+		a.fail(w, r, err, &key)
+		return
+	}
+	var it uds.Item
+	if q.version != noVersion {
 		it, err = a.version(r.Context(), &sc, q.version)
-	default:
+	} else {
 		it, err = a.stores.Items.Get(r.Context(), sc.key)
 		// The item takes PATCH in either patch document (RFC 5789).
 		w.Header().Set("Accept-Patch", acceptPatch)
 	}
+	if err == nil && pre != nil && !pre.Matches(it.Revision()) {
+		// A read of what is not there answers 404 whatever it names
+		// (RFC 9110, 13.2.1).
+		err = uds.ErrPrecondition
+	}
 	a.answerGet(w, r, sc.key, it, err, r.Header.Values("If-None-Match"), true)
+}
+
+// readConditions reads the If-Match of a GET of an item (nil without
+// one), which answers 412 when it names none of the item's ETags, as a
+// write's does. If-Unmodified-Since is refused: ETags are the item's
+// validators, and ignored it would hand over what its client meant it to
+// stop.
+func readConditions(r *http.Request) (*uds.Precondition, error) {
+	if len(r.Header.Values("If-Unmodified-Since")) > 0 {
+		return nil, uds.Invalid("If-Unmodified-Since", "is not taken; a read is conditional on If-Match or If-None-Match, with ETags")
+	}
+	values := r.Header.Values("If-Match")
+	if len(values) == 0 {
+		return nil, nil
+	}
+	pre, err := parseIfMatch(strings.Join(values, ","))
+	return &pre, err
 }
 
 // answerGet answers a read of key: the item with its ETag, 304 when
@@ -144,6 +175,9 @@ func (a *API) writeItem(w http.ResponseWriter, r *http.Request, key uds.Key, sc 
 			return
 		}
 		write.IfMatch = sc.guard(write.IfMatch)
+	} else if err = noConditions(r, "a POST, which creates the item only where none is (a PUT with If-Match updates one)"); err != nil {
+		a.fail(w, r, err, &key)
+		return
 	}
 	if isBinaryWrite(r) {
 		err = readBinaryWrite(r, &write, a.now())

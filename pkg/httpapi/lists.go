@@ -29,6 +29,9 @@ const (
 
 func (a *API) listItems(w http.ResponseWriter, r *http.Request, p params) {
 	key, err := itemKey(p)
+	if err == nil {
+		err = noConditions(r, "GET of a list, whose pages carry no ETag")
+	}
 	if err != nil {
 		a.fail(w, r, err, &key)
 		return

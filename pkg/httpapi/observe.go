@@ -193,7 +193,14 @@ func (a *API) serveObserved(w http.ResponseWriter, r *http.Request, d dispatched
 		defer cancel()
 	}
 	r = r.WithContext(ctx)
-	st.cw = compressor{ResponseWriter: &st.w, acceptsGzip: acceptsGzip(r)}
+	// A HEAD's answer is its GET's, headers included: the compressor
+	// decides its encoding from the body the GET handler writes, and the
+	// body goes no further.
+	var sink http.ResponseWriter = &st.w
+	if d.bodiless {
+		sink = bodiless{&st.w}
+	}
+	st.cw = compressor{ResponseWriter: sink, acceptsGzip: acceptsGzip(r)}
 	if err := requestCoding(r); err != nil {
 		a.fail(&st.cw, r, err, nil)
 	} else if err := safe.Call(func() { a.serve(&st.cw, r, d) }); err != nil {

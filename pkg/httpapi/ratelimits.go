@@ -3,7 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"io"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -238,9 +238,9 @@ func (a *API) deleteUserRateLimits(w http.ResponseWriter, r *http.Request, p par
 const maxRateBody = 4 << 10
 
 func readRateLimits(r *http.Request, perApp bool) (uds.RateLimits, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxRateBody))
+	body, err := readBody(r, maxRateBody, fmt.Sprintf("a rate limits body takes at most %d bytes", maxRateBody))
 	if err != nil {
-		return uds.RateLimits{}, uds.Invalid("body", "could not be read or exceeds %d bytes", maxRateBody)
+		return uds.RateLimits{}, err
 	}
 	return parseRateLimits(body, perApp)
 }

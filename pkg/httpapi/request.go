@@ -38,13 +38,21 @@ type writeBody struct {
 	ExpiresAt json.RawMessage `json:"expiresAt"`
 }
 
-// checkContentTypeOnce refuses a request that sends Content-Type more than
-// once. Go reads the first and the write would be taken as that type,
-// while a proxy or a browser in front may have judged the request by
-// another; a body has one type.
-func checkContentTypeOnce(r *http.Request) error {
+// checkRequestHeaders refuses what no route takes of a request's headers.
+// Content-Type and Range sent more than once: Go reads the first, while a
+// proxy or a browser in front may have judged the request by another; a
+// body has one type, and a read one range. Content-Range: it names a part
+// of a value, and UDS writes whole values (a PUT that carries it must be
+// refused, RFC 9110, 14.5).
+func checkRequestHeaders(r *http.Request) error {
 	if n := len(r.Header.Values("Content-Type")); n > 1 {
 		return uds.Invalid("Content-Type", "is sent %d times; a body has one media type: send the header once", n)
+	}
+	if n := len(r.Header.Values("Range")); n > 1 {
+		return uds.Invalid("Range", "is sent %d times; send one Range header", n)
+	}
+	if len(r.Header.Values("Content-Range")) > 0 {
+		return uds.Invalid("Content-Range", "has no place in a request: UDS writes whole values, so send the whole value without it")
 	}
 	return nil
 }
@@ -60,6 +68,8 @@ func readBody(r *http.Request, limit int64, tooLarge string) ([]byte, error) {
 	switch {
 	case errors.As(err, &tooBig):
 		return nil, &uds.TooLargeError{Reason: tooLarge}
+	case errors.Is(err, errNotGzip):
+		return nil, errNotGzip
 	case err != nil:
 		return nil, uds.Invalid("body", "could not be read")
 	}
@@ -381,20 +391,32 @@ func parseIfMatch(v string) (uds.Precondition, error) {
 // condition term).
 const maxEntityTags = 16
 
-// entityTags splits an If-Match or If-None-Match value into its tags.
+// entityTags splits an If-Match or If-None-Match value into its tags: a
+// list of quoted tags (a comma inside the quotes is the tag's), each weak
+// or not, or *.
 func entityTags(v string) ([]string, error) {
 	var tags []string
-	for _, t := range strings.Split(v, ",") {
-		t = strings.TrimSpace(t)
-		if t == "" {
-			continue
+	errUnquoted := errors.New(`each entity tag must be quoted, like "3-lq2x0a", or be *`)
+	for v = strings.TrimLeft(v, " \t,"); v != ""; v = strings.TrimLeft(v, " \t,") {
+		var t string
+		switch {
+		case v[0] == '*':
+			t, v = "*", v[1:]
+		case strings.HasPrefix(v, `"`) || strings.HasPrefix(v, `W/"`):
+			open := strings.IndexByte(v, '"')
+			end := strings.IndexByte(v[open+1:], '"')
+			if end < 0 {
+				return nil, errUnquoted
+			}
+			t, v = v[:open+end+2], v[open+end+2:]
+		default:
+			return nil, errUnquoted
 		}
-		weak := strings.HasPrefix(t, "W/")
-		body := strings.TrimPrefix(t, "W/")
-		if t != "*" && (len(body) < 2 || body[0] != '"' || body[len(body)-1] != '"' || strings.Contains(body[1:len(body)-1], `"`)) {
-			return nil, errors.New(`each entity tag must be quoted, like "3-lq2x0a", or be *`)
+		// What follows a tag is the list's next comma.
+		if rest := strings.TrimLeft(v, " \t"); rest != "" && rest[0] != ',' {
+			return nil, errUnquoted
 		}
-		if weak {
+		if body, weak := strings.CutPrefix(t, "W/"); weak {
 			// A weak tag never matches under the strong comparison
 			// If-Match requires; keep it as a non-UDS tag.
 			t = "W" + body
@@ -431,9 +453,9 @@ func noneMatch(values []string, etag string) (bool, error) {
 // query parses the query string strictly: malformed percent-encoding and
 // repeated parameters are errors.
 func query(r *http.Request) (url.Values, error) {
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	q, err := parseQuery(r.URL.RawQuery)
 	if err != nil {
-		return nil, uds.Invalid("query", "malformed query string: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
+		return nil, err
 	}
 	for k, v := range q {
 		if len(v) > 1 {
@@ -441,4 +463,17 @@ func query(r *http.Request) (url.Values, error) {
 		}
 	}
 	return q, nil
+}
+
+// parseQuery parses a query string, saying what is wrong with a malformed
+// one in words of its own rather than Go's.
+func parseQuery(raw string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	switch {
+	case err == nil:
+		return q, nil
+	case strings.Contains(raw, ";") && strings.Contains(err.Error(), "semicolon"):
+		return nil, uds.Invalid("query", "separates parameters with ;, where the separator is &")
+	}
+	return nil, uds.Invalid("query", "holds malformed percent-encoding: %% must begin an escape of two hex digits (%%25 for %%)")
 }

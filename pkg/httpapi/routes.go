@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -50,6 +51,10 @@ var (
 	}
 )
 
+// namespaceQuery is what a read of a namespace takes: an index query's
+// parameters, or changes (changes.go).
+var namespaceQuery = append(slices.Clone(indexQuery), "changes")
+
 // batchPattern is the batch route's, which charges rate tokens per
 // operation (batch.go).
 const batchPattern = "/data/{applicationUuid}/batch"
@@ -58,8 +63,11 @@ const batchPattern = "/data/{applicationUuid}/batch"
 // pattern and method match serves the request. The OpenAPI document is
 // checked against this table.
 var routes = []route{
+	// The caller's quota; with a query, the changes feed of the namespace
+	// named quota (or a query of its, which declares no indexes).
 	{GroupKV, "/data/{applicationUuid}/quota", map[string]handler{
-		http.MethodGet: (*API).ownQuota}, nil},
+		http.MethodGet: (*API).ownQuota},
+		map[string][]string{http.MethodGet: namespaceQuery}},
 	// A batch of item operations of both kinds; the kv function serves it.
 	{GroupKV, batchPattern, map[string]handler{
 		http.MethodPost: (*API).batch}, nil},
@@ -69,7 +77,7 @@ var routes = []route{
 	// a namespace named quota or batch declares no indexes.
 	{GroupKV, "/data/{applicationUuid}/{namespace}", map[string]handler{
 		http.MethodGet: (*API).readNamespace},
-		map[string][]string{http.MethodGet: append(slices.Clone(indexQuery), "changes")}},
+		map[string][]string{http.MethodGet: namespaceQuery}},
 	{GroupKV, "/data/{applicationUuid}/{namespace}/{id}", map[string]handler{
 		http.MethodGet: (*API).getItem, http.MethodPost: (*API).createItem,
 		http.MethodPut: (*API).updateItem, http.MethodPatch: (*API).patchItem, http.MethodDelete: (*API).deleteItem}, itemRouteQuery},
@@ -243,7 +251,7 @@ func (a *API) dispatch(r *http.Request) dispatched {
 		}
 		segs = append(segs, u)
 	}
-	allow := ""
+	var exact, greedy map[string]handler
 	for i := range routes {
 		rt := &routes[i]
 		if rt.group&a.groups == 0 {
@@ -263,12 +271,27 @@ func (a *API) dispatch(r *http.Request) dispatched {
 			return dispatched{route: routeNames[i][http.MethodHead], params: p, handler: rt.methods[http.MethodGet], bodiless: true,
 				badQuery: checkQuery(r, rt.query[http.MethodGet]), charged: charged}
 		}
-		// The first route that matches the path is the resource and
-		// names the methods allowed; a later one (the greedy sort key
-		// after .../list) only explains why POST and PUT fail there.
-		if allow == "" {
-			allow = allowed(rt.methods)
+		// The routes whose pattern is the path's name the methods
+		// allowed (/data/{app}/batch is the batch route and a
+		// namespace's reads); a greedy one that also matches (the sort
+		// key after .../list) names them only where no other does, and
+		// otherwise only explains why POST and PUT fail there.
+		switch {
+		case !strings.HasSuffix(rt.pattern, "...}"):
+			if exact == nil {
+				exact = map[string]handler{}
+			}
+			maps.Copy(exact, rt.methods)
+		case greedy == nil:
+			greedy = rt.methods
 		}
+	}
+	allow := ""
+	switch {
+	case exact != nil:
+		allow = allowed(exact)
+	case greedy != nil:
+		allow = allowed(greedy)
 	}
 	return dispatched{route: unmatched, allow: allow}
 }
@@ -298,14 +321,11 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, d dispatched) {
 	case d.badQuery != nil:
 		a.fail(w, r, d.badQuery, nil)
 	case d.handler != nil:
-		if d.bodiless {
-			w = bodiless{w}
-		}
 		if err := a.checkSubjectHeader(r); err != nil {
 			a.fail(w, r, err, nil)
 			return
 		}
-		if err := checkContentTypeOnce(r); err != nil {
+		if err := checkRequestHeaders(r); err != nil {
 			a.fail(w, r, err, nil)
 			return
 		}
@@ -321,17 +341,25 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, d dispatched) {
 }
 
 // checkQuery refuses a query string that is malformed or names a
-// parameter outside takes, naming it and what the route takes.
+// parameter outside takes, naming it and what the route takes, and an
+// empty value of a parameter that takes one: left out it has a default,
+// and empty it would be taken for that default or for a bound of "".
+// Flags (?history, ?inline, ?upload, ?commit) take none, an empty
+// ?changes starts the feed, and an index query's eq, prefix, from and to
+// take "" as a value.
 func checkQuery(r *http.Request, takes []string) error {
 	if r.URL.RawQuery == "" {
 		return nil
 	}
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	q, err := parseQuery(r.URL.RawQuery)
 	if err != nil {
-		return uds.Invalid("query", "malformed query string: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
+		return err
 	}
-	for name := range q {
+	for name, values := range q {
 		if slices.Contains(takes, name) {
+			if valued[name] && slices.Contains(values, "") {
+				return uds.Invalid(name, "is empty; give it a value, or leave the parameter out")
+			}
 			continue
 		}
 		if len(takes) == 0 {
@@ -344,6 +372,12 @@ func checkQuery(r *http.Request, takes []string) error {
 		return uds.Invalid("query", "has unknown parameter %q%s (this route takes %s)", uds.Truncate(name, 64), hint, strings.Join(takes, ", "))
 	}
 	return nil
+}
+
+// valued are the query parameters that need a value.
+var valued = map[string]bool{
+	"limit": true, "cursor": true, "startKey": true, "endKey": true, "sortOrder": true, "order": true,
+	"version": true, "restore": true, "namespace": true, "user": true, "include": true, "index": true,
 }
 
 // nearestName is the name of names that differs from s in case only, or

@@ -108,7 +108,10 @@ func parseUpload(body []byte, w *uds.Write, now time.Time) error {
 func (a *API) reserveUpload(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope) {
 	write := uds.Write{Key: sc.key, Subject: sc.subject, IfMatch: sc.guard(uds.Precondition{})}
 	now := a.now()
-	err := a.refuseWithoutBucket()
+	err := noConditions(r, "POST ?upload, which reserves the item whatever its revision")
+	if err == nil {
+		err = a.refuseWithoutBucket()
+	}
 	var body []byte
 	if err == nil {
 		body, err = readUploadBody(r)
@@ -167,7 +170,10 @@ func parseCommit(body []byte) (string, error) {
 // commitUpload serves POST {item}?commit: 201 with the item created, 200
 // with the item replaced or committed already.
 func (a *API) commitUpload(w http.ResponseWriter, r *http.Request, key uds.Key, sc *scope) {
-	err := a.refuseWithoutBucket()
+	err := noConditions(r, "POST ?commit, which makes the item its upload reserved")
+	if err == nil {
+		err = a.refuseWithoutBucket()
+	}
 	var body []byte
 	if err == nil {
 		body, err = readUploadBody(r)

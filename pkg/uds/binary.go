@@ -89,7 +89,13 @@ func ParseContentType(field, contentType string) (string, error) {
 		}
 	}
 	t, params, err := mime.ParseMediaType(contentType)
-	if err != nil || !strings.Contains(t, "/") || strings.HasSuffix(t, "/") || strings.HasPrefix(t, "/") {
+	if err != nil {
+		// Say which half is wrong: the type, or what follows it.
+		if base, _, hasParams := strings.Cut(contentType, ";"); hasParams && typeAndSubtype(strings.TrimSpace(base)) {
+			return "", Invalid(field, "has a malformed parameter after %s: each is name=value (the value a token or quoted), each name once", strings.TrimSpace(base))
+		}
+	}
+	if err != nil || !typeAndSubtype(t) {
 		return "", Invalid(field, "is not a media type of the form type/subtype")
 	}
 	if IsJSONType(t) {
@@ -101,6 +107,27 @@ func ParseContentType(field, contentType string) (string, error) {
 		return "", Invalid(field, "is %s, a range of media types (as Accept names them), not one; name the type the bytes are, such as image/png or application/octet-stream", t)
 	}
 	return mime.FormatMediaType(t, params), nil
+}
+
+// typeAndSubtype reports whether t reads type/subtype, both of token
+// characters.
+func typeAndSubtype(t string) bool {
+	main, sub, ok := strings.Cut(t, "/")
+	return ok && isToken(main) && isToken(sub)
+}
+
+// isToken reports whether s is an RFC 9110 token.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?={}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // MediaType is the type/subtype of a content type, lower-cased, without

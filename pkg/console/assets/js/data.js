@@ -37,13 +37,30 @@ function dataHash(app, params) {
 // read answers the item as it stands: for JSON its body, for bytes the
 // Uds-* headers' fields and the bytes (?inline reads a large value's bytes
 // through the API too, up to its limit, rather than redirecting to S3).
+// headerText reads a header that holds a subject or a class name: the API
+// percent-encodes one that holds %, characters outside printable ASCII or
+// spaces at its ends, and headerValue writes one so.
+function headerText(v) {
+  if (v === null || !v.includes("%")) return v;
+  try { return decodeURIComponent(v); } catch { return v; }
+}
+
+function headerValue(s) {
+  if (/^[\x20-\x7e]*$/.test(s) && !s.includes("%") && s === s.trim()) return s;
+  let out = "";
+  for (const b of new TextEncoder().encode(s)) {
+    out += b > 0x20 && b < 0x7f && b !== 0x25 ? String.fromCharCode(b) : "%" + b.toString(16).toUpperCase().padStart(2, "0");
+  }
+  return out;
+}
+
 async function read(app, key, version) {
   const res = await call("GET", itemRoute(app, key), { data: true, query: { inline: version === undefined, version } });
   const etag = res.headers.get("ETag");
   // A JSON item is known by its own marker, its data; a binary value is
   // answered as its bytes, never parsed whatever its type says.
   if (res.body && "data" in res.body) return { item: res.body, etag };
-  const hd = (n) => res.headers.get(n);
+  const hd = (n) => headerText(res.headers.get(n));
   return {
     etag,
     blob: res.blob,
@@ -199,11 +216,12 @@ async function itemView(body, app, key) {
   const save = async (got, json) => {
     const headers = { "If-Match": got.etag };
     const className = json.className ?? "";
-    // A class name goes in a header, which takes printable ASCII.
-    const headerable = /^[\x20-\x7e]*$/.test(className) && (className || !got.item.className);
+    // A class name goes in a header (percent-encoded where it must be); a
+    // header cannot say that the class name is removed.
+    const headerable = className || !got.item.className;
     const patch = headerable ? mergePatch(got.item.data, json.data) : undefined;
     if (patch !== undefined) {
-      if (className !== (got.item.className ?? "")) headers["Uds-Class-Name"] = className;
+      if (className !== (got.item.className ?? "")) headers["Uds-Class-Name"] = headerValue(className);
       const res = await call("PATCH", itemRoute(app, key), { data: true, json: patch, contentType: "application/merge-patch+json", headers, accept: [412] });
       return { ...res, how: "as a merge patch of what changed" };
     }
