@@ -56,6 +56,52 @@ func (s *Store) importKept(ctx context.Context, app string, entries []importEntr
 	return nil
 }
 
+// importHeads reads, for an import's items in namespaces that keep
+// history, each key's history head and what the key holds (in one
+// BatchGetItem), and leaves out of the group each record whose key is
+// free and whose version is not above the last its key used: a key whose
+// item was deleted keeps that item's versions and delete marker, and the
+// item imported under its old number would share it with them (a create
+// continues after the last instead; an import keeps the record's number,
+// which its ETags carry). A key that holds an item is left to the put,
+// which finds it and sorts the record as skipped or a conflict. It
+// returns the heads of the free keys' records left, by their place in the
+// group, for the puts to check that they still stand.
+func (s *Store) importHeads(ctx context.Context, iv *importVerb) (map[int]historyHead, error) {
+	var keys []uds.Key
+	for _, e := range iv.group {
+		if e.history {
+			keys = append(keys, e.rec.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	items, read, err := s.readItemsAndHeads(ctx, keys, metaRead, keys)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	heads := make(map[int]historyHead, len(keys))
+	rest := iv.group[:0:0]
+	for _, e := range iv.group {
+		if stored, held := items[itemID(e.rec.Key)]; !e.history || held && !expired(stored, now) {
+			rest = append(rest, e)
+			continue
+		}
+		head := read[historyKey(e.rec.Key)]
+		if head.last >= e.rec.Version {
+			leaveOut(iv.res, []importEntry{e}, "an item numbered "+strconv.FormatInt(e.rec.Version, 10)+" where its key's history has used the numbers up to "+
+				strconv.FormatInt(head.last, 10)+" (versions of an item deleted since, whose numbers a key never uses again): write the value anew, which numbers it after them")
+			continue
+		}
+		heads[len(rest)] = head
+		rest = append(rest, e)
+	}
+	iv.group = rest
+	return heads, nil
+}
+
 // conflictedReason is why an import leaves out the kept versions and
 // delete markers of a key whose item's record conflicted.
 const conflictedReason = "a kept version of an item whose record conflicted: the key holds another item, whose history this is not"

@@ -35,9 +35,9 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 	pending := make([]importEntry, 0, len(records))
 	var kept []importEntry
 	seen := make(map[string]int, len(records))
-	// Each namespace's indexes are read once an import: its records
-	// mostly share a few namespaces.
-	indexesOf := map[string][]uds.Index{}
+	// Each namespace's policy is read once an import: its records mostly
+	// share a few namespaces.
+	policyOf := map[string]uds.Policy{}
 	for i := range records {
 		rec := &records[i]
 		// One transaction cannot write an item twice, and one request has
@@ -69,16 +69,18 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 			continue
 		}
 		// An imported item gets its entries in the indexes its namespace
-		// declares, as a create does.
-		indexes, read := indexesOf[rec.Key.Namespace]
+		// declares, as a create does, and where the namespace keeps
+		// history its number must be above those its key used.
+		policy, read := policyOf[rec.Key.Namespace]
 		if !read {
-			if indexes, err = s.namespaceIndexes(ctx, app, rec.Key.Namespace); err != nil {
+			if policy, err = s.Policy(ctx, app, rec.Key.Namespace); err != nil {
 				return uds.ImportResult{}, err
 			}
-			indexesOf[rec.Key.Namespace] = indexes
+			policyOf[rec.Key.Namespace] = policy
 		}
-		e.write = &uds.Write{Key: rec.Key, Data: rec.Data, Indexes: indexes}
-		e.entries = len(indexEntries(rec.Key, indexes, rec.Data))
+		e.write = &uds.Write{Key: rec.Key, Data: rec.Data, Indexes: policy.Indexes}
+		e.entries = len(indexEntries(rec.Key, policy.Indexes, rec.Data))
+		e.history = policy.History.On()
 		pending = append(pending, e)
 	}
 	if err := s.refuseErasingKept(ctx, app, kept); err != nil {
@@ -104,8 +106,9 @@ func importGroupSize(pending []importEntry) int {
 	n, size, entries, owners := 0, int64(0), 0, map[string]bool{}
 	for ; n < len(pending); n++ {
 		e := pending[n]
-		// The puts so far with their entries, this one, the usage changes.
-		actions := n + 1 + entries + e.entries + len(owners)
+		// The puts so far with their entries and head checks, this one,
+		// the usage changes.
+		actions := n + 1 + entries + e.actions() + len(owners)
 		if !owners[e.rec.Owner] {
 			actions++
 		}
@@ -114,9 +117,18 @@ func importGroupSize(pending []importEntry) int {
 		}
 		owners[e.rec.Owner] = true
 		size += e.value.size
-		entries += e.entries
+		entries += e.actions()
 	}
 	return n
+}
+
+// actions counts what the entry's put brings to its transaction beside
+// itself: its index entries, and the check of its key's history head.
+func (e *importEntry) actions() int {
+	if e.history {
+		return e.entries + 1
+	}
+	return e.entries
 }
 
 // maxImportActions bounds the writes of one import transaction, within
@@ -133,6 +145,9 @@ type importEntry struct {
 	write *uds.Write
 	// entries counts the item's index entries.
 	entries int
+	// history is set when the item's namespace keeps history: its put
+	// checks the key's history head (importHeads).
+	history bool
 	// expired is an expired item a refusal showed on the record's key,
 	// which the import replaces.
 	expired *itemState
@@ -148,8 +163,12 @@ func (s *Store) importGroup(ctx context.Context, app string, group []importEntry
 	imported, err := inHalves(group, func(group []importEntry) (int, []importEntry, error) {
 		iv := &importVerb{s: s, app: app, group: group, res: res}
 		p, err := s.run(ctx, "import into "+app, iv)
-		if err != nil {
+		switch {
+		case err != nil:
 			return 0, iv.group, err
+		case p == nil:
+			// Every record was left out (importHeads).
+			return 0, nil, nil
 		}
 		return len(p.changes), nil, nil
 	})
@@ -170,7 +189,11 @@ var noLimits uds.Limits
 
 // plan creates each record's item as exported, its owner charged, on a
 // free key or over an expired item, which it replaces.
-func (iv *importVerb) plan(context.Context, bool) (*plan, error) {
+func (iv *importVerb) plan(ctx context.Context, _ bool) (*plan, error) {
+	heads, err := iv.s.importHeads(ctx, iv)
+	if err != nil || len(iv.group) == 0 {
+		return nil, err
+	}
 	changes := make([]*change, len(iv.group))
 	for i, e := range iv.group {
 		put := iv.s.importPut(iv.app, e)
@@ -182,7 +205,13 @@ func (iv *importVerb) plan(context.Context, bool) (*plan, error) {
 		changes[i] = &change{kind: createItem, key: e.rec.Key, w: e.write, old: e.expired, value: e.value,
 			item: types.TransactWriteItem{Put: put}, owner: e.rec.Owner, limits: &noLimits}
 	}
-	return newPlan(iv.s.writeTime(), 0, changes...), nil
+	p := newPlan(iv.s.writeTime(), 0, changes...)
+	for i, e := range iv.group {
+		if head, ok := heads[i]; ok {
+			p.add(roleHistory, i, iv.s.headUnchanged(e.rec.Key, head))
+		}
+	}
+	return p, nil
 }
 
 // refused sorts the records whose keys were taken: over an expired item
