@@ -135,7 +135,7 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 			// Another writer got in: wait a moment, longer each time and
 			// at random, so that writers of one hot item stop meeting in
 			// lockstep and each gets its turn within the attempts.
-			if err := waitContended(ctx, op, attempt); err != nil {
+			if err := waitContended(ctx, op, attempt, uncertain); err != nil {
 				return nil, err
 			}
 			continue
@@ -159,7 +159,7 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 			// may still be on its way: from the second round on the
 			// write waits a moment for it.
 			if reclaims[who]++; reclaims[who] > 1 {
-				if err := waitContended(ctx, op, attempt); err != nil {
+				if err := waitContended(ctx, op, attempt, uncertain); err != nil {
 					return nil, err
 				}
 			}
@@ -168,18 +168,29 @@ func (s *Store) run(ctx context.Context, op string, v verb) (_ *plan, err error)
 		oc := p.chargeOf(who)
 		return nil, &quotaRefusal{change: oc.growth, err: s.quotaError(ctx, who.app, who.owner, oc.limits, record)}
 	}
-	return nil, &uds.UnavailableError{Op: op, Err: errContended}
+	return nil, contendedError(op, errContended, uncertain)
 }
 
 // waitContended waits before a write's next attempt after it lost a race
 // (contendedWait). When the request's time runs out first, the write is
 // unavailable (503, with Retry-After), as one that lost every race is:
 // the context's bare error would be an internal one.
-func waitContended(ctx context.Context, op string, attempt int) error {
+func waitContended(ctx context.Context, op string, attempt int, uncertain bool) error {
 	if err := sleep(ctx, contendedWait(attempt)); err != nil {
-		return &uds.UnavailableError{Op: op, Err: errors.Join(errContended, err)}
+		return contendedError(op, errors.Join(errContended, err), uncertain)
 	}
 	return nil
+}
+
+// contendedError is a write that lost every race for its items (503).
+// Unless an attempt of it went unanswered, it is known that nothing was
+// written, and the client is told so rather than that it may have been.
+func contendedError(op string, cause error, uncertain bool) error {
+	e := &uds.UnavailableError{Op: op, Err: cause, RetryAfter: time.Second}
+	if !uncertain {
+		e.Reason = "the item kept changing under other writers of it, and this write lost every race for it: nothing was written; send it again after the Retry-After delay"
+	}
+	return e
 }
 
 // contendedWait is how long a write waits before its next attempt after
