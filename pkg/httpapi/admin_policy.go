@@ -125,9 +125,6 @@ func (a *API) putPolicy(w http.ResponseWriter, r *http.Request, p params) {
 		return
 	}
 	pol, err := a.readPolicy(r)
-	if err == nil && len(pol.Indexes) > 0 {
-		err = queryable(namespace)
-	}
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return

@@ -207,7 +207,8 @@ func TestHeadAnswersAsGet(t *testing.T) {
 // has a changes feed like any other; GET .../quota without a query is
 // still the caller's quota. Before, ?changes there was refused. The path
 // /data/{app}/batch is the batch route's (POST) and the namespace batch's
-// (GET, HEAD): a 405 there names them all (before, POST alone).
+// (GET, HEAD): a 405 there names them all (before, POST alone). Both
+// namespaces declare indexes and are queried by them.
 func TestNamespacesNamedLikeRoutes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -220,6 +221,16 @@ func TestNamespacesNamedLikeRoutes(t *testing.T) {
 		t.Errorf("GET quota: %s", q.raw)
 	}
 	e.do("GET", base+"/quota?limit=", "").expect(t, 400)
+	// Both declare indexes and are queried as any namespace (before, a
+	// declaration was refused).
+	for _, ns := range []string{"quota", "batch"} {
+		e.setPolicy(t, ns, `{"access":"shared","indexes":[{"name":"byTag","path":"/tag","type":"string"}]}`)
+		e.buildIndexes(t, ns)
+		e.do("POST", base+"/"+ns+"/tagged", `{"data":{"tag":"x"}}`).expect(t, 201)
+		if got := e.queryAll(t, ns, "index=byTag&eq=x"); got != "tagged" {
+			t.Errorf("namespace %s: the query found %q", ns, got)
+		}
+	}
 	if r := e.do("DELETE", base+"/batch", "").expect(t, 405); r.header.Get("Allow") != "GET, HEAD, POST" {
 		t.Errorf("DELETE .../batch: Allow %q", r.header.Get("Allow"))
 	}

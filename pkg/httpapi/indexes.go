@@ -42,16 +42,6 @@ func parseIndexes(body []indexBody) ([]uds.Index, error) {
 	return out, uds.ValidateIndexes(out)
 }
 
-// queryable refuses indexes on a namespace whose query path another route
-// serves: GET /data/{app}/quota is the caller's quota, and
-// /data/{app}/batch the batch route.
-func queryable(namespace string) error {
-	if namespace == "quota" || namespace == "batch" {
-		return uds.Invalid("indexes", "namespace %q cannot be queried: GET /data/{applicationUuid}/%s is another route; declare indexes on a namespace of another name", namespace, namespace)
-	}
-	return nil
-}
-
 // indexJSON is a declared index as the admin routes show it.
 type indexJSON struct {
 	Name string        `json:"name"`

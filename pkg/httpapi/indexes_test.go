@@ -151,7 +151,6 @@ func TestIndexQueryRefusals(t *testing.T) {
 		{"no path", "tasks", `{"access":"shared","indexes":[{"name":"a","type":"string"}]}`, "Invalid indexes[0].path"},
 		{"type", "tasks", `{"access":"shared","indexes":[{"name":"a","path":"/a","type":"boolean"}]}`, "Invalid indexes[0].type"},
 		{"name", "tasks", `{"access":"shared","indexes":[{"name":"a b","path":"/a","type":"string"}]}`, "Invalid indexes[0].name"},
-		{"quota namespace", "quota", `{"access":"shared","indexes":[{"name":"a","path":"/a","type":"string"}]}`, "Invalid indexes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.on(t).do("PUT", adminApps+"/namespaces/"+tc.namespace, tc.body).expect(t, 400)
