@@ -1,12 +1,16 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestConditionsKeptOrRefused: every condition a request carries is kept
@@ -236,5 +240,35 @@ func TestNamespacesNamedLikeRoutes(t *testing.T) {
 	}
 	if r := e.do("PATCH", base+"/ns/id/list", "").expect(t, 400); r.body["error"] != "Invalid sortKey" {
 		t.Errorf("PATCH of .../list: %s", r.raw)
+	}
+}
+
+// TestRefusedUnread: a body declared longer than its route takes is
+// refused (413) before any of it is read, so a client that waits for 100
+// Continue sends none of it; and a request refused before its handler
+// reads its body is answered without waiting for it. Before, the server
+// said 100 Continue and read the whole body first, and net/http waited for
+// 256 KB of a body the API had refused without reading, since the API
+// had swapped the server's own request's body for its counting one.
+func TestRefusedUnread(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, c := range []struct{ name, headers, status string }{
+		{"declared too large, expecting 100 Continue", "Expect: 100-continue\r\n", "413"},
+		{"refused before its body is read", "If-Match: garbage\r\n", "400"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			fmt.Fprintf(conn, "POST %s/big/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n", base, 3<<20, c.headers)
+			status, err := bufio.NewReader(conn).ReadString('\n')
+			if err != nil || !strings.HasPrefix(status, "HTTP/1.1 "+c.status) {
+				t.Errorf("answered %q (%v), want %s before the body", status, err, c.status)
+			}
+		})
 	}
 }

@@ -178,10 +178,6 @@ func (a *API) serveObserved(w http.ResponseWriter, r *http.Request, d dispatched
 	st := &requestState{}
 	ctx := st.calls.Context(r.Context())
 	ctx = context.WithValue(ctx, observationKey{}, &st.ob)
-	if r.Body != nil && r.Body != http.NoBody {
-		st.body.ReadCloser = r.Body
-		r.Body = &st.body
-	}
 	st.w.ResponseWriter = w
 	// No answer is ever taken for another type than it says: a browser
 	// that sniffed a JSON answer could render it as a page.
@@ -193,6 +189,15 @@ func (a *API) serveObserved(w http.ResponseWriter, r *http.Request, d dispatched
 		defer cancel()
 	}
 	r = r.WithContext(ctx)
+	// The body is counted on the copy: the server's own request keeps
+	// its body, which it reads past what the handler read only as far as
+	// it decides to (net/http reads up to 256 KB of a body it does not
+	// know before it answers, and so would wait for bytes a refusal
+	// never needed, and say 100 Continue for them).
+	if r.Body != nil && r.Body != http.NoBody {
+		st.body.ReadCloser = r.Body
+		r.Body = &st.body
+	}
 	// A HEAD's answer is its GET's, headers included: the compressor
 	// decides its encoding from the body the GET handler writes, and the
 	// body goes no further.

@@ -61,6 +61,12 @@ func checkRequestHeaders(r *http.Request) error {
 // *uds.TooLargeError with tooLarge as its reason, and any other failure
 // (a gzip stream that breaks off, a connection cut) a 400.
 func readBody(r *http.Request, limit int64, tooLarge string) ([]byte, error) {
+	// A plain body declared longer than the limit is refused unread: a
+	// client that waits for 100 Continue then sends none of it. (A gzip
+	// body's limit is on what it expands to.)
+	if _, gzipped := r.Body.(*gzipBody); !gzipped && r.ContentLength > limit {
+		return nil, &uds.TooLargeError{Reason: tooLarge}
+	}
 	// The declared length sizes the buffer up to presized only: a length
 	// declared and never sent must not reserve the whole limit.
 	body, err := readAll(http.MaxBytesReader(nil, r.Body, limit), min(r.ContentLength, limit, presized))
