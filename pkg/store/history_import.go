@@ -136,15 +136,33 @@ func (s *Store) belowLiveVersion(ctx context.Context, group []importEntry, res *
 	return group, nil
 }
 
-// refuseErasingKept asks the erase guard about the owners of an import's
-// kept entries, which are written apart from the commit loop: a kept
-// version of an owner whose data an erase removes is refused, as the
-// owner's items are (planErasure). Import asks before it writes anything,
+// refuseErasingNamed asks the erase guard about everyone an import's
+// records name: the owners of its kept entries, which are written apart
+// from the commit loop (an item's owner the commit loop asks about,
+// planErasure), and the writers its audit fields name beside them. A record of an
+// owner whose data an erase removes would give them data again, and one
+// whose createdBySubject or updatedBySubject names them would bring back
+// the name the erase replaced by a pseudonym: either refuses the import,
+// as a write of theirs is refused. Import asks before it writes anything,
 // so that the refusal leaves none of the records written.
-func (s *Store) refuseErasingKept(ctx context.Context, app string, entries []importEntry) error {
-	for _, e := range entries {
-		if err := s.refuseErasing(ctx, app, e.rec.Owner); err != nil {
-			return err
+func (s *Store) refuseErasingNamed(ctx context.Context, app string, records []uds.Record) error {
+	// An item's owner is left to the commit loop (planErasure), also
+	// where the owner wrote the item, so that no one is looked up twice.
+	asked := map[string]bool{}
+	for i := range records {
+		rec := &records[i]
+		names := []string{rec.CreatedBy, rec.UpdatedBy}
+		if rec.Kept() {
+			names = append(names, rec.Owner)
+		}
+		for _, who := range names {
+			if asked[who] || who == rec.Owner && !rec.Kept() {
+				continue
+			}
+			asked[who] = true
+			if err := s.refuseErasing(ctx, app, who); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -31,6 +31,9 @@ import (
 // run skips.
 func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (uds.ImportResult, error) {
 	var res uds.ImportResult
+	if err := s.refuseErasingNamed(ctx, app, records); err != nil {
+		return res, err
+	}
 	now := s.now()
 	pending := make([]importEntry, 0, len(records))
 	var kept []importEntry
@@ -82,9 +85,6 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 		e.entries = len(indexEntries(rec.Key, policy.Indexes, rec.Data))
 		e.history = policy.History.On()
 		pending = append(pending, e)
-	}
-	if err := s.refuseErasingKept(ctx, app, kept); err != nil {
-		return uds.ImportResult{}, err
 	}
 	for len(pending) > 0 {
 		n := importGroupSize(pending)

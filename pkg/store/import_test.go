@@ -123,7 +123,8 @@ func TestImportReadsPerNamespaceAndOwner(t *testing.T) {
 // run of one owner's records once, and still refuses a record of an owner
 // whose data an erase removes when it stands between two runs of another
 // owner's; the import then writes none of the records of its transaction.
-// A kept version of that owner's is refused too.
+// A kept version of that owner's is refused too, and a record of another
+// owner's whose audit fields name them.
 func TestImportRefusedForAnOwnerBeingErased(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -157,6 +158,18 @@ func TestImportRefusedForAnOwnerBeingErased(t *testing.T) {
 	kept.KeptAt = created.Add(time.Hour)
 	if res, err := s.Import(ctx, app, []uds.Record{records[0], kept}); !errors.Is(err, uds.ErrErasing) {
 		t.Fatalf("import of alice's item and bob's kept version: %+v, %v; want uds.ErrErasing", res, err)
+	}
+	// An item of alice's that bob last updated, or a kept version of
+	// hers that he wrote, would bring back the name the erase replaced:
+	// refused as his own records are.
+	updated := records[0]
+	updated.UpdatedBy = "bob"
+	keptByBob := updated
+	keptByBob.KeptAt = created.Add(time.Hour)
+	for _, rec := range []uds.Record{updated, keptByBob} {
+		if res, err := s.Import(ctx, app, []uds.Record{rec}); !errors.Is(err, uds.ErrErasing) {
+			t.Fatalf("import of alice's record naming bob (kept %v): %+v, %v; want uds.ErrErasing", rec.Kept(), res, err)
+		}
 	}
 	for _, owner := range []string{"alice", "bob"} {
 		if u := storetest.StoredUsage(t, client, tables, app, owner); u != (uds.Usage{}) {
