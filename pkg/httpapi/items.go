@@ -128,6 +128,12 @@ func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it 
 	}
 	w.Header().Set(headerETag, etag)
 	if match {
+		if it.Binary != nil && it.Binary.Large() && raw && a.bucket != nil && !r.URL.Query().Has("inline") {
+			if err := a.setRedirect(r, w.Header(), &it); err != nil {
+				a.fail(w, r, err, &key)
+				return
+			}
+		}
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}

@@ -220,15 +220,10 @@ func (a *API) answerLarge(w http.ResponseWriter, r *http.Request, it *uds.Item) 
 	h := w.Header()
 	setItemHeaders(h, it)
 	if !r.URL.Query().Has("inline") {
-		url, err := a.bucket.PresignGet(r.Context(), it.Binary.Object, inertDownload(it.Binary.ContentType), downloadLife)
-		if err != nil {
+		if err := a.setRedirect(r, h, it); err != nil {
 			a.fail(w, r, err, &it.Key)
 			return
 		}
-		h.Set(headerLocation, url)
-		h.Set(HeaderValueType, it.Binary.ContentType)
-		h.Set(HeaderSize, strconv.FormatInt(it.Binary.Size, 10))
-		h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(downloadLife/time.Second)-30))
 		w.WriteHeader(http.StatusFound)
 		return
 	}
@@ -251,6 +246,23 @@ func (a *API) answerLarge(w http.ResponseWriter, r *http.Request, it *uds.Item) 
 	bin := *it.Binary
 	bin.Bytes, inline.Binary = bytes, &bin
 	answerBinary(w, r, &inline)
+}
+
+// setRedirect sets the headers of a 302 to a large value's object: a
+// presigned URL, valid downloadLife, that a cache keeps a little less
+// long. A 304 to a GET that names the value's ETag sends them too, so
+// that a cache that revalidates the 302 it keeps takes the new URL with
+// its new lifetime (RFC 9111, 4.3.4) rather than the expired one.
+func (a *API) setRedirect(r *http.Request, h http.Header, it *uds.Item) error {
+	url, err := a.bucket.PresignGet(r.Context(), it.Binary.Object, inertDownload(it.Binary.ContentType), downloadLife)
+	if err != nil {
+		return err
+	}
+	h.Set(headerLocation, url)
+	h.Set(HeaderValueType, it.Binary.ContentType)
+	h.Set(HeaderSize, strconv.FormatInt(it.Binary.Size, 10))
+	h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(downloadLife/time.Second)-30))
+	return nil
 }
 
 // readUploadBody reads the small JSON body of an upload route.

@@ -470,3 +470,34 @@ func TestUploadCommittedInPlace(t *testing.T) {
 		t.Fatal("the deleted value's object is still in the bucket")
 	}
 }
+
+// TestNotModifiedLargeValueRedirects: a 304 to a GET of a large value
+// that names its ETag carries a fresh presigned Location and the 302's
+// Cache-Control, so that a cache revalidating the 302 it keeps takes the
+// new URL and its lifetime rather than serving the expired one again.
+// Before, the 304 had neither.
+func TestNotModifiedLargeValueRedirects(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	path := base + "/videos/cached"
+	body := bytes.Repeat([]byte("v"), 1000)
+	id := e.upload(path, len(body), "video/mp4", body)
+	e.commit(path, id).expect(t, http.StatusCreated)
+	found := e.send("GET", path, nil).expect(t, http.StatusFound)
+	again := e.send("GET", path, nil, "If-None-Match", found.header.Get("ETag")).expect(t, http.StatusNotModified)
+	if again.header.Get("Location") == "" {
+		t.Errorf("the 304 has no Location")
+	}
+	if cc := again.header.Get("Cache-Control"); cc != found.header.Get("Cache-Control") {
+		t.Errorf("the 304's Cache-Control %q, the 302's %q", cc, found.header.Get("Cache-Control"))
+	}
+	res, err := testClient.Get(again.header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !bytes.Equal(got, body) {
+		t.Errorf("the 304's URL answered %d, %d bytes", res.StatusCode, len(got))
+	}
+}
