@@ -44,7 +44,7 @@ func FuzzIndexQuery(f *testing.F) {
 		in := []byte(rawQuery)
 		if err := checkQuery(r, indexQuery); err != nil {
 			checkRefusal(t, in, err)
-			checkInvalidField(t, err, "query")
+			checkQueryRefusal(t, rawQuery, indexQuery, err)
 			return
 		}
 		params, _ := url.ParseQuery(rawQuery)
