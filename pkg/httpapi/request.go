@@ -45,8 +45,10 @@ type writeBody struct {
 // of a value, and UDS writes whole values (a PUT that carries it must be
 // refused, RFC 9110, 14.5).
 func checkRequestHeaders(r *http.Request) error {
-	if n := len(r.Header.Values("Content-Type")); n > 1 {
-		return uds.Invalid("Content-Type", "is sent %d times; a body has one media type: send the header once", n)
+	if n := len(r.Header.Values("Content-Type")); n > 1 || listsSeveral(r.Header.Get("Content-Type")) {
+		// A header sent twice reaches a function behind API Gateway as
+		// one, its values joined by a comma.
+		return uds.Invalid("Content-Type", "is sent more than once (or lists several types); a body has one media type: send the header once")
 	}
 	if n := len(r.Header.Values("Range")); n > 1 {
 		return uds.Invalid("Range", "is sent %d times; send one Range header", n)
@@ -55,6 +57,23 @@ func checkRequestHeaders(r *http.Request) error {
 		return uds.Invalid("Content-Range", "has no place in a request: UDS writes whole values, so send the whole value without it")
 	}
 	return nil
+}
+
+// listsSeveral reports whether a header value is a comma-separated list:
+// a comma outside a quoted string.
+func listsSeveral(v string) bool {
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '\\' && quoted:
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == ',' && !quoted:
+			return true
+		}
+	}
+	return false
 }
 
 // readBody reads a request body of at most limit bytes: past it a

@@ -467,8 +467,17 @@ type bodiless struct{ http.ResponseWriter }
 
 func (b bodiless) Write(p []byte) (int, error) { return len(p), nil }
 
-// match captures a pattern's parameters from the path segments.
+// match captures a pattern's parameters from the path segments. A user
+// may hold slashes (an IAM caller's ARN, arn:aws:iam::1:user/ops), which
+// an HTTP API delivers decoded whether or not they were sent as %2F: a
+// {user} takes every segment between the pattern's segments before it
+// and those after it.
 func match(pat, segs []string) (params, bool) {
+	if i := slices.Index(pat, "{user}"); i >= 0 && len(segs) > len(pat) {
+		extra := len(segs) - len(pat)
+		joined := append(slices.Clone(segs[:i]), strings.Join(segs[i:i+extra+1], "/"))
+		segs = append(joined, segs[i+extra+1:]...)
+	}
 	var p params
 	for i, want := range pat {
 		if i >= len(segs) {

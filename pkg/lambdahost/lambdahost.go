@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"os"
 	"strconv"
@@ -80,17 +81,54 @@ func adapt(h http.Handler) HandlerFunc {
 			}
 			return w.response(), nil
 		}
+		// The proxy library reads the path as part of a URL; HTTP APIs
+		// deliver it decoded, where a key's # or ? would be read as URL
+		// syntax (the rest of the key dropped as a fragment, another item
+		// acted on).
+		ev.RawPath = pathSyntaxEscaped(path)
 		req, err := adapter.EventToRequestWithContext(ctx, ev)
 		if err != nil {
 			w := newResponseWriter()
 			httpapi.WriteBadEvent(w, badEvent(ev))
 			return w.response(), nil
 		}
+		unsplitHeaders(req, ev.Headers)
+		// Methods are case-sensitive (RFC 9110); the proxy library
+		// upper-cases them, which served a "delete" as the DELETE the
+		// local server refuses it as not being.
+		if m := ev.RequestContext.HTTP.Method; m != "" {
+			req.Method = m
+		}
 		expandedOnTheWay(req)
 		w := newResponseWriter()
 		h.ServeHTTP(w, req)
 		return w.response(), nil
 	}
+}
+
+// unsplitHeaders gives a request each header as API Gateway sent it: one
+// value, in which it joined a header sent on several lines with commas.
+// The proxy library splits every header it does not know as single-valued
+// at its commas, which made one Uds-Class-Name holding a comma two
+// headers (refused as sent twice) and one multi-range Range two ranges;
+// the API reads the list headers (If-Match, If-None-Match, Accept- and
+// Content-Encoding) as lists whichever way they come.
+func unsplitHeaders(req *http.Request, sent map[string]string) {
+	for name, value := range sent {
+		if strings.IndexByte(value, ',') >= 0 {
+			req.Header[textproto.CanonicalMIMEHeaderKey(name)] = []string{value}
+		}
+	}
+}
+
+// pathSyntaxEscaped is path with # and ? percent-encoded: the only
+// characters that may stand in a decoded path and would end it in a URL.
+// An encoded path holds neither, and is left as it is.
+func pathSyntaxEscaped(path string) string {
+	if !strings.ContainsAny(path, "#?") {
+		return path
+	}
+	return strings.NewReplacer("#", "%23", "?", "%3F").Replace(path)
 }
 
 // invocationDeadline is an invocation's context as a request gets it: its
