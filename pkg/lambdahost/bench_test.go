@@ -267,9 +267,11 @@ func (f *fakeStore) Policy(context.Context, string, string) (uds.Policy, error) 
 	return uds.Policy{}, nil
 }
 
-func benchEvent(method, path, body string) events.APIGatewayV2HTTPRequest {
+func benchEvent(method, target, body string) events.APIGatewayV2HTTPRequest {
+	// API Gateway sends the query apart from the path.
+	path, query, _ := strings.Cut(target, "?")
 	return events.APIGatewayV2HTTPRequest{
-		Version: "2.0", RawPath: path, Body: body,
+		Version: "2.0", RawPath: path, RawQueryString: query, Body: body,
 		Headers: map[string]string{"content-type": "application/json", "user-agent": "bench"},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
 			DomainName: "abc.execute-api.us-east-1.amazonaws.com", Stage: "$default",
