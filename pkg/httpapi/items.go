@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/udsproject/uds/pkg/uds"
 )
@@ -73,7 +72,14 @@ func (a *API) getItem(w http.ResponseWriter, r *http.Request, p params) {
 		a.listVersions(w, r, key, &sc, q)
 		return
 	}
-	pre, err := readConditions(r)
+	// ETags are an item's validators: If-Unmodified-Since, ignored, would
+	// hand over what its client meant it to stop.
+	err := refuseHeaders(r, "is not taken; a read is conditional on If-Match or If-None-Match, with ETags", "If-Unmodified-Since")
+	var pre uds.Precondition
+	var conditional bool
+	if err == nil {
+		pre, conditional, err = ifMatchSent(r)
+	}
 	if err != nil {
 		a.fail(w, r, err, &key)
 		return
@@ -86,29 +92,12 @@ func (a *API) getItem(w http.ResponseWriter, r *http.Request, p params) {
 		// The item takes PATCH in either patch document (RFC 5789).
 		w.Header().Set("Accept-Patch", acceptPatch)
 	}
-	if err == nil && pre != nil && !pre.Matches(it.Revision()) {
-		// A read of what is not there answers 404 whatever it names
-		// (RFC 9110, 13.2.1).
+	if err == nil && conditional && !pre.Matches(it.Revision()) {
+		// If-Match answers 412 as a write's does; a read of what is not
+		// there answers 404 whatever it names (RFC 9110, 13.2.1).
 		err = uds.ErrPrecondition
 	}
 	a.answerGet(w, r, sc.key, it, err, r.Header.Values("If-None-Match"), true)
-}
-
-// readConditions reads the If-Match of a GET of an item (nil without
-// one), which answers 412 when it names none of the item's ETags, as a
-// write's does. If-Unmodified-Since is refused: ETags are the item's
-// validators, and ignored it would hand over what its client meant it to
-// stop.
-func readConditions(r *http.Request) (*uds.Precondition, error) {
-	if len(r.Header.Values("If-Unmodified-Since")) > 0 {
-		return nil, uds.Invalid("If-Unmodified-Since", "is not taken; a read is conditional on If-Match or If-None-Match, with ETags")
-	}
-	values := r.Header.Values("If-Match")
-	if len(values) == 0 {
-		return nil, nil
-	}
-	pre, err := parseIfMatch(strings.Join(values, ","))
-	return &pre, err
 }
 
 // answerGet answers a read of key: the item with its ETag, 304 when
@@ -127,8 +116,10 @@ func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it 
 		return
 	}
 	w.Header().Set(headerETag, etag)
+	large := raw && it.Binary != nil && it.Binary.Large()
 	if match {
-		if it.Binary != nil && it.Binary.Large() && raw && a.bucket != nil && !r.URL.Query().Has("inline") {
+		// A large value's GET answers a redirect: its 304 renews it.
+		if large && a.bucket != nil && !r.URL.Query().Has("inline") {
 			if err := a.setRedirect(r, w.Header(), &it); err != nil {
 				a.fail(w, r, err, &key)
 				return
@@ -138,7 +129,7 @@ func (a *API) answerGet(w http.ResponseWriter, r *http.Request, key uds.Key, it 
 		return
 	}
 	switch {
-	case it.Binary != nil && it.Binary.Large() && raw:
+	case large:
 		a.answerLarge(w, r, &it)
 		return
 	case it.Binary != nil && raw:

@@ -53,8 +53,17 @@ func checkRequestHeaders(r *http.Request) error {
 	if n := len(r.Header.Values("Range")); n > 1 {
 		return uds.Invalid("Range", "is sent %d times; send one Range header", n)
 	}
-	if len(r.Header.Values("Content-Range")) > 0 {
-		return uds.Invalid("Content-Range", "has no place in a request: UDS writes whole values, so send the whole value without it")
+	return refuseHeaders(r, "has no place in a request: UDS writes whole values, so send the whole value without it", "Content-Range")
+}
+
+// refuseHeaders refuses a request that carries any of names, giving
+// reason for the first it carries: a header a route does not keep is
+// refused rather than ignored.
+func refuseHeaders(r *http.Request, reason string, names ...string) error {
+	for _, name := range names {
+		if len(r.Header.Values(name)) > 0 {
+			return uds.Invalid(name, "%s", reason)
+		}
 	}
 	return nil
 }
@@ -132,12 +141,10 @@ func readAll(r io.Reader, declared int64) ([]byte, error) {
 // readWrite parses and validates a POST or PUT body into w; expiries are
 // taken against now.
 func readWrite(r *http.Request, w *uds.Write, now time.Time) error {
-	for _, name := range itemHeaders {
-		if len(r.Header.Values(name)) > 0 {
-			// Ignored, it would leave the client believing it set the
-			// field.
-			return uds.Invalid(name, "applies to a binary write or a patch; a JSON body carries className, ttl and expiresAt as members")
-		}
+	// Ignored, an item header would leave the client believing it set
+	// the field.
+	if err := refuseHeaders(r, "applies to a binary write or a patch; a JSON body carries className, ttl and expiresAt as members", itemHeaders...); err != nil {
+		return err
 	}
 	body, err := readBody(r, maxBodyBytes, "the request body exceeds 2 MiB; data may hold at most 1 MiB of JSON")
 	if err != nil {
@@ -351,41 +358,34 @@ func expiry(b *writeBody, now time.Time) (time.Time, error) {
 }
 
 // ifMatch parses the If-Match header of a write; without one nothing is
-// imposed. The conditions a write does not keep are refused
-// (unkeptConditions).
+// imposed. The conditions a write does not keep are refused.
 func ifMatch(r *http.Request) (uds.Precondition, error) {
-	if err := unkeptConditions(r); err != nil {
+	// A write takes If-Match alone. Ignored, If-None-Match: * on a PUT
+	// (create only, in RFC 9110) or If-Unmodified-Since would let
+	// through a write its client meant them to stop.
+	if err := refuseHeaders(r, "has no place in a write, whose condition is If-Match (ETags, or *); a POST creates only where no item is",
+		"If-None-Match", "If-Unmodified-Since"); err != nil {
 		return uds.Precondition{}, err
 	}
-	values := r.Header.Values("If-Match")
-	if len(values) == 0 {
-		return uds.Precondition{}, nil
-	}
-	return parseIfMatch(strings.Join(values, ","))
+	p, _, err := ifMatchSent(r)
+	return p, err
 }
 
-// unkeptConditions refuses the conditions a write does not keep: a write
-// takes If-Match alone. Ignored, If-None-Match: * on a PUT (create only,
-// in RFC 9110) or If-Unmodified-Since would let through a write its
-// client meant them to stop.
-func unkeptConditions(r *http.Request) error {
-	for _, name := range []string{"If-None-Match", "If-Unmodified-Since"} {
-		if len(r.Header.Values(name)) > 0 {
-			return uds.Invalid(name, "has no place in a write, whose condition is If-Match (ETags, or *); a POST creates only where no item is")
-		}
+// ifMatchSent parses the If-Match header, and reports whether there was
+// one; without one nothing is imposed.
+func ifMatchSent(r *http.Request) (uds.Precondition, bool, error) {
+	values := r.Header.Values("If-Match")
+	if len(values) == 0 {
+		return uds.Precondition{}, false, nil
 	}
-	return nil
+	p, err := parseIfMatch(strings.Join(values, ","))
+	return p, true, err
 }
 
 // noConditions refuses every condition on a request that takes none
 // (what says what it does): no ETag names what it removes.
 func noConditions(r *http.Request, what string) error {
-	for _, name := range []string{"If-Match", "If-None-Match", "If-Unmodified-Since"} {
-		if len(r.Header.Values(name)) > 0 {
-			return uds.Invalid(name, "has no place in %s; send none", what)
-		}
-	}
-	return nil
+	return refuseHeaders(r, "has no place in "+what+"; send none", "If-Match", "If-None-Match", "If-Unmodified-Since")
 }
 
 // parseIfMatch parses an If-Match value (an empty one is invalid).

@@ -171,8 +171,9 @@ func checkReceived(t *testing.T, got *received, ev events.APIGatewayV2HTTPReques
 	if got.readErr != nil || !bytes.Equal(got.body, body) {
 		t.Fatalf("the API read %q (%v), the event carried %q", got.body, got.readErr, body)
 	}
-	want := ev.RequestContext.HTTP.Method // methods are case-sensitive
-	if want == "" { // http.NewRequest reads no method as GET
+	// Methods are case-sensitive; http.NewRequest reads no method as GET.
+	want := ev.RequestContext.HTTP.Method
+	if want == "" {
 		want = http.MethodGet
 	}
 	if got.method != want {

@@ -3,19 +3,12 @@ package lambdahost_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/udsproject/uds/pkg/config"
 	"github.com/udsproject/uds/pkg/httpapi"
-	"github.com/udsproject/uds/pkg/httpapi/apitest"
-	"github.com/udsproject/uds/pkg/lambdahost"
-	"github.com/udsproject/uds/pkg/store/storetest"
 )
 
 // TestEventsAsHTTPAPIsSendThem sends the functions events shaped as an
@@ -34,14 +27,7 @@ func TestEventsAsHTTPAPIsSendThem(t *testing.T) {
 	const app = "d53065bd-f932-4841-83fb-849717d8df0f"
 	const data = "/rest/api/v1/data/" + app + "/gw/"
 	ctx := context.Background()
-	cfg := config.Config{
-		Tables: storetest.NewTables(t), Endpoint: os.Getenv(config.EnvDynamoDBEndpoint),
-		SubjectClaim: "sub", CursorSecret: []byte("gateway"), LimitsCacheTTL: time.Second, RequestBudget: apitest.Budget,
-	}
-	h, err := lambdahost.New(ctx, cfg, httpapi.GroupAll, slog.New(slog.DiscardHandler), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, _ := function(t, httpapi.GroupAll)
 	send := func(method, path, body string, headers ...string) events.APIGatewayV2HTTPResponse {
 		t.Helper()
 		ev := events.APIGatewayV2HTTPRequest{

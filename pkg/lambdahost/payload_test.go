@@ -30,13 +30,20 @@ const lambdaPayloadLimit = 6 * 1024 * 1024
 // fresh tables in the test engine, and those tables.
 func listFunction(t *testing.T) (lambdahost.HandlerFunc, store.Tables) {
 	t.Helper()
+	return function(t, httpapi.GroupList)
+}
+
+// function is the handler of a function that serves groups, as main
+// builds it, over fresh tables in the test engine, and those tables.
+func function(t *testing.T, groups httpapi.Group) (lambdahost.HandlerFunc, store.Tables) {
+	t.Helper()
 	cfg := config.Config{
 		Tables:       storetest.NewTables(t),
 		Endpoint:     os.Getenv(config.EnvDynamoDBEndpoint),
-		SubjectClaim: "sub", CursorSecret: []byte("list function"), LimitsCacheTTL: time.Second,
+		SubjectClaim: "sub", CursorSecret: []byte("function"), LimitsCacheTTL: time.Second,
 		RequestBudget: apitest.Budget,
 	}
-	h, err := lambdahost.New(context.Background(), cfg, httpapi.GroupList, slog.New(slog.DiscardHandler), nil, nil)
+	h, err := lambdahost.New(context.Background(), cfg, groups, slog.New(slog.DiscardHandler), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

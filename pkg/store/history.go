@@ -467,8 +467,9 @@ func historyRemoves(w *uds.Write) share {
 
 // planHistory adds what history does to a plan's writes in namespaces
 // that keep versions: a create takes the version after the last its key
-// used (so that it follows the versions kept of the key's earlier items),
-// on the condition that the head still says so; a write that replaces or
+// used (so that it follows the versions kept of the key's earlier items;
+// an import's keeps its own, which its verb checked is above them), on
+// the condition that the head still says so; a write that replaces or
 // removes a live item keeps it as a version (with a delete marker above
 // it for a removal), prunes what the policy no longer keeps, and charges
 // the kept bytes to the item's owner.
@@ -477,8 +478,10 @@ func (s *Store) planHistory(_ context.Context, p *plan) error {
 		switch {
 		case c.w == nil || !c.w.History.On():
 		case c.kind == createItem:
-			c.result.Version = c.head.last + 1
-			c.item.Put.Item[schema.AttrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.result.Version, 10)}
+			if !c.numbered {
+				c.result.Version = c.head.last + 1
+				c.item.Put.Item[schema.AttrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.result.Version, 10)}
+			}
 			p.add(roleHistory, i, s.headUnchanged(c.key, c.head))
 		case c.kept():
 			var deleter *string // a removal leaves a delete marker of its writer's

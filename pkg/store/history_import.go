@@ -56,7 +56,7 @@ func (s *Store) importKept(ctx context.Context, app string, entries []importEntr
 	return nil
 }
 
-// importHeads reads, for an import's items in namespaces that keep
+// numbersFree reads, for an import's items in namespaces that keep
 // history, each key's history head and what the key holds (in one
 // BatchGetItem), and leaves out of the group each record whose key is
 // free and whose version is not above the last its key used: a key whose
@@ -65,12 +65,12 @@ func (s *Store) importKept(ctx context.Context, app string, entries []importEntr
 // continues after the last instead; an import keeps the record's number,
 // which its ETags carry). A key that holds an item is left to the put,
 // which finds it and sorts the record as skipped or a conflict. It
-// returns the heads of the free keys' records left, by their place in the
-// group, for the puts to check that they still stand.
-func (s *Store) importHeads(ctx context.Context, iv *importVerb) (map[int]historyHead, error) {
+// returns the heads read, by the records' places in the group left, which
+// the history capability holds the puts to (planHistory).
+func (s *Store) numbersFree(ctx context.Context, iv *importVerb) (map[int]historyHead, error) {
 	var keys []uds.Key
 	for _, e := range iv.group {
-		if e.history {
+		if needsOf(e.write).head {
 			keys = append(keys, e.rec.Key)
 		}
 	}
@@ -85,12 +85,12 @@ func (s *Store) importHeads(ctx context.Context, iv *importVerb) (map[int]histor
 	heads := make(map[int]historyHead, len(keys))
 	rest := iv.group[:0:0]
 	for _, e := range iv.group {
-		if stored, held := items[itemID(e.rec.Key)]; !e.history || held && !expired(stored, now) {
+		if !needsOf(e.write).head {
 			rest = append(rest, e)
 			continue
 		}
 		head := read[historyKey(e.rec.Key)]
-		if head.last >= e.rec.Version {
+		if stored, held := items[itemID(e.rec.Key)]; (!held || expired(stored, now)) && head.last >= e.rec.Version {
 			leaveOut(iv.res, []importEntry{e}, "an item numbered "+strconv.FormatInt(e.rec.Version, 10)+" where its key's history has used the numbers up to "+
 				strconv.FormatInt(head.last, 10)+" (versions of an item deleted since, whose numbers a key never uses again): write the value anew, which numbers it after them")
 			continue

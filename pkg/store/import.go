@@ -81,9 +81,8 @@ func (s *Store) Import(ctx context.Context, app string, records []uds.Record) (u
 			}
 			policyOf[rec.Key.Namespace] = policy
 		}
-		e.write = &uds.Write{Key: rec.Key, Data: rec.Data, Indexes: policy.Indexes}
+		e.write = &uds.Write{Key: rec.Key, Data: rec.Data, Indexes: policy.Indexes, History: policy.History}
 		e.entries = len(indexEntries(rec.Key, policy.Indexes, rec.Data))
-		e.history = policy.History.On()
 		pending = append(pending, e)
 	}
 	for len(pending) > 0 {
@@ -125,7 +124,7 @@ func importGroupSize(pending []importEntry) int {
 // actions counts what the entry's put brings to its transaction beside
 // itself: its index entries, and the check of its key's history head.
 func (e *importEntry) actions() int {
-	if e.history {
+	if needsOf(e.write).head {
 		return e.entries + 1
 	}
 	return e.entries
@@ -145,9 +144,6 @@ type importEntry struct {
 	write *uds.Write
 	// entries counts the item's index entries.
 	entries int
-	// history is set when the item's namespace keeps history: its put
-	// checks the key's history head (importHeads).
-	history bool
 	// expired is an expired item a refusal showed on the record's key,
 	// which the import replaces.
 	expired *itemState
@@ -167,7 +163,7 @@ func (s *Store) importGroup(ctx context.Context, app string, group []importEntry
 		case err != nil:
 			return 0, iv.group, err
 		case p == nil:
-			// Every record was left out (importHeads).
+			// Every record was left out (numbersFree).
 			return 0, nil, nil
 		}
 		return len(p.changes), nil, nil
@@ -190,7 +186,7 @@ var noLimits uds.Limits
 // plan creates each record's item as exported, its owner charged, on a
 // free key or over an expired item, which it replaces.
 func (iv *importVerb) plan(ctx context.Context, _ bool) (*plan, error) {
-	heads, err := iv.s.importHeads(ctx, iv)
+	heads, err := iv.s.numbersFree(ctx, iv)
 	if err != nil || len(iv.group) == 0 {
 		return nil, err
 	}
@@ -203,15 +199,9 @@ func (iv *importVerb) plan(ctx context.Context, _ bool) (*plan, error) {
 			put.ExpressionAttributeNames, put.ExpressionAttributeValues = names, values
 		}
 		changes[i] = &change{kind: createItem, key: e.rec.Key, w: e.write, old: e.expired, value: e.value,
-			item: types.TransactWriteItem{Put: put}, owner: e.rec.Owner, limits: &noLimits}
+			item: types.TransactWriteItem{Put: put}, owner: e.rec.Owner, limits: &noLimits, head: heads[i], numbered: true}
 	}
-	p := newPlan(iv.s.writeTime(), 0, changes...)
-	for i, e := range iv.group {
-		if head, ok := heads[i]; ok {
-			p.add(roleHistory, i, iv.s.headUnchanged(e.rec.Key, head))
-		}
-	}
-	return p, nil
+	return newPlan(iv.s.writeTime(), 0, changes...), nil
 }
 
 // refused sorts the records whose keys were taken: over an expired item

@@ -100,6 +100,10 @@ type change struct {
 	token *writeToken
 	// head is the key's history head, read when w.History is on.
 	head historyHead
+	// numbered marks a create whose item carries its own version number
+	// (an import's, which its ETags carry): history checks the head it
+	// was read with rather than numbering the item after the key's last.
+	numbered bool
 	// expiredOnly marks a reclaim: the removal holds only while the item
 	// is still the expired item read.
 	expiredOnly bool
